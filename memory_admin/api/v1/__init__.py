@@ -1,0 +1,5 @@
+from __future__ import annotations
+
+from ninja import NinjaAPI
+
+api = NinjaAPI(title="memory-admin", version="1")

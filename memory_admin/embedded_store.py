@@ -1,0 +1,180 @@
+"""The embedded MongoDB-wire store: one SecantusDB server process per data directory.
+
+SecantusDB is GPL-2.0-only and beta, so it stays an optional extra that we run
+as its own process and reach over the wire, never import. Only one process can
+open a data directory, so every process of the app (web, worker, management
+commands) shares one server: the first to need it starts it under a file lock
+and records its port; the others find it alive and reuse it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+STATE_FILE = "secantus-server.json"
+LOCK_FILE = "secantus-server.lock"
+LOG_FILE = "secantus-server.log"
+
+
+@dataclass(frozen=True)
+class EmbeddedServer:
+    pid: int
+    port: int
+
+    @property
+    def uri(self) -> str:
+        # directConnection: the server advertises a one-node replica set; we talk to it alone.
+        return f"mongodb://127.0.0.1:{self.port}/?directConnection=true&journal=true"
+
+
+def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
+    """The URI of the data directory's server, starting the server if none is running."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with _locked(data_dir / LOCK_FILE):
+        server = _running_server(data_dir)
+        if server is None:
+            server = start_server(
+                storage_path=data_dir / "mongo",
+                log_path=data_dir / LOG_FILE,
+                start_timeout=start_timeout,
+                detached=True,
+            )
+            (data_dir / STATE_FILE).write_text(json.dumps({"pid": server.pid, "port": server.port}))
+    return server.uri
+
+
+def stop_embedded_server(*, data_dir: Path) -> bool:
+    """Stop the data directory's server if it runs; True when one was stopped."""
+    with _locked(data_dir / LOCK_FILE):
+        server = _running_server(data_dir)
+        (data_dir / STATE_FILE).unlink(missing_ok=True)
+    if server is None:
+        return False
+    stop_server(server)
+    return True
+
+
+def start_server(
+    *, storage_path: Path | str, log_path: Path, start_timeout: float, detached: bool
+) -> EmbeddedServer:
+    """Start a SecantusDB server on a free loopback port and wait until it accepts connections.
+
+    Journaled (`--sync-on-commit`): without it, acknowledged writes were lost on `kill -9`.
+    """
+    if importlib.util.find_spec("secantus") is None:
+        raise ImproperlyConfigured(
+            "MONGODB_URI is not set and the embedded store is not installed: "
+            "install the 'embedded' extra (pip install -e '.[embedded]') or set MONGODB_URI."
+        )
+    port = _free_port()
+    if isinstance(storage_path, Path):
+        storage_path.mkdir(parents=True, exist_ok=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "secantus",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--storage-path",
+                str(storage_path),
+                "--sync-on-commit",
+                "--log-level",
+                "WARNING",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=detached,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + start_timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ImproperlyConfigured(
+                f"the embedded store exited with code {process.returncode}; see {log_path}"
+            )
+        if _port_open(port):
+            return EmbeddedServer(pid=process.pid, port=port)
+        time.sleep(0.1)
+    process.kill()
+    raise ImproperlyConfigured(f"the embedded store did not start within {start_timeout:.0f}s")
+
+
+def stop_server(server: EmbeddedServer, *, timeout: float = 15.0) -> None:
+    """SIGTERM, then SIGKILL if the server does not go within the timeout."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _pid_alive(server.pid):
+        time.sleep(0.05)
+    if _pid_alive(server.pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server.pid, signal.SIGKILL)
+
+
+def _running_server(data_dir: Path) -> EmbeddedServer | None:
+    try:
+        state = json.loads((data_dir / STATE_FILE).read_text())
+        server = EmbeddedServer(pid=int(state["pid"]), port=int(state["port"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if _pid_alive(server.pid) and _port_open(server.port):
+        return server
+    return None
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it is our exited child
+        if waited == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,18 @@
+"""Celery: a broker URL means real workers; unset means tasks run in-process."""
+
+from __future__ import annotations
+
+from memory_admin.settings.env import env_optional
+
+CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
+CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
+# In-process mode: tasks run eagerly, right after the request's transaction commits.
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

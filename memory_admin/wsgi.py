@@ -1,0 +1,10 @@
+"""WSGI entry point (gunicorn memory_admin.wsgi)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
+application = get_wsgi_application()

@@ -1,0 +1,291 @@
+"""The domain's documents and their converters to and from MongoDB.
+
+Outside `streams` every id is a 24-hex string; the converters here are the only
+place where ObjectIds and strings meet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from bson import ObjectId
+
+ScopeType = Literal["individual", "group", "collective"]
+SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
+JobKind = Literal["formation", "consolidation", "propagation", "forget_user"]
+JobStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _oid(value: str | None) -> ObjectId | None:
+    return ObjectId(value) if value else None
+
+
+def _str(value: ObjectId | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+@dataclass
+class Agent:
+    """An agent the store has seen, with the counters the dashboard shows."""
+
+    id: str
+    scope_count: int = 0
+    observation_count: int = 0
+    pending_count: int = 0
+    scope_seq: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+    last_activity_at: datetime = field(default_factory=utcnow)
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> Agent:
+        return cls(
+            id=doc["_id"],
+            scope_seq=doc.get("scope_seq", 0),
+            scope_count=doc.get("scope_count", 0),
+            observation_count=doc.get("observation_count", 0),
+            pending_count=doc.get("pending_count", 0),
+            created_at=doc["created_at"],
+            last_activity_at=doc.get("last_activity_at", doc["created_at"]),
+        )
+
+
+@dataclass
+class Scope:
+    """A consolidation boundary: one consolidation text and one observation log."""
+
+    agent_id: str
+    scope_type: ScopeType
+    user_id: str | None = None
+    group_id: str | None = None
+    name: str | None = None
+    display_name: str | None = None
+    is_active: bool = True
+    consolidation: str | None = None
+    consolidation_version: int = 0
+    consolidation_updated_at: datetime | None = None
+    consolidation_updated_by: str | None = None
+    pending_observation_ids: list[str] = field(default_factory=list)
+    observation_count: int = 0
+    observation_seq: int = 0
+    consolidation_threshold: int = 10
+    consolidation_max_words: int = 500
+    extraction_prompt: str | None = None
+    consolidation_prompt: str | None = None
+    seq: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+    last_activity_at: datetime = field(default_factory=utcnow)
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    @property
+    def pending_count(self) -> int:
+        return len(self.pending_observation_ids)
+
+    @property
+    def is_shard(self) -> bool:
+        return self.scope_type == "collective" and self.name is not None
+
+    @property
+    def label(self) -> str:
+        """What a person calls this scope: the user's, group's or shard's name."""
+        if self.scope_type == "individual":
+            return self.display_name or self.user_id or "?"
+        if self.scope_type == "group":
+            return self.display_name or self.group_id or "?"
+        return self.name or "collective"
+
+    @property
+    def label_text(self) -> str:
+        """Lower-cased ids and names, stored for the scope list's text filter."""
+        parts = (self.user_id, self.group_id, self.name, self.display_name)
+        return " ".join(p for p in parts if p).lower()
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "agent_id": self.agent_id,
+            "scope_type": self.scope_type,
+            "label_text": self.label_text,
+            "user_id": self.user_id,
+            "group_id": self.group_id,
+            "name": self.name,
+            "display_name": self.display_name,
+            "is_active": self.is_active,
+            "consolidation": self.consolidation,
+            "consolidation_version": self.consolidation_version,
+            "consolidation_updated_at": self.consolidation_updated_at,
+            "consolidation_updated_by": self.consolidation_updated_by,
+            "pending_observation_ids": [ObjectId(i) for i in self.pending_observation_ids],
+            "observation_count": self.observation_count,
+            "observation_seq": self.observation_seq,
+            "consolidation_threshold": self.consolidation_threshold,
+            "consolidation_max_words": self.consolidation_max_words,
+            "extraction_prompt": self.extraction_prompt,
+            "consolidation_prompt": self.consolidation_prompt,
+            "seq": self.seq,
+            "created_at": self.created_at,
+            "last_activity_at": self.last_activity_at,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> Scope:
+        return cls(
+            id=str(doc["_id"]),
+            agent_id=doc["agent_id"],
+            scope_type=doc["scope_type"],
+            user_id=doc.get("user_id"),
+            group_id=doc.get("group_id"),
+            name=doc.get("name"),
+            display_name=doc.get("display_name"),
+            is_active=doc.get("is_active", True),
+            consolidation=doc.get("consolidation"),
+            consolidation_version=doc.get("consolidation_version", 0),
+            consolidation_updated_at=doc.get("consolidation_updated_at"),
+            consolidation_updated_by=doc.get("consolidation_updated_by"),
+            pending_observation_ids=[str(i) for i in doc.get("pending_observation_ids", [])],
+            observation_count=doc.get("observation_count", 0),
+            observation_seq=doc.get("observation_seq", 0),
+            consolidation_threshold=doc.get("consolidation_threshold", 10),
+            consolidation_max_words=doc.get("consolidation_max_words", 500),
+            extraction_prompt=doc.get("extraction_prompt"),
+            consolidation_prompt=doc.get("consolidation_prompt"),
+            seq=doc.get("seq", 0),
+            created_at=doc["created_at"],
+            last_activity_at=doc.get("last_activity_at", doc["created_at"]),
+        )
+
+
+@dataclass
+class Observation:
+    """One timestamped piece of information, with the provenance it came from."""
+
+    scope_id: str
+    agent_id: str
+    content: str
+    observed_at: datetime = field(default_factory=utcnow)
+    created_at: datetime = field(default_factory=utcnow)
+    source_session_id: str | None = None
+    source_message_ids: list[str] = field(default_factory=list)
+    related_user_ids: list[str] = field(default_factory=list)
+    consolidated: bool = False
+    private: bool = False
+    propagated_from: str | None = None
+    deleted_at: datetime | None = None
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    seq: int = 0
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    @property
+    def status(self) -> Literal["pending", "consolidated"]:
+        return "consolidated" if self.consolidated else "pending"
+
+    @property
+    def deleted(self) -> bool:
+        return self.deleted_at is not None
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "scope_id": ObjectId(self.scope_id),
+            "agent_id": self.agent_id,
+            "content": self.content,
+            "observed_at": self.observed_at,
+            "created_at": self.created_at,
+            "source_session_id": self.source_session_id,
+            "source_message_ids": list(self.source_message_ids),
+            "related_user_ids": list(self.related_user_ids),
+            "consolidated": self.consolidated,
+            "private": self.private,
+            "propagated_from": _oid(self.propagated_from),
+            "deleted_at": self.deleted_at,
+            "access_count": self.access_count,
+            "last_accessed_at": self.last_accessed_at,
+            "seq": self.seq,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> Observation:
+        return cls(
+            id=str(doc["_id"]),
+            scope_id=str(doc["scope_id"]),
+            agent_id=doc["agent_id"],
+            content=doc["content"],
+            observed_at=doc["observed_at"],
+            created_at=doc["created_at"],
+            source_session_id=doc.get("source_session_id"),
+            source_message_ids=list(doc.get("source_message_ids", [])),
+            related_user_ids=list(doc.get("related_user_ids", [])),
+            consolidated=doc.get("consolidated", False),
+            private=doc.get("private", False),
+            propagated_from=_str(doc.get("propagated_from")),
+            deleted_at=doc.get("deleted_at"),
+            access_count=doc.get("access_count", 0),
+            last_accessed_at=doc.get("last_accessed_at"),
+            seq=doc.get("seq", 0),
+        )
+
+
+@dataclass
+class ConsolidationVersion:
+    """One entry of a scope's consolidation history: every change is a new version."""
+
+    scope_id: str
+    agent_id: str
+    version: int
+    text: str
+    trigger: str
+    actor: str | None = None
+    absorbed_observation_ids: list[str] = field(default_factory=list)
+    prompt_version: int | None = None
+    model: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    restored_from: int | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "scope_id": ObjectId(self.scope_id),
+            "agent_id": self.agent_id,
+            "version": self.version,
+            "text": self.text,
+            "trigger": self.trigger,
+            "actor": self.actor,
+            "absorbed_observation_ids": [ObjectId(i) for i in self.absorbed_observation_ids],
+            "prompt_version": self.prompt_version,
+            "model": self.model,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "duration_ms": self.duration_ms,
+            "restored_from": self.restored_from,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> ConsolidationVersion:
+        return cls(
+            id=str(doc["_id"]),
+            scope_id=str(doc["scope_id"]),
+            agent_id=doc["agent_id"],
+            version=doc["version"],
+            text=doc["text"],
+            trigger=doc["trigger"],
+            actor=doc.get("actor"),
+            absorbed_observation_ids=[str(i) for i in doc.get("absorbed_observation_ids", [])],
+            prompt_version=doc.get("prompt_version"),
+            model=doc.get("model"),
+            prompt_tokens=doc.get("prompt_tokens", 0),
+            completion_tokens=doc.get("completion_tokens", 0),
+            duration_ms=doc.get("duration_ms", 0),
+            restored_from=doc.get("restored_from"),
+            created_at=doc["created_at"],
+        )

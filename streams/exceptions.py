@@ -1,0 +1,36 @@
+"""The application's one exception family: interfaces map each `code` to a status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MemoryServiceError(Exception):
+    """Base of every error the domain raises on purpose; `code` is snake_case and stable."""
+
+    code = "error"
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class NotFound(MemoryServiceError):
+    code = "not_found"
+
+
+class Conflict(MemoryServiceError):
+    code = "conflict"
+
+
+class InvalidInput(MemoryServiceError):
+    """Input that passed the schema but breaks a domain rule."""
+
+    code = "invalid"
+
+
+class Unavailable(MemoryServiceError):
+    """The store or the LLM cannot be reached; the caller may retry later."""
+
+    code = "unavailable"

@@ -1,0 +1,142 @@
+"""Observations: appending to a scope's log (atomically with its pending list), and reads."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from bson import ObjectId
+from pymongo.client_session import ClientSession
+
+from streams.documents import Observation, Scope, utcnow
+from streams.exceptions import Conflict, InvalidInput, NotFound
+from streams.ids import require_object_id
+from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.store import MemoryStore
+from streams.store.observations import StatusFilter
+
+MAX_CONTENT_CHARS = 4000
+APPEND_ATTEMPTS = 5
+
+
+def observations_append(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    observations: list[Observation],
+    session: ClientSession,
+    now: datetime,
+) -> None:
+    """Within the caller's transaction: store the observations and make them pending.
+
+    The scope's sequence counter is claimed with the version in the filter, so
+    two concurrent appends cannot share sequence numbers; a miss aborts the
+    transaction and the caller retries it whole.
+    """
+    oid = require_object_id(scope_id, what="scope")
+    scope = store.scopes.get(oid, session=session)
+    if scope is None:
+        raise NotFound("scope not found")
+    for offset, observation in enumerate(observations, start=1):
+        observation.seq = scope.observation_seq + offset
+    store.observations.insert_many(observations, session=session)
+    claimed = store.scopes.reserve_observation_seqs(
+        oid,
+        expected_seq=scope.observation_seq,
+        observation_ids=[ObjectId(o.id) for o in observations if not o.consolidated],
+        pending=True,
+        now=now,
+        session=session,
+    )
+    if not claimed:
+        raise Conflict("the scope's log moved on; retry")
+
+
+def observation_add(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    content: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+    source_session_id: str | None = None,
+    source_message_ids: list[str] | None = None,
+    related_user_ids: list[str] | None = None,
+) -> Observation:
+    """Add one observation by hand (operator or agent); it goes to pending."""
+    content = content.strip()
+    if not content:
+        raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content is longer than {MAX_CONTENT_CHARS} characters", details=[{"field": "content"}]
+        )
+    now = utcnow()
+    observation = Observation(
+        scope_id=scope.id,
+        agent_id=scope.agent_id,
+        content=content,
+        observed_at=observed_at or now,
+        created_at=now,
+        private=private,
+        source_session_id=source_session_id,
+        source_message_ids=source_message_ids or [],
+        related_user_ids=related_user_ids
+        if related_user_ids is not None
+        else ([scope.user_id] if scope.user_id else []),
+    )
+    append_in_transaction(store=store, scope_id=scope.id, observations=[observation], now=now)
+    store.agents.adjust_counters(scope.agent_id, now=now, observations=1, pending=1)
+    return observation
+
+
+def append_in_transaction(
+    *, store: MemoryStore, scope_id: str, observations: list[Observation], now: datetime
+) -> None:
+    """`observations_append` in a transaction of its own, retried when the log moved on."""
+    for attempt in range(APPEND_ATTEMPTS):
+        try:
+            store.in_transaction(
+                lambda session: observations_append(
+                    store=store,
+                    scope_id=scope_id,
+                    observations=observations,
+                    session=session,
+                    now=now,
+                )
+            )
+            return
+        except Conflict:
+            if attempt == APPEND_ATTEMPTS - 1:
+                raise
+
+
+def observation_get(
+    *, store: MemoryStore, observation_id: str, agent_ids: frozenset[str] | None = None
+) -> Observation:
+    observation = store.observations.get(require_object_id(observation_id, what="observation"))
+    if observation is None or (agent_ids is not None and observation.agent_id not in agent_ids):
+        raise NotFound("observation not found")
+    return observation
+
+
+def observation_list(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    status: StatusFilter = "all",
+    include_deleted: bool = False,
+    private: bool | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Page[Observation]:
+    """A scope's observations, newest first."""
+    items, next_before = store.observations.page(
+        scope_id=require_object_id(scope.id, what="scope"),
+        top_seq=scope.observation_seq,
+        before=seq_before(cursor),
+        limit=clamp_limit(limit),
+        status=status,
+        include_deleted=include_deleted,
+        private=private,
+    )
+    return Page(items=items, next_cursor=seq_cursor(next_before))

@@ -1,0 +1,139 @@
+"""Scopes: creation on first use, reads, and the settings operators change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streams.documents import Scope, ScopeType, utcnow
+from streams.exceptions import Conflict, InvalidInput, NotFound
+from streams.ids import require_object_id
+from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.store import MemoryStore
+
+
+@dataclass(frozen=True)
+class ScopeKey:
+    """The identity of a scope: at most one scope exists per key."""
+
+    agent_id: str
+    scope_type: ScopeType
+    user_id: str | None = None
+    group_id: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def individual(cls, agent_id: str, user_id: str) -> ScopeKey:
+        return cls(agent_id=agent_id, scope_type="individual", user_id=user_id)
+
+    @classmethod
+    def group(cls, agent_id: str, group_id: str) -> ScopeKey:
+        return cls(agent_id=agent_id, scope_type="group", group_id=group_id)
+
+    @classmethod
+    def collective(cls, agent_id: str, name: str | None = None) -> ScopeKey:
+        return cls(agent_id=agent_id, scope_type="collective", name=name)
+
+
+def scope_get_or_create(
+    *,
+    store: MemoryStore,
+    key: ScopeKey,
+    display_name: str | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> tuple[Scope, bool]:
+    """The scope for `key`, created on first use; True when this call created it.
+
+    A display name sent by a caller is remembered (and updated when it changes).
+    """
+    existing = store.scopes.find_by_identity(**_identity(key))
+    if existing is not None:
+        if display_name and display_name != existing.display_name:
+            existing.display_name = display_name
+            store.scopes.update_fields(
+                require_object_id(existing.id, what="scope"),
+                {"display_name": display_name, "label_text": existing.label_text},
+            )
+        return existing, False
+    now = utcnow()
+    store.agents.ensure(key.agent_id, now=now)
+    scope = Scope(
+        **_identity(key),
+        display_name=display_name or key.name,
+        seq=store.agents.allocate_scope_seq(key.agent_id),
+        created_at=now,
+        last_activity_at=now,
+        **(defaults or {}),
+    )
+    if not store.scopes.insert(scope):
+        # Another caller created it between our read and our insert: theirs stands.
+        winner = store.scopes.find_by_identity(**_identity(key))
+        if winner is None:  # pragma: no cover - the unique index guarantees it
+            raise Conflict("scope creation raced and lost")
+        return winner, False
+    store.agents.adjust_counters(key.agent_id, now=now, scopes=1)
+    return scope, True
+
+
+def scope_create(
+    *, store: MemoryStore, key: ScopeKey, display_name: str | None = None, **settings: Any
+) -> Scope:
+    """Create a scope explicitly (API); an existing one is a conflict."""
+    if key.scope_type == "individual":
+        raise InvalidInput("individual scopes are created by conversations, not by hand")
+    scope, created = scope_get_or_create(
+        store=store, key=key, display_name=display_name, defaults=settings
+    )
+    if not created:
+        raise Conflict("that scope exists already", details={"scope_id": scope.id})
+    return scope
+
+
+def scope_get(
+    *, store: MemoryStore, scope_id: str, agent_ids: frozenset[str] | None = None
+) -> Scope:
+    """The scope, or NotFound, also when it belongs to an agent the caller may not see."""
+    scope = store.scopes.get(require_object_id(scope_id, what="scope"))
+    if scope is None or (agent_ids is not None and scope.agent_id not in agent_ids):
+        raise NotFound("scope not found")
+    return scope
+
+
+def scope_list(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    scope_type: ScopeType | None = None,
+    user_id: str | None = None,
+    group_id: str | None = None,
+    text: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Page[Scope]:
+    """An agent's scopes, newest first."""
+    page_size = clamp_limit(limit)
+    before = seq_before(cursor)
+    agent = store.agents.get(agent_id)
+    if agent is None:
+        return Page(items=[], next_cursor=None)
+    items, next_before = store.scopes.page(
+        agent_id=agent_id,
+        top_seq=agent.scope_seq,
+        before=before,
+        limit=page_size,
+        scope_type=scope_type,
+        user_id=user_id,
+        group_id=group_id,
+        text=text,
+    )
+    return Page(items=items, next_cursor=seq_cursor(next_before))
+
+
+def _identity(key: ScopeKey) -> dict[str, Any]:
+    return {
+        "agent_id": key.agent_id,
+        "scope_type": key.scope_type,
+        "user_id": key.user_id,
+        "group_id": key.group_id,
+        "name": key.name,
+    }

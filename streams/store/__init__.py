@@ -1,0 +1,69 @@
+"""The persistence package: the only code in the project that talks to pymongo.
+
+`MemoryStore` bundles one repository per collection over one database. Each
+repository module declares the indexes its queries need (`INDEXES`), and
+`MemoryStore.ensure_indexes` applies them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from pymongo import MongoClient
+from pymongo.client_session import ClientSession
+from pymongo.errors import PyMongoError
+from pymongo.read_concern import ReadConcern
+from pymongo.write_concern import WriteConcern
+
+from streams.exceptions import Unavailable
+from streams.store import agents, consolidations, observations, scopes
+from streams.store.indexes import IndexSpec, apply_indexes
+
+T = TypeVar("T")
+
+DECLARED_INDEXES: list[IndexSpec] = [
+    *agents.INDEXES,
+    *scopes.INDEXES,
+    *observations.INDEXES,
+    *consolidations.INDEXES,
+]
+
+
+class MemoryStore:
+    """The memory collections of one database, reached through one process-wide client."""
+
+    def __init__(self, client: MongoClient, db_name: str) -> None:
+        self.client = client
+        self.db = client[db_name]
+        self.agents = agents.AgentRepository(self.db)
+        self.scopes = scopes.ScopeRepository(self.db)
+        self.observations = observations.ObservationRepository(self.db)
+        self.consolidations = consolidations.ConsolidationRepository(self.db)
+
+    def ensure_indexes(self) -> list[str]:
+        return apply_indexes(self.db, DECLARED_INDEXES)
+
+    def ping(self) -> None:
+        try:
+            self.client.admin.command("ping")
+        except PyMongoError as exc:
+            raise Unavailable(f"the memory store is unreachable: {exc}") from exc
+
+    def in_transaction(self, work: Callable[[ClientSession], T]) -> T:
+        """Run `work` in one multi-document transaction, retried on transient conflicts."""
+        with self.client.start_session() as session:
+            return session.with_transaction(
+                work,
+                read_concern=ReadConcern("snapshot"),
+                write_concern=WriteConcern(w="majority", j=True),
+            )
+
+    @contextmanager
+    def session(self) -> Iterator[ClientSession]:
+        with self.client.start_session() as session:
+            yield session
+
+
+__all__ = ["DECLARED_INDEXES", "MemoryStore"]

@@ -1,0 +1,100 @@
+"""`memory_agents`: one document per agent with the counters pages show often.
+
+Counters are kept, not counted: `count_documents` over a million observations
+is too slow for a dashboard. They are adjusted right after the write they
+describe commits (outside its transaction, so one hot document per agent does
+not make every formation conflict); `recount` repairs any drift.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError
+
+from streams.documents import Agent
+from streams.store.indexes import IndexSpec
+
+COLLECTION = "memory_agents"
+INDEXES: list[IndexSpec] = []  # every query is by `_id` (the agent id)
+
+
+class AgentRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def ensure(self, agent_id: str, *, now: datetime) -> None:
+        try:
+            self.collection.insert_one(
+                {
+                    "_id": agent_id,
+                    "scope_seq": 0,
+                    "scope_count": 0,
+                    "observation_count": 0,
+                    "pending_count": 0,
+                    "created_at": now,
+                    "last_activity_at": now,
+                }
+            )
+        except DuplicateKeyError:
+            pass
+
+    def get(self, agent_id: str) -> Agent | None:
+        doc = self.collection.find_one({"_id": agent_id})
+        return Agent.from_mongo(doc) if doc else None
+
+    def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
+        query = {"_id": {"$gt": after or ""}}
+        return [
+            Agent.from_mongo(d) for d in self.collection.find(query).sort("_id", 1).limit(limit)
+        ]
+
+    def allocate_scope_seq(self, agent_id: str) -> int:
+        """The next scope sequence number of the agent: read, then a conditional increment."""
+        while True:
+            doc = self.collection.find_one({"_id": agent_id}, {"scope_seq": 1})
+            current = doc["scope_seq"] if doc else 0
+            result = self.collection.update_one(
+                {"_id": agent_id, "scope_seq": current}, {"$inc": {"scope_seq": 1}}
+            )
+            if result.matched_count == 1:
+                return current + 1
+
+    def adjust_counters(
+        self,
+        agent_id: str,
+        *,
+        now: datetime,
+        scopes: int = 0,
+        observations: int = 0,
+        pending: int = 0,
+        session: ClientSession | None = None,
+    ) -> None:
+        increments = {
+            key: value
+            for key, value in (
+                ("scope_count", scopes),
+                ("observation_count", observations),
+                ("pending_count", pending),
+            )
+            if value
+        }
+        update: dict[str, Any] = {"$set": {"last_activity_at": now}}
+        if increments:
+            update["$inc"] = increments
+        self.collection.update_one({"_id": agent_id}, update, session=session)
+
+    def set_counters(self, agent_id: str, *, scopes: int, observations: int, pending: int) -> None:
+        self.collection.update_one(
+            {"_id": agent_id},
+            {
+                "$set": {
+                    "scope_count": scopes,
+                    "observation_count": observations,
+                    "pending_count": pending,
+                }
+            },
+        )

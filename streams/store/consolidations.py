@@ -1,0 +1,40 @@
+"""`memory_consolidations`: every version of every scope's consolidation text."""
+
+from __future__ import annotations
+
+from bson import ObjectId
+from pymongo import DESCENDING
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+
+from streams.documents import ConsolidationVersion
+from streams.store.indexes import IndexSpec, index
+
+COLLECTION = "memory_consolidations"
+INDEXES: list[IndexSpec] = [
+    # History newest first; versions are dense, so a page is an exact range of versions.
+    index(COLLECTION, "scope_id", "version", unique=True),
+]
+
+
+class ConsolidationRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def insert(self, entry: ConsolidationVersion, *, session: ClientSession | None = None) -> None:
+        self.collection.insert_one(entry.to_mongo(), session=session)
+
+    def get(self, scope_id: ObjectId, version: int) -> ConsolidationVersion | None:
+        doc = self.collection.find_one({"scope_id": scope_id, "version": version})
+        return ConsolidationVersion.from_mongo(doc) if doc else None
+
+    def page(
+        self, *, scope_id: ObjectId, below_version: int, limit: int
+    ) -> list[ConsolidationVersion]:
+        """Versions in `[below_version - limit, below_version)`, newest first."""
+        query = {
+            "scope_id": scope_id,
+            "version": {"$gte": max(1, below_version - limit), "$lt": below_version},
+        }
+        cursor = self.collection.find(query).sort("version", DESCENDING).limit(limit)
+        return [ConsolidationVersion.from_mongo(d) for d in cursor]

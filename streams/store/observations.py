@@ -1,0 +1,91 @@
+"""`memory_observations`: the log of each scope, paged by the scope's sequence number."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from bson import ObjectId
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+
+from streams.documents import Observation
+from streams.store.indexes import IndexSpec, index
+from streams.store.paging import page_by_seq
+
+COLLECTION = "memory_observations"
+INDEXES: list[IndexSpec] = [
+    # A scope's log, newest first, paged by a window on `seq` (filters ride inside the window).
+    index(COLLECTION, "scope_id", "seq", unique=True),
+    # Everything about one user of one agent (user audit, forget user).
+    index(COLLECTION, "agent_id", "related_user_ids"),
+    # Copies made by propagation, found from their source.
+    index(COLLECTION, "propagated_from"),
+]
+
+StatusFilter = Literal["pending", "consolidated", "all"]
+
+
+class ObservationRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def insert_many(
+        self, observations: list[Observation], *, session: ClientSession | None = None
+    ) -> None:
+        if observations:
+            self.collection.insert_many([o.to_mongo() for o in observations], session=session)
+
+    def get(self, observation_id: ObjectId) -> Observation | None:
+        doc = self.collection.find_one({"_id": observation_id})
+        return Observation.from_mongo(doc) if doc else None
+
+    def get_many(self, observation_ids: list[ObjectId]) -> list[Observation]:
+        """By id, in the order asked (missing ids are left out)."""
+        if not observation_ids:
+            return []
+        by_id = {d["_id"]: d for d in self.collection.find({"_id": {"$in": observation_ids}})}
+        return [Observation.from_mongo(by_id[i]) for i in observation_ids if i in by_id]
+
+    def page(
+        self,
+        *,
+        scope_id: ObjectId,
+        top_seq: int,
+        before: int | None,
+        limit: int,
+        status: StatusFilter = "all",
+        include_deleted: bool = False,
+        private: bool | None = None,
+    ) -> tuple[list[Observation], int | None]:
+        base: dict[str, Any] = {"scope_id": scope_id}
+        if status != "all":
+            base["consolidated"] = status == "consolidated"
+        if not include_deleted:
+            base["deleted_at"] = None
+        if private is not None:
+            base["private"] = private
+        page = page_by_seq(
+            self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
+        )
+        return [Observation.from_mongo(d) for d in page.docs], page.next_before
+
+    def mark_consolidated(
+        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+    ) -> None:
+        if observation_ids:
+            self.collection.update_many(
+                {"_id": {"$in": observation_ids}}, {"$set": {"consolidated": True}}, session=session
+            )
+
+    def update_fields(self, observation_id: ObjectId, fields: dict[str, Any]) -> bool:
+        result = self.collection.update_one({"_id": observation_id}, {"$set": fields})
+        return result.matched_count == 1
+
+    def record_access(self, observation_ids: list[ObjectId], *, now: datetime) -> None:
+        """One batched update for everything a context call retrieved."""
+        if observation_ids:
+            self.collection.update_many(
+                {"_id": {"$in": observation_ids}},
+                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": now}},
+            )

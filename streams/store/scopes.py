@@ -1,0 +1,156 @@
+"""`memory_scopes`: one document per scope; the unique index keeps one per identity."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError
+
+from streams.documents import Scope, ScopeType
+from streams.store.indexes import IndexSpec, index
+from streams.store.paging import SeqPage, page_by_seq
+
+COLLECTION = "memory_scopes"
+INDEXES: list[IndexSpec] = [
+    # Identity: at most one scope per (agent, type, user, group, shard name).
+    index(COLLECTION, "agent_id", "scope_type", "user_id", "group_id", "name", unique=True),
+    # Lists: an agent's scopes newest first, paged by a window on `seq`.
+    index(COLLECTION, "agent_id", "seq", unique=True),
+    # A user's scopes across types (user audit, the scope browser's user filter).
+    index(COLLECTION, "agent_id", "user_id"),
+    index(COLLECTION, "agent_id", "group_id"),
+]
+
+
+class ScopeRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def insert(self, scope: Scope) -> bool:
+        """Insert a new scope; False when its identity already exists."""
+        try:
+            self.collection.insert_one(scope.to_mongo())
+        except DuplicateKeyError:
+            return False
+        return True
+
+    def get(self, scope_id: ObjectId, *, session: ClientSession | None = None) -> Scope | None:
+        doc = self.collection.find_one({"_id": scope_id}, session=session)
+        return Scope.from_mongo(doc) if doc else None
+
+    def get_many(self, scope_ids: list[ObjectId]) -> list[Scope]:
+        return [Scope.from_mongo(d) for d in self.collection.find({"_id": {"$in": scope_ids}})]
+
+    def find_by_identity(
+        self,
+        *,
+        agent_id: str,
+        scope_type: ScopeType,
+        user_id: str | None,
+        group_id: str | None,
+        name: str | None,
+    ) -> Scope | None:
+        doc = self.collection.find_one(
+            {
+                "agent_id": agent_id,
+                "scope_type": scope_type,
+                "user_id": user_id,
+                "group_id": group_id,
+                "name": name,
+            }
+        )
+        return Scope.from_mongo(doc) if doc else None
+
+    def page(
+        self,
+        *,
+        agent_id: str,
+        top_seq: int,
+        before: int | None,
+        limit: int,
+        scope_type: ScopeType | None = None,
+        user_id: str | None = None,
+        group_id: str | None = None,
+        text: str | None = None,
+    ) -> tuple[list[Scope], int | None]:
+        base: dict[str, Any] = {"agent_id": agent_id}
+        if scope_type:
+            base["scope_type"] = scope_type
+        if user_id:
+            base["user_id"] = user_id
+        if group_id:
+            base["group_id"] = group_id
+        if text:
+            # A residual filter inside the bounded seq window, over the scope's ids and names.
+            base["label_text"] = re.compile(re.escape(text.lower()))
+        page: SeqPage = page_by_seq(
+            self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
+        )
+        return [Scope.from_mongo(d) for d in page.docs], page.next_before
+
+    def update_fields(
+        self, scope_id: ObjectId, fields: dict[str, Any], *, session: ClientSession | None = None
+    ) -> bool:
+        result = self.collection.update_one({"_id": scope_id}, {"$set": fields}, session=session)
+        return result.matched_count == 1
+
+    def reserve_observation_seqs(
+        self,
+        scope_id: ObjectId,
+        *,
+        expected_seq: int,
+        observation_ids: list[ObjectId],
+        pending: bool,
+        now: datetime,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Claim `len(observation_ids)` sequence numbers after `expected_seq`; False if it moved."""
+        update: dict[str, Any] = {
+            "$inc": {
+                "observation_seq": len(observation_ids),
+                "observation_count": len(observation_ids),
+            },
+            "$set": {"last_activity_at": now},
+        }
+        if pending:
+            update["$push"] = {"pending_observation_ids": {"$each": observation_ids}}
+        result = self.collection.update_one(
+            {"_id": scope_id, "observation_seq": expected_seq}, update, session=session
+        )
+        return result.matched_count == 1
+
+    def commit_consolidation(
+        self,
+        scope_id: ObjectId,
+        *,
+        expected_version: int,
+        text: str,
+        absorbed_ids: list[ObjectId],
+        actor: str | None,
+        now: datetime,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Store a new consolidation version and drop what it absorbed from pending, at once.
+
+        The version in the filter makes a concurrent commit a miss (False), never a double.
+        """
+        update: dict[str, Any] = {
+            "$set": {
+                "consolidation": text,
+                "consolidation_version": expected_version + 1,
+                "consolidation_updated_at": now,
+                "consolidation_updated_by": actor,
+                "last_activity_at": now,
+            },
+        }
+        if absorbed_ids:
+            update["$pull"] = {"pending_observation_ids": {"$in": absorbed_ids}}
+        result = self.collection.update_one(
+            {"_id": scope_id, "consolidation_version": expected_version}, update, session=session
+        )
+        return result.matched_count == 1

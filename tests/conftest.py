@@ -1,0 +1,59 @@
+"""Suite-wide fixtures: one embedded store per run, one database per test, the query guard."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from streams.store import DECLARED_INDEXES, MemoryStore
+from streams.store.client import close_clients, get_client
+from streams.store.query_guard import QueryGuard
+
+QUERY_GUARD = QueryGuard(DECLARED_INDEXES)
+
+
+@pytest.fixture(scope="session")
+def embedded_mongo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    """A real SecantusDB server for the whole run, reached over the wire like production."""
+    root: Path = tmp_path_factory.mktemp("mongo")
+    server = start_server(
+        storage_path=root / "data", log_path=root / "server.log", start_timeout=60, detached=False
+    )
+    os.environ["MEMORY_TEST_MONGODB_URI"] = server.uri  # for subprocesses the tests start
+    # The guard is attached to the one client every test and every served request uses.
+    get_client(server.uri, event_listeners=[QUERY_GUARD])
+    yield server
+    close_clients()
+    stop_server(server)
+
+
+@pytest.fixture(autouse=True)
+def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
+    """Every test gets a fresh database of its own, with the declared indexes applied."""
+    db_name = f"t_{uuid.uuid4().hex[:16]}"
+    settings.MONGODB_URI = embedded_mongo.uri
+    settings.MONGODB_DB = db_name
+    client = get_client(embedded_mongo.uri)
+    MemoryStore(client, db_name).ensure_indexes()
+    yield db_name
+    client.drop_database(db_name)
+
+
+@pytest.fixture(autouse=True)
+def query_guard(memory_db: str) -> Iterator[QueryGuard]:
+    """Fail any test that sent an unindexed or unbounded query to a memory collection."""
+    QUERY_GUARD.take()
+    yield QUERY_GUARD
+    violations = QUERY_GUARD.take()
+    if violations:
+        pytest.fail("queries not served by a declared index:\n" + "\n".join(violations))
+
+
+@pytest.fixture
+def store(embedded_mongo: EmbeddedServer, memory_db: str) -> MemoryStore:
+    return MemoryStore(get_client(embedded_mongo.uri), memory_db)

@@ -1,0 +1,42 @@
+"""Which outside services the suite can reach, and whether CI demands them.
+
+Tests that need PostgreSQL, Redis or Chromium run whenever those are present
+and are skipped, with the reason, when they are not. `.ci/run` sets
+MEMORY_TEST_REQUIRE_SERVICES=1, which turns "not present" into running the
+test anyway, so it fails loudly instead of passing by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("MEMORY_TEST_REQUIRE_SERVICES", "") == "1"
+POSTGRES_URL = os.environ.get(
+    "MEMORY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
+REDIS_URL = os.environ.get("MEMORY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+CHROMIUM_PATH = os.environ.get("MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _needs(available: bool, what: str) -> pytest.MarkDecorator:
+    reason = (
+        f"{what} is not available here; CI sets MEMORY_TEST_REQUIRE_SERVICES=1 so it never skips"
+    )
+    return pytest.mark.skipif(not available and not REQUIRE_SERVICES, reason=reason)
+
+
+needs_postgres = _needs(_port_open("127.0.0.1", 5432), "PostgreSQL on 127.0.0.1:5432")
+needs_redis = _needs(_port_open("127.0.0.1", 6379), "Redis on 127.0.0.1:6379")
+needs_chromium = _needs(shutil.which(CHROMIUM_PATH) is not None, f"Chromium at {CHROMIUM_PATH}")
