@@ -8,6 +8,7 @@ not make every formation conflict); `recount` repairs any drift.
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +28,7 @@ class AgentRepository:
         self.collection = db[COLLECTION]
 
     def ensure(self, agent_id: str, *, now: datetime) -> None:
-        try:
+        with contextlib.suppress(DuplicateKeyError):
             self.collection.insert_one(
                 {
                     "_id": agent_id,
@@ -39,8 +40,6 @@ class AgentRepository:
                     "last_activity_at": now,
                 }
             )
-        except DuplicateKeyError:
-            pass
 
     def get(self, agent_id: str) -> Agent | None:
         doc = self.collection.find_one({"_id": agent_id})
