@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bson import ObjectId
-from pymongo.client_session import ClientSession
 
 from streams.documents import ConsolidationVersion, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 MAX_CONSOLIDATION_CHARS = 20_000
 
@@ -67,7 +66,7 @@ def consolidation_commit(
         created_at=now,
     )
 
-    def commit(session: ClientSession) -> None:
+    def commit(session: StoreSession) -> None:
         moved = not store.scopes.commit_consolidation(
             scope_oid,
             expected_version=expected_version,

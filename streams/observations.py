@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from bson import ObjectId
-from pymongo.client_session import ClientSession
 
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
 
 MAX_CONTENT_CHARS = 4000
@@ -23,7 +22,7 @@ def observations_append(
     store: MemoryStore,
     scope_id: str,
     observations: list[Observation],
-    session: ClientSession,
+    session: StoreSession,
     now: datetime,
 ) -> None:
     """Within the caller's transaction: store the observations and make them pending.

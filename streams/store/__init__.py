@@ -22,6 +22,7 @@ from streams.store import agents, consolidations, observations, scopes
 from streams.store.indexes import IndexSpec, apply_indexes
 
 T = TypeVar("T")
+StoreSession = ClientSession  # what services pass through to repositories inside a transaction
 
 DECLARED_INDEXES: list[IndexSpec] = [
     *agents.INDEXES,
@@ -66,4 +67,4 @@ class MemoryStore:
             yield session
 
 
-__all__ = ["DECLARED_INDEXES", "MemoryStore"]
+__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreSession"]

@@ -73,6 +73,8 @@ def _queries(name: str, command: dict[str, Any]) -> list[tuple[dict[str, Any], b
     if name == "aggregate":
         pipeline = command.get("pipeline") or []
         first = pipeline[0] if pipeline else {}
+        if any("$group" in stage or "$count" in stage for stage in pipeline):
+            return [(first.get("$match", {}), None)]  # a count or a summary, not a list
         has_limit = any("$limit" in stage for stage in pipeline)
         return [(first.get("$match", {}), has_limit)]
     if name in {"count", "distinct", "findAndModify"}:

@@ -1,0 +1,49 @@
+# memory-admin: `make run` to try it, `make test` to check it. `make help` lists the rest.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint format bench stop-store clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[embedded,dev]'
+	@touch $(STAMP)
+
+install: $(STAMP) ## Install into .venv (a no-op when pyproject.toml has not changed)
+
+run: install ## Set up (migrate, indexes, demo data, demo login) and serve on embedded defaults
+	$(PY) manage.py migrate --noinput -v0
+	$(PY) manage.py ensure_indexes
+	$(PY) manage.py seed_demo --if-empty
+	$(PY) manage.py ensure_demo_login
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: install ## Run the whole test suite (browser, PostgreSQL and Redis tests when present)
+	$(PY) -m pytest
+
+lint: install ## ruff check and format check
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: install ## Apply ruff's fixes and formatting
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+bench: install ## Run the benchmarks and print their tables
+	$(PY) -m benchmarks
+
+stop-store: install ## Stop the embedded store server of ./var
+	$(PY) manage.py stop_embedded_store
+
+clean: ## Remove .venv and ./var (all local data)
+	-$(PY) manage.py stop_embedded_store
+	rm -rf $(VENV) var test-artifacts

@@ -1,0 +1,41 @@
+"""Create (once) the demo logins for the embedded setup, and print them."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+
+DEMO_USERS = (("admin", "admin"), ("operator", "operator"), ("viewer", "viewer"))
+
+
+class Command(BaseCommand):
+    help = "Create demo users admin/operator/viewer with one generated password, and print it."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        password_file = settings.MEMORY_DATA_DIR / "demo-password"
+        if password_file.is_file():
+            password = password_file.read_text().strip()
+        else:
+            password = secrets.token_urlsafe(9)
+            password_file.parent.mkdir(parents=True, exist_ok=True)
+            password_file.write_text(password)
+            password_file.chmod(0o600)
+        user_model = get_user_model()
+        for username, role in DEMO_USERS:
+            user, created = user_model.objects.get_or_create(username=username)
+            if created:
+                user.set_password(password)
+                user.is_staff = role == "admin"
+                user.save()
+            user.groups.add(Group.objects.get(name=role))
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Log in at http://127.0.0.1:8000/ as admin, operator or viewer "
+                f"with password: {password}"
+            )
+        )

@@ -1,0 +1,92 @@
+"""The same code on the production services: Django on PostgreSQL, Celery through Redis.
+
+Run whenever the services are present; CI makes them present and demands them
+(tests/services.py).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from celery import Celery
+
+from tests.services import POSTGRES_URL, REDIS_URL, needs_postgres, needs_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+DJANGO_SUITES = ["tests/api", "tests/ui", "tests/test_demo.py"]
+
+
+@needs_postgres
+def test_django_suites_pass_on_postgresql():
+    """The API and UI suites again, with Django's tables in PostgreSQL instead of SQLite."""
+    database = f"memory_admin_ci_{uuid.uuid4().hex[:8]}"
+    env = {**os.environ, "DATABASE_URL": POSTGRES_URL.rsplit("/", 1)[0] + f"/{database}"}
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-m",
+            "not browser",
+            "--create-db",
+            *[s for s in DJANGO_SUITES if (ROOT / s).exists()],
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout.splitlines()[-1]
+
+
+@needs_redis
+def test_a_real_worker_runs_tasks_through_redis(memory_db, embedded_mongo):
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_RESULT_BACKEND": REDIS_URL,
+        "MONGODB_URI": embedded_mongo.uri,
+        "MONGODB_DB": memory_db,
+    }
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_admin",
+            "worker",
+            "--pool=solo",
+            "--concurrency=1",
+            "--loglevel=WARNING",
+            "--without-gossip",
+            "--without-mingle",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = Celery(broker=REDIS_URL, backend=REDIS_URL)
+    try:
+        started = time.monotonic()
+        result = client.send_task("memory_admin.tasks.check_store").get(timeout=60)
+        assert result == {"store": "ok"}
+        assert time.monotonic() - started < 60
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        client.close()

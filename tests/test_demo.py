@@ -1,0 +1,60 @@
+"""The demo data set and the demo logins that `make run` creates."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+
+from memory_admin.demo import AGENTS
+from streams.consolidation import consolidation_history
+from streams.observations import observation_list
+from streams.scopes import scope_list
+
+
+def test_seed_demo_builds_a_believable_data_set_through_the_services(store, capsys):
+    call_command("seed_demo")
+    assert "Seeded 3 agents" in capsys.readouterr().out
+    agents = [store.agents.get(a) for a in AGENTS]
+    assert sum(a.scope_count for a in agents) == 30 + 4 + 3 + 2
+    assert 250 <= sum(a.observation_count for a in agents) <= 400
+
+    scopes = scope_list(store=store, agent_id="support-assistant", limit=200).items
+    shards = [s for s in scopes if s.is_shard]
+    assert {s.name for s in shards} == {"product-feedback", "known-issues"}
+    assert all(s.extraction_prompt for s in shards)
+
+    user = next(s for s in scopes if s.scope_type == "individual")
+    assert user.consolidation_version == 2 and user.pending_count == 2
+    assert [v.version for v in consolidation_history(store=store, scope=user).items] == [2, 1]
+    observation = observation_list(store=store, scope=user, limit=1).items[0]
+    assert observation.source_session_id and observation.source_message_ids
+    assert observation.related_user_ids == [user.user_id]
+    pending_total = sum(a.pending_count for a in agents)
+    assert pending_total == sum(
+        s.pending_count
+        for a in AGENTS
+        for s in scope_list(store=store, agent_id=a, limit=200).items
+    )
+
+
+def test_seed_demo_if_empty_is_idempotent(store, capsys):
+    call_command("seed_demo", "--if-empty")
+    before = store.agents.get(AGENTS[0]).observation_count
+    call_command("seed_demo", "--if-empty")
+    assert "already present" in capsys.readouterr().out
+    assert store.agents.get(AGENTS[0]).observation_count == before
+    with pytest.raises(SystemExit):
+        call_command("seed_demo")
+
+
+@pytest.mark.django_db
+def test_demo_login_is_created_once_and_printed(settings, tmp_path, capsys):
+    settings.MEMORY_DATA_DIR = tmp_path
+    call_command("ensure_demo_login")
+    password = capsys.readouterr().out.strip().rsplit(" ", 1)[-1]
+    call_command("ensure_demo_login")
+    assert capsys.readouterr().out.strip().endswith(password)
+    admin = authenticate(username="admin", password=password)
+    assert admin is not None and admin.groups.filter(name="admin").exists()
+    assert authenticate(username="viewer", password=password).groups.get().name == "viewer"

@@ -1,0 +1,52 @@
+"""The embedded store launcher: one server per data directory, shared by every process."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from memory_admin.embedded_store import _pid_alive, embedded_server_uri, stop_embedded_server
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_one_server_per_data_directory_reused_across_processes(tmp_path):
+    uri = embedded_server_uri(data_dir=tmp_path)
+    try:
+        assert embedded_server_uri(data_dir=tmp_path) == uri
+        other_process = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from pathlib import Path; import sys;"
+                "from memory_admin.embedded_store import embedded_server_uri;"
+                f"print(embedded_server_uri(data_dir=Path({str(tmp_path)!r})))",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert other_process.stdout.strip() == uri
+        assert "journal=true" in uri
+    finally:
+        assert stop_embedded_server(data_dir=tmp_path)
+    assert stop_embedded_server(data_dir=tmp_path) is False
+
+
+def test_a_dead_server_is_replaced(tmp_path):
+    import json
+    import os
+    import signal
+
+    uri = embedded_server_uri(data_dir=tmp_path)
+    state = json.loads((tmp_path / "secantus-server.json").read_text())
+    os.kill(state["pid"], signal.SIGKILL)
+    while _pid_alive(state["pid"]):
+        pass
+    try:
+        assert embedded_server_uri(data_dir=tmp_path) != uri
+    finally:
+        stop_embedded_server(data_dir=tmp_path)
