@@ -126,7 +126,7 @@ SHARD_FACTS = {
     "known-issues": [
         "Login loops on Safari 17 when third-party cookies are blocked; workaround: allow cookies.",
         "Invoice PDFs show the wrong currency symbol for CHF accounts.",
-        "Desktop app 4.2 crashes on Linux with Wayland; workaround: start with --ozone-platform=x11.",
+        "Desktop app 4.2 crashes on Linux with Wayland; workaround: --ozone-platform=x11.",
     ],
 }
 

@@ -6,7 +6,13 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN_IN_DOMAIN = ("django.http", "django.shortcuts", "django.template", "ninja", "memory_admin")
+FORBIDDEN_IN_DOMAIN = (
+    "django.http",
+    "django.shortcuts",
+    "django.template",
+    "ninja",
+    "memory_admin",
+)
 
 
 def _imports(path: Path) -> set[str]:

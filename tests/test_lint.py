@@ -13,5 +13,7 @@ def test_ruff_check_and_format_are_clean():
     ruff = [sys.executable, "-m", "ruff"]
     check = subprocess.run([*ruff, "check", "."], cwd=ROOT, capture_output=True, text=True)
     assert check.returncode == 0, check.stdout
-    fmt = subprocess.run([*ruff, "format", "--check", "."], cwd=ROOT, capture_output=True, text=True)
+    fmt = subprocess.run(
+        [*ruff, "format", "--check", "."], cwd=ROOT, capture_output=True, text=True
+    )
     assert fmt.returncode == 0, fmt.stdout

@@ -1,3 +1,13 @@
+"""The operator UI's pages; every view checks its role itself (see `roles.py`)."""
+
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from memory_admin.ui import dashboard
+
+app_name = "ui"
+
+urlpatterns = [
+    path("", dashboard.dashboard, name="dashboard"),
+]

@@ -32,7 +32,7 @@ class Command(BaseCommand):
                 user.set_password(password)
                 user.is_staff = role == "admin"
                 user.save()
-            user.groups.add(Group.objects.get(name=role))
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
         self.stdout.write(
             self.style.SUCCESS(
                 f"Log in at http://127.0.0.1:8000/ as admin, operator or viewer "

@@ -1,0 +1,95 @@
+"""The port between the domain and any LLM provider.
+
+Each request carries the rendered prompt (what an OpenAI-compatible model
+reads) and the structured context it was rendered from (what the offline,
+rule-based provider works on). Both providers answer text: JSON for extraction
+and propagation, prose for consolidation. The domain parses and validates the
+answer the same way whichever provider gave it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, Protocol
+
+LLMTask = Literal["extraction", "consolidation", "propagation"]
+ModelTier = Literal["fast", "slow"]
+
+
+@dataclass(frozen=True)
+class ConversationLine:
+    role: str  # user | assistant | tool | system
+    speaker: str  # the user's display name, or the role for non-user lines
+    content: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ShardGuidance:
+    name: str
+    guidance: str
+
+
+@dataclass(frozen=True)
+class ExtractionContext:
+    lines: list[ConversationLine]
+    user_name: str
+    group_names: list[str]
+    shards: list[ShardGuidance]
+    consolidations: dict[str, str]  # scope label ("individual", "group:Eden Team", ...) -> text
+    max_observations: int = 5
+    max_words: int = 50
+
+
+@dataclass(frozen=True)
+class DatedObservation:
+    content: str
+    observed_at: datetime
+
+
+@dataclass(frozen=True)
+class ConsolidationContext:
+    scope_description: str  # e.g. "individual memory of Gene", "group Eden Team"
+    current: str | None
+    observations: list[DatedObservation]  # oldest first
+    max_words: int
+
+
+@dataclass(frozen=True)
+class PropagationContext:
+    observations: list[str]
+    targets: list[str]  # group names, or ["collective"]
+    source_description: str
+
+
+LLMContext = ExtractionContext | ConsolidationContext | PropagationContext
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    task: LLMTask
+    prompt: str
+    context: LLMContext
+    json_output: bool
+    tier: ModelTier
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    text: str
+    model: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_ms: int = 0
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+class LLMError(Exception):
+    """The provider failed (HTTP error, timeout, refused): the run is retried later."""
+
+
+class LLMProvider(Protocol):
+    name: str  # "openai" | "offline"
+
+    def complete(self, request: LLMRequest) -> LLMResult: ...

@@ -1,0 +1,176 @@
+"""What the fake OpenAI server understands: recorded requests, scripted behaviours, and the
+JSON bodies it answers, shaped like the real API's.
+
+Kept apart from the server so the wire format can be read (and reused by tests that assert
+on requests, vectors or usage) without wading through the threading.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import struct
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_EMBEDDING_DIMENSIONS = 16
+DEFAULT_TEXT = "This is a reply from the fake OpenAI server."
+DEFAULT_JSON_TEXT = '{"observations": []}'
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the fake received it, so tests can assert what the app sent."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any  # the parsed JSON, or None when the body was empty or not JSON
+    time: float  # time.monotonic() on arrival
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        """Case-insensitive lookup, as HTTP header names are case-insensitive."""
+        wanted = name.lower()
+        return next((v for k, v in self.headers.items() if k.lower() == wanted), default)
+
+    @property
+    def task(self) -> str | None:
+        """The `X-Memory-Task` header, which lets a proxy attribute cost per task."""
+        return self.header("X-Memory-Task")
+
+    @property
+    def wants_json(self) -> bool:
+        """Whether the request asked for `response_format={"type": "json_object"}`."""
+        response_format = (self.body or {}).get("response_format") or {}
+        return response_format.get("type") == "json_object"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """Answer a normal chat completion whose message content is `text`."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Fail:
+    """Answer an OpenAI-shaped error; `retry_after` (seconds) is sent as `retry-after-ms`."""
+
+    status: int = 500
+    message: str = "Fake failure."
+    retry_after: float | None = 0.01
+
+
+@dataclass(frozen=True)
+class Delay:
+    """Sleep before answering (to trip client timeouts), then play `then` or the responder."""
+
+    seconds: float
+    then: Behaviour | None = None
+
+
+@dataclass(frozen=True)
+class MalformedBody:
+    """HTTP 200 whose body is not JSON, like a broken proxy in front of the model server."""
+
+    body: bytes = b"<html><body>upstream hiccup</body></html>"
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class DropConnection:
+    """Close the socket without answering, like a server that crashed mid-request."""
+
+
+Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection
+Responder = Callable[[RecordedRequest], str]
+
+
+def default_responder(request: RecordedRequest) -> str:
+    """A fixed text, or an empty extraction result when the request asked for JSON."""
+    return DEFAULT_JSON_TEXT if request.wants_json else DEFAULT_TEXT
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token: close enough for usage accounting in tests."""
+    return math.ceil(len(text) / 4)
+
+
+def embedding_vector(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
+    """A unit vector derived from a hash of `text`: the same in every run and process.
+
+    Values are rounded to float32, so the float and base64 encodings decode to equal lists.
+    """
+    raw: list[float] = []
+    counter = 0
+    while len(raw) < dimensions:
+        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
+        raw.extend(int.from_bytes(digest[i : i + 4], "big") / 2**31 - 1.0 for i in range(0, 32, 4))
+        counter += 1
+    raw = raw[:dimensions]
+    norm = math.sqrt(sum(v * v for v in raw)) or 1.0
+    return [struct.unpack("<f", struct.pack("<f", v / norm))[0] for v in raw]
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """OpenAI's error envelope; the client puts `message` into the exception it raises."""
+    if status == 429:
+        kind, code = "requests", "rate_limit_exceeded"
+    elif status >= 500:
+        kind, code = "server_error", None
+    else:
+        kind, code = "invalid_request_error", "unknown_url" if status == 404 else None
+    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+def _content_text(content: Any) -> str:
+    return content if isinstance(content, str) else json.dumps(content)
+
+
+def chat_completion(request_body: dict[str, Any], text: str) -> dict[str, Any]:
+    """A `chat.completion` object answering `request_body` with `text`, with estimated usage."""
+    prompt = "".join(_content_text(m.get("content")) for m in request_body.get("messages", []))
+    prompt_tokens, completion_tokens = estimate_tokens(prompt), estimate_tokens(text)
+    message = {"role": "assistant", "content": text, "refusal": None}
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    return {
+        "id": f"chatcmpl-fake{uuid.uuid4().hex[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request_body.get("model", "fake-model"),
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+        "usage": usage,
+    }
+
+
+def embeddings(request_body: dict[str, Any], default_dimensions: int) -> dict[str, Any]:
+    """An embeddings list for a string or list input, honouring `dimensions`.
+
+    The client asks for `encoding_format="base64"` unless told otherwise, so both
+    encodings are served: base64 is little-endian float32, as the real API sends it.
+    """
+    inputs = request_body.get("input", "")
+    texts = [_content_text(t) for t in ([inputs] if isinstance(inputs, str) else inputs)]
+    dimensions = int(request_body.get("dimensions") or default_dimensions)
+    data = []
+    for index, text in enumerate(texts):
+        vector: Any = embedding_vector(text, dimensions)
+        if request_body.get("encoding_format") == "base64":
+            vector = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": vector})
+    tokens = sum(estimate_tokens(t) for t in texts)
+    return {
+        "object": "list",
+        "data": data,
+        "model": request_body.get("model", "fake-embedding"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
