@@ -1,14 +1,123 @@
-"""Celery tasks: thin wrappers that take ids, re-fetch, and call one service."""
+"""Celery tasks: thin, idempotent wrappers that take a job id, re-fetch, and call one service.
+
+With a broker, real workers run them and retry failures with backoff. On the
+embedded default they run in-process right after the request's transaction
+commits; a failed job is then retried by the periodic `retry_failed_jobs`
+sweep instead of inline, so a failing LLM never stalls a request.
+"""
 
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+from collections.abc import Callable
+from datetime import timedelta
 
+from celery import shared_task
+from django.conf import settings
+from django.db import transaction
+
+from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.consolidation_runs import consolidation_run
+from streams.documents import Job, utcnow
+from streams.formation import FormationSettings, cold_sessions_sweep, formation_run
+from streams.jobs import JobRun, job_execute
+from streams.propagation import propagation_run
+
+logger = logging.getLogger("memory_admin.tasks")
+MAX_ATTEMPTS = 5
+RETRY_BACKOFF_SECONDS = 30
+TASK_OPTIONS = {
+    "bind": True,
+    "acks_late": True,
+    "retry_backoff": True,
+    "retry_backoff_max": 600,
+    "retry_jitter": True,
+    "max_retries": MAX_ATTEMPTS - 1,
+}
+
+
+def formation_settings() -> FormationSettings:
+    return FormationSettings(
+        max_messages=settings.MEMORY_FORMATION_MAX_MESSAGES,
+        max_tokens=settings.MEMORY_FORMATION_MAX_TOKENS,
+        min_messages=settings.MEMORY_FORMATION_MIN_MESSAGES,
+        cold_minutes=settings.MEMORY_COLD_SESSION_MINUTES,
+    )
+
+
+def enqueue(job: Job) -> None:
+    """Queue a job's task once the current transaction (if any) commits."""
+    task = TASKS_BY_KIND[job.kind]
+    transaction.on_commit(lambda: task.delay(job.id))
+
+
+def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
+    try:
+        run = job_execute(store=get_store(), job_id=job_id, llm=get_llm_provider(), work=work)
+    except Exception as exc:
+        if task.request.is_eager:
+            return  # recorded as failed; `retry_failed_jobs` tries again later
+        raise task.retry(exc=exc) from exc
+    if run is not None:
+        for follow_up in run.follow_ups:
+            enqueue(follow_up)
+
+
+@shared_task(name="memory_admin.tasks.run_formation", **TASK_OPTIONS)
+def run_formation(self, job_id: str) -> None:
+    store = get_store()
+    _execute(
+        self, job_id, lambda run: formation_run(store=store, run=run, settings=formation_settings())
+    )
+
+
+@shared_task(name="memory_admin.tasks.run_consolidation", **TASK_OPTIONS)
+def run_consolidation(self, job_id: str) -> None:
+    store = get_store()
+    _execute(self, job_id, lambda run: consolidation_run(store=store, run=run))
+
+
+@shared_task(name="memory_admin.tasks.run_propagation", **TASK_OPTIONS)
+def run_propagation(self, job_id: str) -> None:
+    store = get_store()
+    _execute(self, job_id, lambda run: propagation_run(store=store, run=run))
+
+
+TASKS_BY_KIND = {
+    "formation": run_formation,
+    "consolidation": run_consolidation,
+    "propagation": run_propagation,
+}
+
+
+@shared_task(name="memory_admin.tasks.sweep_cold_sessions")
+def sweep_cold_sessions() -> int:
+    """Form sessions idle for MEMORY_COLD_SESSION_MINUTES with enough unformed messages."""
+    jobs = cold_sessions_sweep(store=get_store(), settings=formation_settings())
+    for job in jobs:
+        enqueue(job)
+    return len(jobs)
+
+
+@shared_task(name="memory_admin.tasks.retry_failed_jobs")
+def retry_failed_jobs() -> int:
+    """Re-queue failed jobs whose backoff has passed (in-process mode's retries)."""
+    store = get_store()
+    now = utcnow()
+    retried = 0
+    for job in store.jobs.page(status="failed", agent_id=None, before=None, limit=100):
+        backoff = timedelta(seconds=RETRY_BACKOFF_SECONDS * 2 ** max(job.attempts - 1, 0))
+        if job.attempts >= MAX_ATTEMPTS or (job.finished_at and job.finished_at > now - backoff):
+            continue
+        if store.jobs.requeue(job.id_oid):
+            enqueue(job)
+            retried += 1
+    return retried
 
 
 @shared_task(name="memory_admin.tasks.check_store")
 def check_store() -> dict[str, str]:
-    """Prove a worker reaches the store (used by health checks and the worker smoke test)."""
+    """Prove a worker reaches the store (used by the worker smoke test)."""
     get_store().ping()
     return {"store": "ok"}

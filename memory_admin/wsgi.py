@@ -8,3 +8,7 @@ from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
 application = get_wsgi_application()
+
+from memory_admin.scheduler import start_inprocess_scheduler  # noqa: E402
+
+start_inprocess_scheduler()  # in-process mode only: a no-op when a broker is configured

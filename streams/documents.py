@@ -18,8 +18,13 @@ JobKind = Literal["formation", "consolidation", "propagation", "forget_user"]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    """Now in UTC, to the millisecond: what MongoDB stores, so a read-back compares equal."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 def _oid(value: str | None) -> ObjectId | None:
@@ -77,6 +82,7 @@ class Scope:
     consolidation_max_words: int = 500
     extraction_prompt: str | None = None
     consolidation_prompt: str | None = None
+    groups: list[dict[str, str]] = field(default_factory=list)  # individual: the user's groups
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -127,7 +133,10 @@ class Scope:
             "consolidation_max_words": self.consolidation_max_words,
             "extraction_prompt": self.extraction_prompt,
             "consolidation_prompt": self.consolidation_prompt,
+            "groups": self.groups,
             "seq": self.seq,
+            "lease_owner": None,
+            "lease_until": EPOCH,
             "created_at": self.created_at,
             "last_activity_at": self.last_activity_at,
         }
@@ -154,6 +163,7 @@ class Scope:
             consolidation_max_words=doc.get("consolidation_max_words", 500),
             extraction_prompt=doc.get("extraction_prompt"),
             consolidation_prompt=doc.get("consolidation_prompt"),
+            groups=list(doc.get("groups") or []),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -288,4 +298,175 @@ class ConsolidationVersion:
             duration_ms=doc.get("duration_ms", 0),
             restored_from=doc.get("restored_from"),
             created_at=doc["created_at"],
+        )
+
+
+PromptKind = Literal["extraction", "consolidation", "propagation"]
+PROMPT_KINDS: tuple[PromptKind, ...] = ("extraction", "consolidation", "propagation")
+
+
+@dataclass
+class PromptVersion:
+    """One saved version of a prompt template, never changed afterwards.
+
+    `scope_id` None is the agent's default; a scope id is that scope's override.
+    Keeping every version is what lets history show who changed what, and when.
+    """
+
+    agent_id: str
+    kind: PromptKind
+    version: int
+    text: str
+    author: str
+    scope_id: str | None = None
+    reverted_from: int | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "agent_id": self.agent_id,
+            "scope_id": _oid(self.scope_id),
+            "kind": self.kind,
+            "version": self.version,
+            "text": self.text,
+            "author": self.author,
+            "created_at": self.created_at,
+            "reverted_from": self.reverted_from,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> PromptVersion:
+        return cls(
+            id=str(doc["_id"]),
+            agent_id=doc["agent_id"],
+            scope_id=_str(doc.get("scope_id")),
+            kind=doc["kind"],
+            version=doc["version"],
+            text=doc["text"],
+            author=doc["author"],
+            created_at=doc["created_at"],
+            reverted_from=doc.get("reverted_from"),
+        )
+
+
+@dataclass
+class Job:
+    """Background work: a formation, consolidation, propagation or forget-user run."""
+
+    kind: JobKind
+    agent_id: str
+    status: JobStatus = "queued"
+    scope_id: str | None = None
+    session_id: str | None = None
+    trigger: str | None = None
+    actor: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    llm_calls: int = 0
+    attempts: int = 0
+    created_at: datetime = field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "kind": self.kind,
+            "agent_id": self.agent_id,
+            "status": self.status,
+            "scope_id": _oid(self.scope_id),
+            "session_id": self.session_id,
+            "trigger": self.trigger,
+            "actor": self.actor,
+            "payload": self.payload,
+            "result": self.result,
+            "error": self.error,
+            "llm_calls": self.llm_calls,
+            "attempts": self.attempts,
+            "created_at": self.created_at,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> Job:
+        return cls(
+            id=str(doc["_id"]),
+            kind=doc["kind"],
+            agent_id=doc["agent_id"],
+            status=doc["status"],
+            scope_id=_str(doc.get("scope_id")),
+            session_id=doc.get("session_id"),
+            trigger=doc.get("trigger"),
+            actor=doc.get("actor"),
+            payload=doc.get("payload") or {},
+            result=doc.get("result") or {},
+            error=doc.get("error"),
+            llm_calls=doc.get("llm_calls", 0),
+            attempts=doc.get("attempts", 0),
+            created_at=doc["created_at"],
+            started_at=doc.get("started_at"),
+            finished_at=doc.get("finished_at"),
+        )
+
+    @property
+    def id_oid(self) -> ObjectId:
+        return ObjectId(self.id)
+
+    @property
+    def duration_ms(self) -> int | None:
+        if self.started_at and self.finished_at:
+            return int((self.finished_at - self.started_at).total_seconds() * 1000)
+        return None
+
+
+@dataclass
+class BufferedMessage:
+    """A conversation message waiting in its session's buffer until a formation uses it."""
+
+    agent_id: str
+    session_id: str
+    message_id: str
+    role: str
+    content: str
+    created_at: datetime
+    received_at: datetime = field(default_factory=utcnow)
+    user_id: str | None = None
+    weighted_tokens: float = 0.0
+    formed: bool = False
+    id: str = field(default_factory=lambda: str(ObjectId()))
+
+    def to_mongo(self) -> dict[str, Any]:
+        return {
+            "_id": ObjectId(self.id),
+            "agent_id": self.agent_id,
+            "session_id": self.session_id,
+            "message_id": self.message_id,
+            "role": self.role,
+            "content": self.content,
+            "created_at": self.created_at,
+            "received_at": self.received_at,
+            "user_id": self.user_id,
+            "weighted_tokens": self.weighted_tokens,
+            "formed": self.formed,
+        }
+
+    @classmethod
+    def from_mongo(cls, doc: dict[str, Any]) -> BufferedMessage:
+        return cls(
+            id=str(doc["_id"]),
+            agent_id=doc["agent_id"],
+            session_id=doc["session_id"],
+            message_id=doc["message_id"],
+            role=doc["role"],
+            content=doc["content"],
+            created_at=doc["created_at"],
+            received_at=doc["received_at"],
+            user_id=doc.get("user_id"),
+            weighted_tokens=doc.get("weighted_tokens", 0.0),
+            formed=doc.get("formed", False),
         )

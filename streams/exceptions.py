@@ -27,7 +27,7 @@ class Conflict(MemoryServiceError):
 class InvalidInput(MemoryServiceError):
     """Input that passed the schema but breaks a domain rule."""
 
-    code = "invalid"
+    code = "validation_error"
 
 
 class Unavailable(MemoryServiceError):

@@ -139,3 +139,52 @@ def observation_list(
         private=private,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))
+
+
+def observation_update(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+) -> Observation:
+    """Correct an observation's content or mark it private; returns the fresh observation.
+
+    A deleted observation is kept as it was, for the audit: changing it is a conflict.
+    """
+    fields: dict[str, object] = {}
+    if content is not None:
+        content = content.strip()
+        if not content:
+            raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"content is longer than {MAX_CONTENT_CHARS} characters",
+                details=[{"field": "content"}],
+            )
+        fields["content"] = content
+    if private is not None:
+        fields["private"] = private
+    if not fields:
+        return observation
+    if observation.deleted:
+        raise Conflict("the observation is deleted; it cannot be changed")
+    oid = require_object_id(observation.id, what="observation")
+    if not store.observations.update_fields(oid, fields):
+        raise NotFound("observation not found")
+    fresh = store.observations.get(oid)
+    if fresh is None:
+        raise NotFound("observation not found")
+    return fresh
+
+
+def observation_delete(*, store: MemoryStore, observation: Observation) -> None:
+    """Soft delete: kept for the audit, out of every context, search and default list.
+
+    Deleting a deleted observation changes nothing (its first deletion time stands).
+    """
+    if observation.deleted:
+        return
+    oid = require_object_id(observation.id, what="observation")
+    if not store.observations.update_fields(oid, {"deleted_at": utcnow()}):
+        raise NotFound("observation not found")

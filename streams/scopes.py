@@ -9,6 +9,7 @@ from streams.documents import Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.prompts import prompt_save, validate_shard_guidance, validate_template
 from streams.store import MemoryStore
 
 
@@ -137,3 +138,91 @@ def _identity(key: ScopeKey) -> dict[str, Any]:
         "group_id": key.group_id,
         "name": key.name,
     }
+
+
+# -- settings operators change ----------------------------------------------------------
+
+THRESHOLD_RANGE = (1, 1000)
+MAX_WORDS_RANGE = (50, 5000)
+PROMPT_FIELDS = {"extraction_prompt": "extraction", "consolidation_prompt": "consolidation"}
+SETTING_FIELDS = frozenset(
+    {*PROMPT_FIELDS, "is_active", "consolidation_threshold", "consolidation_max_words"}
+)
+
+
+def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, Any]:
+    """The changes, normalised, or InvalidInput naming the field; writes nothing.
+
+    A collective shard's `extraction_prompt` is guidance text; every other prompt is
+    a whole template, refused when it lacks or invents a placeholder. A prompt set to
+    None goes back to what the agent (or the code) says.
+    """
+    unknown = sorted(set(changes) - SETTING_FIELDS)
+    if unknown:
+        raise InvalidInput(
+            f"not a scope setting: {', '.join(unknown)}",
+            details=[{"field": name} for name in unknown],
+        )
+    checked: dict[str, Any] = {}
+    for name, value in changes.items():
+        if name == "is_active":
+            if not isinstance(value, bool):
+                raise InvalidInput("is_active must be true or false", details=[{"field": name}])
+            checked[name] = value
+        elif name in ("consolidation_threshold", "consolidation_max_words"):
+            low, high = THRESHOLD_RANGE if name == "consolidation_threshold" else MAX_WORDS_RANGE
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidInput(
+                    f"{name} must be a whole number from {low} to {high}",
+                    details=[{"field": name}],
+                )
+            checked[name] = value
+        elif name == "extraction_prompt" and scope.is_shard:
+            checked[name] = validate_shard_guidance(value)
+        else:
+            checked[name] = _checked_template(name, value)
+    return checked
+
+
+def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], actor: str) -> Scope:
+    """Change a scope's settings (not its consolidation text) and return the fresh scope.
+
+    A template prompt is also saved as the scope's next override version, authored by
+    `actor`, so its history shows who changed what; the scope document mirrors it.
+    """
+    checked = scope_changes_check(scope=scope, changes=changes)
+    oid = require_object_id(scope.id, what="scope")
+    for name, kind in PROMPT_FIELDS.items():
+        text = checked.get(name)
+        if text is None or (name == "extraction_prompt" and scope.is_shard):
+            continue
+        prompt_save(
+            store=store,
+            agent_id=scope.agent_id,
+            kind=kind,
+            text=text,
+            author=actor,
+            scope_id=scope.id,
+        )
+    if checked and not store.scopes.update_fields(oid, checked):
+        raise NotFound("scope not found")
+    fresh = store.scopes.get(oid)
+    if fresh is None:
+        raise NotFound("scope not found")
+    return fresh
+
+
+def _checked_template(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidInput(f"{name} must be text or null", details=[{"field": name}])
+    try:
+        return validate_template(PROMPT_FIELDS[name], value)
+    except InvalidInput as exc:
+        # The validator speaks of "text"; the caller sent this field.
+        details = [
+            {**item, "field": name} if isinstance(item, dict) else item
+            for item in (exc.details or [{}])
+        ]
+        raise InvalidInput(exc.message, details=details) from exc

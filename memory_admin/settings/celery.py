@@ -16,3 +16,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Periodic work, in both modes: `celery beat` with a broker, a thread in-process otherwise.
+CELERY_BEAT_SCHEDULE = {
+    "sweep-cold-sessions": {"task": "memory_admin.tasks.sweep_cold_sessions", "schedule": 60.0},
+    "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 60.0},
+}

@@ -18,7 +18,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.exceptions import Unavailable
-from streams.store import agents, consolidations, observations, scopes
+from streams.store import agents, consolidations, jobs, observations, prompts, scopes, sessions
 from streams.store.indexes import IndexSpec, apply_indexes
 
 T = TypeVar("T")
@@ -29,6 +29,9 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *scopes.INDEXES,
     *observations.INDEXES,
     *consolidations.INDEXES,
+    *jobs.INDEXES,
+    *sessions.INDEXES,
+    *prompts.INDEXES,
 ]
 
 
@@ -42,6 +45,9 @@ class MemoryStore:
         self.scopes = scopes.ScopeRepository(self.db)
         self.observations = observations.ObservationRepository(self.db)
         self.consolidations = consolidations.ConsolidationRepository(self.db)
+        self.jobs = jobs.JobRepository(self.db)
+        self.sessions = sessions.SessionRepository(self.db)
+        self.prompts = prompts.PromptRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
@@ -50,7 +56,8 @@ class MemoryStore:
         try:
             self.client.admin.command("ping")
         except PyMongoError as exc:
-            raise Unavailable(f"the memory store is unreachable: {exc}") from exc
+            # The driver's text (hosts, topology) stays in the chained cause, for the log.
+            raise Unavailable("the memory store is unreachable") from exc
 
     def in_transaction(self, work: Callable[[ClientSession], T]) -> T:
         """Run `work` in one multi-document transaction, retried on transient conflicts."""

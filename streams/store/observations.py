@@ -82,6 +82,19 @@ class ObservationRepository:
         result = self.collection.update_one({"_id": observation_id}, {"$set": fields})
         return result.matched_count == 1
 
+    def copies_of(
+        self, origin_ids: list[ObjectId], *, session: ClientSession | None = None
+    ) -> set[tuple[str, str]]:
+        """(scope id, source id) of the propagated copies that exist for these sources."""
+        if not origin_ids:
+            return set()
+        cursor = self.collection.find(
+            {"propagated_from": {"$in": origin_ids}},
+            {"scope_id": 1, "propagated_from": 1},
+            session=session,
+        ).limit(len(origin_ids) * 20)
+        return {(str(d["scope_id"]), str(d["propagated_from"])) for d in cursor}
+
     def record_access(self, observation_ids: list[ObjectId], *, now: datetime) -> None:
         """One batched update for everything a context call retrieved."""
         if observation_ids:

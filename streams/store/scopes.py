@@ -11,7 +11,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from streams.documents import Scope, ScopeType
+from streams.documents import EPOCH, Scope, ScopeType
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import SeqPage, page_by_seq
 
@@ -92,6 +92,38 @@ class ScopeRepository:
             self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
         )
         return [Scope.from_mongo(d) for d in page.docs], page.next_before
+
+    def active_shards(self, agent_id: str, *, limit: int) -> list[Scope]:
+        """The agent's active collective shards (few per agent), by name."""
+        cursor = self.collection.find(
+            {
+                "agent_id": agent_id,
+                "scope_type": "collective",
+                "name": {"$ne": None},
+                "is_active": True,
+            }
+        ).limit(limit)
+        return sorted((Scope.from_mongo(d) for d in cursor), key=lambda s: s.name or "")
+
+    def remember_groups(self, scope_id: ObjectId, groups: list[dict[str, str]]) -> None:
+        """Record the groups a user was seen in (propagation targets)."""
+        self.collection.update_one({"_id": scope_id}, {"$addToSet": {"groups": {"$each": groups}}})
+
+    def acquire_lease(
+        self, scope_id: ObjectId, *, owner: str, now: datetime, until: datetime
+    ) -> bool:
+        """One consolidation run at a time per scope: take the lease if it is free or expired."""
+        result = self.collection.update_one(
+            {"_id": scope_id, "lease_until": {"$lt": now}},
+            {"$set": {"lease_owner": owner, "lease_until": until}},
+        )
+        return result.matched_count == 1
+
+    def release_lease(self, scope_id: ObjectId, *, owner: str) -> None:
+        self.collection.update_one(
+            {"_id": scope_id, "lease_owner": owner},
+            {"$set": {"lease_owner": None, "lease_until": EPOCH}},
+        )
 
     def update_fields(
         self, scope_id: ObjectId, fields: dict[str, Any], *, session: ClientSession | None = None

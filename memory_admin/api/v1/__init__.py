@@ -1,5 +1,28 @@
+"""`/api/v1`: one NinjaAPI, one router per resource, Bearer keys, and the error envelope."""
+
 from __future__ import annotations
 
 from ninja import NinjaAPI
 
-api = NinjaAPI(title="memory-admin", version="1")
+from memory_admin.api.auth import ApiKeyAuth
+from memory_admin.api.errors import install_exception_handlers
+from memory_admin.api.parser import StrictJsonParser
+from memory_admin.api.v1 import consolidations, health, jobs, observations, scopes, sessions
+
+api = NinjaAPI(
+    title="memory-admin",
+    version="1",
+    description="Memory for AI agents: scopes, observations and consolidations.",
+    auth=ApiKeyAuth(),
+    parser=StrictJsonParser(),
+    urls_namespace="api-v1",
+)
+install_exception_handlers(api)
+api.add_router("", health.router)
+api.add_router("", scopes.router)
+api.add_router("", observations.router)
+api.add_router("", consolidations.router)
+api.add_router("", sessions.router)
+api.add_router("", jobs.router)
+
+__all__ = ["api"]

@@ -1,0 +1,71 @@
+"""A scope's consolidation: its history, restoring a version, and "consolidate now"."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from django.http import HttpRequest
+from ninja import Field, Path, Query, Router, Status
+
+from memory_admin.api.auth import actor_name, visible_agents
+from memory_admin.api.v1.schemas import (
+    ConsolidationPageOut,
+    ConsolidationVersionOut,
+    JobIdOut,
+    PageQuery,
+    error_responses,
+)
+from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue
+from streams.consolidation import consolidation_history, consolidation_restore
+from streams.consolidation_runs import consolidation_request
+from streams.documents import ConsolidationVersion
+from streams.pagination import Page
+from streams.scopes import scope_get
+
+router = Router(tags=["consolidations"])
+
+# A version the store can hold (BSON int64); an unknown one is a 404.
+VersionNumber = Annotated[int, Field(ge=0, le=2**62)]
+
+
+@router.get(
+    "/scopes/{scope_id}/consolidations",
+    response={200: ConsolidationPageOut, **error_responses(401, 404, 422)},
+)
+def list_consolidations(
+    request: HttpRequest, scope_id: str, page: Query[PageQuery]
+) -> Page[ConsolidationVersion]:
+    """Every version of the scope's consolidation, newest first."""
+    store = get_store()
+    scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    return consolidation_history(store=store, scope=scope, cursor=page.cursor, limit=page.limit)
+
+
+@router.post(
+    "/scopes/{scope_id}/consolidations/{version}/restore",
+    response={201: ConsolidationVersionOut, **error_responses(401, 404, 409, 422)},
+)
+def restore_consolidation(
+    request: HttpRequest, scope_id: str, version: Path[VersionNumber]
+) -> Status[ConsolidationVersion]:
+    """A new version whose text is that of `version`; the history keeps both."""
+    store = get_store()
+    scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    entry = consolidation_restore(
+        store=store, scope=scope, version=version, actor=actor_name(request)
+    )
+    return Status(201, entry)
+
+
+@router.post(
+    "/scopes/{scope_id}/consolidate",
+    response={202: JobIdOut, **error_responses(401, 404, 409)},
+)
+def consolidate_scope(request: HttpRequest, scope_id: str) -> Status[dict[str, str]]:
+    """Consolidate now, even below the threshold; 409 if nothing is pending."""
+    store = get_store()
+    scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    job = consolidation_request(store=store, scope=scope, trigger="api", actor=actor_name(request))
+    enqueue(job)
+    return Status(202, {"job_id": job.id})

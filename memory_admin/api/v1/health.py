@@ -1,0 +1,41 @@
+"""`GET /health`: unauthenticated, for load balancers and the operator's first look."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from ninja import Router
+
+from memory_admin.api.errors import error_response
+from memory_admin.api.v1.schemas import HealthOut, error_responses
+from memory_admin.stores import get_store, store_mode
+from streams.exceptions import Unavailable
+
+logger = logging.getLogger("memory_admin.api")
+router = Router(tags=["health"])
+
+
+@router.get("/health", auth=None, response={200: HealthOut, **error_responses(503)})
+def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
+    """Whether the store answers, and which LLM provider and task queue are configured."""
+    report = {
+        "status": "ok",
+        "store": "ok",
+        "llm": settings.MEMORY_LLM_PROVIDER,
+        "queue": "eager" if settings.CELERY_TASK_ALWAYS_EAGER else "broker",
+        "store_mode": store_mode(),
+    }
+    try:
+        get_store().ping()
+    except Unavailable as exc:
+        # The reason (hosts, driver text) goes to the log, not to anonymous callers.
+        logger.warning("health: %s", exc.message)
+        return error_response(
+            503,
+            code="unavailable",
+            message="the memory store is unreachable",
+            details={**report, "status": "unavailable", "store": "unavailable"},
+        )
+    return report

@@ -1,0 +1,111 @@
+"""Observations: a scope's log (list, manual additions) and one observation."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+
+from memory_admin.api.auth import visible_agents
+from memory_admin.api.v1.schemas import (
+    ObservationIn,
+    ObservationListQuery,
+    ObservationOut,
+    ObservationPageOut,
+    ObservationPatchIn,
+    error_responses,
+)
+from memory_admin.stores import get_store
+from streams.documents import Observation
+from streams.observations import (
+    observation_add,
+    observation_delete,
+    observation_get,
+    observation_list,
+    observation_update,
+)
+from streams.pagination import Page
+from streams.scopes import scope_get
+
+router = Router(tags=["observations"])
+
+
+@router.get(
+    "/scopes/{scope_id}/observations",
+    response={200: ObservationPageOut, **error_responses(401, 404, 422)},
+)
+def list_observations(
+    request: HttpRequest, scope_id: str, filters: Query[ObservationListQuery]
+) -> Page[Observation]:
+    """The scope's observations, newest first; deleted ones only when asked for."""
+    store = get_store()
+    scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    return observation_list(
+        store=store,
+        scope=scope,
+        status=filters.status,
+        include_deleted=filters.include_deleted,
+        cursor=filters.cursor,
+        limit=filters.limit,
+    )
+
+
+@router.post(
+    "/scopes/{scope_id}/observations",
+    response={201: ObservationOut, **error_responses(400, 401, 404, 422)},
+)
+def add_observation(
+    request: HttpRequest, scope_id: str, payload: ObservationIn
+) -> Status[Observation]:
+    """An agent's or operator's manual addition; it joins the scope's pending observations."""
+    store = get_store()
+    scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    observation = observation_add(
+        store=store,
+        scope=scope,
+        content=payload.content,
+        private=payload.private,
+        observed_at=payload.observed_at,
+    )
+    return Status(201, observation)
+
+
+@router.get(
+    "/observations/{observation_id}",
+    response={200: ObservationOut, **error_responses(401, 404)},
+)
+def get_observation(request: HttpRequest, observation_id: str) -> Observation:
+    """One observation, also a deleted one (`deleted: true`), which is kept for the audit."""
+    return observation_get(
+        store=get_store(), observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+
+
+@router.patch(
+    "/observations/{observation_id}",
+    response={200: ObservationOut, **error_responses(400, 401, 404, 409, 422)},
+)
+def update_observation(
+    request: HttpRequest, observation_id: str, payload: ObservationPatchIn
+) -> Observation:
+    """Correct the content or mark the observation private (private ones never propagate)."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    return observation_update(
+        store=store, observation=observation, content=payload.content, private=payload.private
+    )
+
+
+@router.delete(
+    "/observations/{observation_id}",
+    response={204: None, **error_responses(401, 404)},
+)
+def delete_observation(request: HttpRequest, observation_id: str) -> Status[None]:
+    """Soft delete: out of every context, search and default list; deleting twice is fine."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    observation_delete(store=store, observation=observation)
+    return Status(204, None)

@@ -1,0 +1,283 @@
+"""Request and response schemas of `/api/v1`, one `XIn` and one `XOut` per object.
+
+Inputs forbid unknown fields, so a misspelt field is a 422 that names it rather
+than a silently ignored setting. Outputs mirror the "Objects" of
+`shared/spec/api.md` exactly, read from the domain's documents by attribute.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from ninja import Field, Schema
+from pydantic import (
+    AwareDatetime,
+    ConfigDict,
+    PlainSerializer,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+)
+
+from memory_admin.api.errors import register_union_tags
+from streams.documents import JobKind, JobStatus, ScopeType
+from streams.observations import MAX_CONTENT_CHARS
+from streams.pagination import DEFAULT_LIMIT, MAX_LIMIT
+
+# External ids (agent, user, group, session, message): strings of 1..128 characters.
+ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Prompt = Annotated[str, StringConstraints(max_length=20_000)]
+MAX_MESSAGES = 500  # per ingest request
+MAX_GROUPS = 100
+
+
+def iso_utc(value: datetime) -> str:
+    """UTC with milliseconds and a `Z`: what the store keeps, so a created object and
+    the same object read back are byte-for-byte equal."""
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+# Output times: ISO 8601 in UTC, millisecond precision (MongoDB's own).
+Time = Annotated[datetime, PlainSerializer(iso_utc, return_type=str)]
+
+
+class InSchema(Schema):
+    """Base of every input: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- errors ------------------------------------------------------------------------------
+
+
+class ErrorBody(Schema):
+    code: str = Field(..., examples=["not_found"])
+    message: str
+    details: Any = None
+
+
+class ErrorOut(Schema):
+    error: ErrorBody
+
+
+# -- health ------------------------------------------------------------------------------
+
+
+class HealthOut(Schema):
+    status: Literal["ok"]
+    store: Literal["ok"]
+    llm: str
+    queue: Literal["eager", "broker"]
+    store_mode: str
+
+
+# -- lists -------------------------------------------------------------------------------
+
+
+class PageQuery(Schema):
+    """`?limit=&cursor=` of every list; a cursor is opaque and only ever passed back."""
+
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    cursor: str | None = Field(None, max_length=512)
+
+
+# -- scopes ------------------------------------------------------------------------------
+
+
+class ScopeListQuery(PageQuery):
+    scope_type: ScopeType | None = None
+    user_id: ExternalId | None = None
+    group_id: ExternalId | None = None
+    q: str | None = Field(None, max_length=200, description="Text in the scope's ids or names.")
+
+
+class GroupScopeIn(InSchema):
+    scope_type: Literal["group"]
+    group_id: ExternalId
+    display_name: DisplayName | None = None
+
+
+class CollectiveShardIn(InSchema):
+    scope_type: Literal["collective"]
+    name: ExternalId = Field(..., description="The shard's name, e.g. `product-feedback`.")
+    extraction_prompt: Prompt | None = None
+
+
+ScopeCreateIn = Annotated[GroupScopeIn | CollectiveShardIn, Field(discriminator="scope_type")]
+register_union_tags("group", "collective")
+
+
+class ScopeOut(Schema):
+    id: str
+    agent_id: str
+    scope_type: ScopeType
+    user_id: str | None
+    group_id: str | None
+    name: str | None
+    display_name: str | None
+    is_active: bool
+    consolidation: str | None
+    consolidation_version: int
+    consolidation_updated_at: Time | None
+    pending_count: int
+    observation_count: int
+    consolidation_threshold: int
+    consolidation_max_words: int
+    extraction_prompt: str | None
+    consolidation_prompt: str | None
+    created_at: Time
+    last_activity_at: Time
+
+
+class ScopePageOut(Schema):
+    items: list[ScopeOut]
+    next_cursor: str | None
+
+
+class ScopePatchIn(InSchema):
+    """Only the fields sent change; a prompt set to null falls back to the agent's default."""
+
+    extraction_prompt: Prompt | None = Field(
+        None, description="A shard's extraction guidance, or the scope's extraction template."
+    )
+    consolidation_prompt: Prompt | None = None
+    is_active: StrictBool = None  # type: ignore[assignment]
+    consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
+    consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
+    consolidation: Annotated[str, StringConstraints(max_length=20_000)] = Field(
+        None,  # type: ignore[arg-type]
+        description="A hand edit of the consolidation text; needs `expected_version`.",
+    )
+    expected_version: Annotated[StrictInt, Field(ge=0)] = Field(
+        None,  # type: ignore[arg-type]
+        description="The `consolidation_version` the edit started from (409 if it moved on).",
+    )
+
+
+# -- observations ------------------------------------------------------------------------
+
+
+class ObservationListQuery(PageQuery):
+    status: Literal["pending", "consolidated", "all"] = "all"
+    include_deleted: bool = False
+
+
+ObservationContent = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
+
+
+class ObservationIn(InSchema):
+    content: ObservationContent
+    private: StrictBool = False
+    observed_at: AwareDatetime | None = Field(
+        None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+
+
+class ObservationOut(Schema):
+    id: str
+    scope_id: str
+    content: str
+    observed_at: Time
+    created_at: Time
+    source_session_id: str | None
+    source_message_ids: list[str]
+    related_user_ids: list[str]
+    status: Literal["pending", "consolidated"]
+    private: bool
+    propagated_from: str | None
+    access_count: int
+    last_accessed_at: Time | None
+    deleted: bool
+
+
+class ObservationPageOut(Schema):
+    items: list[ObservationOut]
+    next_cursor: str | None
+
+
+class ObservationPatchIn(InSchema):
+    content: ObservationContent = None  # type: ignore[assignment]
+    private: StrictBool = None  # type: ignore[assignment]
+
+
+# -- conversation ingest -----------------------------------------------------------------
+
+
+class GroupIn(InSchema):
+    id: ExternalId
+    name: DisplayName | None = None
+
+
+class MessageIn(InSchema):
+    id: ExternalId
+    role: Literal["user", "assistant", "tool", "system"]
+    content: str
+    created_at: AwareDatetime | None = Field(
+        None, description="When it was said (ISO 8601 with a timezone); default now."
+    )
+
+
+class IngestIn(InSchema):
+    user_id: ExternalId
+    user_name: DisplayName | None = None
+    groups: list[GroupIn] = Field(default_factory=list, max_length=MAX_GROUPS)
+    messages: list[MessageIn] = Field(..., min_length=1, max_length=MAX_MESSAGES)
+
+
+class IngestOut(Schema):
+    session_id: str
+    accepted: int
+    duplicates: int
+    unformed_messages: int
+    formation_job_id: str | None
+
+
+class JobIdOut(Schema):
+    job_id: str
+
+
+# -- consolidations ----------------------------------------------------------------------
+
+
+class ConsolidationVersionOut(Schema):
+    version: int
+    text: str
+    trigger: str
+    actor: str | None
+    absorbed_observation_ids: list[str]
+    prompt_version: int | None
+    model: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    duration_ms: int
+    restored_from: int | None
+    created_at: Time
+
+
+class ConsolidationPageOut(Schema):
+    items: list[ConsolidationVersionOut]
+    next_cursor: str | None
+
+
+# -- jobs --------------------------------------------------------------------------------
+
+
+class JobOut(Schema):
+    id: str
+    kind: JobKind
+    status: JobStatus
+    scope_id: str | None
+    session_id: str | None
+    created_at: Time
+    started_at: Time | None
+    finished_at: Time | None
+    error: str | None
+    llm_calls: int
+    result: dict[str, Any]
+
+
+def error_responses(*statuses: int) -> dict[int, type[ErrorOut]]:
+    """The error statuses an operation declares, for the OpenAPI document."""
+    return dict.fromkeys(statuses, ErrorOut)

@@ -1,0 +1,85 @@
+"""Conversation ingest: an agent posts a session's messages; formation runs in the background."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Path, Router, Status
+
+from memory_admin.api.auth import require_agent
+from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
+from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue, formation_settings
+from streams.formation import IncomingMessage, formation_request, messages_ingest
+
+router = Router(tags=["sessions"])
+
+
+@router.post(
+    "/agents/{agent_id}/sessions/{session_id}/messages",
+    response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 503)},
+)
+def ingest_messages(
+    request: HttpRequest,
+    agent_id: Path[ExternalId],
+    session_id: Path[ExternalId],
+    payload: IngestIn,
+) -> Status[dict[str, Any]]:
+    """Buffer the messages (ids already received count as duplicates and are ignored).
+
+    A formation starts once the session's unformed messages reach the thresholds;
+    its job id is in the answer.
+    """
+    require_agent(request, agent_id)
+    result = messages_ingest(
+        store=get_store(),
+        agent_id=agent_id,
+        session_id=session_id,
+        user_id=payload.user_id,
+        user_name=payload.user_name,
+        groups=_groups(payload),
+        messages=[
+            IncomingMessage(id=m.id, role=m.role, content=m.content, created_at=m.created_at)
+            for m in payload.messages
+        ],
+        settings=formation_settings(),
+    )
+    if result.formation_job is not None:
+        enqueue(result.formation_job)
+    return Status(
+        202,
+        {
+            "session_id": session_id,
+            "accepted": result.accepted,
+            "duplicates": result.duplicates,
+            "unformed_messages": result.unformed_messages,
+            "formation_job_id": result.formation_job.id if result.formation_job else None,
+        },
+    )
+
+
+@router.post(
+    "/agents/{agent_id}/sessions/{session_id}/form",
+    response={202: JobIdOut, **error_responses(401, 404, 409, 422, 503)},
+)
+def form_session(
+    request: HttpRequest, agent_id: Path[ExternalId], session_id: Path[ExternalId]
+) -> Status[dict[str, str]]:
+    """Form now whatever is unformed (e.g. at the end of a conversation); 409 if nothing is."""
+    require_agent(request, agent_id)
+    job = formation_request(
+        store=get_store(), agent_id=agent_id, session_id=session_id, trigger="api"
+    )
+    enqueue(job)
+    return Status(202, {"job_id": job.id})
+
+
+def _groups(payload: IngestIn) -> list[dict[str, str]]:
+    """The caller's groups, each id once, with its name when one was sent."""
+    groups: dict[str, dict[str, str]] = {}
+    for group in payload.groups:
+        entry = groups.setdefault(group.id, {"id": group.id})
+        if group.name:
+            entry["name"] = group.name
+    return list(groups.values())

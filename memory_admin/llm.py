@@ -1,0 +1,62 @@
+"""The LLM provider the app uses, built from Django settings and cached per process.
+
+`streams/` takes plain values, so this is the one place that reads the LLM settings.
+The cache is keyed on every value the provider is built from: tests (and a reloaded
+configuration) that change a setting get a matching provider, while a process reuses
+one provider, and so one HTTP client with its connection pool, for all its calls.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from django.conf import settings
+
+from streams.llm.offline import OfflineProvider
+from streams.llm.openai_provider import OpenAIProvider
+from streams.llm.port import LLMProvider
+
+
+def get_llm_provider() -> LLMProvider:
+    """`OpenAIProvider` when `MEMORY_LLM_PROVIDER` is "openai", the offline one otherwise."""
+    if settings.MEMORY_LLM_PROVIDER != "openai":
+        return _offline_provider()
+    return _openai_provider(
+        api_key=settings.OPENAI_API_KEY,
+        base_url=settings.OPENAI_BASE_URL,
+        model_fast=settings.MEMORY_LLM_MODEL_FAST,
+        model_slow=settings.MEMORY_LLM_MODEL_SLOW,
+        timeout_seconds=float(settings.MEMORY_LLM_TIMEOUT_SECONDS),
+        max_retries=int(settings.MEMORY_LLM_MAX_RETRIES),
+    )
+
+
+@lru_cache(maxsize=1)
+def _offline_provider() -> OfflineProvider:
+    return OfflineProvider()
+
+
+@lru_cache(maxsize=8)
+def _openai_provider(
+    *,
+    api_key: str | None,
+    base_url: str | None,
+    model_fast: str,
+    model_slow: str,
+    timeout_seconds: float,
+    max_retries: int,
+) -> OpenAIProvider:
+    return OpenAIProvider(
+        api_key=api_key,
+        base_url=base_url,
+        model_fast=model_fast,
+        model_slow=model_slow,
+        timeout_seconds=timeout_seconds,
+        max_retries=max_retries,
+    )
+
+
+def clear_llm_provider_cache() -> None:
+    """Forget the cached providers (and their clients), e.g. after a fork in a test."""
+    _offline_provider.cache_clear()
+    _openai_provider.cache_clear()

@@ -1,0 +1,44 @@
+"""`create_api_key --name NAME [--agent AGENT_ID ...]`: the raw key, alone on the last line.
+
+Scripts take the key with `tail -n 1`, so nothing may follow it; it is shown
+once and stored only as a hash.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memory_admin.models import ApiKey
+
+MAX_AGENT_ID_CHARS = 128
+
+
+class Command(BaseCommand):
+    help = "Create an API key for agents; prints the key once, alone on the last line."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--name", required=True, help="A unique name for the key.")
+        parser.add_argument(
+            "--agent",
+            action="append",
+            default=[],
+            dest="agents",
+            metavar="AGENT_ID",
+            help="Limit the key to this agent (repeat for several); none means every agent.",
+        )
+
+    def handle(self, *args: Any, name: str, agents: list[str], **options: Any) -> None:
+        name = name.strip()
+        if not name or len(name) > ApiKey._meta.get_field("name").max_length:
+            raise CommandError("the name must be 1 to 100 characters")
+        for agent_id in agents:
+            if not 1 <= len(agent_id) <= MAX_AGENT_ID_CHARS:
+                raise CommandError(f"agent ids are 1 to {MAX_AGENT_ID_CHARS} characters")
+        if ApiKey.objects.filter(name=name).exists():
+            raise CommandError(f"an API key named {name!r} exists already")
+        key, raw = ApiKey.generate(name=name, agent_ids=agents)
+        scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent"
+        self.stdout.write(f"Created API key {key.name!r} for {scope}. It is shown only once:")
+        self.stdout.write(raw)

@@ -1,0 +1,169 @@
+"""Consolidation runs: one LLM call folds a scope's pending observations into its text.
+
+Safe under failure and concurrency. A lease in the scope document keeps two
+runs of one scope from working at once; the commit carries the version it read
+(`consolidation_commit`), so even a run whose lease expired cannot commit over
+another. Pending ids leave the pending list only in that commit: an LLM error,
+a timeout, a malformed answer or a killed worker leaves the scope as it was,
+and observations that arrive during a run stay pending for the next one.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from bson import ObjectId
+
+from streams.consolidation import RunDetails, consolidation_commit
+from streams.documents import Job, Observation, Scope, utcnow
+from streams.exceptions import Conflict, NotFound
+from streams.jobs import JobRun, job_create
+from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
+from streams.prompts import effective_prompt, render_consolidation
+from streams.store import MemoryStore
+
+LEASE = timedelta(minutes=5)
+
+
+def consolidation_request(
+    *, store: MemoryStore, scope: Scope, trigger: str, actor: str | None
+) -> Job:
+    """ "Consolidate now": runs even below the threshold; 409 when nothing is pending.
+
+    A run already queued or running for the scope is returned instead of a second one.
+    """
+    if not scope.pending_observation_ids:
+        raise Conflict("nothing to consolidate: the scope has no pending observations")
+    active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation")
+    if active is not None:
+        return active
+    return job_create(
+        store=store,
+        kind="consolidation",
+        agent_id=scope.agent_id,
+        scope_id=scope.id,
+        trigger=trigger,
+        actor=actor,
+    )
+
+
+def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
+    """A consolidation job when the scope's pending list reached its threshold, else None."""
+    scope = store.scopes.get(ObjectId(scope_id))
+    if scope is None or not scope.is_active:
+        return None
+    if scope.pending_count < scope.consolidation_threshold:
+        return None
+    if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
+        return None
+    return job_create(
+        store=store,
+        kind="consolidation",
+        agent_id=scope.agent_id,
+        scope_id=scope.id,
+        trigger=trigger,
+    )
+
+
+def consolidation_run(*, store: MemoryStore, run: JobRun) -> None:
+    """The work of a consolidation job."""
+    job = run.job
+    assert job.scope_id is not None
+    scope_oid = ObjectId(job.scope_id)
+    now = utcnow()
+    if not store.scopes.acquire_lease(scope_oid, owner=job.id, now=now, until=now + LEASE):
+        run.result = {"absorbed": 0, "note": "another run holds the scope's lease"}
+        return
+    try:
+        scope = store.scopes.get(scope_oid)
+        if scope is None:
+            raise NotFound("scope not found")
+        _consolidate(store, run, scope)
+    finally:
+        store.scopes.release_lease(scope_oid, owner=job.id)
+
+
+def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
+    pending_ids = list(scope.pending_observation_ids)
+    if not pending_ids:
+        run.result = {"absorbed": 0, "note": "nothing pending"}
+        return
+    observations = store.observations.get_many([ObjectId(i) for i in pending_ids])
+    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    details = RunDetails()
+    text = scope.consolidation or ""
+    if live:
+        template = effective_prompt(
+            store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
+        )
+        context = ConsolidationContext(
+            scope_description=describe_scope(scope),
+            current=scope.consolidation,
+            observations=[DatedObservation(o.content, o.observed_at) for o in live],
+            max_words=scope.consolidation_max_words,
+        )
+        answer = run.llm.complete(
+            LLMRequest(
+                task="consolidation",
+                prompt=render_consolidation(template.text, context),
+                context=context,
+                json_output=False,
+                tier="slow",
+            )
+        )
+        text = answer.text.strip()
+        if not text:
+            raise LLMError("the consolidation answer is empty")
+        details = RunDetails(
+            model=answer.model,
+            prompt_version=template.version,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            duration_ms=answer.duration_ms,
+        )
+    entry = consolidation_commit(
+        store=store,
+        scope=scope,
+        expected_version=scope.consolidation_version,
+        text=text,
+        absorbed_ids=pending_ids,
+        trigger=run.job.trigger or "manual",
+        actor=run.job.actor,
+        run=details,
+    )
+    run.result = {
+        "absorbed": len(pending_ids),
+        "version": entry.version,
+        "model": details.model,
+        "prompt_tokens": details.prompt_tokens,
+        "completion_tokens": details.completion_tokens,
+    }
+    if _propagates(scope, live):
+        run.follow_ups.append(
+            job_create(
+                store=store,
+                kind="propagation",
+                agent_id=scope.agent_id,
+                scope_id=scope.id,
+                trigger="consolidation",
+                payload={"version": entry.version},
+            )
+        )
+
+
+def _propagates(scope: Scope, absorbed: list[Observation]) -> bool:
+    if not any(not o.private for o in absorbed):
+        return False
+    if scope.scope_type == "individual":
+        return bool(scope.groups)
+    return scope.scope_type == "group"
+
+
+def describe_scope(scope: Scope) -> str:
+    if scope.scope_type == "individual":
+        return f"individual memory of {scope.label}"
+    if scope.scope_type == "group":
+        return f"memory of the group {scope.label}"
+    if scope.is_shard:
+        return f"collective memory shard '{scope.name}' of the agent"
+    return "collective memory of the agent (lessons that hold for all users)"

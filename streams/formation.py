@@ -1,0 +1,287 @@
+"""Formation: buffer a session's messages, and turn them into observations with one LLM call.
+
+The write path of `domain.md`: messages are buffered idempotently by id; a
+formation triggers on 45 messages or 1000 weighted tokens (never under 4), or
+for a cold session; one formation makes exactly one extraction call whatever
+the number of groups and shards; the observations are stored, pushed to their
+scopes' pending lists and the messages marked formed in one transaction, so a
+crash leaves all of it or none of it, and a retry never duplicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+
+from streams.consolidation_runs import consolidation_due
+from streams.documents import BufferedMessage, Job, Observation, Scope, utcnow
+from streams.exceptions import Conflict
+from streams.extraction import ExtractionPlan, parse_extraction, plan_extraction
+from streams.jobs import JobRun, job_create
+from streams.llm.port import LLMRequest
+from streams.observations import observations_append
+from streams.scopes import scope_get_or_create
+from streams.store import MemoryStore, StoreSession
+
+ROLE_WEIGHTS = {"user": 1.0, "tool": 0.5, "assistant": 0.2}
+OTHER_ROLE_WEIGHT = 0.5
+MAX_MESSAGES_PER_FORMATION = 200
+STALE_CLAIM_AFTER = timedelta(minutes=15)
+COMMIT_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class FormationSettings:
+    max_messages: int = 45
+    max_tokens: int = 1000
+    min_messages: int = 4
+    cold_minutes: int = 10
+    max_observations: int = 5
+    max_words: int = 50
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    id: str
+    role: str
+    content: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    accepted: int
+    duplicates: int
+    unformed_messages: int
+    formation_job: Job | None
+
+
+def weighted_tokens(role: str, content: str) -> float:
+    """chars / 4.5, weighted by role (user 1.0, tool 0.5, assistant 0.2, other 0.5)."""
+    return len(content) / 4.5 * ROLE_WEIGHTS.get(role, OTHER_ROLE_WEIGHT)
+
+
+def messages_ingest(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    session_id: str,
+    user_id: str,
+    user_name: str | None,
+    groups: list[dict[str, str]],
+    messages: list[IncomingMessage],
+    settings: FormationSettings,
+) -> IngestResult:
+    """Buffer the messages (re-sent ids are duplicates) and start a formation if one is due."""
+    now = utcnow()
+    store.agents.ensure(agent_id, now=now)
+    store.sessions.upsert_buffer(
+        agent_id=agent_id,
+        session_id=session_id,
+        user_id=user_id,
+        user_name=user_name,
+        groups=groups,
+        now=now,
+    )
+    buffered = [
+        BufferedMessage(
+            agent_id=agent_id,
+            session_id=session_id,
+            message_id=m.id,
+            role=m.role,
+            content=m.content,
+            created_at=m.created_at or now,
+            received_at=now,
+            user_id=user_id,
+            weighted_tokens=weighted_tokens(m.role, m.content),
+        )
+        for m in _first_of_each_id(messages)
+    ]
+    accepted = store.sessions.insert_messages(buffered)
+    buffer = store.sessions.add_unformed(
+        agent_id=agent_id,
+        session_id=session_id,
+        count=len(accepted),
+        tokens=sum(m.weighted_tokens for m in accepted),
+        min_messages=settings.min_messages,
+        now=now,
+    )
+    assert buffer is not None
+    job = None
+    if accepted and _formation_due(buffer, settings):
+        job = _claim_and_create(store, buffer, trigger="threshold", now=now)
+    return IngestResult(
+        accepted=len(accepted),
+        duplicates=len(messages) - len(accepted),
+        unformed_messages=buffer["unformed_count"],
+        formation_job=job,
+    )
+
+
+def formation_request(*, store: MemoryStore, agent_id: str, session_id: str, trigger: str) -> Job:
+    """Form now whatever is unformed (end of a conversation, cold session); 409 if nothing is."""
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    if buffer is None or buffer["unformed_count"] <= 0:
+        raise Conflict("nothing to form: the session has no unformed messages")
+    job = _claim_and_create(store, buffer, trigger=trigger, now=utcnow())
+    if job is None:
+        raise Conflict("a formation of this session is already under way")
+    return job
+
+
+def cold_sessions_sweep(
+    *, store: MemoryStore, settings: FormationSettings, limit: int = 100
+) -> list[Job]:
+    """Formations for sessions idle long enough with at least the minimum unformed messages."""
+    now = utcnow()
+    idle_before = now - timedelta(minutes=settings.cold_minutes)
+    jobs = []
+    for buffer in store.sessions.cold_buffers(idle_before=idle_before, limit=limit):
+        if buffer["unformed_count"] >= settings.min_messages:
+            job = _claim_and_create(store, buffer, trigger="cold_session", now=now)
+            if job is not None:
+                jobs.append(job)
+    return jobs
+
+
+def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSettings) -> None:
+    """The work of a formation job: one extraction call, then one all-or-nothing commit."""
+    job = run.job
+    assert job.session_id is not None
+    buffer = store.sessions.get_buffer(job.agent_id, job.session_id)
+    messages = store.sessions.unformed(
+        job.agent_id, job.session_id, limit=MAX_MESSAGES_PER_FORMATION
+    )
+    if buffer is None or not messages:
+        run.result = {"messages": 0, "observations": 0, "dropped": 0, "note": "nothing unformed"}
+        if buffer is not None:
+            store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
+        return
+    plan: ExtractionPlan = plan_extraction(
+        store=store, buffer=buffer, messages=messages, settings=settings
+    )
+    answer = run.llm.complete(
+        LLMRequest(
+            task="extraction",
+            prompt=plan.prompt,
+            context=plan.context,
+            json_output=True,
+            tier="fast",
+        )
+    )
+    items, dropped = parse_extraction(
+        answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
+    )
+    now = utcnow()
+    by_scope: dict[str, tuple[Scope, list[Observation]]] = {}
+    for key, display_name, content in items:
+        scope, _ = scope_get_or_create(store=store, key=key, display_name=display_name)
+        observation = Observation(
+            scope_id=scope.id,
+            agent_id=job.agent_id,
+            content=content,
+            observed_at=max(m.created_at for m in messages),
+            created_at=now,
+            source_session_id=job.session_id,
+            source_message_ids=[m.message_id for m in messages],
+            related_user_ids=[buffer["user_id"]],
+        )
+        by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
+    _commit_formation(store, job, buffer, messages, by_scope, settings=settings, now=now)
+    created = sum(len(obs) for _, obs in by_scope.values())
+    if created:
+        store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
+    for scope, _ in by_scope.values():
+        if scope.scope_type == "individual" and buffer.get("groups"):
+            store.scopes.remember_groups(ObjectId(scope.id), buffer["groups"])
+    run.result = {
+        "messages": len(messages),
+        "observations": created,
+        "dropped": dropped,
+        "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
+        "model": answer.model,
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+    }
+    for scope, _ in by_scope.values():
+        follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
+        if follow_up is not None:
+            run.follow_ups.append(follow_up)
+
+
+def _commit_formation(
+    store: MemoryStore,
+    job: Job,
+    buffer: dict[str, Any],
+    messages: list[BufferedMessage],
+    by_scope: dict[str, tuple[Scope, list[Observation]]],
+    *,
+    settings: FormationSettings,
+    now: datetime,
+) -> None:
+    message_ids = [ObjectId(m.id) for m in messages]
+    tokens = sum(m.weighted_tokens for m in messages)
+
+    def commit(session: StoreSession) -> None:
+        for scope_id, (_, observations) in by_scope.items():
+            observations_append(
+                store=store, scope_id=scope_id, observations=observations, session=session, now=now
+            )
+        if not store.sessions.mark_formed(
+            message_ids,
+            buffer_id=buffer["_id"],
+            tokens=tokens,
+            job_id=ObjectId(job.id),
+            min_messages=settings.min_messages,
+            session=session,
+        ):
+            raise Conflict("some of these messages were formed by another run")
+
+    for attempt in range(COMMIT_ATTEMPTS):
+        try:
+            store.in_transaction(commit)
+            return
+        except Conflict:
+            if attempt == COMMIT_ATTEMPTS - 1:
+                raise
+
+
+def _formation_due(buffer: dict[str, Any], settings: FormationSettings) -> bool:
+    count = buffer["unformed_count"]
+    if count < settings.min_messages:
+        return False
+    return count >= settings.max_messages or buffer["unformed_tokens"] >= settings.max_tokens
+
+
+def _claim_and_create(
+    store: MemoryStore, buffer: dict[str, Any], *, trigger: str, now: datetime
+) -> Job | None:
+    """Claim the session for one formation and create its job; None if another run holds it."""
+    job_oid = ObjectId()
+    claimed = store.sessions.claim_formation(
+        buffer["_id"], job_id=job_oid, now=now, stale_before=now - STALE_CLAIM_AFTER
+    )
+    if not claimed:
+        return None
+    return job_create(
+        store=store,
+        kind="formation",
+        agent_id=buffer["agent_id"],
+        session_id=buffer["session_id"],
+        trigger=trigger,
+        job_id=str(job_oid),
+    )
+
+
+def _first_of_each_id(messages: list[IncomingMessage]) -> list[IncomingMessage]:
+    """A message id repeated within one request counts once (the rest are duplicates)."""
+    seen: set[str] = set()
+    unique = []
+    for message in messages:
+        if message.id not in seen:
+            seen.add(message.id)
+            unique.append(message)
+    return unique

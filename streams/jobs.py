@@ -1,0 +1,148 @@
+"""Jobs: every piece of background work is a document with status, timings and LLM calls.
+
+`job_execute` is what a Celery task (or the in-process runner) calls: it moves
+the job to running, runs the work, and records the outcome. It is idempotent:
+a finished job is not run again, and a job left "running" by a killed worker
+is taken over once its claim is stale.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from streams.documents import Job, JobKind, utcnow
+from streams.exceptions import Conflict, InvalidInput, NotFound
+from streams.ids import parse_object_id, require_object_id
+from streams.llm.port import LLMProvider, LLMRequest, LLMResult
+from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.store import MemoryStore
+
+logger = logging.getLogger("streams.jobs")
+STALE_RUNNING_AFTER = timedelta(minutes=15)
+
+
+@dataclass
+class JobRun:
+    """What the work of a job sees: the job, and an LLM that counts its calls."""
+
+    job: Job
+    llm: CountingLLM
+    result: dict[str, Any] = field(default_factory=dict)
+    follow_ups: list[Job] = field(default_factory=list)  # jobs to enqueue once this one is done
+
+
+class CountingLLM:
+    """Wraps the provider so each job records how many LLM calls it made, failed ones too."""
+
+    def __init__(self, provider: LLMProvider) -> None:
+        self.provider = provider
+        self.name = provider.name
+        self.calls = 0
+        self.results: list[LLMResult] = []
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        self.calls += 1
+        result = self.provider.complete(request)
+        self.results.append(result)
+        return result
+
+
+def job_create(
+    *,
+    store: MemoryStore,
+    kind: JobKind,
+    agent_id: str,
+    scope_id: str | None = None,
+    session_id: str | None = None,
+    trigger: str | None = None,
+    actor: str | None = None,
+    payload: dict[str, Any] | None = None,
+    job_id: str | None = None,
+) -> Job:
+    job = Job(
+        kind=kind,
+        agent_id=agent_id,
+        scope_id=scope_id,
+        session_id=session_id,
+        trigger=trigger,
+        actor=actor,
+        payload=payload or {},
+    )
+    if job_id is not None:
+        job.id = job_id
+    store.jobs.insert(job)
+    return job
+
+
+def job_get(*, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None) -> Job:
+    job = store.jobs.get(require_object_id(job_id, what="job"))
+    if job is None or (agent_ids is not None and job.agent_id not in agent_ids):
+        raise NotFound("job not found")
+    return job
+
+
+def job_list(
+    *,
+    store: MemoryStore,
+    status: str | None = None,
+    agent_id: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Page[Job]:
+    page_size = clamp_limit(limit)
+    position = decode_cursor(cursor, required_keys=("before",))
+    before = parse_object_id(position["before"]) if position else None
+    if position and before is None:
+        raise InvalidInput("malformed cursor", details=[{"field": "cursor"}])
+    items = store.jobs.page(status=status, agent_id=agent_id, before=before, limit=page_size)
+    next_cursor = encode_cursor({"before": items[-1].id}) if len(items) == page_size else None
+    return Page(items=items, next_cursor=next_cursor)
+
+
+def job_execute(
+    *, store: MemoryStore, job_id: str, llm: LLMProvider, work: Callable[[JobRun], None]
+) -> JobRun | None:
+    """Run the job's work once; on failure record the error and re-raise (the caller retries)."""
+    oid = require_object_id(job_id, what="job")
+    now = utcnow()
+    if not store.jobs.start(oid, now=now, stale_before=now - STALE_RUNNING_AFTER):
+        if store.jobs.get(oid) is None:
+            raise NotFound("job not found")
+        return None  # finished already, or running in another worker
+    job = store.jobs.get(oid)
+    assert job is not None
+    run = JobRun(job=job, llm=CountingLLM(llm))
+    try:
+        work(run)
+    except Exception as exc:
+        store.jobs.finish(
+            oid,
+            status="failed",
+            now=utcnow(),
+            error=_describe(exc),
+            llm_calls=run.llm.calls,
+            result=run.result,
+        )
+        logger.warning("job %s (%s) failed: %s", job_id, job.kind, _describe(exc))
+        raise
+    store.jobs.finish(
+        oid, status="succeeded", now=utcnow(), result=run.result, llm_calls=run.llm.calls
+    )
+    return run
+
+
+def job_retry(*, store: MemoryStore, job_id: str) -> Job:
+    """Put a failed job back in the queue (the caller enqueues it again)."""
+    job = job_get(store=store, job_id=job_id)
+    if not store.jobs.requeue(require_object_id(job_id, what="job")):
+        raise Conflict(f"only a failed job can be retried; this one is {job.status}")
+    return job_get(store=store, job_id=job_id)
+
+
+def _describe(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text[:2000]

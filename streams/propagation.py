@@ -1,0 +1,187 @@
+"""Propagation: after a consolidation, copy what is useful beyond its scope one level up.
+
+Individual → the user's groups; group → collective. One LLM call decides, in
+the extraction JSON shape. Private observations are never offered to the model,
+and an answer that reproduces one anyway is dropped. Each copy names its source
+(`propagated_from`) and keeps its `related_user_ids`, so forgetting a user
+reaches the copies too; a retried run skips copies that exist already.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from bson import ObjectId
+
+from streams.consolidation_runs import consolidation_due, describe_scope
+from streams.documents import Observation, Scope, utcnow
+from streams.exceptions import Conflict, NotFound
+from streams.jobs import JobRun
+from streams.llm.port import LLMError, LLMRequest, PropagationContext
+from streams.observations import observations_append
+from streams.prompts import effective_prompt, render_propagation
+from streams.scopes import ScopeKey, scope_get_or_create
+from streams.store import MemoryStore, StoreSession
+
+WORD = re.compile(r"\w+")
+MIN_OVERLAP = 0.5
+
+
+def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
+    job = run.job
+    assert job.scope_id is not None
+    source = store.scopes.get(ObjectId(job.scope_id))
+    entry = store.consolidations.get(ObjectId(job.scope_id), int(job.payload.get("version", 0)))
+    if source is None or entry is None:
+        raise NotFound("the consolidation to propagate from is gone")
+    absorbed = store.observations.get_many([ObjectId(i) for i in entry.absorbed_observation_ids])
+    candidates = [o for o in absorbed if not o.private and not o.deleted]
+    targets = _targets(source)
+    if not candidates or not targets:
+        run.result = {"copied": 0, "note": "nothing to propagate"}
+        return
+    template = effective_prompt(store=store, agent_id=source.agent_id, kind="propagation")
+    context = PropagationContext(
+        observations=[o.content for o in candidates],
+        targets=[label for label, _ in targets],
+        source_description=describe_scope(source),
+    )
+    answer = run.llm.complete(
+        LLMRequest(
+            task="propagation",
+            prompt=render_propagation(template.text, context),
+            context=context,
+            json_output=True,
+            tier="fast",
+        )
+    )
+    copies = _copies(answer.text, source=source, absorbed=absorbed, targets=dict(targets))
+    created = _store_copies(store, source, copies)
+    run.result = {"copied": created, "offered": len(candidates), "model": answer.model}
+    for key in {key for key, _ in copies}:
+        scope = store.scopes.find_by_identity(
+            agent_id=key.agent_id,
+            scope_type=key.scope_type,
+            user_id=key.user_id,
+            group_id=key.group_id,
+            name=key.name,
+        )
+        if scope is not None:
+            follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="propagation")
+            if follow_up is not None:
+                run.follow_ups.append(follow_up)
+
+
+def _targets(source: Scope) -> list[tuple[str, tuple[ScopeKey, str | None]]]:
+    if source.scope_type == "individual":
+        return [
+            (
+                f"group:{g.get('name') or g['id']}",
+                (ScopeKey.group(source.agent_id, g["id"]), g.get("name")),
+            )
+            for g in source.groups
+        ]
+    if source.scope_type == "group":
+        return [("collective", (ScopeKey.collective(source.agent_id), None))]
+    return []
+
+
+def _copies(
+    text: str,
+    *,
+    source: Scope,
+    absorbed: list[Observation],
+    targets: dict[str, tuple[ScopeKey, str | None]],
+) -> list[tuple[ScopeKey, Observation]]:
+    try:
+        answer = json.loads(text)
+        items = answer["observations"]
+        assert isinstance(items, list)
+    except (ValueError, TypeError, KeyError, AssertionError) as exc:
+        raise LLMError("the propagation answer is not the expected JSON") from exc
+    lowered = {label.lower(): value for label, value in targets.items()}
+    now = utcnow()
+    copies: list[tuple[ScopeKey, Observation]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            continue
+        content, label = item.get("content"), item.get("scope")
+        if not isinstance(content, str) or not isinstance(label, str) or not content.strip():
+            continue
+        target = lowered.get(label.strip().lower())
+        origin = _closest(content, absorbed)
+        if target is None or origin is None or origin.private or origin.deleted:
+            continue  # unknown target, invented content, or a private observation: never
+        key, _ = target
+        copies.append(
+            (
+                key,
+                Observation(
+                    scope_id="0" * 24,  # set when the target scope is known
+                    agent_id=source.agent_id,
+                    content=" ".join(content.split()),
+                    observed_at=origin.observed_at,
+                    created_at=now,
+                    source_session_id=origin.source_session_id,
+                    source_message_ids=list(origin.source_message_ids),
+                    related_user_ids=list(origin.related_user_ids),
+                    propagated_from=origin.id,
+                ),
+            )
+        )
+    return copies
+
+
+def _store_copies(
+    store: MemoryStore, source: Scope, copies: list[tuple[ScopeKey, Observation]]
+) -> int:
+    if not copies:
+        return 0
+    by_scope: dict[str, list[Observation]] = {}
+    for key, observation in copies:
+        scope, _ = scope_get_or_create(store=store, key=key)
+        observation.scope_id = scope.id
+        by_scope.setdefault(scope.id, []).append(observation)
+    origins = [ObjectId(o.propagated_from) for _, o in copies if o.propagated_from]
+    now = utcnow()
+    created = 0
+
+    def commit(session: StoreSession) -> None:
+        nonlocal created
+        existing = store.observations.copies_of(origins, session=session)
+        created = 0
+        for scope_id, observations in by_scope.items():
+            fresh = [o for o in observations if (scope_id, o.propagated_from) not in existing]
+            if fresh:
+                observations_append(
+                    store=store, scope_id=scope_id, observations=fresh, session=session, now=now
+                )
+                created += len(fresh)
+
+    for attempt in range(5):
+        try:
+            store.in_transaction(commit)
+            break
+        except Conflict:
+            if attempt == 4:
+                raise
+    if created:
+        store.agents.adjust_counters(
+            source.agent_id, now=now, observations=created, pending=created
+        )
+    return created
+
+
+def _closest(content: str, absorbed: list[Observation]) -> Observation | None:
+    """The absorbed observation a copy was made from: the best word overlap, if close enough."""
+    words = set(WORD.findall(content.lower()))
+    best, best_score = None, 0.0
+    for observation in absorbed:
+        theirs = set(WORD.findall(observation.content.lower()))
+        if not words or not theirs:
+            continue
+        score = len(words & theirs) / len(words | theirs)
+        if score > best_score:
+            best, best_score = observation, score
+    return best if best_score >= MIN_OVERLAP else None

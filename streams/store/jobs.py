@@ -1,0 +1,104 @@
+"""`memory_jobs`: every formation, consolidation and propagation, with status and timings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import DESCENDING
+from pymongo.database import Database
+
+from streams.documents import Job
+from streams.store.indexes import IndexSpec, index
+
+COLLECTION = "memory_jobs"
+INDEXES: list[IndexSpec] = [
+    # Recent jobs by status (the failed list, the queue), newest first by _id.
+    index(COLLECTION, "status", ("_id", -1)),
+    # The active job of a scope of a kind (de-duplicates "consolidate now").
+    index(COLLECTION, "scope_id", "kind", "status"),
+    index(COLLECTION, "agent_id", ("_id", -1)),
+]
+ACTIVE = ["queued", "running"]
+
+
+class JobRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def insert(self, job: Job) -> None:
+        self.collection.insert_one(job.to_mongo())
+
+    def get(self, job_id: ObjectId) -> Job | None:
+        doc = self.collection.find_one({"_id": job_id})
+        return Job.from_mongo(doc) if doc else None
+
+    def active_for_scope(self, scope_id: ObjectId, kind: str) -> Job | None:
+        doc = self.collection.find_one(
+            {"scope_id": scope_id, "kind": kind, "status": {"$in": ACTIVE}}
+        )
+        return Job.from_mongo(doc) if doc else None
+
+    def start(self, job_id: ObjectId, *, now: datetime, stale_before: datetime) -> bool:
+        """queued/failed (or running since before `stale_before`: its worker died) → running.
+
+        False when the job is finished or running elsewhere.
+        """
+        update = {
+            "$set": {"status": "running", "started_at": now, "error": None},
+            "$inc": {"attempts": 1},
+        }
+        for claim in (
+            {"_id": job_id, "status": {"$in": ["queued", "failed"]}},
+            {"_id": job_id, "status": "running", "started_at": {"$lt": stale_before}},
+        ):
+            if self.collection.update_one(claim, update).matched_count == 1:
+                return True
+        return False
+
+    def finish(
+        self,
+        job_id: ObjectId,
+        *,
+        status: str,
+        now: datetime,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        llm_calls: int = 0,
+    ) -> None:
+        self.collection.update_one(
+            {"_id": job_id},
+            {
+                "$set": {
+                    "status": status,
+                    "finished_at": now,
+                    "result": result or {},
+                    "error": error,
+                },
+                "$inc": {"llm_calls": llm_calls},
+            },
+        )
+
+    def requeue(self, job_id: ObjectId) -> bool:
+        result = self.collection.update_one(
+            {"_id": job_id, "status": "failed"}, {"$set": {"status": "queued"}}
+        )
+        return result.matched_count == 1
+
+    def page(
+        self, *, status: str | None, agent_id: str | None, before: ObjectId | None, limit: int
+    ) -> list[Job]:
+        query: dict[str, Any] = {}
+        if status:
+            query["status"] = status
+        elif agent_id:
+            query["agent_id"] = agent_id
+        else:
+            query["status"] = {"$in": ["queued", "running", "succeeded", "failed"]}
+        if agent_id:
+            query["agent_id"] = agent_id
+        if before is not None:
+            query["_id"] = {"$lt": before}
+        cursor = self.collection.find(query).sort("_id", DESCENDING).limit(limit)
+        return [Job.from_mongo(d) for d in cursor]

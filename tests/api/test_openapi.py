@@ -1,0 +1,30 @@
+"""The OpenAPI document and the browsable docs are served, and document the error envelope."""
+
+from __future__ import annotations
+
+from django.test import Client
+
+from tests.api.conftest import API
+
+
+def test_openapi_document_is_served(db):
+    response = Client().get(f"{API}/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    paths = document["paths"]
+    assert {
+        f"{API}/health",
+        f"{API}/agents/{{agent_id}}/scopes",
+        f"{API}/scopes/{{scope_id}}",
+        f"{API}/scopes/{{scope_id}}/observations",
+        f"{API}/observations/{{observation_id}}",
+    } <= set(paths)
+    assert "ErrorOut" in document["components"]["schemas"]
+    assert "401" in paths[f"{API}/scopes/{{scope_id}}"]["get"]["responses"]
+    assert "security" not in paths[f"{API}/health"]["get"]
+
+
+def test_docs_page_is_served_without_login(db):
+    response = Client().get(f"{API}/docs")
+    assert response.status_code == 200
+    assert b"openapi.json" in response.content
