@@ -28,7 +28,7 @@ LEASE = timedelta(minutes=5)
 def consolidation_request(
     *, store: MemoryStore, scope: Scope, trigger: str, actor: str | None
 ) -> Job:
-    """ "Consolidate now": runs even below the threshold; 409 when nothing is pending.
+    """Consolidate now (on demand): runs even below the threshold; Conflict if nothing is pending.
 
     A run already queued or running for the scope is returned instead of a second one.
     """

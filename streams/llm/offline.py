@@ -136,7 +136,11 @@ def propagate(context: PropagationContext) -> list[dict[str, str]]:
 def _scopes(content: str, targets: list[str]) -> list[str]:
     """Every target, unless the text names some of them: then only those ("Eden Team uses
     Jira" is for Eden Team, not for the user's other groups)."""
-    named = [t for t in targets if t != "collective" and _mentions(content, t)]
+    named = [
+        target
+        for target in targets
+        if target != "collective" and _mentions(content, target.removeprefix("group:"))
+    ]
     return [_target_scope(target) for target in (named or targets)]
 
 
@@ -152,12 +156,14 @@ def is_personal(text: str, names: frozenset[str] = frozenset()) -> bool:
 
 
 def person_names(source_description: str) -> frozenset[str]:
-    """The capitalised words of an individual scope's description ("individual memory of
-    Gene"): an observation that names its person is about that person."""
-    if "individual" not in source_description.lower():
+    """Who an individual scope belongs to ("individual memory of Gene Hunt" gives "Gene Hunt",
+    "Gene" and "Hunt"): an observation that names its person is about that person."""
+    match = re.search(r"\bindividual\b.*?\bof\s+(.+?)\s*$", source_description, _I)
+    if not match:
         return frozenset()
-    found = re.findall(r"\b[A-Z][\w'-]+", source_description)
-    return frozenset(word for word in found if word not in _NOT_NAMES)
+    whole = match[1].strip(" .'\"")
+    parts = re.findall(r"\b[A-Z][\w'-]+", whole)
+    return frozenset(name for name in [whole, *parts] if name and name not in _NOT_NAMES)
 
 
 def _target_scope(target: str) -> str:

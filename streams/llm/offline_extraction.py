@@ -230,7 +230,7 @@ def _rewrite_group(sentence: str, group: str) -> str:
 def _third_person(core: str, name: str, *, correction: bool) -> str | None:
     """ "I really like X" → "Gene really likes X"; None when no simple rewrite applies."""
     if m := re.match(r"^(?:please\s+)?call me\s+(.+)$", core, _I):
-        return f"{name} wants to be called {m[1]}"
+        return f"{name} wants to be called {_pronouns(m[1])}"
     if m := re.match(r"^(?:please\s+)?(?:don't|do not)\s+(.+)$", core, _I):
         return f"{name} asks not to {_pronouns(m[1])}"
     if m := re.match(r"^(?:please\s+)?(always|never)\s+(.+)$", core, _I):

@@ -23,7 +23,7 @@ from streams.store import MemoryStore
 
 PromptSource = Literal["default", "agent", "scope"]
 MAX_AUTHOR_CHARS = 200
-SAVE_ATTEMPTS = 5
+SAVE_ATTEMPTS = 20  # each miss means another save landed, so this bounds only a storm
 
 
 @dataclass(frozen=True)

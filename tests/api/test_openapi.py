@@ -18,7 +18,16 @@ def test_openapi_document_is_served(db):
         f"{API}/scopes/{{scope_id}}",
         f"{API}/scopes/{{scope_id}}/observations",
         f"{API}/observations/{{observation_id}}",
+        f"{API}/agents/{{agent_id}}/sessions/{{session_id}}/messages",
+        f"{API}/agents/{{agent_id}}/sessions/{{session_id}}/form",
+        f"{API}/scopes/{{scope_id}}/consolidations",
+        f"{API}/scopes/{{scope_id}}/consolidations/{{version}}/restore",
+        f"{API}/scopes/{{scope_id}}/consolidate",
+        f"{API}/jobs/{{job_id}}",
     } <= set(paths)
+    assert {"get", "patch", "delete"} <= set(paths[f"{API}/observations/{{observation_id}}"])
+    assert "patch" in paths[f"{API}/scopes/{{scope_id}}"]
+    assert "409" in paths[f"{API}/scopes/{{scope_id}}"]["patch"]["responses"]
     assert "ErrorOut" in document["components"]["schemas"]
     assert "401" in paths[f"{API}/scopes/{{scope_id}}"]["get"]["responses"]
     assert "security" not in paths[f"{API}/health"]["get"]
