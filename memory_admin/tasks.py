@@ -54,7 +54,13 @@ def enqueue(job: Job) -> None:
 
 def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
     try:
-        run = job_execute(store=get_store(), job_id=job_id, llm=get_llm_provider(), work=work)
+        run = job_execute(
+            store=get_store(),
+            job_id=job_id,
+            llm=get_llm_provider(),
+            work=work,
+            stale_after=timedelta(seconds=settings.MEMORY_JOB_STALE_SECONDS),
+        )
     except Exception as exc:
         if task.request.is_eager:
             return  # recorded as failed; `retry_failed_jobs` tries again later
@@ -75,7 +81,8 @@ def run_formation(self, job_id: str) -> None:
 @shared_task(name="memory_admin.tasks.run_consolidation", **TASK_OPTIONS)
 def run_consolidation(self, job_id: str) -> None:
     store = get_store()
-    _execute(self, job_id, lambda run: consolidation_run(store=store, run=run))
+    lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
+    _execute(self, job_id, lambda run: consolidation_run(store=store, run=run, lease=lease))
 
 
 @shared_task(name="memory_admin.tasks.run_propagation", **TASK_OPTIONS)
@@ -102,18 +109,27 @@ def sweep_cold_sessions() -> int:
 
 @shared_task(name="memory_admin.tasks.retry_failed_jobs")
 def retry_failed_jobs() -> int:
-    """Re-queue failed jobs whose backoff has passed (in-process mode's retries)."""
+    """Re-dispatch jobs that need it: failed ones whose backoff has passed, and "running"
+    ones whose worker died (older than MEMORY_JOB_STALE_SECONDS: the run takes them over).
+
+    Recovery does not depend on the broker redelivering a dead worker's task.
+    """
     store = get_store()
     now = utcnow()
-    retried = 0
+    stale_before = now - timedelta(seconds=settings.MEMORY_JOB_STALE_SECONDS)
+    dispatched = 0
     for job in store.jobs.page(status="failed", agent_id=None, before=None, limit=100):
         backoff = timedelta(seconds=RETRY_BACKOFF_SECONDS * 2 ** max(job.attempts - 1, 0))
         if job.attempts >= MAX_ATTEMPTS or (job.finished_at and job.finished_at > now - backoff):
             continue
         if store.jobs.requeue(job.id_oid):
             enqueue(job)
-            retried += 1
-    return retried
+            dispatched += 1
+    for job in store.jobs.page(status="running", agent_id=None, before=None, limit=100):
+        if job.started_at is not None and job.started_at < stale_before:
+            enqueue(job)
+            dispatched += 1
+    return dispatched
 
 
 @shared_task(name="memory_admin.tasks.check_store")

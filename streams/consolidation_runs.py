@@ -65,13 +65,13 @@ def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job
     )
 
 
-def consolidation_run(*, store: MemoryStore, run: JobRun) -> None:
+def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
     """The work of a consolidation job."""
     job = run.job
     assert job.scope_id is not None
     scope_oid = ObjectId(job.scope_id)
     now = utcnow()
-    if not store.scopes.acquire_lease(scope_oid, owner=job.id, now=now, until=now + LEASE):
+    if not store.scopes.acquire_lease(scope_oid, owner=job.id, now=now, until=now + lease):
         run.result = {"absorbed": 0, "note": "another run holds the scope's lease"}
         return
     try:

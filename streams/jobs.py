@@ -104,12 +104,17 @@ def job_list(
 
 
 def job_execute(
-    *, store: MemoryStore, job_id: str, llm: LLMProvider, work: Callable[[JobRun], None]
+    *,
+    store: MemoryStore,
+    job_id: str,
+    llm: LLMProvider,
+    work: Callable[[JobRun], None],
+    stale_after: timedelta = STALE_RUNNING_AFTER,
 ) -> JobRun | None:
     """Run the job's work once; on failure record the error and re-raise (the caller retries)."""
     oid = require_object_id(job_id, what="job")
     now = utcnow()
-    if not store.jobs.start(oid, now=now, stale_before=now - STALE_RUNNING_AFTER):
+    if not store.jobs.start(oid, now=now, stale_before=now - stale_after):
         if store.jobs.get(oid) is None:
             raise NotFound("job not found")
         return None  # finished already, or running in another worker

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_optional
+from memory_admin.settings.env import env_int, env_optional
 
 CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
@@ -16,6 +16,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis redelivers a task whose worker died (acks_late) after this many seconds.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 
 # Periodic work, in both modes: `celery beat` with a broker, a thread in-process otherwise.
 CELERY_BEAT_SCHEDULE = {

@@ -1,0 +1,118 @@
+"""A real Celery worker through Redis, killed with SIGKILL in the middle of a consolidation.
+
+Afterwards every observation is pending or absorbed exactly once, the history has no
+gap, and once a worker is back the periodic recovery sweep finishes the job.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from celery import Celery
+
+from streams.consolidation_runs import consolidation_request
+from streams.jobs import job_get
+from streams.scopes import scope_get
+from tests.factories import ObservationFactory, ScopeFactory
+from tests.services import REDIS_URL, needs_redis
+from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
+
+ROOT = Path(__file__).resolve().parents[2]
+CRASH_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/14"
+
+
+def start_worker(env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memory_admin",
+            "worker",
+            "--pool=solo",
+            "--loglevel=WARNING",
+            "--without-gossip",
+            "--without-mingle",
+            "--without-heartbeat",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@needs_redis
+def test_worker_killed_mid_consolidation_loses_nothing(
+    store, fake_openai, memory_db, embedded_mongo
+):
+    import redis
+
+    redis.Redis.from_url(CRASH_REDIS_URL).flushdb()
+    scope = ScopeFactory.create(store=store)
+    for _ in range(4):
+        ObservationFactory.create(store=store, scope=scope)
+    env = {
+        **os.environ,
+        "CELERY_BROKER_URL": CRASH_REDIS_URL,
+        "CELERY_VISIBILITY_TIMEOUT": "3",
+        "MEMORY_CONSOLIDATION_LEASE_SECONDS": "2",
+        "MEMORY_JOB_STALE_SECONDS": "2",
+        "MONGODB_URI": embedded_mongo.uri,
+        "MONGODB_DB": memory_db,
+        "OPENAI_API_KEY": "test-key",
+        "OPENAI_BASE_URL": fake_openai.base_url,
+        "MEMORY_LLM_MAX_RETRIES": "0",
+    }
+    fake_openai.delay(30, then="never committed")  # the first worker dies while waiting here
+    fake_openai.set_responder(lambda request: "Gene likes tea.")
+    job = consolidation_request(
+        store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="test"
+    )
+    client = Celery(broker=CRASH_REDIS_URL)
+    client.conf.broker_transport_options = {"visibility_timeout": 3}
+    worker = start_worker(env)
+    try:
+        client.send_task("memory_admin.tasks.run_consolidation", args=[job.id])
+        wait_for(lambda: len(fake_openai.chat_requests) == 1, 60, "the LLM call")
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+
+        killed = scope_get(store=store, scope_id=scope.id)
+        assert killed.consolidation_version == 0 and len(killed.pending_observation_ids) == 4
+        assert job_get(store=store, job_id=job.id).status == "running"
+        assert_each_observation_pending_or_absorbed_once(store, scope.id)
+
+        worker = start_worker(env)
+        time.sleep(2.5)  # past MEMORY_JOB_STALE_SECONDS: the job's run counts as dead
+        client.send_task("memory_admin.tasks.retry_failed_jobs")  # what beat runs every minute
+        wait_for(
+            lambda: job_get(store=store, job_id=job.id).status == "succeeded",
+            90,
+            "the redelivered task to finish the job",
+        )
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+        client.close()
+    done = scope_get(store=store, scope_id=scope.id)
+    assert done.consolidation == "Gene likes tea." and done.consolidation_version == 1
+    assert done.pending_observation_ids == []
+    assert_each_observation_pending_or_absorbed_once(store, scope.id)
