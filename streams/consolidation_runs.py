@@ -35,16 +35,7 @@ def consolidation_request(
     if not scope.pending_observation_ids:
         raise Conflict("nothing to consolidate: the scope has no pending observations")
     active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation")
-    if active is not None:
-        return active
-    return job_create(
-        store=store,
-        kind="consolidation",
-        agent_id=scope.agent_id,
-        scope_id=scope.id,
-        trigger=trigger,
-        actor=actor,
-    )
+    return active or _consolidation_job(store, scope, trigger=trigger, actor=actor)
 
 
 def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
@@ -56,12 +47,17 @@ def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job
         return None
     if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
         return None
+    return _consolidation_job(store, scope, trigger=trigger, actor=None)
+
+
+def _consolidation_job(store: MemoryStore, scope: Scope, *, trigger: str, actor: str | None) -> Job:
     return job_create(
         store=store,
         kind="consolidation",
         agent_id=scope.agent_id,
         scope_id=scope.id,
         trigger=trigger,
+        actor=actor,
     )
 
 

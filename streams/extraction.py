@@ -56,11 +56,11 @@ def plan_extraction(
             ScopeKey.collective(agent_id, shard.name), shard.name
         )
 
-    individual = store.scopes.find_by_identity(**_identity(routes["individual"].key))
+    individual = store.scopes.find_by_identity(**routes["individual"].key.identity())
     known: dict[str, Scope | None] = {"individual": individual}
     for label, route in routes.items():
         if label.startswith("group:") or label == "collective":
-            known[label] = store.scopes.find_by_identity(**_identity(route.key))
+            known[label] = store.scopes.find_by_identity(**route.key.identity())
     for shard in shards:
         known[f"shard:{shard.name}"] = shard
     consolidations = {
@@ -143,13 +143,3 @@ def _display_label(label: str, routes: dict[str, Route]) -> str:
         return label
     kind = label.split(":", 1)[0]
     return f"{kind}:{route.display_name}"
-
-
-def _identity(key: ScopeKey) -> dict[str, Any]:
-    return {
-        "agent_id": key.agent_id,
-        "scope_type": key.scope_type,
-        "user_id": key.user_id,
-        "group_id": key.group_id,
-        "name": key.name,
-    }

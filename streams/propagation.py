@@ -60,13 +60,7 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
     created = _store_copies(store, source, copies)
     run.result = {"copied": created, "offered": len(candidates), "model": answer.model}
     for key in {key for key, _ in copies}:
-        scope = store.scopes.find_by_identity(
-            agent_id=key.agent_id,
-            scope_type=key.scope_type,
-            user_id=key.user_id,
-            group_id=key.group_id,
-            name=key.name,
-        )
+        scope = store.scopes.find_by_identity(**key.identity())
         if scope is not None:
             follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="propagation")
             if follow_up is not None:

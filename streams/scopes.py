@@ -23,6 +23,16 @@ class ScopeKey:
     group_id: str | None = None
     name: str | None = None
 
+    def identity(self) -> dict[str, Any]:
+        """The fields of the unique scope index, as stored (absent parts are None)."""
+        return {
+            "agent_id": self.agent_id,
+            "scope_type": self.scope_type,
+            "user_id": self.user_id,
+            "group_id": self.group_id,
+            "name": self.name,
+        }
+
     @classmethod
     def individual(cls, agent_id: str, user_id: str) -> ScopeKey:
         return cls(agent_id=agent_id, scope_type="individual", user_id=user_id)
@@ -47,7 +57,7 @@ def scope_get_or_create(
 
     A display name sent by a caller is remembered (and updated when it changes).
     """
-    existing = store.scopes.find_by_identity(**_identity(key))
+    existing = store.scopes.find_by_identity(**key.identity())
     if existing is not None:
         if display_name and display_name != existing.display_name:
             existing.display_name = display_name
@@ -59,7 +69,7 @@ def scope_get_or_create(
     now = utcnow()
     store.agents.ensure(key.agent_id, now=now)
     scope = Scope(
-        **_identity(key),
+        **key.identity(),
         display_name=display_name or key.name,
         seq=store.agents.allocate_scope_seq(key.agent_id),
         created_at=now,
@@ -68,7 +78,7 @@ def scope_get_or_create(
     )
     if not store.scopes.insert(scope):
         # Another caller created it between our read and our insert: theirs stands.
-        winner = store.scopes.find_by_identity(**_identity(key))
+        winner = store.scopes.find_by_identity(**key.identity())
         if winner is None:  # pragma: no cover - the unique index guarantees it
             raise Conflict("scope creation raced and lost")
         return winner, False
@@ -128,16 +138,6 @@ def scope_list(
         text=text,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))
-
-
-def _identity(key: ScopeKey) -> dict[str, Any]:
-    return {
-        "agent_id": key.agent_id,
-        "scope_type": key.scope_type,
-        "user_id": key.user_id,
-        "group_id": key.group_id,
-        "name": key.name,
-    }
 
 
 # -- settings operators change ----------------------------------------------------------

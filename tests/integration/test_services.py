@@ -15,6 +15,7 @@ from pathlib import Path
 
 from celery import Celery
 
+from tests.integration.workers import kill_worker, start_worker
 from tests.services import POSTGRES_URL, REDIS_URL, needs_postgres, needs_redis
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,26 +58,7 @@ def test_a_real_worker_runs_tasks_through_redis(memory_db, embedded_mongo):
         "MONGODB_URI": embedded_mongo.uri,
         "MONGODB_DB": memory_db,
     }
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memory_admin",
-            "worker",
-            "--pool=solo",
-            "--concurrency=1",
-            "--loglevel=WARNING",
-            "--without-gossip",
-            "--without-mingle",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    worker = start_worker(env)
     client = Celery(broker=REDIS_URL, backend=REDIS_URL)
     try:
         started = time.monotonic()
@@ -84,9 +66,5 @@ def test_a_real_worker_runs_tasks_through_redis(memory_db, embedded_mongo):
         assert result == {"store": "ok"}
         assert time.monotonic() - started < 60
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        kill_worker(worker)
         client.close()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,34 +17,12 @@ from streams.consolidation_runs import consolidation_request
 from streams.jobs import job_get
 from streams.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
+from tests.integration.workers import kill_worker, start_worker
 from tests.services import REDIS_URL, needs_redis
 from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
 
 ROOT = Path(__file__).resolve().parents[2]
 CRASH_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/14"
-
-
-def start_worker(env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memory_admin",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
 
 def wait_for(condition, timeout: float, what: str) -> None:
@@ -108,9 +84,7 @@ def test_worker_killed_mid_consolidation_loses_nothing(
             "the redelivered task to finish the job",
         )
     finally:
-        if worker.poll() is None:
-            os.killpg(worker.pid, signal.SIGKILL)
-            worker.wait(timeout=10)
+        kill_worker(worker)
         client.close()
     done = scope_get(store=store, scope_id=scope.id)
     assert done.consolidation == "Gene likes tea." and done.consolidation_version == 1
