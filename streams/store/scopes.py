@@ -94,16 +94,20 @@ class ScopeRepository:
         return [Scope.from_mongo(d) for d in page.docs], page.next_before
 
     def active_shards(self, agent_id: str, *, limit: int) -> list[Scope]:
-        """The agent's active collective shards (few per agent), by name."""
-        cursor = self.collection.find(
-            {
-                "agent_id": agent_id,
-                "scope_type": "collective",
-                "name": {"$ne": None},
-                "is_active": True,
-            }
-        ).limit(limit)
-        return sorted((Scope.from_mongo(d) for d in cursor), key=lambda s: s.name or "")
+        """The agent's active collective shards, by name.
+
+        The filter is exactly a prefix of the identity index; the rest (named, active) is
+        checked here, on the agent's few collective scopes. A residual `name: {$ne: null}` or
+        `is_active` in the filter made the embedded store scan every scope of the agent
+        (0.7 ms became 100 ms at 3,000 scopes).
+        """
+        cursor = self.collection.find({"agent_id": agent_id, "scope_type": "collective"}).limit(
+            limit + 1
+        )
+        shards = [
+            Scope.from_mongo(d) for d in cursor if d.get("name") is not None and d.get("is_active")
+        ]
+        return sorted(shards, key=lambda s: s.name or "")[:limit]
 
     def remember_groups(self, scope_id: ObjectId, groups: list[dict[str, str]]) -> None:
         """Record the groups a user was seen in (propagation targets)."""

@@ -1,0 +1,1 @@
+"""Benchmarks: `python -m benchmarks [name ...]` (or `make bench`) prints one table each."""

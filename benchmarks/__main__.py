@@ -1,0 +1,25 @@
+"""`python -m benchmarks [formation|ingest|consolidation ...] [--sizes 1000,100000]`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+import django
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks")
+    parser.add_argument("names", nargs="*", default=["formation", "ingest", "consolidation"])
+    parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
+    django.setup()
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
+    for name in args.names:
+        module = __import__(f"benchmarks.{name}", fromlist=["run"])
+        module.run(sizes) if sizes is not None else module.run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Bulk seeding for benchmarks: scopes and observations straight through the documents'
+converters and `insert_many` (the services would take hours for a million observations)."""
+
+from __future__ import annotations
+
+import random
+import time
+from datetime import timedelta
+
+from streams.documents import Observation, Scope, utcnow
+from streams.store import MemoryStore
+
+WORDS = [
+    "rust",
+    "python",
+    "deploy",
+    "friday",
+    "team",
+    "billing",
+    "invoice",
+    "lisbon",
+    "kyoto",
+    "window",
+    "seat",
+    "vegetarian",
+    "okta",
+    "sso",
+    "linux",
+    "wayland",
+    "dark",
+    "mode",
+    "export",
+    "csv",
+    "planning",
+    "standup",
+    "kubernetes",
+    "postgres",
+    "interview",
+    "lifetimes",
+    "neovim",
+    "tea",
+    "coffee",
+    "morning",
+    "flight",
+    "hotel",
+    "budget",
+    "euros",
+]
+BATCH = 5000
+
+
+def seed(store: MemoryStore, *, agent_id: str, scopes: int, observations: int) -> float:
+    """Seed `scopes` individual scopes holding `observations` in all; the seconds it took."""
+    started = time.perf_counter()
+    rng = random.Random(1)
+    now = utcnow()
+    store.ensure_indexes()
+    store.agents.ensure(agent_id, now=now)
+    counts = [observations // scopes + (i < observations % scopes) for i in range(scopes)]
+    scope_docs = [
+        Scope(
+            agent_id=agent_id,
+            scope_type="individual",
+            user_id=f"bench-user-{i}",
+            display_name=f"User {i}",
+            seq=i + 1,
+            observation_seq=count,
+            observation_count=count,
+            created_at=now,
+            last_activity_at=now,
+        )
+        for i, count in enumerate(counts)
+    ]
+    for start in range(0, scopes, BATCH):
+        store.scopes.collection.insert_many(
+            [s.to_mongo() for s in scope_docs[start : start + BATCH]]
+        )
+    batch: list[dict] = []
+    for scope in scope_docs:
+        for seq in range(1, scope.observation_seq + 1):
+            batch.append(
+                Observation(
+                    scope_id=scope.id,
+                    agent_id=agent_id,
+                    content=" ".join(rng.choice(WORDS) for _ in range(12)),
+                    observed_at=now - timedelta(minutes=seq),
+                    created_at=now,
+                    related_user_ids=[scope.user_id or ""],
+                    consolidated=True,
+                    seq=seq,
+                ).to_mongo()
+            )
+            if len(batch) >= BATCH:
+                store.observations.collection.insert_many(batch, ordered=False)
+                batch = []
+    if batch:
+        store.observations.collection.insert_many(batch, ordered=False)
+    store.agents.set_counters(agent_id, scopes=scopes, observations=observations, pending=0)
+    store.agents.collection.update_one({"_id": agent_id}, {"$set": {"scope_seq": scopes}})
+    return time.perf_counter() - started
