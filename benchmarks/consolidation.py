@@ -16,7 +16,7 @@ from bson import ObjectId
 from celery import Celery
 from pymongo import MongoClient
 
-from benchmarks.harness import embedded_server, print_table
+from benchmarks.harness import embedded_server, print_row, print_table
 from streams.documents import Observation, Scope, utcnow
 from streams.jobs import job_create
 from streams.store import MemoryStore
@@ -45,7 +45,7 @@ def run(sizes: list[int] | None = None) -> None:
                 fake.reset()
                 fake.set_responder(lambda request: "A consolidated memory of this user.")
                 rows.append([workers, SCOPES, f"{elapsed:.1f}", f"{SCOPES / elapsed:.1f}", calls])
-                client.drop_database(db)
+                print_row(rows[-1])
                 client.close()
     finally:
         fake.stop()

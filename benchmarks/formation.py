@@ -13,7 +13,7 @@ import time
 
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_table, summary_ms
+from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
 from streams.formation import FormationSettings, IncomingMessage, formation_run, messages_ingest
 from streams.jobs import job_execute
@@ -91,7 +91,7 @@ def run(sizes: list[int] | None = None) -> None:
                     f"{p95:.1f}",
                 ]
             )
-            client.drop_database(f"bench_formation_{size}")
+            print_row(rows[-1])
             client.close()
     print_table(
         "Store round trips per formation (45 messages, offline provider, embedded store)",

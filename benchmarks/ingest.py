@@ -21,7 +21,7 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
-from benchmarks.harness import embedded_server, print_table, summary_ms
+from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
 from streams.store import MemoryStore
 
@@ -59,7 +59,7 @@ def run(sizes: list[int] | None = None) -> None:
                     jobs,
                 ]
             )
-            client.drop_database(db)
+            print_row(rows[-1])
             client.close()
     print_table(
         "Ingest over HTTP, one gunicorn worker, 5 messages per request, embedded store",
