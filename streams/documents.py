@@ -320,6 +320,7 @@ class PromptVersion:
     author: str
     scope_id: str | None = None
     reverted_from: int | None = None
+    cleared: bool = False  # this version removes the override: the level below applies again
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=lambda: str(ObjectId()))
 
@@ -328,6 +329,7 @@ class PromptVersion:
             "_id": ObjectId(self.id),
             "agent_id": self.agent_id,
             "scope_id": _oid(self.scope_id),
+            "cleared": self.cleared,
             "kind": self.kind,
             "version": self.version,
             "text": self.text,
@@ -348,6 +350,7 @@ class PromptVersion:
             author=doc["author"],
             created_at=doc["created_at"],
             reverted_from=doc.get("reverted_from"),
+            cleared=doc.get("cleared", False),
         )
 
 

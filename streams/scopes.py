@@ -9,7 +9,7 @@ from streams.documents import Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.prompts import prompt_save, validate_shard_guidance, validate_template
+from streams.prompts import prompt_clear, prompt_save, validate_shard_guidance, validate_template
 from streams.store import MemoryStore
 
 
@@ -193,8 +193,13 @@ def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], a
     checked = scope_changes_check(scope=scope, changes=changes)
     oid = require_object_id(scope.id, what="scope")
     for name, kind in PROMPT_FIELDS.items():
-        text = checked.get(name)
-        if text is None or (name == "extraction_prompt" and scope.is_shard):
+        if name not in checked or (name == "extraction_prompt" and scope.is_shard):
+            continue
+        text = checked[name]
+        if text is None:
+            prompt_clear(
+                store=store, agent_id=scope.agent_id, kind=kind, author=actor, scope_id=scope.id
+            )
             continue
         prompt_save(
             store=store,

@@ -118,6 +118,33 @@ def prompt_revert(
     )
 
 
+def prompt_clear(
+    *, store: MemoryStore, agent_id: str, kind: str, author: str, scope_id: str | None = None
+) -> PromptVersion | None:
+    """Remove the override at this level (a new, empty version marked `cleared`), so the
+    level below applies again; None when there was nothing to clear."""
+    prompt_kind = check_kind(kind)
+    author = _check_author(author)
+    scope_oid = _scope_oid(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    for _ in range(SAVE_ATTEMPTS):
+        current = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
+        if current is None or current.cleared:
+            return None
+        entry = PromptVersion(
+            agent_id=agent_id,
+            scope_id=scope_id,
+            kind=prompt_kind,
+            version=current.version + 1,
+            text="",
+            author=author,
+            cleared=True,
+            created_at=utcnow(),
+        )
+        if store.prompts.insert(entry):
+            return entry
+    raise Conflict("the prompt is being changed by someone else; try again")
+
+
 def prompt_current(
     *, store: MemoryStore, agent_id: str, kind: str, scope_id: str | None = None
 ) -> PromptVersion | None:
@@ -172,10 +199,10 @@ def effective_prompt(
     if scope_id is not None:
         scope_oid = require_object_id(scope_id, what="scope")
         override = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
-        if override is not None:
+        if override is not None and not override.cleared:
             return EffectivePrompt(prompt_kind, override.text, "scope", override.version)
     agent_default = store.prompts.latest(agent_id=agent_id, scope_id=None, kind=prompt_kind)
-    if agent_default is not None:
+    if agent_default is not None and not agent_default.cleared:
         return EffectivePrompt(prompt_kind, agent_default.text, "agent", agent_default.version)
     return EffectivePrompt(prompt_kind, DEFAULT_TEMPLATES[prompt_kind], "default", None)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.prompts import prompt_current
+from streams.prompts import effective_prompt, prompt_current
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 
@@ -108,10 +108,22 @@ def test_a_template_is_saved_as_a_scope_override_version(api, store, scope):
     assert saved is not None
     assert (saved.version, saved.text, saved.author) == (1, CONSOLIDATION_TEMPLATE, "test-key")
 
+    in_effect = effective_prompt(
+        store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id
+    )
+    assert (in_effect.source, in_effect.version) == ("scope", 1)
+
     cleared = patch(api, scope.id, {"consolidation_prompt": None}).json()
     assert cleared["consolidation_prompt"] is None
     saved = prompt_current(store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id)
-    assert saved is not None and saved.version == 1
+    assert saved is not None and saved.version == 2 and saved.cleared
+    in_effect = effective_prompt(
+        store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id
+    )
+    assert in_effect.source == "default"  # the cleared override no longer applies
+    patch(api, scope.id, {"consolidation_prompt": None})  # clearing twice adds nothing
+    again = prompt_current(store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id)
+    assert again.version == 2
 
 
 def test_a_shards_extraction_prompt_is_guidance_not_a_template(api, store):
