@@ -70,7 +70,7 @@ def run(sizes: list[int] | None = None) -> None:
             "p95 ms",
             "mean ms",
             "messages/s",
-            "formations run",
+            "jobs run (formation, consolidation)",
         ],
         rows,
     )
