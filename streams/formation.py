@@ -240,13 +240,7 @@ def _commit_formation(
         ):
             raise Conflict("some of these messages were formed by another run")
 
-    for attempt in range(COMMIT_ATTEMPTS):
-        try:
-            store.in_transaction(commit)
-            return
-        except Conflict:
-            if attempt == COMMIT_ATTEMPTS - 1:
-                raise
+    store.in_transaction(commit, attempts=COMMIT_ATTEMPTS)
 
 
 def _formation_due(buffer: dict[str, Any], settings: FormationSettings) -> bool:

@@ -92,21 +92,12 @@ def append_in_transaction(
     *, store: MemoryStore, scope_id: str, observations: list[Observation], now: datetime
 ) -> None:
     """`observations_append` in a transaction of its own, retried when the log moved on."""
-    for attempt in range(APPEND_ATTEMPTS):
-        try:
-            store.in_transaction(
-                lambda session: observations_append(
-                    store=store,
-                    scope_id=scope_id,
-                    observations=observations,
-                    session=session,
-                    now=now,
-                )
-            )
-            return
-        except Conflict:
-            if attempt == APPEND_ATTEMPTS - 1:
-                raise
+    store.in_transaction(
+        lambda session: observations_append(
+            store=store, scope_id=scope_id, observations=observations, session=session, now=now
+        ),
+        attempts=APPEND_ATTEMPTS,
+    )
 
 
 def observation_get(

@@ -16,7 +16,7 @@ from bson import ObjectId
 
 from streams.consolidation_runs import consolidation_due, describe_scope
 from streams.documents import Observation, Scope, utcnow
-from streams.exceptions import Conflict, NotFound
+from streams.exceptions import NotFound
 from streams.jobs import JobRun
 from streams.llm.port import LLMError, LLMRequest, PropagationContext
 from streams.observations import observations_append
@@ -153,13 +153,7 @@ def _store_copies(
                 )
                 created += len(fresh)
 
-    for attempt in range(5):
-        try:
-            store.in_transaction(commit)
-            break
-        except Conflict:
-            if attempt == 4:
-                raise
+    store.in_transaction(commit, attempts=5)
     if created:
         store.agents.adjust_counters(
             source.agent_id, now=now, observations=created, pending=created

@@ -15,7 +15,6 @@ Propagation is here: see `propagate`.
 from __future__ import annotations
 
 import json
-import logging
 import math
 import re
 import time
@@ -30,9 +29,8 @@ from streams.llm.port import (
     LLMRequest,
     LLMResult,
     PropagationContext,
+    log_llm_call,
 )
-
-logger = logging.getLogger("streams.llm")
 
 OFFLINE_MODEL = "offline-rules"
 
@@ -95,14 +93,7 @@ class OfflineProvider:
             duration_ms=round((time.monotonic() - started) * 1000),
             extra={"offline": True},
         )
-        logger.info(
-            "llm %s model=%s prompt_tokens=%d completion_tokens=%d duration_ms=%d",
-            request.task,
-            result.model,
-            result.prompt_tokens,
-            result.completion_tokens,
-            result.duration_ms,
-        )
+        log_llm_call(request.task, result)
         return result
 
 

@@ -19,7 +19,7 @@ import openai
 from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 
-from streams.llm.port import LLMError, LLMRequest, LLMResult
+from streams.llm.port import LLMError, LLMRequest, LLMResult, log_llm_call
 
 logger = logging.getLogger("streams.llm")
 
@@ -118,14 +118,7 @@ class OpenAIProvider:
                 "finish_reason": completion.choices[0].finish_reason,
             },
         )
-        logger.info(
-            "llm %s model=%s prompt_tokens=%d completion_tokens=%d duration_ms=%d",
-            request.task,
-            result.model,
-            result.prompt_tokens,
-            result.completion_tokens,
-            result.duration_ms,
-        )
+        log_llm_call(request.task, result)
         return result
 
     def embed(self, texts: list[str], model: str) -> list[list[float]]:

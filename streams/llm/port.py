@@ -9,6 +9,7 @@ answer the same way whichever provider gave it.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
@@ -83,6 +84,18 @@ class LLMResult:
     completion_tokens: int = 0
     duration_ms: int = 0
     extra: dict[str, object] = field(default_factory=dict)
+
+
+def log_llm_call(task: LLMTask, result: LLMResult) -> None:
+    """One INFO line per call, whichever provider answered: latency and tokens, for cost."""
+    logging.getLogger("streams.llm").info(
+        "llm %s model=%s prompt_tokens=%d completion_tokens=%d duration_ms=%d",
+        task,
+        result.model,
+        result.prompt_tokens,
+        result.completion_tokens,
+        result.duration_ms,
+    )
 
 
 class LLMError(Exception):

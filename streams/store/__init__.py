@@ -17,7 +17,7 @@ from pymongo.errors import PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from streams.exceptions import Unavailable
+from streams.exceptions import Conflict, Unavailable
 from streams.store import agents, consolidations, jobs, observations, prompts, scopes, sessions
 from streams.store.indexes import IndexSpec, apply_indexes
 
@@ -59,14 +59,24 @@ class MemoryStore:
             # The driver's text (hosts, topology) stays in the chained cause, for the log.
             raise Unavailable("the memory store is unreachable") from exc
 
-    def in_transaction(self, work: Callable[[ClientSession], T]) -> T:
-        """Run `work` in one multi-document transaction, retried on transient conflicts."""
-        with self.client.start_session() as session:
-            return session.with_transaction(
-                work,
-                read_concern=ReadConcern("snapshot"),
-                write_concern=WriteConcern(w="majority", j=True),
-            )
+    def in_transaction(self, work: Callable[[ClientSession], T], *, attempts: int = 1) -> T:
+        """Run `work` in one multi-document transaction, retried on transient conflicts.
+
+        `attempts` > 1 also retries the whole transaction when `work` raises `Conflict`
+        (a conditional write missed because a concurrent writer moved the document on).
+        """
+        for attempt in range(attempts):
+            try:
+                with self.client.start_session() as session:
+                    return session.with_transaction(
+                        work,
+                        read_concern=ReadConcern("snapshot"),
+                        write_concern=WriteConcern(w="majority", j=True),
+                    )
+            except Conflict:
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable: attempts must be at least 1")
 
     @contextmanager
     def session(self) -> Iterator[ClientSession]:
