@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from bson import ObjectId
 
+from streams.activity import activity_record
 from streams.documents import ConsolidationVersion, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -85,6 +86,7 @@ def consolidation_commit(
         store.consolidations.insert(entry, session=session)
 
     store.in_transaction(commit)
+    activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)
     if absorbed:
         store.agents.adjust_counters(scope.agent_id, now=now, pending=-len(absorbed))
     return entry

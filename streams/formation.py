@@ -16,6 +16,7 @@ from typing import Any
 
 from bson import ObjectId
 
+from streams.activity import activity_record
 from streams.consolidation_runs import consolidation_due
 from streams.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict
@@ -194,6 +195,7 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
     created = sum(len(obs) for _, obs in by_scope.values())
     if created:
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
+        activity_record(store=store, agent_id=job.agent_id, now=now, observations=created)
     for scope, _ in by_scope.values():
         if scope.scope_type == "individual" and buffer.get("groups"):
             store.scopes.remember_groups(ObjectId(scope.id), buffer["groups"])

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from bson import ObjectId
 
+from streams.activity import activity_record
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -85,6 +86,7 @@ def observation_add(
     )
     append_in_transaction(store=store, scope_id=scope.id, observations=[observation], now=now)
     store.agents.adjust_counters(scope.agent_id, now=now, observations=1, pending=1)
+    activity_record(store=store, agent_id=scope.agent_id, now=now, observations=1)
     return observation
 
 

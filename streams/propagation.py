@@ -14,6 +14,7 @@ import re
 
 from bson import ObjectId
 
+from streams.activity import activity_record
 from streams.consolidation_runs import consolidation_due, describe_scope
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import NotFound
@@ -158,6 +159,7 @@ def _store_copies(
         store.agents.adjust_counters(
             source.agent_id, now=now, observations=created, pending=created
         )
+        activity_record(store=store, agent_id=source.agent_id, now=now, observations=created)
     return created
 
 

@@ -18,7 +18,16 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.exceptions import Conflict, Unavailable
-from streams.store import agents, consolidations, jobs, observations, prompts, scopes, sessions
+from streams.store import (
+    agent_days,
+    agents,
+    consolidations,
+    jobs,
+    observations,
+    prompts,
+    scopes,
+    sessions,
+)
 from streams.store.indexes import IndexSpec, apply_indexes
 
 T = TypeVar("T")
@@ -32,6 +41,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *jobs.INDEXES,
     *sessions.INDEXES,
     *prompts.INDEXES,
+    *agent_days.INDEXES,
 ]
 
 
@@ -48,6 +58,7 @@ class MemoryStore:
         self.jobs = jobs.JobRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
+        self.agent_days = agent_days.AgentDayRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

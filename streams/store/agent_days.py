@@ -1,0 +1,36 @@
+"""`memory_agent_days`: per agent and UTC day, how many observations and consolidations were made.
+
+Counted as data is written (an upserted `$inc` after the write commits), so the
+dashboard's chart reads at most one document per agent and day instead of
+counting a million observations.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from pymongo.database import Database
+
+from streams.store.indexes import IndexSpec, index
+
+COLLECTION = "memory_agent_days"
+INDEXES: list[IndexSpec] = [
+    # One counter document per (agent, day); a chart reads a closed range of days.
+    index(COLLECTION, "agent_id", "day", unique=True),
+]
+
+
+class AgentDayRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def increment(self, agent_id: str, day: date, counts: dict[str, int]) -> None:
+        self.collection.update_one(
+            {"agent_id": agent_id, "day": day.isoformat()}, {"$inc": counts}, upsert=True
+        )
+
+    def between(self, agent_id: str, *, first: date, last: date) -> list[dict[str, Any]]:
+        """The counter documents of the days in `[first, last]` that had any activity."""
+        query = {"agent_id": agent_id, "day": {"$gte": first.isoformat(), "$lte": last.isoformat()}}
+        return list(self.collection.find(query, {"_id": 0}).limit((last - first).days + 1))
