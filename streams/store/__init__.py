@@ -21,6 +21,7 @@ from streams.exceptions import Conflict, Unavailable
 from streams.store import (
     agent_days,
     agents,
+    audit,
     consolidations,
     jobs,
     observations,
@@ -42,6 +43,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *sessions.INDEXES,
     *prompts.INDEXES,
     *agent_days.INDEXES,
+    *audit.INDEXES,
 ]
 
 
@@ -59,6 +61,7 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
+        self.audit = audit.AuditRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -1,0 +1,117 @@
+"""`memory_audit`: one entry per write, newest first, paged by bounded `_id` windows.
+
+The log grows without bound, and on the embedded store `limit` does not stop a
+scan, so no page asks for "everything older than the cursor". A page asks for a
+time window of `_id`s (ObjectIds carry their creation second) below the cursor,
+under an index led by the filter's field and then `_id`, widening the window
+while the page is short and stopping after a few windows with a cursor where it
+stopped. `memory_audit_meta` remembers when the log began, so paging ends there
+instead of walking windows back to 1970.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import DESCENDING
+from pymongo.database import Database
+
+from streams.documents_audit import AuditEntry
+from streams.store.indexes import IndexSpec, index
+
+COLLECTION = "memory_audit"
+META = "memory_audit_meta"
+INDEXES: list[IndexSpec] = [
+    # One index per filter the log offers, each then newest first: every page query is
+    # an equality on the filter's field plus a closed `_id` range.
+    index(COLLECTION, "actor", ("_id", -1)),
+    index(COLLECTION, "object_id", ("_id", -1)),
+    index(COLLECTION, "action", ("_id", -1)),
+    index(COLLECTION, "agent_id", ("_id", -1)),
+]
+FIRST_WINDOW = timedelta(minutes=10)
+MAX_WINDOW = timedelta(days=30)
+MAX_WINDOWS = 8
+# Databases whose log start is known to be recorded (saves an upsert per entry).
+_STARTED: set[tuple[int, str]] = set()
+
+
+@dataclass(frozen=True)
+class AuditWindowPage:
+    entries: list[AuditEntry]
+    next_before: ObjectId | None  # exclusive upper bound of the next page; None at the end
+
+
+class AuditRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+        self.meta = db[META]
+        self._key = (id(db.client), db.name)
+
+    def insert(self, entry: AuditEntry) -> str:
+        if self._key not in _STARTED:
+            self.meta.update_one({"_id": "log"}, {"$min": {"started_at": entry.at}}, upsert=True)
+            _STARTED.add(self._key)
+        doc = entry.to_mongo()
+        doc.setdefault("_id", _id_at(entry.at))
+        self.collection.insert_one(doc)
+        return str(doc["_id"])
+
+    def started_at(self) -> datetime | None:
+        doc = self.meta.find_one({"_id": "log"})
+        return doc["started_at"] if doc else None
+
+    def page(
+        self,
+        *,
+        field: str | None,
+        value: str | None,
+        extra: dict[str, Any],
+        before: ObjectId | None,
+        since: datetime | None,
+        now: datetime,
+        limit: int,
+    ) -> AuditWindowPage:
+        """Newest first: entries with `field == value` (plus `extra`), `_id < before`, at or
+        after `since`. Each query is bounded by a closed `_id` window."""
+        started = self.started_at()
+        if started is None:
+            return AuditWindowPage(entries=[], next_before=None)
+        floor = started - timedelta(seconds=1)
+        if since is not None and since > floor:
+            floor = since
+        floor_id = ObjectId.from_datetime(floor)
+        high = before or ObjectId.from_datetime(now + timedelta(seconds=1))
+        base: dict[str, Any] = dict(extra)
+        if field is not None:
+            base[field] = value
+        window = FIRST_WINDOW
+        entries: list[AuditEntry] = []
+        for _ in range(MAX_WINDOWS):
+            if high <= floor_id:
+                return AuditWindowPage(entries=entries, next_before=None)
+            low_time = max(high.generation_time - window, floor)
+            low = ObjectId.from_datetime(low_time)
+            query = {**base, "_id": {"$gte": low, "$lt": high}}
+            found = list(
+                self.collection.find(query).sort("_id", DESCENDING).limit(limit - len(entries))
+            )
+            entries += [AuditEntry.from_mongo(d) for d in found]
+            if len(entries) >= limit:
+                return AuditWindowPage(entries=entries, next_before=found[-1]["_id"])
+            high = low
+            # Widen by the density seen so far: a sparse filter reaches back fast,
+            # a dense one does not jump to a window it would have to scan whole.
+            factor = 4 if not found else min(4.0, max(1.5, (limit - len(entries)) / len(found)))
+            window = min(window * factor, MAX_WINDOW)
+        done = high <= floor_id
+        return AuditWindowPage(entries=entries, next_before=None if done else high)
+
+
+def _id_at(at: datetime) -> ObjectId:
+    """A fresh ObjectId whose time is the entry's `at`, so `_id` windows are time windows."""
+    fresh = ObjectId().binary
+    return ObjectId(ObjectId.from_datetime(at).binary[:4] + fresh[4:])
