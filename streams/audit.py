@@ -63,6 +63,20 @@ def audit_change(before: Any, after: Any) -> dict[str, Any]:
     return {"before": before, "after": after}
 
 
+def audit_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """Before/after of the fields that changed: numbers and flags as they are, text as a
+    digest (texts may be personal, and the log must not keep what a user has us forget)."""
+
+    def shown(value: Any) -> Any:
+        return content_digest(value) if isinstance(value, str) else value
+
+    return {
+        name: audit_change(shown(before.get(name)), shown(value))
+        for name, value in after.items()
+        if before.get(name) != value
+    }
+
+
 def audit_page(
     *,
     store: MemoryStore,

@@ -7,6 +7,7 @@ from typing import Annotated
 from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Status
 
+from memory_admin.api.audit_trail import api_audit
 from memory_admin.api.auth import actor_name, visible_agents
 from memory_admin.api.v1.schemas import (
     ConsolidationPageOut,
@@ -17,6 +18,7 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.stores import get_store
 from memory_admin.tasks import enqueue
+from streams.audit import audit_change
 from streams.consolidation import consolidation_history, consolidation_restore
 from streams.consolidation_runs import consolidation_request
 from streams.documents import ConsolidationVersion
@@ -55,6 +57,18 @@ def restore_consolidation(
     entry = consolidation_restore(
         store=store, scope=scope, version=version, actor=actor_name(request)
     )
+    api_audit(
+        request,
+        store=store,
+        action="consolidation.restore",
+        object_type="consolidation",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={
+            "restored_version": version,
+            "consolidation_version": audit_change(scope.consolidation_version, entry.version),
+        },
+    )
     return Status(201, entry)
 
 
@@ -67,5 +81,14 @@ def consolidate_scope(request: HttpRequest, scope_id: str) -> Status[dict[str, s
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     job = consolidation_request(store=store, scope=scope, trigger="api", actor=actor_name(request))
+    api_audit(
+        request,
+        store=store,
+        action="consolidation.trigger",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={"job_id": job.id},
+    )
     enqueue(job)
     return Status(202, {"job_id": job.id})

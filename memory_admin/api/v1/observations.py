@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
+from memory_admin.api.audit_trail import api_audit
 from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import (
     ObservationIn,
@@ -15,6 +16,7 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
+from streams.audit import audit_changes, content_digest
 from streams.documents import Observation
 from streams.observations import (
     observation_add,
@@ -66,6 +68,19 @@ def add_observation(
         private=payload.private,
         observed_at=payload.observed_at,
     )
+    api_audit(
+        request,
+        store=store,
+        action="observation.create",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=scope.agent_id,
+        summary={
+            "scope_id": scope.id,
+            "content": content_digest(observation.content),
+            "private": observation.private,
+        },
+    )
     return Status(201, observation)
 
 
@@ -92,9 +107,22 @@ def update_observation(
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
-    return observation_update(
+    updated = observation_update(
         store=store, observation=observation, content=payload.content, private=payload.private
     )
+    api_audit(
+        request,
+        store=store,
+        action="observation.update",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary=audit_changes(
+            {"content": observation.content, "private": observation.private},
+            {"content": updated.content, "private": updated.private},
+        ),
+    )
+    return updated
 
 
 @router.delete(
@@ -107,5 +135,15 @@ def delete_observation(request: HttpRequest, observation_id: str) -> Status[None
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
+    was_deleted = observation.deleted
     observation_delete(store=store, observation=observation)
+    api_audit(
+        request,
+        store=store,
+        action="observation.delete",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary={"content": content_digest(observation.content), "already_deleted": was_deleted},
+    )
     return Status(204, None)

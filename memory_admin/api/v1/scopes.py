@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Path, Query, Router, Status
 
+from memory_admin.api.audit_trail import api_audit
 from memory_admin.api.auth import actor_name, require_agent, visible_agents
 from memory_admin.api.v1.schemas import (
     ExternalId,
@@ -17,6 +18,7 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
+from streams.audit import audit_changes
 from streams.consolidation import consolidation_edit
 from streams.documents import Scope
 from streams.exceptions import InvalidInput
@@ -63,18 +65,28 @@ def create_scope(
 ) -> Status[Scope]:
     """Create a group scope or a collective shard; individual scopes come from conversations."""
     require_agent(request, agent_id)
+    store = get_store()
     if isinstance(payload, GroupScopeIn):
         scope = scope_create(
-            store=get_store(),
+            store=store,
             key=ScopeKey.group(agent_id, payload.group_id),
             display_name=payload.display_name,
         )
     else:
         scope = scope_create(
-            store=get_store(),
+            store=store,
             key=ScopeKey.collective(agent_id, payload.name),
             extraction_prompt=payload.extraction_prompt,
         )
+    api_audit(
+        request,
+        store=store,
+        action="scope.create",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=agent_id,
+        summary={"scope_type": scope.scope_type, "group_id": scope.group_id, "name": scope.name},
+    )
     return Status(201, scope)
 
 
@@ -111,4 +123,18 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
         consolidation_edit(
             store=store, scope=scope, text=text, expected_version=expected_version, actor=actor
         )
-    return scope_update(store=store, scope=scope, changes=changes, actor=actor)
+    updated = scope_update(store=store, scope=scope, changes=changes, actor=actor)
+    fields = [*changes, *(["consolidation", "consolidation_version"] if text is not None else [])]
+    api_audit(
+        request,
+        store=store,
+        action="consolidation.edit" if text is not None else "scope.update",
+        object_type="consolidation" if text is not None else "scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary=audit_changes(
+            {f: getattr(scope, f, None) for f in fields},
+            {f: getattr(updated, f, None) for f in fields},
+        ),
+    )
+    return updated

@@ -7,6 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Path, Router, Status
 
+from memory_admin.api.audit_trail import api_audit
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
 from memory_admin.stores import get_store
@@ -32,8 +33,9 @@ def ingest_messages(
     its job id is in the answer.
     """
     require_agent(request, agent_id)
+    store = get_store()
     result = messages_ingest(
-        store=get_store(),
+        store=store,
         agent_id=agent_id,
         session_id=session_id,
         user_id=payload.user_id,
@@ -44,6 +46,20 @@ def ingest_messages(
             for m in payload.messages
         ],
         settings=formation_settings(),
+    )
+    api_audit(
+        request,
+        store=store,
+        action="session.ingest",
+        object_type="session",
+        object_id=session_id,
+        agent_id=agent_id,
+        summary={
+            "user_id": payload.user_id,
+            "accepted": result.accepted,
+            "duplicates": result.duplicates,
+            "formation_job_id": result.formation_job.id if result.formation_job else None,
+        },
     )
     if result.formation_job is not None:
         enqueue(result.formation_job)
@@ -68,8 +84,16 @@ def form_session(
 ) -> Status[dict[str, str]]:
     """Form now whatever is unformed (e.g. at the end of a conversation); 409 if nothing is."""
     require_agent(request, agent_id)
-    job = formation_request(
-        store=get_store(), agent_id=agent_id, session_id=session_id, trigger="api"
+    store = get_store()
+    job = formation_request(store=store, agent_id=agent_id, session_id=session_id, trigger="api")
+    api_audit(
+        request,
+        store=store,
+        action="session.form",
+        object_type="session",
+        object_id=session_id,
+        agent_id=agent_id,
+        summary={"job_id": job.id},
     )
     enqueue(job)
     return Status(202, {"job_id": job.id})

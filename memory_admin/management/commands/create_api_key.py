@@ -11,6 +11,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.models import ApiKey
+from memory_admin.stores import get_store
+from streams.audit import audit_record
 
 MAX_AGENT_ID_CHARS = 128
 
@@ -39,6 +41,14 @@ class Command(BaseCommand):
         if ApiKey.objects.filter(name=name).exists():
             raise CommandError(f"an API key named {name!r} exists already")
         key, raw = ApiKey.generate(name=name, agent_ids=agents)
+        audit_record(
+            store=get_store(),
+            actor="cli",
+            action="apikey.create",
+            object_type="apikey",
+            object_id=key.name,
+            summary={"agent_ids": list(key.agent_ids)},
+        )
         scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent"
         self.stdout.write(f"Created API key {key.name!r} for {scope}. It is shown only once:")
         self.stdout.write(raw)

@@ -8,6 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from memory_admin.models import ApiKey
+from memory_admin.stores import get_store
+from streams.audit import audit_record
 
 
 class Command(BaseCommand):
@@ -24,4 +26,11 @@ class Command(BaseCommand):
             self.stdout.write(f"API key {name!r} was already revoked on {key.revoked_at:%Y-%m-%d}")
             return
         ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        audit_record(
+            store=get_store(),
+            actor="cli",
+            action="apikey.revoke",
+            object_type="apikey",
+            object_id=key.name,
+        )
         self.stdout.write(f"Revoked API key {name!r}")
