@@ -111,12 +111,22 @@ class Scope:
         parts = (self.user_id, self.group_id, self.name, self.display_name)
         return " ".join(p for p in parts if p).lower()
 
+    @property
+    def context_key(self) -> str:
+        """Who sees this scope in a context: "u:<user>", "g:<group>", or "c" (collective)."""
+        if self.scope_type == "individual":
+            return f"u:{self.user_id}"
+        if self.scope_type == "group":
+            return f"g:{self.group_id}"
+        return "c"
+
     def to_mongo(self) -> dict[str, Any]:
         return {
             "_id": ObjectId(self.id),
             "agent_id": self.agent_id,
             "scope_type": self.scope_type,
             "label_text": self.label_text,
+            "context_key": self.context_key,
             "user_id": self.user_id,
             "group_id": self.group_id,
             "name": self.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from bson import ObjectId
@@ -11,6 +12,7 @@ from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
 
@@ -39,6 +41,7 @@ def observations_append(
     for offset, observation in enumerate(observations, start=1):
         observation.seq = scope.observation_seq + offset
     store.observations.insert_many(observations, session=session)
+    search_index_add(store=store, observations=observations, session=session)
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -163,8 +166,17 @@ def observation_update(
     if observation.deleted:
         raise Conflict("the observation is deleted; it cannot be changed")
     oid = require_object_id(observation.id, what="observation")
-    if not store.observations.update_fields(oid, fields):
-        raise NotFound("observation not found")
+
+    def change(session: StoreSession) -> None:
+        if not store.observations.update_fields(oid, fields, session=session):
+            raise NotFound("observation not found")
+        if "content" in fields and fields["content"] != observation.content:
+            # Re-index: the old content's terms out, the new content's in, atomically.
+            search_index_remove(store=store, observations=[observation], session=session)
+            renewed = replace(observation, content=str(fields["content"]))
+            search_index_add(store=store, observations=[renewed], session=session)
+
+    store.in_transaction(change)
     fresh = store.observations.get(oid)
     if fresh is None:
         raise NotFound("observation not found")
@@ -179,5 +191,11 @@ def observation_delete(*, store: MemoryStore, observation: Observation) -> None:
     if observation.deleted:
         return
     oid = require_object_id(observation.id, what="observation")
-    if not store.observations.update_fields(oid, {"deleted_at": utcnow()}):
-        raise NotFound("observation not found")
+
+    def delete(session: StoreSession) -> None:
+        if store.observations.mark_deleted(oid, now=utcnow(), session=session):
+            search_index_remove(store=store, observations=[observation], session=session)
+        elif store.observations.get(oid) is None:
+            raise NotFound("observation not found")
+
+    store.in_transaction(delete)

@@ -27,7 +27,9 @@ from streams.store import (
     observations,
     prompts,
     scopes,
+    search,
     sessions,
+    visible_scopes,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
 
@@ -44,6 +46,8 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *prompts.INDEXES,
     *agent_days.INDEXES,
     *audit.INDEXES,
+    *search.INDEXES,
+    *visible_scopes.INDEXES,
 ]
 
 
@@ -60,6 +64,8 @@ class MemoryStore:
         self.jobs = jobs.JobRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
+        self.search_index = search.SearchIndexRepository(self.db)
+        self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
 

@@ -78,8 +78,27 @@ class ObservationRepository:
                 {"_id": {"$in": observation_ids}}, {"$set": {"consolidated": True}}, session=session
             )
 
-    def update_fields(self, observation_id: ObjectId, fields: dict[str, Any]) -> bool:
-        result = self.collection.update_one({"_id": observation_id}, {"$set": fields})
+    def update_fields(
+        self,
+        observation_id: ObjectId,
+        fields: dict[str, Any],
+        *,
+        session: ClientSession | None = None,
+    ) -> bool:
+        result = self.collection.update_one(
+            {"_id": observation_id}, {"$set": fields}, session=session
+        )
+        return result.matched_count == 1
+
+    def mark_deleted(
+        self, observation_id: ObjectId, *, now: datetime, session: ClientSession | None = None
+    ) -> bool:
+        """Soft delete, once: False when it was deleted already (or is gone)."""
+        result = self.collection.update_one(
+            {"_id": observation_id, "deleted_at": None},
+            {"$set": {"deleted_at": now}},
+            session=session,
+        )
         return result.matched_count == 1
 
     def copies_of(

@@ -1,0 +1,145 @@
+"""`memory_search_terms`: the text search index, built on write, one document per (scope, term).
+
+A term document (`_id` "<scope hex>:<term>") holds the term's document frequency
+in the scope and its postings, the newest `POSTINGS_CAP` observations holding it,
+each with the term's frequency and the observation's length. A totals document
+(`_id` "<scope hex>:") holds the scope's indexed observation count and total
+length. So a search reads everything BM25 needs in one `_id $in` query, whatever
+the number of scopes and terms, and never scans a scope's log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import ObjectId
+from pymongo import UpdateOne
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+
+from streams.store.indexes import IndexSpec
+
+COLLECTION = "memory_search_terms"
+# Every query goes by `_id` (a list of keys, or one scope's key range): no other index.
+INDEXES: list[IndexSpec] = []
+POSTINGS_CAP = 200
+
+
+def term_key(scope_id: ObjectId, term: str) -> str:
+    return f"{scope_id}:{term}"
+
+
+def totals_key(scope_id: ObjectId) -> str:
+    return f"{scope_id}:"
+
+
+@dataclass(frozen=True)
+class Posting:
+    observation_id: ObjectId
+    frequency: int
+    length: int
+
+
+@dataclass
+class TermStats:
+    """What the index knows of one term in one scope."""
+
+    scope_id: ObjectId
+    term: str
+    document_frequency: int = 0
+    postings: list[Posting] = field(default_factory=list)
+
+
+@dataclass
+class ScopeTotals:
+    scope_id: ObjectId
+    documents: int = 0
+    length: int = 0
+
+
+@dataclass
+class IndexChange:
+    """One observation entering (+1) or leaving (-1) its scope's index."""
+
+    scope_id: ObjectId
+    observation_id: ObjectId
+    counts: dict[str, int]
+    sign: int
+
+    @property
+    def length(self) -> int:
+        return sum(self.counts.values())
+
+
+class SearchIndexRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def apply(self, changes: list[IndexChange], *, session: ClientSession | None = None) -> None:
+        """All changes in one round trip (inside the caller's transaction when given)."""
+        ops: list[UpdateOne] = []
+        for change in changes:
+            for term, frequency in change.counts.items():
+                key = term_key(change.scope_id, term)
+                if change.sign > 0:
+                    entry = {"o": change.observation_id, "t": frequency, "n": change.length}
+                    update: dict[str, Any] = {
+                        "$inc": {"df": 1},
+                        "$push": {"p": {"$each": [entry], "$slice": -POSTINGS_CAP}},
+                        "$setOnInsert": {"scope_id": change.scope_id, "term": term},
+                    }
+                    ops.append(UpdateOne({"_id": key}, update, upsert=True))
+                else:
+                    update = {"$inc": {"df": -1}, "$pull": {"p": {"o": change.observation_id}}}
+                    ops.append(UpdateOne({"_id": key}, update))
+            ops.append(
+                UpdateOne(
+                    {"_id": totals_key(change.scope_id)},
+                    {
+                        "$inc": {"docs": change.sign, "length": change.sign * change.length},
+                        "$setOnInsert": {"scope_id": change.scope_id, "term": ""},
+                    },
+                    upsert=True,
+                )
+            )
+        if ops:
+            self.collection.bulk_write(ops, ordered=True, session=session)
+
+    def read(
+        self, scope_ids: list[ObjectId], terms: list[str]
+    ) -> tuple[list[ScopeTotals], list[TermStats]]:
+        """Totals of the scopes and stats of their terms, in one query by `_id`."""
+        keys = [totals_key(s) for s in scope_ids] + [
+            term_key(s, t) for s in scope_ids for t in terms
+        ]
+        if not keys:
+            return [], []
+        totals: list[ScopeTotals] = []
+        stats: list[TermStats] = []
+        for doc in self.collection.find({"_id": {"$in": keys}}):
+            if doc.get("term", "") == "":
+                totals.append(
+                    ScopeTotals(
+                        scope_id=doc["scope_id"],
+                        documents=doc.get("docs", 0),
+                        length=doc.get("length", 0),
+                    )
+                )
+                continue
+            stats.append(
+                TermStats(
+                    scope_id=doc["scope_id"],
+                    term=doc["term"],
+                    document_frequency=doc.get("df", 0),
+                    postings=[Posting(p["o"], p["t"], p["n"]) for p in doc.get("p", [])],
+                )
+            )
+        return totals, stats
+
+    def drop_scope(self, scope_id: ObjectId) -> int:
+        """Remove a scope's whole index (its key range on `_id`); the documents removed."""
+        result = self.collection.delete_many(
+            {"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}
+        )
+        return result.deleted_count
