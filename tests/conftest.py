@@ -14,7 +14,7 @@ from streams.store import DECLARED_INDEXES, MemoryStore
 from streams.store.client import close_clients, get_client
 from streams.store.query_guard import QueryGuard
 
-pytest_plugins = ["tests.fakes.openai_server"]
+pytest_plugins = ["tests.fakes.openai_server", "tests.task_mode"]
 
 QUERY_GUARD = QueryGuard(DECLARED_INDEXES)
 

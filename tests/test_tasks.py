@@ -38,30 +38,28 @@ def age_session(store, minutes: int) -> None:
     )
 
 
-def test_cold_sessions_form_after_ten_idle_minutes_with_at_least_four_messages(
-    store, django_capture_on_commit_callbacks
-):
+def test_cold_sessions_form_after_ten_idle_minutes_with_at_least_four_messages(store, run_tasks):
     ingest(store, 3)
     age_session(store, 11)
     assert sweep_cold_sessions.apply().get() == 0  # under the minimum
     ingest(store, 1, start=3)
     assert sweep_cold_sessions.apply().get() == 0  # not idle yet
     age_session(store, 11)
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         assert sweep_cold_sessions.apply().get() == 1
     assert store.sessions.get_buffer("a1", "s1")["unformed_count"] == 0
     assert sweep_cold_sessions.apply().get() == 0
 
 
 def test_failed_jobs_are_retried_after_their_backoff_and_dead_runs_are_taken_over(
-    store, fake_openai, settings, django_capture_on_commit_callbacks
+    store, fake_openai, settings, run_tasks
 ):
     ingest(store, 4)
     from streams.formation import formation_request
 
     job = formation_request(store=store, agent_id="a1", session_id="s1", trigger="api")
     fake_openai.fail(500, times=3)
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         enqueue(job)
     failed = job_get(store=store, job_id=job.id)
     assert failed.status == "failed" and failed.attempts == 1
@@ -70,7 +68,7 @@ def test_failed_jobs_are_retried_after_their_backoff_and_dead_runs_are_taken_ove
         {"_id": ObjectId(job.id)}, {"$set": {"finished_at": utcnow() - timedelta(hours=1)}}
     )
     fake_openai.reset()
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         assert retry_failed_jobs.apply().get() == 1
     assert job_get(store=store, job_id=job.id).status == "succeeded"
 
@@ -80,6 +78,6 @@ def test_failed_jobs_are_retried_after_their_backoff_and_dead_runs_are_taken_ove
         {"_id": ObjectId(stuck.id)},
         {"$set": {"status": "running", "started_at": utcnow() - timedelta(minutes=5)}},
     )
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         assert retry_failed_jobs.apply().get() == 1
     assert job_get(store=store, job_id=stuck.id).status == "succeeded"

@@ -202,11 +202,9 @@ def test_consolidate_with_nothing_pending_is_409(api, scope):
     assert_error(api.post(f"{API}/scopes/{scope.id}/consolidate"), 409, "conflict")
 
 
-def test_consolidate_runs_below_the_threshold(
-    api, store, scope, django_capture_on_commit_callbacks
-):
+def test_consolidate_runs_below_the_threshold(api, store, scope, run_tasks):
     ObservationFactory.create(store=store, scope=scope, content="Gene prefers Rust.")
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         response = api.post(f"{API}/scopes/{scope.id}/consolidate")
     assert response.status_code == 202
     job = api.get(f"{API}/jobs/{response.json()['job_id']}").json()

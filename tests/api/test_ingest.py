@@ -131,9 +131,9 @@ def test_form_with_nothing_unformed_is_409(api):
     assert_error(form(api), 409, "conflict")
 
 
-def test_form_runs_a_formation_job(api, django_capture_on_commit_callbacks):
+def test_form_runs_a_formation_job(api, run_tasks):
     ingest(api, [message(1, content="I prefer Rust over Go for backend services.")])
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         response = form(api)
     assert response.status_code == 202
     job_id = response.json()["job_id"]
@@ -144,12 +144,10 @@ def test_form_runs_a_formation_job(api, django_capture_on_commit_callbacks):
     assert_error(form(api), 409, "conflict")
 
 
-def test_reaching_the_threshold_starts_a_formation(
-    api, settings, django_capture_on_commit_callbacks
-):
+def test_reaching_the_threshold_starts_a_formation(api, settings, run_tasks):
     settings.MEMORY_FORMATION_MAX_MESSAGES = 4
     ingest(api, [message(n) for n in range(3)])
-    with django_capture_on_commit_callbacks(execute=True):
+    with run_tasks():
         body = ingest(api, [message(3, content="I moved to Lisbon last spring.")]).json()
     assert body["formation_job_id"] is not None
     job = api.get(f"{API}/jobs/{body['formation_job_id']}").json()

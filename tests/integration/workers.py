@@ -11,28 +11,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def start_worker(env: dict[str, str]) -> subprocess.Popen:
-    """One solo worker in its own process group (so SIGKILL reaches all of it)."""
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "memory_admin",
-            "worker",
-            "--pool=solo",
-            "--loglevel=WARNING",
-            "--without-gossip",
-            "--without-mingle",
-            "--without-heartbeat",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+def start_worker(
+    env: dict[str, str],
+    *,
+    app: str = "memory_admin",
+    pool: tuple[str, ...] = ("--pool=solo",),
+    log_path: Path | None = None,
+) -> subprocess.Popen:
+    """One worker in its own process group (so SIGKILL reaches all of it)."""
+    output = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                app,
+                "worker",
+                *pool,
+                "--loglevel=WARNING",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    finally:
+        if log_path:
+            output.close()
 
 
 def kill_worker(worker: subprocess.Popen) -> None:

@@ -6,24 +6,27 @@ import threading
 
 import pytest
 
-from memory_admin.llm import get_llm_provider
 from streams.consolidation import consolidation_edit, consolidation_history
 from streams.consolidation_runs import consolidation_request, consolidation_run
 from streams.exceptions import Conflict
-from streams.jobs import job_create, job_execute, job_get
+from streams.jobs import job_create, job_get
 from streams.llm.port import LLMError
 from streams.observations import observation_list
 from streams.propagation import propagation_run
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory, ScopeFactory
+from tests.task_mode import run_job, settle
 
 
 def run_consolidation(store, job_id):
-    return job_execute(
-        store=store,
-        job_id=job_id,
-        llm=get_llm_provider(),
-        work=lambda run: consolidation_run(store=store, run=run),
+    return run_job(
+        store=store, job_id=job_id, work=lambda run: consolidation_run(store=store, run=run)
+    )
+
+
+def run_propagation(store, job_id):
+    return run_job(
+        store=store, job_id=job_id, work=lambda run: propagation_run(store=store, run=run)
     )
 
 
@@ -173,8 +176,6 @@ def test_private_observations_never_propagate_even_if_the_model_tries(store, fak
     individual = scope_get(store=store, scope_id=individual.id)
     job = consolidation_request(store=store, scope=individual, trigger="manual", actor=None)
     fake_openai.reply("Gene's memory.")
-    run = run_consolidation(store, job.id)
-    [propagation] = run.follow_ups
     fake_openai.reply_json(
         {
             "observations": [
@@ -183,12 +184,15 @@ def test_private_observations_never_propagate_even_if_the_model_tries(store, fak
             ]
         }
     )
-    prop = job_execute(
-        store=store,
-        job_id=propagation.id,
-        llm=get_llm_provider(),
-        work=lambda r: propagation_run(store=store, run=r),
-    )
+    run_consolidation(store, job.id)
+    settle(store)  # with a worker, the propagation it queued has run too
+    [propagation] = [
+        j
+        for j in store.jobs.page(status=None, agent_id="a1", before=None, limit=10)
+        if j.kind == "propagation"
+    ]
+    run_propagation(store, propagation.id)
+    prop = job_get(store=store, job_id=propagation.id)
     assert prop.result["copied"] == 1
     prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
     assert "diabetes" not in prompt
@@ -207,10 +211,5 @@ def test_private_observations_never_propagate_even_if_the_model_tries(store, fak
         scope_id=individual.id,
         payload=propagation.payload,
     )
-    job_execute(
-        store=store,
-        job_id=again.id,
-        llm=get_llm_provider(),
-        work=lambda r: propagation_run(store=store, run=r),
-    )
+    run_propagation(store, again.id)
     assert len(observation_list(store=store, scope=group).items) == 1

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from memory_admin.llm import get_llm_provider
 from memory_admin.tasks import formation_settings
 from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
-from streams.jobs import job_execute, job_get
+from streams.jobs import job_get
 from streams.llm.port import LLMError
 from streams.observations import observation_list
 from streams.scopes import ScopeKey, scope_create, scope_get_or_create
+from tests.task_mode import run_job
 
 GROUPS = [{"id": "g1", "name": "Eden Team"}, {"id": "g2", "name": "Platform Guild"}]
 
@@ -34,10 +34,9 @@ def ingest(store, n: int, *, start: int = 0, session: str = "s1", content: str =
 
 
 def run_formation(store, job_id):
-    return job_execute(
+    return run_job(
         store=store,
         job_id=job_id,
-        llm=get_llm_provider(),
         work=lambda run: formation_run(store=store, run=run, settings=formation_settings()),
     )
 
