@@ -8,6 +8,7 @@ import time
 from datetime import timedelta
 
 from streams.documents import Observation, Scope, utcnow
+from streams.search import search_index_build
 from streams.store import MemoryStore
 
 WORDS = [
@@ -49,8 +50,19 @@ WORDS = [
 BATCH = 5000
 
 
-def seed(store: MemoryStore, *, agent_id: str, scopes: int, observations: int) -> float:
-    """Seed `scopes` individual scopes holding `observations` in all; the seconds it took."""
+def seed(
+    store: MemoryStore,
+    *,
+    agent_id: str,
+    scopes: int,
+    observations: int,
+    search_index: bool = True,
+) -> float:
+    """Seed `scopes` individual scopes holding `observations` in all; the seconds it took.
+
+    With `search_index` the observations are indexed for search too, as every write
+    through the services is (the index documents are built whole, per scope).
+    """
     started = time.perf_counter()
     rng = random.Random(1)
     now = utcnow()
@@ -75,7 +87,14 @@ def seed(store: MemoryStore, *, agent_id: str, scopes: int, observations: int) -
         store.scopes.collection.insert_many(
             [s.to_mongo() for s in scope_docs[start : start + BATCH]]
         )
-    batch: list[dict] = []
+    batch: list[Observation] = []
+
+    def flush() -> None:
+        store.observations.collection.insert_many([o.to_mongo() for o in batch], ordered=False)
+        if search_index:
+            search_index_build(store=store, observations=batch)
+        batch.clear()
+
     for scope in scope_docs:
         for seq in range(1, scope.observation_seq + 1):
             batch.append(
@@ -88,13 +107,12 @@ def seed(store: MemoryStore, *, agent_id: str, scopes: int, observations: int) -
                     related_user_ids=[scope.user_id or ""],
                     consolidated=True,
                     seq=seq,
-                ).to_mongo()
+                )
             )
-            if len(batch) >= BATCH:
-                store.observations.collection.insert_many(batch, ordered=False)
-                batch = []
+        if len(batch) >= BATCH:  # at a scope's end: a scope's index is built in one piece
+            flush()
     if batch:
-        store.observations.collection.insert_many(batch, ordered=False)
+        flush()
     store.agents.set_counters(agent_id, scopes=scopes, observations=observations, pending=0)
     store.agents.collection.update_one({"_id": agent_id}, {"$set": {"scope_seq": scopes}})
     return time.perf_counter() - started

@@ -78,6 +78,12 @@ def search_index_forget(*, store: MemoryStore, observations: list[Observation]) 
     search_index_remove(store=store, observations=observations)
 
 
+def search_index_build(*, store: MemoryStore, observations: list[Observation]) -> int:
+    """Index observations of scopes that have no index yet, in bulk (seeding only: it
+    writes the documents whole instead of updating them)."""
+    return store.search_index.insert_fresh(_changes([o for o in observations if not o.deleted], +1))
+
+
 def search_index_drop_scope(*, store: MemoryStore, scope_id: str) -> None:
     """A scope removed whole (forget user): its index goes with it."""
     store.search_index.drop_scope(require_object_id(scope_id, what="scope"))

@@ -137,6 +137,32 @@ class SearchIndexRepository:
             )
         return totals, stats
 
+    def insert_fresh(self, changes: list[IndexChange], *, batch: int = 5000) -> int:
+        """Bulk-build the index of scopes that have none yet (seeding, benchmarks): the same
+        documents `apply` would leave, written with `insert_many`; the documents written."""
+        docs: dict[str, dict[str, Any]] = {}
+        for change in changes:
+            totals = docs.setdefault(
+                totals_key(change.scope_id),
+                {"_id": totals_key(change.scope_id), "scope_id": change.scope_id, "term": ""},
+            )
+            totals["docs"] = totals.get("docs", 0) + 1
+            totals["length"] = totals.get("length", 0) + change.length
+            for term, frequency in change.counts.items():
+                key = term_key(change.scope_id, term)
+                doc = docs.setdefault(
+                    key, {"_id": key, "scope_id": change.scope_id, "term": term, "df": 0, "p": []}
+                )
+                doc["df"] += 1
+                doc["p"].append({"o": change.observation_id, "t": frequency, "n": change.length})
+        values = list(docs.values())
+        for doc in values:
+            if "p" in doc:
+                doc["p"] = doc["p"][-POSTINGS_CAP:]
+        for start in range(0, len(values), batch):
+            self.collection.insert_many(values[start : start + batch], ordered=False)
+        return len(values)
+
     def drop_scope(self, scope_id: ObjectId) -> int:
         """Remove a scope's whole index (its key range on `_id`); the documents removed."""
         result = self.collection.delete_many(

@@ -7,7 +7,16 @@ from ninja import NinjaAPI
 from memory_admin.api.auth import ApiKeyAuth
 from memory_admin.api.errors import install_exception_handlers
 from memory_admin.api.parser import StrictJsonParser
-from memory_admin.api.v1 import consolidations, health, jobs, observations, scopes, sessions
+from memory_admin.api.v1 import (
+    consolidations,
+    context,
+    health,
+    jobs,
+    observations,
+    scopes,
+    search,
+    sessions,
+)
 
 api = NinjaAPI(
     title="memory-admin",
@@ -24,5 +33,7 @@ api.add_router("", observations.router)
 api.add_router("", consolidations.router)
 api.add_router("", sessions.router)
 api.add_router("", jobs.router)
+api.add_router("", context.router)
+api.add_router("", search.router)
 
 __all__ = ["api"]

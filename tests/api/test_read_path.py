@@ -1,0 +1,159 @@
+"""`POST /agents/{agent}/context` and `GET /agents/{agent}/search` through the HTTP contract."""
+
+from __future__ import annotations
+
+import json
+
+from bson import ObjectId
+from django.test import Client
+
+from streams.consolidation import consolidation_edit
+from streams.observations import observation_delete
+from streams.store import MemoryStore
+from tests.api.conftest import API, assert_error
+from tests.factories import ObservationFactory, ScopeFactory
+
+
+def _post(client: Client, agent: str, body: object):
+    return client.post(
+        f"{API}/agents/{agent}/context", data=json.dumps(body), content_type="application/json"
+    )
+
+
+def _setup(store: MemoryStore) -> dict:
+    user = ScopeFactory.create(store=store, user_id="u1", display_name="Gene")
+    other = ScopeFactory.create(store=store, user_id="u2")
+    group = ScopeFactory.create(store=store, group=True, group_id="g1")
+    consolidation_edit(
+        store=store, scope=user, text="Gene likes <short> answers.", expected_version=0, actor="t"
+    )
+    mine = ObservationFactory.create(store=store, scope=user, content="Gene is learning Rust.")
+    ObservationFactory.create(store=store, scope=other, content="u2 writes Rust daily.")
+    shared = ObservationFactory.create(store=store, scope=group, content="The team uses Rust.")
+    return {"user": user, "group": group, "mine": mine, "shared": shared}
+
+
+def test_context_answers_xml_and_the_retrieval_decision(api: Client, store: MemoryStore) -> None:
+    _setup(store)
+    response = _post(
+        api,
+        "agent-1",
+        {
+            "user_id": "u1",
+            "user_name": "Gene",
+            "groups": [{"id": "g1", "name": "Eden Team"}],
+            "session_id": "s1",
+            "message": "hello there",
+        },
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["context"].startswith("<MemoryContext>")
+    assert '<UserMemory user="Gene">Gene likes &lt;short&gt; answers.' in body["context"]
+    assert "- Gene is learning Rust. (just now)" in body["context"]
+    assert body["retrieval"] == {
+        "triggered": False,
+        "reason": "no recall phrase, past-tense question or unknown names",
+        "results": [],
+    }
+
+
+def test_context_retrieval_results_carry_observations_and_scores(
+    api: Client, store: MemoryStore
+) -> None:
+    data = _setup(store)
+    for scope in (data["user"], data["group"]):
+        store.scopes.update_fields(ObjectId(scope.id), {"pending_observation_ids": []})
+    response = _post(
+        api,
+        "agent-1",
+        {"user_id": "u1", "groups": [{"id": "g1"}], "message": "What did I tell you about Rust?"},
+    )
+    assert response.status_code == 200, response.content
+    retrieval = response.json()["retrieval"]
+    assert retrieval["triggered"] is True
+    assert retrieval["reason"] == "recall phrase: what did i tell"
+    ids = {r["observation"]["id"] for r in retrieval["results"]}
+    assert ids == {data["mine"].id, data["shared"].id}
+    for result in retrieval["results"]:
+        assert result["score"] > 0
+        assert result["matched_terms"] == ["rust"] or "rust" in result["matched_terms"]
+        assert result["observation"]["access_count"] == 1
+        assert result["observation"]["last_accessed_at"] is not None
+    stored = api.get(f"{API}/observations/{data['mine'].id}").json()
+    assert stored["access_count"] == 1
+
+
+def test_context_validation_and_access(api: Client, limited_api: Client) -> None:
+    assert_error(_post(api, "agent-1", {"message": "hi"}), 422, "validation_error")
+    assert_error(_post(api, "agent-1", {"user_id": "", "message": "hi"}), 422, "validation_error")
+    assert_error(
+        _post(api, "agent-1", {"user_id": "u1", "message": "hi", "extra": 1}),
+        422,
+        "validation_error",
+    )
+    assert_error(
+        _post(api, "agent-1", {"user_id": "u1", "message": "x" * 20_001}), 422, "validation_error"
+    )
+    assert_error(
+        _post(api, "agent-1", {"user_id": "u1", "message": "hi", "groups": [{"name": "x"}]}),
+        422,
+        "validation_error",
+    )
+    bad_json = api.post(
+        f"{API}/agents/agent-1/context", data="{not json", content_type="application/json"
+    )
+    assert bad_json.status_code == 400
+    assert_error(
+        _post(limited_api, "agent-2", {"user_id": "u1", "message": "hi"}), 404, "not_found"
+    )
+    assert _post(limited_api, "agent-1", {"user_id": "u1", "message": "hi"}).status_code == 200
+    assert_error(Client().post(f"{API}/agents/agent-1/context"), 401, "unauthorized")
+
+
+def test_search_ranks_with_matched_terms_and_privacy(api: Client, store: MemoryStore) -> None:
+    data = _setup(store)
+
+    as_user = api.get(
+        f"{API}/agents/agent-1/search", {"q": "rust", "user_id": "u1", "group_id": "g1"}
+    )
+    assert as_user.status_code == 200, as_user.content
+    items = as_user.json()["items"]
+    assert {i["observation"]["id"] for i in items} == {data["mine"].id, data["shared"].id}
+    assert all(i["matched_terms"] == ["rust"] and i["score"] > 0 for i in items)
+    assert set(as_user.json()) == {"items"}
+
+    anonymous = api.get(f"{API}/agents/agent-1/search", {"q": "rust", "group_id": "g1"})
+    assert [i["observation"]["id"] for i in anonymous.json()["items"]] == [data["shared"].id]
+
+    one_scope = api.get(
+        f"{API}/agents/agent-1/search", {"q": "rust", "scope_id": data["user"].id, "user_id": "u1"}
+    )
+    assert [i["observation"]["id"] for i in one_scope.json()["items"]] == [data["mine"].id]
+    assert_error(
+        api.get(f"{API}/agents/agent-1/search", {"q": "rust", "scope_id": data["user"].id}),
+        404,
+        "not_found",
+    )
+
+    observation_delete(store=store, observation=data["mine"])
+    after = api.get(f"{API}/agents/agent-1/search", {"q": "rust", "user_id": "u1"})
+    assert [i["observation"]["id"] for i in after.json()["items"]] == []
+
+
+def test_search_validation_and_access(api: Client, limited_api: Client, store: MemoryStore) -> None:
+    data = _setup(store)
+    url = f"{API}/agents/agent-1/search"
+    assert_error(api.get(url), 422, "validation_error")
+    assert_error(api.get(url, {"q": "   "}), 422, "validation_error")
+    assert_error(api.get(url, {"q": "rust", "limit": 0}), 422, "validation_error")
+    assert_error(api.get(url, {"q": "rust", "limit": 51}), 422, "validation_error")
+    assert_error(api.get(url, {"q": "rust", "scope_id": "nope"}), 404, "not_found")
+    assert_error(
+        api.get(f"{API}/agents/agent-2/search", {"q": "rust", "scope_id": data["group"].id}),
+        404,
+        "not_found",
+    )
+    assert_error(limited_api.get(f"{API}/agents/agent-2/search", {"q": "rust"}), 404, "not_found")
+    assert limited_api.get(url, {"q": "rust"}).status_code == 200
+    assert api.get(url, {"q": "the of and"}).json() == {"items": []}
