@@ -121,10 +121,11 @@ def observation_list(
     status: StatusFilter = "all",
     include_deleted: bool = False,
     private: bool | None = None,
+    text: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
 ) -> Page[Observation]:
-    """A scope's observations, newest first."""
+    """A scope's observations, newest first; `text` matches content, case-insensitively."""
     items, next_before = store.observations.page(
         scope_id=require_object_id(scope.id, what="scope"),
         top_seq=scope.observation_seq,
@@ -133,6 +134,7 @@ def observation_list(
         status=status,
         include_deleted=include_deleted,
         private=private,
+        text=text,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))
 

@@ -118,10 +118,16 @@ def scope_list(
     user_id: str | None = None,
     group_id: str | None = None,
     text: str | None = None,
+    consolidation_text: str | None = None,
+    oldest_first: bool = False,
     cursor: str | None = None,
     limit: int | None = None,
 ) -> Page[Scope]:
-    """An agent's scopes, newest first."""
+    """An agent's scopes, newest first (or oldest first).
+
+    `text` matches ids and names; `consolidation_text` matches the consolidation text
+    (case-insensitive), both inside the bounded windows of the scope list.
+    """
     page_size = clamp_limit(limit)
     before = seq_before(cursor)
     agent = store.agents.get(agent_id)
@@ -136,6 +142,8 @@ def scope_list(
         user_id=user_id,
         group_id=group_id,
         text=text,
+        consolidation_text=consolidation_text,
+        ascending=oldest_first,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))
 

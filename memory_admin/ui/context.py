@@ -19,10 +19,21 @@ class NavItem:
     label: str
     url_name: str
     minimum: Role
+    section: tuple[str, ...] = ()  # other views under this item (it shows as active there)
 
 
-# Only pages that exist are listed; Scopes, Prompts, Search, Jobs and Audit join as they land.
-NAV_ITEMS: tuple[NavItem, ...] = (NavItem("Dashboard", "ui:dashboard", Role.VIEWER),)
+# Only pages that exist are listed; Search and Audit join as they land.
+NAV_ITEMS: tuple[NavItem, ...] = (
+    NavItem("Dashboard", "ui:dashboard", Role.VIEWER),
+    NavItem(
+        "Scopes",
+        "ui:scopes",
+        Role.VIEWER,
+        ("ui:scope_", "ui:consolidation", "ui:observation", "ui:consolidate"),
+    ),
+    NavItem("Prompts", "ui:prompts", Role.VIEWER, ("ui:prompt_",)),
+    NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
+)
 
 
 def navigation(request: HttpRequest) -> dict[str, Any]:
@@ -37,7 +48,8 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
         {
             "label": item.label,
             "href": reverse(item.url_name),
-            "active": item.url_name == current,
+            "active": item.url_name == current
+            or any((current or "").startswith(prefix) for prefix in item.section),
         }
         for item in NAV_ITEMS
         if role is not None and role >= item.minimum

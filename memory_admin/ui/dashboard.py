@@ -1,4 +1,5 @@
-"""The dashboard: what each agent holds, and which store and LLM provider this instance runs on."""
+"""The dashboard: what each agent holds, its activity over time, the consolidation queue,
+failed jobs, and which store and LLM provider this instance runs on."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
 from memory_admin.stores import get_store, store_mode
+from memory_admin.ui.chart import activity_chart
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
-from streams.documents import Agent
+from streams.activity import activity_days
+from streams.documents import Agent, Job, utcnow
+from streams.store import MemoryStore
 
 PAGE_SIZE = 25
 MAX_CURSOR_CHARS = 200  # agent ids are short; a longer `after` is not one of ours
+CHART_DAYS = 30
+QUEUE_SHOWN = 10
+FAILED_SHOWN = 5
 
 STORE_LABELS = {
     "embedded": "Embedded MongoDB-wire store (local development)",
@@ -23,32 +30,89 @@ STORE_LABELS = {
 
 
 @dataclass(frozen=True)
+class AgentRow:
+    agent: Agent
+    consolidations_today: int
+    failed_jobs: int
+
+    @property
+    def id(self) -> str:
+        return self.agent.id
+
+
+@dataclass(frozen=True)
 class AgentPage:
     agents: list[Agent]
     after: str | None
     next_after: str | None
+    rows: list[AgentRow]
 
 
-def agent_page(*, after: str | None, limit: int) -> AgentPage:
-    """One page of agents in id order; one extra row is read to know whether a next page exists."""
-    rows = get_store().agents.list_page(after=after, limit=limit + 1)
-    agents = rows[:limit]
-    next_after = agents[-1].id if len(rows) > limit else None
-    return AgentPage(agents=agents, after=after, next_after=next_after)
+def agent_page(*, store: MemoryStore, after: str | None, limit: int) -> AgentPage:
+    """One page of agents in id order, with today's consolidations and failed jobs each.
+
+    One extra agent is read to know whether a next page exists; the extra columns are
+    one query each for the whole page.
+    """
+    found = store.agents.list_page(after=after, limit=limit + 1)
+    agents = found[:limit]
+    ids = [a.id for a in agents]
+    today = store.agent_days.on_day(ids, utcnow().date())
+    failed = store.jobs.failed_counts(ids)
+    rows = [
+        AgentRow(
+            agent=a,
+            consolidations_today=int(today.get(a.id, {}).get("consolidations", 0)),
+            failed_jobs=failed.get(a.id, 0),
+        )
+        for a in agents
+    ]
+    next_after = agents[-1].id if len(found) > limit else None
+    return AgentPage(agents=agents, after=after, next_after=next_after, rows=rows)
+
+
+def consolidation_queue(store: MemoryStore) -> list[Job]:
+    """Consolidation jobs waiting or running, oldest first (the queue as a worker sees it)."""
+    jobs: list[Job] = []
+    for status in ("running", "queued"):
+        page = store.jobs.page(status=status, agent_id=None, before=None, limit=QUEUE_SHOWN * 3)
+        jobs += [j for j in page if j.kind == "consolidation"]
+    return sorted(jobs, key=lambda j: j.created_at)[:QUEUE_SHOWN]
 
 
 @require_GET
 @role_required(Role.VIEWER)
 def dashboard(request: HttpRequest) -> HttpResponse:
     """Full page, or only `_agent_table.html` when htmx asks for the next page."""
+    store = get_store()
     after = request.GET.get("after", "").strip()[:MAX_CURSOR_CHARS] or None
+    page = agent_page(store=store, after=after, limit=PAGE_SIZE)
     mode = store_mode()
-    context = {
-        "page": agent_page(after=after, limit=PAGE_SIZE),
+    context: dict[str, object] = {
+        "page": page,
         "store_mode": mode,
         "store_label": STORE_LABELS.get(mode, mode),
         "store_database": settings.MONGODB_DB,
     }
+    if not after or request.headers.get("HX-Request") != "true":
+        chart_agent = request.GET.get("chart", "").strip()[:MAX_CURSOR_CHARS] or (
+            page.agents[0].id if page.agents else None
+        )
+        days = (
+            activity_days(store=store, agent_id=chart_agent, last=utcnow().date(), days=CHART_DAYS)
+            if chart_agent
+            else []
+        )
+        context.update(
+            {
+                "chart_agent": chart_agent,
+                "chart": activity_chart(days) if days else None,
+                "queue": consolidation_queue(store),
+                "failed": store.jobs.page(
+                    status="failed", agent_id=None, before=None, limit=FAILED_SHOWN
+                ),
+            }
+        )
     return render_page(
         request, page="ui/dashboard.html", partial="ui/_agent_table.html", context=context
     )

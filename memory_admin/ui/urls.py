@@ -5,9 +5,82 @@ from __future__ import annotations
 from django.urls import path
 
 from memory_admin.ui import dashboard
+from memory_admin.ui import jobs as job_views
+from memory_admin.ui import observations as observation_views
+from memory_admin.ui import prompts as prompt_views
+from memory_admin.ui import scopes as scope_views
 
 app_name = "ui"
 
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
+    path("scopes/", scope_views.scope_browser, name="scopes"),
+    path("scopes/<str:scope_id>/", scope_views.scope_detail, name="scope_detail"),
+    path(
+        "scopes/<str:scope_id>/consolidation/",
+        scope_views.scope_consolidation,
+        name="scope_consolidation",
+    ),
+    path(
+        "scopes/<str:scope_id>/consolidation/edit/",
+        scope_views.consolidation_edit_view,
+        name="consolidation_edit",
+    ),
+    path(
+        "scopes/<str:scope_id>/consolidation/compare/",
+        scope_views.consolidation_compare,
+        name="consolidation_compare",
+    ),
+    path(
+        "scopes/<str:scope_id>/consolidation/<int:version>/restore/",
+        scope_views.consolidation_restore_view,
+        name="consolidation_restore",
+    ),
+    path("scopes/<str:scope_id>/consolidate/", scope_views.consolidate_now, name="consolidate"),
+    path("scopes/<str:scope_id>/settings/", scope_views.scope_settings, name="scope_settings"),
+    path(
+        "scopes/<str:scope_id>/observations/add/",
+        observation_views.observation_create,
+        name="observation_add",
+    ),
+    path(
+        "observations/<str:observation_id>/",
+        observation_views.observation_row,
+        name="observation_row",
+    ),
+    path(
+        "observations/<str:observation_id>/edit/",
+        observation_views.observation_edit,
+        name="observation_edit",
+    ),
+    path(
+        "observations/<str:observation_id>/private/",
+        observation_views.observation_privacy,
+        name="observation_private",
+    ),
+    path(
+        "observations/<str:observation_id>/delete/",
+        observation_views.observation_remove,
+        name="observation_delete",
+    ),
+    path("prompts/", prompt_views.prompt_index, name="prompts"),
+    path("prompts/<str:agent_id>/<str:kind>/", prompt_views.prompt_edit, name="prompt_edit"),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/save/",
+        prompt_views.prompt_save_view,
+        name="prompt_save",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/revert/<int:version>/",
+        prompt_views.prompt_revert_view,
+        name="prompt_revert",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/dry-run/",
+        prompt_views.prompt_dry_run,
+        name="prompt_dry_run",
+    ),
+    path("jobs/", job_views.job_index, name="jobs"),
+    path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
+    path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
 ]

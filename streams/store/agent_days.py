@@ -34,3 +34,12 @@ class AgentDayRepository:
         """The counter documents of the days in `[first, last]` that had any activity."""
         query = {"agent_id": agent_id, "day": {"$gte": first.isoformat(), "$lte": last.isoformat()}}
         return list(self.collection.find(query, {"_id": 0}).limit((last - first).days + 1))
+
+    def on_day(self, agent_ids: list[str], day: date) -> dict[str, dict[str, Any]]:
+        """The counter documents of these agents for one day, by agent id."""
+        if not agent_ids:
+            return {}
+        query = {"agent_id": {"$in": agent_ids}, "day": day.isoformat()}
+        return {
+            d["agent_id"]: d for d in self.collection.find(query, {"_id": 0}).limit(len(agent_ids))
+        }

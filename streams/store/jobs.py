@@ -19,6 +19,8 @@ INDEXES: list[IndexSpec] = [
     # The active job of a scope of a kind (de-duplicates "consolidate now").
     index(COLLECTION, "scope_id", "kind", "status"),
     index(COLLECTION, "agent_id", ("_id", -1)),
+    # Failed jobs per agent (the dashboard's column): only the failed ones are read.
+    index(COLLECTION, "agent_id", "status"),
 ]
 ACTIVE = ["queued", "running"]
 
@@ -102,3 +104,13 @@ class JobRepository:
             query["_id"] = {"$lt": before}
         cursor = self.collection.find(query).sort("_id", DESCENDING).limit(limit)
         return [Job.from_mongo(d) for d in cursor]
+
+    def failed_counts(self, agent_ids: list[str]) -> dict[str, int]:
+        """How many failed jobs each of these agents has (absent: none)."""
+        if not agent_ids:
+            return {}
+        pipeline = [
+            {"$match": {"agent_id": {"$in": agent_ids}, "status": "failed"}},
+            {"$group": {"_id": "$agent_id", "n": {"$sum": 1}}},
+        ]
+        return {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
@@ -57,7 +58,10 @@ class ObservationRepository:
         status: StatusFilter = "all",
         include_deleted: bool = False,
         private: bool | None = None,
+        text: str | None = None,
     ) -> tuple[list[Observation], int | None]:
+        """A page of the scope's log, newest first; filters (the text one included, a
+        case-insensitive match on content) ride inside the bounded `seq` windows."""
         base: dict[str, Any] = {"scope_id": scope_id}
         if status != "all":
             base["consolidated"] = status == "consolidated"
@@ -65,6 +69,8 @@ class ObservationRepository:
             base["deleted_at"] = None
         if private is not None:
             base["private"] = private
+        if text:
+            base["content"] = re.compile(re.escape(text), re.IGNORECASE)
         page = page_by_seq(
             self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
         )

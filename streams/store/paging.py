@@ -55,3 +55,34 @@ def page_by_seq(
         high = low
         window = min(window * 4, MAX_WINDOW)
     return SeqPage(docs=docs, next_before=high + 1 if high > 0 else None)
+
+
+def page_by_seq_ascending(
+    collection: Collection,
+    *,
+    base_filter: dict[str, Any],
+    top_seq: int,
+    after: int | None,
+    limit: int,
+    projection: dict[str, Any] | None = None,
+) -> SeqPage:
+    """Oldest first: documents with `seq > after` matching `base_filter`, by windows upwards.
+
+    The cursor it returns (`next_before`) is the last seq read: pass it back as `after`.
+    """
+    low = after or 0
+    window = max(limit * FIRST_WINDOW_FACTOR, 20)
+    docs: list[dict[str, Any]] = []
+    for _ in range(MAX_WINDOWS):
+        if low >= top_seq:
+            return SeqPage(docs=docs, next_before=None)
+        high = min(top_seq, low + window)
+        query = {**base_filter, "seq": {"$gt": low, "$lte": high}}
+        found = list(collection.find(query, projection).sort("seq", 1).limit(limit - len(docs)))
+        docs += found
+        if len(docs) >= limit:
+            last_seq = docs[-1]["seq"]
+            return SeqPage(docs=docs, next_before=last_seq if last_seq < top_seq else None)
+        low = high
+        window = min(window * 4, MAX_WINDOW)
+    return SeqPage(docs=docs, next_before=low if low < top_seq else None)

@@ -13,7 +13,7 @@ from pymongo.errors import DuplicateKeyError
 
 from streams.documents import EPOCH, Scope, ScopeType
 from streams.store.indexes import IndexSpec, index
-from streams.store.paging import SeqPage, page_by_seq
+from streams.store.paging import SeqPage, page_by_seq, page_by_seq_ascending
 
 COLLECTION = "memory_scopes"
 INDEXES: list[IndexSpec] = [
@@ -77,7 +77,15 @@ class ScopeRepository:
         user_id: str | None = None,
         group_id: str | None = None,
         text: str | None = None,
+        consolidation_text: str | None = None,
+        ascending: bool = False,
     ) -> tuple[list[Scope], int | None]:
+        """A page of the agent's scopes by `seq` (newest first, or oldest first).
+
+        Every filter rides inside a bounded window of `seq` on the `(agent_id, seq)`
+        index: a text filter (names, or consolidation text) never scans more than the
+        windows `page_by_seq` allows, whatever the number of scopes.
+        """
         base: dict[str, Any] = {"agent_id": agent_id}
         if scope_type:
             base["scope_type"] = scope_type
@@ -88,9 +96,16 @@ class ScopeRepository:
         if text:
             # A residual filter inside the bounded seq window, over the scope's ids and names.
             base["label_text"] = re.compile(re.escape(text.lower()))
-        page: SeqPage = page_by_seq(
-            self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
-        )
+        if consolidation_text:
+            base["consolidation"] = re.compile(re.escape(consolidation_text), re.IGNORECASE)
+        if ascending:
+            page: SeqPage = page_by_seq_ascending(
+                self.collection, base_filter=base, top_seq=top_seq, after=before, limit=limit
+            )
+        else:
+            page = page_by_seq(
+                self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
+            )
         return [Scope.from_mongo(d) for d in page.docs], page.next_before
 
     def active_shards(self, agent_id: str, *, limit: int) -> list[Scope]:

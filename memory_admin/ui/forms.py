@@ -1,0 +1,109 @@
+"""The UI's forms: shape and bounds only; the domain services enforce the rules and their
+errors are placed next to the field they name (`common.form_errors`)."""
+
+from __future__ import annotations
+
+from django import forms
+
+from streams.consolidation import MAX_CONSOLIDATION_CHARS
+from streams.observations import MAX_CONTENT_CHARS
+from streams.prompts import MAX_SHARD_GUIDANCE_CHARS, MAX_TEMPLATE_CHARS
+from streams.scopes import MAX_WORDS_RANGE, THRESHOLD_RANGE
+
+SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group")]
+SCOPE_TYPES += [("collective", "Collective")]
+SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
+TEXT_TARGETS = [("names", "names and ids"), ("consolidation", "consolidation text")]
+STATUSES = [("all", "Any status"), ("pending", "Pending"), ("consolidated", "Consolidated")]
+PRIVACY = [("", "Private or not"), ("yes", "Private only"), ("no", "Not private")]
+JOB_STATUSES = [("", "Any status"), ("queued", "Queued"), ("running", "Running")]
+JOB_STATUSES += [("succeeded", "Succeeded"), ("failed", "Failed")]
+
+
+class ScopeFilterForm(forms.Form):
+    agent = forms.CharField(max_length=128, required=False)
+    type = forms.ChoiceField(choices=SCOPE_TYPES, required=False)
+    user = forms.CharField(max_length=128, required=False, label="User id")
+    group = forms.CharField(max_length=128, required=False, label="Group id")
+    shard = forms.CharField(max_length=128, required=False, label="Shard name")
+    q = forms.CharField(max_length=200, required=False, label="Text")
+    within = forms.ChoiceField(choices=TEXT_TARGETS, required=False, label="Text in")
+    sort = forms.ChoiceField(choices=SORTS, required=False)
+
+
+class ObservationFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=STATUSES, required=False)
+    private = forms.ChoiceField(choices=PRIVACY, required=False)
+    deleted = forms.BooleanField(required=False, label="Include deleted")
+    text = forms.CharField(max_length=200, required=False)
+
+
+class ObservationForm(forms.Form):
+    content = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), max_length=MAX_CONTENT_CHARS
+    )
+    private = forms.BooleanField(required=False, help_text="Private observations never propagate.")
+
+
+class ConsolidationEditForm(forms.Form):
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 12}),
+        max_length=MAX_CONSOLIDATION_CHARS,
+        required=False,
+        label="Consolidation",
+    )
+    expected_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+
+
+class ScopeSettingsForm(forms.Form):
+    is_active = forms.BooleanField(required=False, label="Active")
+    consolidation_threshold = forms.IntegerField(
+        min_value=THRESHOLD_RANGE[0], max_value=THRESHOLD_RANGE[1], label="Consolidate after"
+    )
+    consolidation_max_words = forms.IntegerField(
+        min_value=MAX_WORDS_RANGE[0], max_value=MAX_WORDS_RANGE[1], label="Word limit"
+    )
+    extraction_prompt = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}),
+        max_length=MAX_SHARD_GUIDANCE_CHARS,
+        required=False,
+        label="Shard extraction guidance",
+    )
+
+
+class PromptForm(forms.Form):
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
+        max_length=MAX_TEMPLATE_CHARS,
+        label="Template",
+    )
+    expected_version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+
+
+class DryRunForm(forms.Form):
+    text = forms.CharField(widget=forms.HiddenInput, max_length=MAX_TEMPLATE_CHARS)
+    scope = forms.CharField(max_length=24, required=False, label="Scope id")
+    user_name = forms.CharField(max_length=128, required=False, initial="User")
+    conversation = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}),
+        max_length=20_000,
+        required=False,
+        help_text='One message per line, "user: ..." or "assistant: ...".',
+    )
+
+
+class JobFilterForm(forms.Form):
+    status = forms.ChoiceField(choices=JOB_STATUSES, required=False)
+    agent = forms.CharField(max_length=128, required=False)
+
+
+class SearchForm(forms.Form):
+    agent = forms.CharField(max_length=128)
+    user = forms.CharField(max_length=128, required=False, label="User id")
+    user_name = forms.CharField(max_length=128, required=False)
+    groups = forms.CharField(
+        max_length=2000,
+        required=False,
+        help_text='Comma-separated group ids, optionally "id=Name".',
+    )
+    message = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=4000)

@@ -1,0 +1,96 @@
+"""Jobs: recent background work with status, duration, LLM calls and errors; retry a
+failed one; and the live status partial that scope pages poll."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue
+from memory_admin.ui.common import audit, flash_error, found, param
+from memory_admin.ui.forms import JobFilterForm
+from memory_admin.ui.htmx import render_page
+from memory_admin.ui.roles import Role, request_role, role_required
+from streams.exceptions import Conflict, InvalidInput
+from streams.jobs import job_get, job_list, job_retry
+from streams.pagination import Page
+
+PAGE_SIZE = 25
+POLL_SECONDS = 1
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def job_index(request: HttpRequest) -> HttpResponse:
+    form = JobFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    error = None
+    try:
+        page = job_list(
+            store=get_store(),
+            status=filters.get("status") or None,
+            agent_id=filters.get("agent") or None,
+            cursor=param(request, "cursor"),
+            limit=PAGE_SIZE,
+        )
+    except InvalidInput as exc:
+        error, page = exc.message, Page(items=[], next_cursor=None)
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    role = request_role(request)
+    context = {
+        "form": form,
+        "page": page,
+        "error": error,
+        "query": query.urlencode(),
+        "cursor": param(request, "cursor"),
+        "can_edit": role is not None and role >= Role.OPERATOR,
+    }
+    return render_page(request, page="ui/jobs.html", partial="ui/_job_table.html", context=context)
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def job_status(request: HttpRequest, job_id: str) -> HttpResponse:
+    """The job's status box; it polls itself until the job is done, then tells the page
+    (`HX-Trigger: scope-changed`) so the consolidation and its history refresh."""
+    job = found(job_get, store=get_store(), job_id=job_id)
+    active = job.status in ("queued", "running")
+    response = render(
+        request, "ui/_job_status.html", {"job": job, "active": active, "poll": POLL_SECONDS}
+    )
+    if not active:
+        response["HX-Trigger"] = "scope-changed"
+    return response
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def job_retry_view(request: HttpRequest, job_id: str) -> HttpResponse:
+    store = get_store()
+    job = found(job_get, store=store, job_id=job_id)
+    try:
+        job = job_retry(store=store, job_id=job.id)
+    except Conflict as exc:
+        flash_error(request, exc)
+    else:
+        audit(
+            request,
+            store=store,
+            action="job.retry",
+            object_type="job",
+            object_id=job.id,
+            agent_id=job.agent_id,
+            summary={"kind": job.kind},
+        )
+        enqueue(job)
+        messages.success(request, f"The {job.kind} job was queued again.")
+    back = request.POST.get("next", "")
+    if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        return redirect(back)
+    return redirect(reverse("ui:jobs"))

@@ -1,0 +1,219 @@
+"""A scope's observation log on its detail page, and the operator's edits to it:
+correct, mark private, delete (behind a confirmation), add by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from memory_admin.stores import get_store
+from memory_admin.ui.common import audit, flash_error, form_errors, found, param
+from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
+from memory_admin.ui.htmx import wants_partial
+from memory_admin.ui.roles import Role, request_role, role_required
+from streams.documents import Observation, Scope
+from streams.exceptions import InvalidInput, MemoryServiceError
+from streams.observations import (
+    observation_add,
+    observation_delete,
+    observation_get,
+    observation_list,
+    observation_update,
+)
+from streams.scopes import scope_get
+from streams.store import MemoryStore
+
+LOG_PAGE_SIZE = 25
+
+
+def observation_log_context(
+    request: HttpRequest, *, store: MemoryStore, scope: Scope
+) -> dict[str, Any]:
+    """The log's filters and one page of it, for the detail page and its htmx partial."""
+    form = ObservationFilterForm(request.GET or None)
+    filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    private = {"yes": True, "no": False}.get(filters.get("private") or "")
+    error = None
+    try:
+        page = observation_list(
+            store=store,
+            scope=scope,
+            status=filters.get("status") or "all",
+            include_deleted=bool(filters.get("deleted")),
+            private=private,
+            text=filters.get("text") or None,
+            cursor=param(request, "cursor"),
+            limit=LOG_PAGE_SIZE,
+        )
+    except InvalidInput as exc:
+        error = exc.message
+        page = observation_list(store=store, scope=scope, limit=LOG_PAGE_SIZE)
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    query.pop("job", None)
+    return {
+        "log_form": form,
+        "log_page": page,
+        "log_error": error,
+        "log_query": query.urlencode(),
+        "log_cursor": param(request, "cursor"),
+    }
+
+
+def _observation(store: MemoryStore, observation_id: str) -> tuple[Observation, Scope]:
+    observation = found(observation_get, store=store, observation_id=observation_id)
+    scope = found(scope_get, store=store, scope_id=observation.scope_id)
+    return observation, scope
+
+
+def _back(scope: Scope) -> str:
+    return reverse("ui:scope_detail", args=[scope.id]) + "#observation-log"
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def observation_create(request: HttpRequest, scope_id: str) -> HttpResponse:
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    form = ObservationForm(request.POST)
+    if form.is_valid():
+        try:
+            observation = observation_add(
+                store=store,
+                scope=scope,
+                content=form.cleaned_data["content"],
+                private=form.cleaned_data["private"],
+            )
+        except InvalidInput as exc:
+            form_errors(form, exc, default_field="content")
+        else:
+            audit(
+                request,
+                store=store,
+                action="observation.create",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=scope.agent_id,
+            )
+            messages.success(request, "Observation added; it waits for the next consolidation.")
+            return redirect(_back(scope))
+    messages.error(request, "The observation was not added: see the error below.")
+    return render(request, "ui/observation_form.html", {"scope": scope, "form": form}, status=422)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Correct an observation: inline (htmx swaps the row for the form) or as a page."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    if request.method == "POST":
+        form = ObservationForm(request.POST)
+        if form.is_valid():
+            try:
+                fresh = observation_update(
+                    store=store,
+                    observation=observation,
+                    content=form.cleaned_data["content"],
+                    private=form.cleaned_data["private"],
+                )
+            except InvalidInput as exc:
+                form_errors(form, exc, default_field="content")
+            except MemoryServiceError as exc:
+                flash_error(request, exc)
+                return redirect(_back(scope))
+            else:
+                audit(
+                    request,
+                    store=store,
+                    action="observation.update",
+                    object_type="observation",
+                    object_id=observation.id,
+                    agent_id=scope.agent_id,
+                )
+                if wants_partial(request):
+                    return render(
+                        request,
+                        "ui/_observation_row.html",
+                        {"o": fresh, "scope": scope, "can_edit": True, "just_saved": True},
+                    )
+                messages.success(request, "Observation saved.")
+                return redirect(_back(scope))
+    else:
+        form = ObservationForm(
+            initial={"content": observation.content, "private": observation.private}
+        )
+    context = {"scope": scope, "form": form, "o": observation}
+    template = "ui/_observation_edit.html" if wants_partial(request) else "ui/observation_form.html"
+    status = 422 if request.method == "POST" else 200
+    return render(request, template, context, status=status)
+
+
+@require_http_methods(["GET"])
+@role_required(Role.VIEWER)
+def observation_row(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """One row of the log (what "Cancel" on an inline edit swaps back)."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    role = request_role(request)
+    can_edit = role is not None and role >= Role.OPERATOR
+    return render(
+        request,
+        "ui/_observation_row.html",
+        {"o": observation, "scope": scope, "can_edit": can_edit},
+    )
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def observation_privacy(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Toggle private: a private observation never propagates beyond its scope."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    private = request.POST.get("private") == "true"
+    try:
+        observation_update(store=store, observation=observation, private=private)
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        audit(
+            request,
+            store=store,
+            action="observation.update",
+            object_type="observation",
+            object_id=observation.id,
+            agent_id=scope.agent_id,
+            summary={"private": private},
+        )
+        messages.success(
+            request, "Marked private." if private else "No longer private: it may propagate."
+        )
+    return redirect(_back(scope))
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def observation_remove(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Soft delete behind a confirmation page (GET shows it, POST does it)."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    if request.method == "POST":
+        observation_delete(store=store, observation=observation)
+        audit(
+            request,
+            store=store,
+            action="observation.delete",
+            object_type="observation",
+            object_id=observation.id,
+            agent_id=scope.agent_id,
+        )
+        messages.success(
+            request, "Observation deleted: it is kept for the audit, out of every context."
+        )
+        return redirect(_back(scope))
+    return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})

@@ -1,0 +1,394 @@
+"""Scope browser and scope detail: the consolidation, its history, and consolidate now.
+
+Observation actions live in `observations.py`. Every read goes through the same
+services the API uses; every write is POST → redirect → GET (htmx swaps follow
+the redirect and get the partial they asked for).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue
+from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
+from memory_admin.ui.diff import side_by_side
+from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
+from memory_admin.ui.htmx import render_page, wants_partial
+from memory_admin.ui.observations import observation_log_context
+from memory_admin.ui.roles import Role, request_role, role_required
+from streams.consolidation import consolidation_edit, consolidation_history, consolidation_restore
+from streams.consolidation_runs import consolidation_request
+from streams.documents import PROMPT_KINDS, Scope
+from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound
+from streams.ids import require_object_id
+from streams.pagination import Page
+from streams.prompts import effective_prompt
+from streams.scopes import scope_get, scope_list, scope_update
+from streams.store import MemoryStore
+
+PAGE_SIZE = 25
+AGENT_CHOICES = 100
+PENDING_SHOWN = 20
+HISTORY_SHOWN = 10
+
+
+# -- scope browser ----------------------------------------------------------------------
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def scope_browser(request: HttpRequest) -> HttpResponse:
+    """An agent's scopes with filters; htmx swaps only `_scope_table.html`."""
+    store = get_store()
+    form = ScopeFilterForm(request.GET or None)
+    filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
+    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agent_id = filters.get("agent") or (agents[0].id if agents else None)
+    page: Page[Scope] = Page(items=[], next_cursor=None)
+    error = None if form.is_valid() or not request.GET else "Some filters were not valid."
+    if agent_id:
+        try:
+            page = _scope_page(
+                store, agent_id=agent_id, filters=filters, cursor=param(request, "cursor")
+            )
+        except InvalidInput as exc:
+            error = exc.message
+    context = {
+        "form": form,
+        "agents": agents,
+        "agent_id": agent_id,
+        "page": page,
+        "error": error,
+        "query": _query_without(request, "cursor"),
+        "cursor": param(request, "cursor"),
+    }
+    return render_page(
+        request, page="ui/scopes.html", partial="ui/_scope_table.html", context=context
+    )
+
+
+def _scope_page(
+    store: MemoryStore, *, agent_id: str, filters: dict[str, Any], cursor: str | None
+) -> Page[Scope]:
+    shard = filters.get("shard")
+    if shard:
+        # A shard is named uniquely within its agent: the identity index finds it directly.
+        scope = store.scopes.find_by_identity(
+            agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=shard
+        )
+        return Page(items=[scope] if scope else [], next_cursor=None)
+    text = filters.get("q") or None
+    in_consolidation = filters.get("within") == "consolidation"
+    return scope_list(
+        store=store,
+        agent_id=agent_id,
+        scope_type=filters.get("type") or None,
+        user_id=filters.get("user") or None,
+        group_id=filters.get("group") or None,
+        text=None if in_consolidation else text,
+        consolidation_text=text if in_consolidation else None,
+        oldest_first=filters.get("sort") == "oldest",
+        cursor=cursor,
+        limit=PAGE_SIZE,
+    )
+
+
+def _query_without(request: HttpRequest, *names: str) -> str:
+    query = request.GET.copy()
+    for name in names:
+        query.pop(name, None)
+    return query.urlencode()
+
+
+# -- scope detail -----------------------------------------------------------------------
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """Everything about one scope; htmx swaps the observation log for filters and pages."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    log = observation_log_context(request, store=store, scope=scope)
+    if wants_partial(request):
+        response = render(request, "ui/_observation_log.html", {"scope": scope, **log})
+        response["Vary"] = "HX-Request"
+        return response
+    job_id = param(request, "job")
+    job = None
+    if job_id:
+        job = store.jobs.get(require_object_id(job_id, what="job")) if _hex(job_id) else None
+    if job is None:
+        job = store.jobs.active_for_scope(
+            require_object_id(scope.id, what="scope"), "consolidation"
+        )
+    pending_ids = scope.pending_observation_ids[-PENDING_SHOWN:]
+    pending = store.observations.get_many([require_object_id(i, what="o") for i in pending_ids])
+    context = {
+        "scope": scope,
+        "job": job if job and job.scope_id == scope.id else None,
+        "job_active": job is not None and job.status in ("queued", "running"),
+        "pending": list(reversed(pending)),
+        "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
+        "prompts": _prompts_in_effect(store, scope),
+        "settings_form": _settings_form(scope),
+        "can_edit": _can_edit(request),
+        **_history_context(store, scope),
+        **log,
+    }
+    return render(request, "ui/scope_detail.html", context)
+
+
+def _hex(value: str) -> bool:
+    return len(value) == 24 and all(c in "0123456789abcdef" for c in value.lower())
+
+
+def _can_edit(request: HttpRequest) -> bool:
+    role = request_role(request)
+    return role is not None and role >= Role.OPERATOR
+
+
+def _prompts_in_effect(store: MemoryStore, scope: Scope) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for kind in PROMPT_KINDS:
+        if kind == "extraction" and scope.is_shard:
+            rows.append(
+                {
+                    "kind": kind,
+                    "source": "shard guidance",
+                    "version": None,
+                    "text": scope.extraction_prompt or "",
+                    "editable_here": False,
+                }
+            )
+            continue
+        prompt = effective_prompt(
+            store=store, agent_id=scope.agent_id, kind=kind, scope_id=scope.id
+        )
+        rows.append(
+            {
+                "kind": kind,
+                "source": prompt.source,
+                "version": prompt.version,
+                "text": prompt.text,
+                "editable_here": True,
+            }
+        )
+    return rows
+
+
+def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
+    initial = {
+        "is_active": scope.is_active,
+        "consolidation_threshold": scope.consolidation_threshold,
+        "consolidation_max_words": scope.consolidation_max_words,
+        "extraction_prompt": scope.extraction_prompt or "",
+    }
+    form = ScopeSettingsForm(data, initial=initial)
+    if not scope.is_shard:
+        del form.fields["extraction_prompt"]
+    return form
+
+
+def _history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
+    versions = consolidation_history(store=store, scope=scope, limit=HISTORY_SHOWN).items
+    return {"versions": versions, "history_more": scope.consolidation_version > HISTORY_SHOWN}
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """The consolidation panel alone: refreshed when a job finishes (htmx), or a full page."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    context = {"scope": scope, "can_edit": _can_edit(request), **_history_context(store, scope)}
+    if wants_partial(request):
+        return render(request, "ui/_consolidation.html", context)
+    return redirect("ui:scope_detail", scope_id=scope.id)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.OPERATOR)
+def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """Edit the text by hand; if it moved on meanwhile, say so and show the new text."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    if request.method == "POST":
+        form = ConsolidationEditForm(request.POST)
+        if form.is_valid():
+            try:
+                entry = consolidation_edit(
+                    store=store,
+                    scope=scope,
+                    text=form.cleaned_data["text"],
+                    expected_version=form.cleaned_data["expected_version"],
+                    actor=actor(request),
+                )
+            except Conflict:
+                messages.error(
+                    request,
+                    f"Not saved: the consolidation moved on to version "
+                    f"{scope.consolidation_version} while you were editing. Your text is "
+                    "below; compare it with the current one and save again.",
+                )
+                form = ConsolidationEditForm(
+                    {
+                        "text": form.cleaned_data["text"],
+                        "expected_version": scope.consolidation_version,
+                    }
+                )
+                context = {"scope": scope, "form": form, "conflict": True}
+                return render(request, "ui/consolidation_edit.html", context, status=409)
+            except InvalidInput as exc:
+                form_errors(form, exc, default_field="text")
+            else:
+                audit(
+                    request,
+                    store=store,
+                    action="consolidation.edit",
+                    object_type="scope",
+                    object_id=scope.id,
+                    agent_id=scope.agent_id,
+                    summary={"version": entry.version},
+                )
+                messages.success(request, f"Saved the consolidation as version {entry.version}.")
+                return redirect("ui:scope_detail", scope_id=scope.id)
+    else:
+        form = ConsolidationEditForm(
+            initial={
+                "text": scope.consolidation or "",
+                "expected_version": scope.consolidation_version,
+            }
+        )
+    return render(request, "ui/consolidation_edit.html", {"scope": scope, "form": form})
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def consolidation_compare(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """Two versions side by side (`?a=3&b=5`; default: the two newest)."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    oid = require_object_id(scope.id, what="scope")
+    newest = scope.consolidation_version
+    a = _int_param(request, "a", default=max(newest - 1, 0))
+    b = _int_param(request, "b", default=newest)
+    old = store.consolidations.get(oid, a) if a else None
+    new = store.consolidations.get(oid, b) if b else None
+    missing = [v for v, doc in ((a, old), (b, new)) if v and doc is None]
+    context = {
+        "scope": scope,
+        "a": a,
+        "b": b,
+        "old": old,
+        "new": new,
+        "missing": missing,
+        "diff": side_by_side(old.text if old else "", new.text if new else ""),
+        "can_edit": _can_edit(request),
+        **_history_context(store, scope),
+    }
+    return render_page(
+        request, page="ui/consolidation_compare.html", partial="ui/_diff.html", context=context
+    )
+
+
+def _int_param(request: HttpRequest, name: str, *, default: int) -> int:
+    value = param(request, name)
+    if value is None or not value.isdigit() or len(value) > 12:
+        return default
+    return int(value)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int) -> HttpResponse:
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    try:
+        entry = consolidation_restore(
+            store=store, scope=scope, version=version, actor=actor(request)
+        )
+    except NotFound:
+        messages.error(request, f"There is no version {version} to restore.")
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        audit(
+            request,
+            store=store,
+            action="consolidation.restore",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={"restored": version, "version": entry.version},
+        )
+        messages.success(request, f"Restored version {version} as version {entry.version}.")
+    return redirect("ui:scope_detail", scope_id=scope.id)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def consolidate_now(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """Queue a consolidation run; the page then follows the job live (htmx polling)."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    try:
+        job = consolidation_request(store=store, scope=scope, trigger="ui", actor=actor(request))
+    except Conflict as exc:
+        flash_error(request, exc)
+        return redirect("ui:scope_detail", scope_id=scope.id)
+    audit(
+        request,
+        store=store,
+        action="consolidation.trigger",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={"job_id": job.id},
+    )
+    enqueue(job)
+    if wants_partial(request):
+        return redirect(reverse("ui:job_status", args=[job.id]))
+    messages.success(request, "Consolidation queued; this page follows the job.")
+    return redirect(f"{reverse('ui:scope_detail', args=[scope.id])}?job={job.id}")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    form = _settings_form(scope, request.POST)
+    if form.is_valid():
+        changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
+        if "extraction_prompt" in changes:
+            changes["extraction_prompt"] = changes["extraction_prompt"] or None
+        try:
+            scope_update(store=store, scope=scope, changes=changes, actor=actor(request))
+        except InvalidInput as exc:
+            form_errors(form, exc)
+        else:
+            audit(
+                request,
+                store=store,
+                action="scope.update",
+                object_type="scope",
+                object_id=scope.id,
+                agent_id=scope.agent_id,
+                summary={"fields": sorted(changes)},
+            )
+            messages.success(
+                request, "Settings saved." if changes else "Nothing changed in the settings."
+            )
+            return redirect("ui:scope_detail", scope_id=scope.id)
+    messages.error(request, "The settings were not saved: see the errors below.")
+    return render(
+        request, "ui/scope_settings.html", {"scope": scope, "settings_form": form}, status=422
+    )

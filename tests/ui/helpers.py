@@ -1,0 +1,30 @@
+"""Shared by the UI view tests: htmx headers and a scope with some history."""
+
+from __future__ import annotations
+
+from streams.consolidation import consolidation_edit
+from streams.documents import Scope
+from streams.store import MemoryStore
+from tests.factories import ObservationFactory, ScopeFactory
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def scope_with_history(store: MemoryStore, *, agent_id: str = "support-bot") -> Scope:
+    """An individual scope with two consolidation versions and three pending observations."""
+    scope = ScopeFactory.create(
+        store=store, agent_id=agent_id, user_id="u-gene", display_name="Gene"
+    )
+    consolidation_edit(
+        store=store, scope=scope, text="Gene likes tea.", expected_version=0, actor="ui:seed"
+    )
+    consolidation_edit(
+        store=store,
+        scope=scope,
+        text="Gene likes green tea and works in Lisbon.",
+        expected_version=1,
+        actor="ui:seed",
+    )
+    for text in ("Gene moved to Porto.", "Gene prefers short answers.", "Gene uses Rust."):
+        ObservationFactory.create(store=store, scope=scope, content=text)
+    return store.scopes.get(__import__("bson").ObjectId(scope.id))
