@@ -1,4 +1,7 @@
-"""`python -m benchmarks [formation|ingest|consolidation ...] [--sizes 1000,100000]`."""
+"""`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
+
+Names: formation, ingest, consolidation, read_latency, retrieval_quality.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,11 @@ import django
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks")
-    parser.add_argument("names", nargs="*", default=["formation", "ingest", "consolidation"])
+    parser.add_argument(
+        "names",
+        nargs="*",
+        default=["formation", "ingest", "consolidation", "read_latency", "retrieval_quality"],
+    )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
