@@ -22,6 +22,7 @@ from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
 from streams.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.jobs import JobRun, job_execute
+from streams.privacy import forget_user_run
 from streams.propagation import propagation_run
 
 logger = logging.getLogger("memory_admin.tasks")
@@ -91,10 +92,18 @@ def run_propagation(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: propagation_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_forget_user", **TASK_OPTIONS)
+def run_forget_user(self, job_id: str) -> None:
+    store = get_store()
+    lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
+    _execute(self, job_id, lambda run: forget_user_run(store=store, run=run, lease=lease))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
     "propagation": run_propagation,
+    "forget_user": run_forget_user,
 }
 
 

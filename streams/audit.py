@@ -9,7 +9,7 @@ length), never kept, so the log itself never holds what a user asked us to forge
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from bson import ObjectId
@@ -95,6 +95,8 @@ def audit_page(
     log and says where to go on (see `streams.store.audit`).
     """
     limit = clamp_limit(limit)
+    if since is not None and since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)  # a time without a zone is read as UTC
     filters = {"object_id": object_id, "actor": actor, "action": action, "agent_id": agent_id}
     for name, value in filters.items():
         if value is not None and (not value or len(value) > MAX_FILTER_CHARS):

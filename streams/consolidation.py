@@ -44,8 +44,13 @@ def consolidation_commit(
     actor: str | None,
     run: RunDetails | None = None,
     restored_from: int | None = None,
+    absorbed_were_pending: bool = True,
 ) -> ConsolidationVersion:
-    """Store `text` as version `expected_version + 1`; Conflict if the scope moved on."""
+    """Store `text` as version `expected_version + 1`; Conflict if the scope moved on.
+
+    `absorbed_were_pending=False` for a rebuild from observations consolidated before
+    (forget user): they were counted out of pending already.
+    """
     now = utcnow()
     run = run or RunDetails()
     scope_oid = require_object_id(scope.id, what="scope")
@@ -87,7 +92,7 @@ def consolidation_commit(
 
     store.in_transaction(commit)
     activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)
-    if absorbed:
+    if absorbed and absorbed_were_pending:
         store.agents.adjust_counters(scope.agent_id, now=now, pending=-len(absorbed))
     return entry
 

@@ -25,6 +25,7 @@ from streams.store import (
     consolidations,
     jobs,
     observations,
+    privacy,
     prompts,
     scopes,
     search,
@@ -46,6 +47,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *prompts.INDEXES,
     *agent_days.INDEXES,
     *audit.INDEXES,
+    *privacy.INDEXES,
     *search.INDEXES,
     *visible_scopes.INDEXES,
 ]

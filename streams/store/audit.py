@@ -35,8 +35,10 @@ INDEXES: list[IndexSpec] = [
 FIRST_WINDOW = timedelta(minutes=10)
 MAX_WINDOW = timedelta(days=30)
 MAX_WINDOWS = 8
-# Databases whose log start is known to be recorded (saves an upsert per entry).
-_STARTED: set[tuple[int, str]] = set()
+NO_START_HORIZON = timedelta(days=3650)
+# The recorded start of each database's log, as this process knows it (saves an upsert
+# per entry: only an entry older than the known start moves it).
+_STARTED: dict[tuple[int, str], datetime] = {}
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,10 @@ class AuditRepository:
         self._key = (id(db.client), db.name)
 
     def insert(self, entry: AuditEntry) -> str:
-        if self._key not in _STARTED:
+        known = _STARTED.get(self._key)
+        if known is None or entry.at < known:
             self.meta.update_one({"_id": "log"}, {"$min": {"started_at": entry.at}}, upsert=True)
-            _STARTED.add(self._key)
+            _STARTED[self._key] = entry.at
         doc = entry.to_mongo()
         doc.setdefault("_id", _id_at(entry.at))
         self.collection.insert_one(doc)
@@ -77,9 +80,9 @@ class AuditRepository:
     ) -> AuditWindowPage:
         """Newest first: entries with `field == value` (plus `extra`), `_id < before`, at or
         after `since`. Each query is bounded by a closed `_id` window."""
-        started = self.started_at()
-        if started is None:
-            return AuditWindowPage(entries=[], next_before=None)
+        # Without a recorded start (a database recreated under a running process), the
+        # windows walk back as far as a log can reasonably reach.
+        started = self.started_at() or now - NO_START_HORIZON
         floor = started - timedelta(seconds=1)
         if since is not None and since > floor:
             floor = since

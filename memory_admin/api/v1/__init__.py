@@ -8,11 +8,13 @@ from memory_admin.api.auth import ApiKeyAuth
 from memory_admin.api.errors import install_exception_handlers
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
+    audit,
     consolidations,
     context,
     health,
     jobs,
     observations,
+    privacy,
     scopes,
     search,
     sessions,
@@ -35,5 +37,7 @@ api.add_router("", sessions.router)
 api.add_router("", jobs.router)
 api.add_router("", context.router)
 api.add_router("", search.router)
+api.add_router("", privacy.router)
+api.add_router("", audit.router)
 
 __all__ = ["api"]

@@ -1,0 +1,474 @@
+"""Privacy: what is remembered about one user (audit, export) and forgetting them.
+
+Forgetting removes, for one user of one agent: the individual scope with its
+observations and consolidation history, the user's buffered messages and
+session buffers, every observation elsewhere whose `related_user_ids` holds the
+user, and the propagated copies of any of these.
+
+Group and collective consolidations that absorbed such observations hold the
+user's content in their text and in every history version from the first one
+that absorbed it (each version is written from the one before). So each such
+scope is rebuilt: the last version from before the user's content, plus the
+observations the later versions absorbed minus the user's, go through one
+consolidation LLM call into a new version (trigger `forget_user`), and the
+texts of the tainted versions are replaced by a redaction marker (version
+numbers, times and who made them stay, for the audit). Hand edits made after
+the user's content arrived are lost with the versions: they may quote it.
+
+Order matters for a retried job: a scope is rebuilt and redacted before any
+observation is deleted, so a run that fails half way still finds what is left
+to do on the next attempt.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+
+from streams.consolidation import RunDetails, consolidation_commit, consolidation_history
+from streams.consolidation_runs import describe_scope
+from streams.documents import ConsolidationVersion, Job, Observation, Scope, utcnow
+from streams.exceptions import Conflict, InvalidInput
+from streams.jobs import JobRun, job_create
+from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
+from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.prompts import effective_prompt, render_consolidation
+from streams.search import search_index_drop_scope, search_index_forget
+from streams.search_text import term_counts
+from streams.store import MemoryStore
+from streams.store.privacy import BATCH, PrivacyRepository
+
+REDACTED = "[redacted: this version held content of a user who was forgotten]"
+MAX_EXTERNAL_ID = 128
+HISTORY_CHUNK = 200
+COPY_CHUNK = 200
+MAX_COPIES_PER_SOURCE = 20
+LEASE = timedelta(minutes=5)
+
+
+def _repo(store: MemoryStore) -> PrivacyRepository:
+    return PrivacyRepository(store.db)
+
+
+def _check_ids(agent_id: str, user_id: str) -> None:
+    for name, value in (("agent_id", agent_id), ("user_id", user_id)):
+        if not value or len(value) > MAX_EXTERNAL_ID:
+            raise InvalidInput(
+                f"{name} must be 1..{MAX_EXTERNAL_ID} chars", details=[{"field": name}]
+            )
+
+
+# -- reads: the user audit and the export ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class UserAudit:
+    agent_id: str
+    user_id: str
+    individual: Scope | None
+    versions: Page[ConsolidationVersion]
+    related: Page[Observation]  # observations in other scopes that came from this user
+    scopes: dict[str, Scope]  # the scopes the related observations belong to, by id
+
+
+def user_individual_scope(*, store: MemoryStore, agent_id: str, user_id: str) -> Scope | None:
+    _check_ids(agent_id, user_id)
+    return store.scopes.find_by_identity(
+        agent_id=agent_id, scope_type="individual", user_id=user_id, group_id=None, name=None
+    )
+
+
+def user_related_observations(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Page[Observation]:
+    """Observations outside the user's individual scope that came from them, oldest first."""
+    _check_ids(agent_id, user_id)
+    page_size = clamp_limit(limit)
+    position = decode_cursor(cursor, required_keys=("after",))
+    after = _object_id(position["after"]) if position else None
+    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
+    found: list[Observation] = []
+    # The individual scope's own observations hold the user too: skip them, a few
+    # batches at most, then hand back a cursor where the search stopped.
+    for _ in range(4):
+        batch = _repo(store).related_observations(
+            agent_id, user_id, after=after, limit=page_size - len(found)
+        )
+        if not batch:
+            return Page(items=found, next_cursor=None)
+        after = ObjectId(batch[-1].id)
+        found += [o for o in batch if individual is None or o.scope_id != individual.id]
+        if len(found) >= page_size:
+            break
+    return Page(items=found, next_cursor=encode_cursor({"after": str(after)}))
+
+
+def user_audit(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    versions_limit: int = 10,
+    related_cursor: str | None = None,
+    related_limit: int | None = None,
+) -> UserAudit:
+    """Everything remembered about one user of one agent, with where it came from."""
+    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
+    versions: Page[ConsolidationVersion] = Page(items=[], next_cursor=None)
+    if individual is not None and individual.consolidation_version:
+        versions = consolidation_history(store=store, scope=individual, limit=versions_limit)
+    related = user_related_observations(
+        store=store, agent_id=agent_id, user_id=user_id, cursor=related_cursor, limit=related_limit
+    )
+    scope_ids = sorted({o.scope_id for o in related.items})
+    scopes = {s.id: s for s in store.scopes.get_many([ObjectId(i) for i in scope_ids])}
+    return UserAudit(
+        agent_id=agent_id,
+        user_id=user_id,
+        individual=individual,
+        versions=versions,
+        related=related,
+        scopes=scopes,
+    )
+
+
+def user_export(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str, Any]:
+    """Everything about the user as JSON-ready data (the "what do you remember" answer)."""
+    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
+    export: dict[str, Any] = {
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "exported_at": utcnow().isoformat(),
+        "individual_scope": None,
+        "related_observations": [],
+    }
+    repo = _repo(store)
+    if individual is not None:
+        oid = ObjectId(individual.id)
+        history = [
+            _version_json(v)
+            for low in range(0, individual.consolidation_version, HISTORY_CHUNK)
+            for v in store.consolidations.page(
+                scope_id=oid,
+                below_version=min(low + HISTORY_CHUNK, individual.consolidation_version) + 1,
+                limit=HISTORY_CHUNK,
+            )
+        ]
+        observations = [
+            _observation_json(o)
+            for low in range(0, individual.observation_seq, BATCH)
+            for o in repo.scope_observations(
+                oid, low_seq=low, high_seq=min(low + BATCH, individual.observation_seq)
+            )
+        ]
+        export["individual_scope"] = {
+            "id": individual.id,
+            "display_name": individual.display_name,
+            "consolidation": individual.consolidation,
+            "consolidation_version": individual.consolidation_version,
+            "groups": individual.groups,
+            "history": sorted(history, key=lambda v: v["version"]),
+            "observations": observations,
+        }
+    after: ObjectId | None = None
+    while True:
+        batch = repo.related_observations(agent_id, user_id, after=after)
+        if not batch:
+            break
+        after = ObjectId(batch[-1].id)
+        export["related_observations"] += [
+            _observation_json(o) for o in batch if individual is None or o.scope_id != individual.id
+        ]
+    return export
+
+
+def _observation_json(o: Observation) -> dict[str, Any]:
+    return {
+        "id": o.id,
+        "scope_id": o.scope_id,
+        "content": o.content,
+        "observed_at": o.observed_at.isoformat(),
+        "created_at": o.created_at.isoformat(),
+        "source_session_id": o.source_session_id,
+        "source_message_ids": o.source_message_ids,
+        "related_user_ids": o.related_user_ids,
+        "status": o.status,
+        "private": o.private,
+        "propagated_from": o.propagated_from,
+        "deleted": o.deleted,
+    }
+
+
+def _version_json(v: ConsolidationVersion) -> dict[str, Any]:
+    return {
+        "version": v.version,
+        "text": v.text,
+        "trigger": v.trigger,
+        "actor": v.actor,
+        "created_at": v.created_at.isoformat(),
+        "absorbed_observation_ids": v.absorbed_observation_ids,
+    }
+
+
+def _object_id(value: Any) -> ObjectId:
+    try:
+        return ObjectId(str(value))
+    except Exception as exc:  # bson raises InvalidId or TypeError
+        raise InvalidInput("malformed cursor", details=[{"field": "cursor"}]) from exc
+
+
+# -- forget user ------------------------------------------------------------------------
+
+
+def forget_user_request(*, store: MemoryStore, agent_id: str, user_id: str, actor: str) -> Job:
+    """Queue the forgetting of one user of one agent (a `forget_user` job).
+
+    Forgetting someone with nothing remembered is not an error: the receipt says zero,
+    which is the proof the caller wants.
+    """
+    _check_ids(agent_id, user_id)
+    return job_create(
+        store=store,
+        kind="forget_user",
+        agent_id=agent_id,
+        trigger="request",
+        actor=actor,
+        payload={"user_id": user_id},
+    )
+
+
+def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
+    """The work of a forget_user job; its result is the deletion receipt."""
+    job = run.job
+    user_id = str(job.payload["user_id"])
+    agent_id = job.agent_id
+    repo = _repo(store)
+    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
+    elsewhere = _observations_elsewhere(repo, agent_id, user_id, individual)
+    by_scope: dict[str, list[Observation]] = {}
+    for observation in elsewhere:
+        by_scope.setdefault(observation.scope_id, []).append(observation)
+    rebuilt: list[dict[str, Any]] = []
+    redacted = 0
+    for scope_id, observations in sorted(by_scope.items()):
+        outcome = _rebuild_without(store, run, scope_id, observations, lease=lease)
+        if outcome is not None:
+            rebuilt.append(outcome)
+            redacted += outcome.pop("redacted")
+    deleted = {
+        "memory_scopes": 0,
+        "memory_observations": 0,
+        "memory_consolidations": 0,
+        "memory_messages": 0,
+        "memory_session_buffers": 0,
+    }
+    now = utcnow()
+    for scope_id, observations in sorted(by_scope.items()):
+        search_index_forget(store=store, observations=observations)
+        terms = sorted({t for o in observations for t in term_counts(o.content)})
+        repo.prune_search_terms(ObjectId(scope_id), terms)
+        count = repo.delete_observations([ObjectId(o.id) for o in observations])
+        if count:
+            repo.unlink_observations(
+                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=count
+            )
+        deleted["memory_observations"] += count
+    store.agents.adjust_counters(agent_id, now=now, observations=-deleted["memory_observations"])
+    if individual is not None:
+        search_index_drop_scope(store=store, scope_id=individual.id)
+        removed = repo.delete_scope(ObjectId(individual.id))
+        for collection, count in removed.items():
+            deleted[collection] += count
+        if removed["memory_scopes"]:
+            store.agents.adjust_counters(
+                agent_id,
+                now=now,
+                scopes=-1,
+                observations=-removed["memory_observations"],
+                pending=-individual.pending_count,
+            )
+    for collection, count in repo.delete_user_messages(agent_id, user_id).items():
+        deleted[collection] += count
+    run.result = {
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "actor": job.actor,
+        "finished_at": utcnow().isoformat(),
+        "deleted": deleted,
+        "redacted_versions": redacted,
+        "reconsolidated_scopes": rebuilt,
+    }
+
+
+def _observations_elsewhere(
+    repo: PrivacyRepository, agent_id: str, user_id: str, individual: Scope | None
+) -> list[Observation]:
+    """Observations outside the individual scope to remove: those naming the user, and
+    the propagated copies (and copies of copies) of these and of the individual ones."""
+    found: dict[str, Observation] = {}
+    after: ObjectId | None = None
+    while True:
+        batch = repo.related_observations(agent_id, user_id, after=after)
+        if not batch:
+            break
+        after = ObjectId(batch[-1].id)
+        found.update((o.id, o) for o in batch)
+    origins = set(found)
+    if individual is not None:
+        oid = ObjectId(individual.id)
+        for low in range(0, individual.observation_seq, BATCH):
+            high = min(low + BATCH, individual.observation_seq)
+            origins.update(o.id for o in repo.scope_observations(oid, low_seq=low, high_seq=high))
+    frontier = sorted(origins)
+    while frontier:
+        fresh: list[str] = []
+        for start in range(0, len(frontier), COPY_CHUNK):
+            chunk = [ObjectId(i) for i in frontier[start : start + COPY_CHUNK]]
+            for copy in repo.copies_of(chunk, limit=len(chunk) * MAX_COPIES_PER_SOURCE):
+                if copy.id not in found and copy.id not in origins:
+                    found[copy.id] = copy
+                    fresh.append(copy.id)
+        frontier = fresh
+    individual_id = individual.id if individual is not None else None
+    return [o for o in found.values() if o.scope_id != individual_id]
+
+
+def _rebuild_without(
+    store: MemoryStore,
+    run: JobRun,
+    scope_id: str,
+    forgotten: list[Observation],
+    *,
+    lease: timedelta,
+) -> dict[str, Any] | None:
+    """Under the scope's consolidation lease: drop the forgotten observations from its
+    pending list, and if its history absorbed any, rebuild the text without them and
+    redact the versions that held them. The rebuild's outcome, or None if none was needed."""
+    oid = ObjectId(scope_id)
+    now = utcnow()
+    if not store.scopes.acquire_lease(oid, owner=run.job.id, now=now, until=now + lease):
+        raise Conflict(f"scope {scope_id} is being consolidated; forgetting retries later")
+    try:
+        scope = store.scopes.get(oid)
+        if scope is None:
+            return None
+        forgotten_ids = {o.id for o in forgotten}
+        pending = [i for i in scope.pending_observation_ids if i in forgotten_ids]
+        if pending:
+            _repo(store).pull_pending(oid, [ObjectId(i) for i in pending])
+            store.agents.adjust_counters(scope.agent_id, now=now, pending=-len(pending))
+            scope = store.scopes.get(oid)
+            assert scope is not None
+        if scope.consolidation_version == 0 or not any(o.consolidated for o in forgotten):
+            return None
+        first = _first_tainted(store, scope, forgotten_ids)
+        if first is None:
+            return None
+        return _rebuild(store, run, scope, first=first, forgotten_ids=forgotten_ids)
+    finally:
+        store.scopes.release_lease(oid, owner=run.job.id)
+
+
+def _first_tainted(store: MemoryStore, scope: Scope, forgotten_ids: set[str]) -> int | None:
+    """The first version that absorbed a forgotten observation.
+
+    A consolidated observation that no version names (data migrated with its
+    consolidation) taints the whole history: nothing proves a version is clean.
+    """
+    repo = _repo(store)
+    oid = ObjectId(scope.id)
+    for low in range(1, scope.consolidation_version + 1, HISTORY_CHUNK):
+        high = min(low + HISTORY_CHUNK - 1, scope.consolidation_version)
+        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
+            absorbed = {str(i) for i in doc.get("absorbed_observation_ids", [])}
+            if absorbed & forgotten_ids:
+                return int(doc["version"])
+    return 1
+
+
+def _rebuild(
+    store: MemoryStore, run: JobRun, scope: Scope, *, first: int, forgotten_ids: set[str]
+) -> dict[str, Any]:
+    repo = _repo(store)
+    oid = ObjectId(scope.id)
+    last = scope.consolidation_version
+    keep: list[str] = []
+    for low in range(first, last + 1, HISTORY_CHUNK):
+        high = min(low + HISTORY_CHUNK - 1, last)
+        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
+            keep += [str(i) for i in doc.get("absorbed_observation_ids", [])]
+    keep_ids = list(dict.fromkeys(i for i in keep if i not in forgotten_ids))
+    remaining = [
+        o
+        for start in range(0, len(keep_ids), BATCH)
+        for o in store.observations.get_many([ObjectId(i) for i in keep_ids[start : start + BATCH]])
+        if not o.deleted and o.id not in forgotten_ids
+    ]
+    remaining.sort(key=lambda o: o.observed_at)
+    base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
+    base = base_entry.text if base_entry is not None else None
+    text, details = base or "", RunDetails()
+    if remaining:
+        template = effective_prompt(
+            store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
+        )
+        context = ConsolidationContext(
+            scope_description=describe_scope(scope),
+            current=base,
+            observations=[DatedObservation(o.content, o.observed_at) for o in remaining],
+            max_words=scope.consolidation_max_words,
+        )
+        answer = run.llm.complete(
+            LLMRequest(
+                task="consolidation",
+                prompt=render_consolidation(template.text, context),
+                context=context,
+                json_output=False,
+                tier="slow",
+            )
+        )
+        text = answer.text.strip()
+        if not text:
+            raise LLMError("the consolidation answer is empty")
+        details = RunDetails(
+            model=answer.model,
+            prompt_version=template.version,
+            prompt_tokens=answer.prompt_tokens,
+            completion_tokens=answer.completion_tokens,
+            duration_ms=answer.duration_ms,
+        )
+    entry = consolidation_commit(
+        store=store,
+        scope=scope,
+        expected_version=last,
+        text=text,
+        absorbed_ids=[o.id for o in remaining],
+        trigger="forget_user",
+        actor=run.job.actor,
+        run=details,
+        absorbed_were_pending=False,
+    )
+    redacted = repo.redact_versions(
+        oid,
+        low_version=first,
+        high_version=last,
+        marker=REDACTED,
+        forgotten=[ObjectId(i) for i in forgotten_ids],
+        now=utcnow(),
+    )
+    return {
+        "scope_id": scope.id,
+        "scope_type": scope.scope_type,
+        "version": entry.version,
+        "rebuilt_from_version": first - 1,
+        "absorbed": len(remaining),
+        "redacted": redacted,
+    }

@@ -1,0 +1,159 @@
+"""The queries of the user audit and of forgetting a user, across the memory collections.
+
+Kept apart from the per-collection repositories because they exist for one
+purpose: find everything about one user of one agent, and remove it for good.
+Every find is bounded (a limit, an `_id` list, or a closed `seq`/`version`
+range) and led by a declared index.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING
+from pymongo.database import Database
+
+from streams.documents import Observation
+from streams.store import consolidations, observations, scopes, search, sessions
+from streams.store.indexes import IndexSpec, index
+
+INDEXES: list[IndexSpec] = [
+    # Forget user: the sessions (buffers) the user spoke in.
+    index(sessions.BUFFERS, "agent_id", "user_id"),
+]
+BATCH = 500
+
+
+class PrivacyRepository:
+    def __init__(self, db: Database) -> None:
+        self.scopes = db[scopes.COLLECTION]
+        self.observations = db[observations.COLLECTION]
+        self.consolidations = db[consolidations.COLLECTION]
+        self.messages = db[sessions.MESSAGES]
+        self.buffers = db[sessions.BUFFERS]
+        self.search_terms = db[search.COLLECTION]
+
+    # -- reads -----------------------------------------------------------------------
+
+    def related_observations(
+        self, agent_id: str, user_id: str, *, after: ObjectId | None, limit: int = BATCH
+    ) -> list[Observation]:
+        """Observations of the agent whose `related_user_ids` hold the user, by `_id`."""
+        query: dict[str, Any] = {"agent_id": agent_id, "related_user_ids": user_id}
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        cursor = self.observations.find(query).sort("_id", ASCENDING).limit(limit)
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def scope_observations(
+        self, scope_id: ObjectId, *, low_seq: int, high_seq: int
+    ) -> list[Observation]:
+        """A scope's observations with `low_seq < seq <= high_seq`, oldest first."""
+        cursor = (
+            self.observations.find(
+                {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}}
+            )
+            .sort("seq", ASCENDING)
+            .limit(high_seq - low_seq)
+        )
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def copies_of(self, origin_ids: list[ObjectId], *, limit: int) -> list[Observation]:
+        """Propagated copies of these observations."""
+        if not origin_ids:
+            return []
+        cursor = self.observations.find({"propagated_from": {"$in": origin_ids}}).limit(limit)
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def history_absorbed(
+        self, scope_id: ObjectId, *, low_version: int, high_version: int
+    ) -> list[dict[str, Any]]:
+        """Version numbers and absorbed ids in `[low_version, high_version]` (no texts)."""
+        cursor = (
+            self.consolidations.find(
+                {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
+                {"version": 1, "absorbed_observation_ids": 1},
+            )
+            .sort("version", ASCENDING)
+            .limit(high_version - low_version + 1)
+        )
+        return list(cursor)
+
+    def pull_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+        self.scopes.update_one(
+            {"_id": scope_id}, {"$pull": {"pending_observation_ids": {"$in": observation_ids}}}
+        )
+
+    # -- writes ----------------------------------------------------------------------
+
+    def redact_versions(
+        self,
+        scope_id: ObjectId,
+        *,
+        low_version: int,
+        high_version: int,
+        marker: str,
+        forgotten: list[ObjectId],
+        now: datetime,
+    ) -> int:
+        """Replace the texts of these versions by `marker` and drop the forgotten ids."""
+        result = self.consolidations.update_many(
+            {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
+            {
+                "$set": {"text": marker, "redacted_at": now},
+                "$pull": {"absorbed_observation_ids": {"$in": forgotten}},
+            },
+        )
+        return result.modified_count
+
+    def unlink_observations(
+        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, count: int
+    ) -> None:
+        """Take removed observations out of a scope's pending list and count."""
+        self.scopes.update_one(
+            {"_id": scope_id},
+            {
+                "$pull": {"pending_observation_ids": {"$in": observation_ids}},
+                "$inc": {"observation_count": -count},
+            },
+        )
+
+    def prune_search_terms(self, scope_id: ObjectId, terms: list[str]) -> int:
+        """Drop the scope's term documents no observation holds any more: a term alone
+        (a name, a place) can be what a forgotten user said."""
+        if not terms:
+            return 0
+        keys = [search.term_key(scope_id, t) for t in terms]
+        return self.search_terms.delete_many(
+            {"_id": {"$in": keys}, "df": {"$lte": 0}}
+        ).deleted_count
+
+    def delete_observations(self, observation_ids: list[ObjectId]) -> int:
+        if not observation_ids:
+            return 0
+        return self.observations.delete_many({"_id": {"$in": observation_ids}}).deleted_count
+
+    def delete_scope(self, scope_id: ObjectId) -> dict[str, int]:
+        """A whole scope: its observations, its history, the scope itself."""
+        return {
+            "memory_observations": self.observations.delete_many(
+                {"scope_id": scope_id}
+            ).deleted_count,
+            "memory_consolidations": self.consolidations.delete_many(
+                {"scope_id": scope_id}
+            ).deleted_count,
+            "memory_scopes": self.scopes.delete_one({"_id": scope_id}).deleted_count,
+        }
+
+    def delete_user_messages(self, agent_id: str, user_id: str) -> dict[str, int]:
+        """The user's buffered messages (formed or not) and the buffers of their sessions."""
+        return {
+            "memory_messages": self.messages.delete_many(
+                {"agent_id": agent_id, "user_id": user_id}
+            ).deleted_count,
+            "memory_session_buffers": self.buffers.delete_many(
+                {"agent_id": agent_id, "user_id": user_id}
+            ).deleted_count,
+        }

@@ -1,0 +1,243 @@
+"""Every API write leaves exactly one audit entry; the audit log endpoint, its filters, access."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from memory_admin.api.v1 import api as ninja_api
+from streams.audit import audit_page, audit_record
+from streams.documents import utcnow
+from tests.api.conftest import API, assert_error
+from tests.factories import ObservationFactory, ScopeFactory
+
+ACTOR = "api:test-key"
+# Endpoints that take POST but change nothing a person would audit: assembling a context
+# only counts accesses on the observations it returns.
+NOT_WRITES = {("POST", "/agents/{agent_id}/context")}
+
+
+@pytest.fixture(autouse=True)
+def offline_llm(settings):
+    settings.MEMORY_LLM_PROVIDER = "offline"
+
+
+def api_entries(store) -> list:
+    return audit_page(store=store, actor=ACTOR, limit=200).items
+
+
+def write_operations() -> set[tuple[str, str]]:
+    found = set()
+    for _, router in ninja_api._routers:
+        for path, view in router.path_operations.items():
+            for operation in view.operations:
+                for method in operation.methods:
+                    if method != "GET" and (method, path) not in NOT_WRITES:
+                        found.add((method, path))
+    return found
+
+
+def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
+    scope = ScopeFactory.create(store=store, agent_id="a1", user_id="u1")
+    steps: list[tuple[str, str, str, object, int, str]] = []
+
+    def step(method, route, path, body, status, action):
+        steps.append((method, route, path, body, status, action))
+
+    ingest = {
+        "user_id": "u1",
+        "messages": [{"id": f"m{i}", "role": "user", "content": "Hi"} for i in range(5)],
+    }
+    step(
+        "POST",
+        "/agents/{agent_id}/sessions/{session_id}/messages",
+        "/agents/a1/sessions/s1/messages",
+        ingest,
+        202,
+        "session.ingest",
+    )
+    step(
+        "POST",
+        "/agents/{agent_id}/sessions/{session_id}/form",
+        "/agents/a1/sessions/s1/form",
+        None,
+        202,
+        "session.form",
+    )
+    step(
+        "POST",
+        "/agents/{agent_id}/scopes",
+        "/agents/a1/scopes",
+        {"scope_type": "group", "group_id": "g1"},
+        201,
+        "scope.create",
+    )
+    step(
+        "PATCH",
+        "/scopes/{scope_id}",
+        f"/scopes/{scope.id}",
+        {"consolidation_threshold": 4},
+        200,
+        "scope.update",
+    )
+    step(
+        "PATCH",
+        "/scopes/{scope_id}",
+        f"/scopes/{scope.id}",
+        {"consolidation": "Gene likes tea.", "expected_version": 0},
+        200,
+        "consolidation.edit",
+    )
+    step(
+        "POST",
+        "/scopes/{scope_id}/consolidations/{version}/restore",
+        f"/scopes/{scope.id}/consolidations/1/restore",
+        None,
+        201,
+        "consolidation.restore",
+    )
+    step(
+        "POST",
+        "/scopes/{scope_id}/observations",
+        f"/scopes/{scope.id}/observations",
+        {"content": "Gene likes green tea."},
+        201,
+        "observation.create",
+    )
+    step(
+        "POST",
+        "/scopes/{scope_id}/consolidate",
+        f"/scopes/{scope.id}/consolidate",
+        None,
+        202,
+        "consolidation.trigger",
+    )
+    step(
+        "PATCH",
+        "/observations/{observation_id}",
+        "/observations/{oid}",
+        {"private": True},
+        200,
+        "observation.update",
+    )
+    step(
+        "DELETE",
+        "/observations/{observation_id}",
+        "/observations/{oid}",
+        None,
+        204,
+        "observation.delete",
+    )
+    step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
+         None, 202, "user.forget")  # fmt: skip
+
+    assert {(m, r) for m, r, *_ in steps} == write_operations(), "a write endpoint is not walked"
+    observation_id = None
+    for method, _, path, body, status, action in steps:
+        path = path.replace("{oid}", str(observation_id))
+        before = api_entries(store)
+        response = (
+            getattr(api, method.lower())(f"{API}{path}", body, content_type="application/json")
+            if body is not None
+            else getattr(api, method.lower())(f"{API}{path}")
+        )
+        assert response.status_code == status, (path, response.content)
+        if action == "observation.create":
+            observation_id = response.json()["id"]
+        after = api_entries(store)
+        assert len(after) == len(before) + 1, f"{method} {path}: {len(after) - len(before)} entries"
+        entry = after[0]
+        assert (entry.actor, entry.action) == (ACTOR, action)
+        assert entry.agent_id == "a1"
+
+
+def test_a_refused_write_leaves_no_entry(api, store):
+    scope = ScopeFactory.create(store=store)
+    response = api.patch(
+        f"{API}/scopes/{scope.id}", {"consolidation_threshold": 0}, content_type="application/json"
+    )
+    assert_error(response, 422, "validation_error")
+    assert api_entries(store) == []
+    assert_error(api.delete(f"{API}/observations/not-an-id"), 404, "not_found")
+    assert api_entries(store) == []
+
+
+def test_deleted_content_is_kept_as_a_digest_only(api, store):
+    scope = ScopeFactory.create(store=store)
+    observation = ObservationFactory.create(store=store, scope=scope, content="Gene has asthma.")
+    api.patch(
+        f"{API}/observations/{observation.id}",
+        {"content": "Gene has mild asthma."},
+        content_type="application/json",
+    )
+    assert api.delete(f"{API}/observations/{observation.id}").status_code == 204
+    body = api.get(f"{API}/audit", {"object_id": observation.id}).json()
+    assert [e["action"] for e in body["items"]] == ["observation.delete", "observation.update"]
+    assert "asthma" not in str(body)
+    update = body["items"][1]["summary"]["content"]
+    assert update["before"]["length"] == len("Gene has asthma.")
+    assert update["after"]["sha256"] != update["before"]["sha256"]
+
+
+def test_the_audit_endpoint_filters_and_pages(api, store):
+    for i in range(5):
+        audit_record(
+            store=store,
+            actor="ui:alice" if i % 2 else "api:bot",
+            action="scope.update",
+            object_type="scope",
+            object_id=f"s{i}",
+        )
+    audit_record(
+        store=store,
+        actor="ui:alice",
+        action="prompt.save",
+        object_type="prompt",
+        object_id="p1",
+        at=utcnow() - timedelta(days=3),
+    )
+    everything = api.get(f"{API}/audit").json()
+    assert [e["object_id"] for e in everything["items"]] == ["s4", "s3", "s2", "s1", "s0", "p1"]
+    assert set(everything["items"][0]) == {
+        "id", "at", "actor", "action", "object_type", "object_id", "agent_id", "summary"
+    }  # fmt: skip
+    alice = api.get(f"{API}/audit", {"actor": "ui:alice"}).json()["items"]
+    assert [e["object_id"] for e in alice] == ["s3", "s1", "p1"]
+    saves = api.get(f"{API}/audit", {"action": "prompt.save"}).json()["items"]
+    assert [e["object_id"] for e in saves] == ["p1"]
+    since = (utcnow() - timedelta(days=1)).isoformat()
+    recent = api.get(f"{API}/audit", {"actor": "ui:alice", "since": since}).json()["items"]
+    assert [e["object_id"] for e in recent] == ["s3", "s1"]
+    first = api.get(f"{API}/audit", {"limit": 2}).json()
+    second = api.get(f"{API}/audit", {"limit": 2, "cursor": first["next_cursor"]}).json()
+    assert [e["object_id"] for e in first["items"] + second["items"]] == ["s4", "s3", "s2", "s1"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"limit": 0}, {"limit": 201}, {"cursor": "%%%"}, {"since": "yesterday"}, {"actor": ""}],
+)
+def test_bad_audit_queries_are_422(api, query):
+    assert_error(api.get(f"{API}/audit", query), 422, "validation_error")
+
+
+def test_agent_keys_may_not_read_the_audit_log(limited_api):
+    assert_error(limited_api.get(f"{API}/audit"), 403, "forbidden")
+
+
+def test_unauthenticated_is_401(client):
+    assert_error(client.get(f"{API}/audit"), 401, "unauthorized")
+
+
+def test_the_key_commands_are_audited_as_cli(store, db):
+    call_command("create_api_key", "--name", "ops", "--agent", "a1", stdout=StringIO())
+    call_command("revoke_api_key", "ops", stdout=StringIO())
+    entries = audit_page(store=store, actor="cli").items
+    assert [(e.action, e.object_id) for e in entries] == [
+        ("apikey.revoke", "ops"),
+        ("apikey.create", "ops"),
+    ]
+    assert entries[1].summary == {"agent_ids": ["a1"]}
