@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from bson import ObjectId
+
 from streams.consolidation import consolidation_edit
 from streams.documents import Scope
 from streams.store import MemoryStore
@@ -27,4 +29,6 @@ def scope_with_history(store: MemoryStore, *, agent_id: str = "support-bot") -> 
     )
     for text in ("Gene moved to Porto.", "Gene prefers short answers.", "Gene uses Rust."):
         ObservationFactory.create(store=store, scope=scope, content=text)
-    return store.scopes.get(__import__("bson").ObjectId(scope.id))
+    fresh = store.scopes.get(ObjectId(scope.id))
+    assert fresh is not None
+    return fresh

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from bson import ObjectId
 from django.urls import reverse
 
 from streams.consolidation import consolidation_edit
@@ -131,7 +132,7 @@ def test_hand_edit_saves_a_new_version(client_as, store):
     html = response.content.decode()
     assert "Saved the consolidation as version 3." in html
     assert "Gene drinks coffee now." in html
-    assert store.scopes.get(__import__("bson").ObjectId(scope.id)).consolidation_version == 3
+    assert store.scopes.get(ObjectId(scope.id)).consolidation_version == 3
 
 
 def test_hand_edit_over_a_newer_version_is_a_conflict_that_keeps_the_text(client_as, store):
@@ -171,7 +172,7 @@ def test_restore_makes_a_new_version_with_the_old_text(client_as, store):
         reverse("ui:consolidation_restore", args=[scope.id, 1]), follow=True
     )
     assert "Restored version 1 as version 3." in response.content.decode()
-    fresh = store.scopes.get(__import__("bson").ObjectId(scope.id))
+    fresh = store.scopes.get(ObjectId(scope.id))
     assert fresh.consolidation == "Gene likes tea."
 
 
@@ -248,7 +249,7 @@ def test_settings_save_and_refuse_out_of_range(client_as, store):
         follow=True,
     )
     assert "Settings saved." in ok.content.decode()
-    fresh = store.scopes.get(__import__("bson").ObjectId(scope.id))
+    fresh = store.scopes.get(ObjectId(scope.id))
     assert (fresh.consolidation_threshold, fresh.consolidation_max_words) == (4, 300)
     bad = client.post(
         reverse("ui:scope_settings", args=[scope.id]),
@@ -271,9 +272,7 @@ def test_shard_guidance_is_edited_in_the_settings(client_as, store):
         follow=True,
     )
     assert "Settings saved." in response.content.decode()
-    assert store.scopes.get(__import__("bson").ObjectId(shard.id)).extraction_prompt == (
-        "Product feedback only."
-    )
+    assert store.scopes.get(ObjectId(shard.id)).extraction_prompt == ("Product feedback only.")
 
 
 def test_observation_list_helper_counts_pending(store):

@@ -1,0 +1,63 @@
+"""Jobs page: filters, pages, retry of a failed job (and of one that is not failed)."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from streams.documents import utcnow
+from streams.jobs import job_create
+from tests.ui.helpers import HTMX
+
+pytestmark = pytest.mark.django_db
+
+
+def _failed_job(store, *, agent_id="a1", error="LLMError: upstream 502"):
+    job = job_create(store=store, kind="consolidation", agent_id=agent_id, trigger="threshold")
+    store.jobs.start(job.id_oid, now=utcnow(), stale_before=utcnow())
+    store.jobs.finish(job.id_oid, status="failed", now=utcnow(), error=error, llm_calls=1)
+    return job
+
+
+def test_jobs_page_and_partial_show_status_errors_and_llm_calls(client_as, store):
+    failed = _failed_job(store)
+    job_create(store=store, kind="formation", agent_id="a2", session_id="s-1")
+    client = client_as("viewer")
+    html = client.get(reverse("ui:jobs")).content.decode()
+    assert "<html" in html and f'data-job-id="{failed.id}"' in html
+    assert "LLMError: upstream 502" in html and "Retry" not in html  # viewers cannot retry
+    partial = client.get(reverse("ui:jobs"), {"status": "failed"}, **HTMX).content.decode()
+    assert partial.lstrip().startswith('<div id="job-table"')
+    assert "formation" not in partial
+    by_agent = client.get(reverse("ui:jobs"), {"agent": "a2"}, **HTMX).content.decode()
+    assert "formation" in by_agent and failed.id not in by_agent
+
+
+def test_retry_requeues_a_failed_job(client_as, store, django_capture_on_commit_callbacks):
+    failed = _failed_job(store)
+    client = client_as("operator")
+    assert "Retry" in client.get(reverse("ui:jobs")).content.decode()
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        response = client.post(reverse("ui:job_retry", args=[failed.id]), follow=True)
+    assert "The consolidation job was queued again." in response.content.decode()
+    assert store.jobs.get(failed.id_oid).status == "queued"
+    assert len(callbacks) == 1  # the task is sent once the request commits
+
+
+def test_retrying_a_job_that_did_not_fail_is_a_message(client_as, store):
+    job = job_create(store=store, kind="formation", agent_id="a1")
+    response = client_as("operator").post(reverse("ui:job_retry", args=[job.id]), follow=True)
+    assert "Only a failed job can be retried; this one is queued." in response.content.decode()
+
+
+def test_retry_goes_back_only_to_a_local_page(client_as, store):
+    failed = _failed_job(store)
+    client = client_as("operator")
+    away = client.post(reverse("ui:job_retry", args=[failed.id]), {"next": "https://evil.test/"})
+    assert away["Location"] == reverse("ui:jobs")
+
+
+def test_malformed_cursor_and_unknown_job(client_as):
+    client = client_as("viewer")
+    assert "malformed cursor" in client.get(reverse("ui:jobs"), {"cursor": "@@"}).content.decode()
+    assert client.get(reverse("ui:job_status", args=["nope"])).status_code == 404
