@@ -33,6 +33,8 @@ NAV_ITEMS: tuple[NavItem, ...] = (
     ),
     NavItem("Prompts", "ui:prompts", Role.VIEWER, ("ui:prompt_",)),
     NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
+    NavItem("Users", "ui:user_audit", Role.VIEWER, ("ui:user_",)),
+    NavItem("Audit", "ui:audit_log", Role.VIEWER),
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from memory_admin.ui import audit as audit_views
 from memory_admin.ui import dashboard
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
@@ -83,4 +84,8 @@ urlpatterns = [
     path("jobs/", job_views.job_index, name="jobs"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
+    path("users/", audit_views.user_audit_view, name="user_audit"),
+    path("users/export/", audit_views.user_export_view, name="user_export"),
+    path("users/forget/", audit_views.user_forget_view, name="user_forget"),
+    path("audit/", audit_views.audit_log, name="audit_log"),
 ]

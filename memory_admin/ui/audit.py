@@ -1,0 +1,262 @@
+"""The audit log page, the user audit ("what do you remember about me, and why?"), its
+JSON export, and "forget this user" behind a typed confirmation (admins only)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
+from django.views.decorators.http import require_GET, require_http_methods
+
+from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue
+from memory_admin.ui.common import actor, audit, param
+from memory_admin.ui.htmx import render_page
+from memory_admin.ui.roles import Role, request_role, role_required
+from streams.audit import audit_page
+from streams.documents import Job, Observation
+from streams.documents_audit import AuditEntry
+from streams.exceptions import InvalidInput, NotFound
+from streams.jobs import job_get
+from streams.observations import observation_list
+from streams.pagination import Page
+from streams.privacy import forget_user_request, user_audit, user_export
+
+PAGE_SIZE = 25
+AGENT_CHOICES = 200
+MAX_ID = 128
+
+
+class AuditFilterForm(forms.Form):
+    actor = forms.CharField(required=False, max_length=200)
+    object = forms.CharField(required=False, max_length=200)
+    action = forms.CharField(required=False, max_length=100)
+    agent = forms.CharField(required=False, max_length=MAX_ID)
+
+
+class UserPickForm(forms.Form):
+    agent = forms.CharField(max_length=MAX_ID)
+    user = forms.CharField(max_length=MAX_ID)
+
+
+class ForgetForm(forms.Form):
+    confirm = forms.CharField(max_length=MAX_ID, label="Type the user id to confirm")
+
+    def __init__(self, *args: Any, user_id: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.user_id = user_id
+
+    def clean_confirm(self) -> str:
+        typed = self.cleaned_data["confirm"].strip()
+        if typed != self.user_id:
+            raise forms.ValidationError("That is not the user id: nothing was forgotten.")
+        return typed
+
+
+# -- the audit log ----------------------------------------------------------------------
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def audit_log(request: HttpRequest) -> HttpResponse:
+    form = AuditFilterForm(request.GET or None)
+    filters = form.cleaned_data if form.is_valid() else {}
+    error = None
+    try:
+        page = audit_page(
+            store=get_store(),
+            actor=filters.get("actor") or None,
+            object_id=filters.get("object") or None,
+            action=filters.get("action") or None,
+            agent_id=filters.get("agent") or None,
+            cursor=param(request, "cursor"),
+            limit=PAGE_SIZE,
+        )
+    except InvalidInput as exc:
+        error, page = exc.message, Page(items=[], next_cursor=None)
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    context = {
+        "form": form,
+        "page": page,
+        "rows": [_row(entry) for entry in page.items],
+        "error": error,
+        "query": query.urlencode(),
+        "cursor": param(request, "cursor"),
+    }
+    return render_page(
+        request, page="ui/audit_log.html", partial="ui/_audit_table.html", context=context
+    )
+
+
+def _row(entry: AuditEntry) -> dict[str, Any]:
+    """An entry as the table shows it: a link to the object where it has a page."""
+    link = None
+    if entry.object_id and entry.object_type in ("scope", "consolidation"):
+        link = reverse("ui:scope_detail", args=[entry.object_id])
+    elif entry.object_id and entry.object_type == "user" and entry.agent_id:
+        link = _user_url(entry.agent_id, entry.object_id)
+    summary = "; ".join(f"{key}: {_short(value)}" for key, value in sorted(entry.summary.items()))
+    return {"entry": entry, "link": link, "summary": summary}
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, dict) and set(value) == {"before", "after"}:
+        return f"{_short(value['before'])} → {_short(value['after'])}"
+    if isinstance(value, dict) and "sha256" in value:
+        return f"#{value['sha256'] or '-'} ({value.get('length', 0)} chars)"
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= 80 else text[:79] + "…"
+
+
+# -- the user audit ---------------------------------------------------------------------
+
+
+def _picked(request: HttpRequest) -> tuple[UserPickForm, str | None, str | None]:
+    form = UserPickForm(request.GET if request.GET.get("user") else None)
+    if form.is_valid():
+        return form, form.cleaned_data["agent"].strip(), form.cleaned_data["user"].strip()
+    return form, None, None
+
+
+def _user_url(agent_id: str, user_id: str, **extra: str) -> str:
+    return f"{reverse('ui:user_audit')}?{urlencode({'agent': agent_id, 'user': user_id, **extra})}"
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def user_audit_view(request: HttpRequest) -> HttpResponse:
+    """Everything remembered about one user of one agent; parts page by themselves (htmx)."""
+    store = get_store()
+    form, agent_id, user_id = _picked(request)
+    role = request_role(request)
+    context: dict[str, Any] = {
+        "form": form,
+        "agents": store.agents.list_page(after=None, limit=AGENT_CHOICES),
+        "agent_id": agent_id or param(request, "agent"),
+        "user_id": user_id,
+        "is_admin": role is not None and role >= Role.ADMIN,
+        "error": None,
+    }
+    if agent_id and user_id:
+        try:
+            context.update(_user_context(request, store, agent_id, user_id))
+        except InvalidInput as exc:
+            context["error"] = exc.message
+    part = param(request, "part")
+    partial = {
+        "observations": "ui/_user_observations.html",
+        "related": "ui/_user_related.html",
+    }.get(part or "", "ui/_user_observations.html")
+    return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
+
+
+def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str) -> dict[str, Any]:
+    found = user_audit(
+        store=store,
+        agent_id=agent_id,
+        user_id=user_id,
+        related_cursor=param(request, "rel_cursor"),
+        related_limit=PAGE_SIZE,
+    )
+    observations: Page[Observation] = Page(items=[], next_cursor=None)
+    if found.individual is not None:
+        observations = observation_list(
+            store=store,
+            scope=found.individual,
+            include_deleted=True,
+            cursor=param(request, "obs_cursor"),
+            limit=PAGE_SIZE,
+        )
+    return {
+        "audit": found,
+        "related_rows": [
+            {"o": o, "scope": found.scopes.get(o.scope_id)} for o in found.related.items
+        ],
+        "observations": observations,
+        "obs_cursor": param(request, "obs_cursor"),
+        "rel_cursor": param(request, "rel_cursor"),
+        "base_query": urlencode({"agent": agent_id, "user": user_id}),
+        "receipt_job": _receipt_job(request, store, agent_id),
+    }
+
+
+def _receipt_job(request: HttpRequest, store: Any, agent_id: str) -> Job | None:
+    """The forget job named in `?job=`, to show its receipt after the redirect."""
+    job_id = param(request, "job")
+    if not job_id:
+        return None
+    try:
+        job = job_get(store=store, job_id=job_id)
+    except NotFound:
+        return None
+    return job if job.kind == "forget_user" and job.agent_id == agent_id else None
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def user_export_view(request: HttpRequest) -> HttpResponse:
+    """The JSON export, as a download; reading someone's whole memory is itself audited."""
+    form, agent_id, user_id = _picked(request)
+    if not (agent_id and user_id):
+        return redirect("ui:user_audit")
+    store = get_store()
+    try:
+        data = user_export(store=store, agent_id=agent_id, user_id=user_id)
+    except InvalidInput as exc:
+        messages.error(request, exc.message)
+        return redirect("ui:user_audit")
+    audit(
+        request,
+        store=store,
+        action="user.export",
+        object_type="user",
+        object_id=user_id,
+        agent_id=agent_id,
+    )
+    response = HttpResponse(
+        json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json"
+    )
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{agent_id}-{user_id}")
+    response["Content-Disposition"] = f'attachment; filename="memory-{safe}.json"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ADMIN)
+def user_forget_view(request: HttpRequest) -> HttpResponse:
+    """The confirmation page (GET) and the forgetting itself (POST → redirect → GET)."""
+    agent_id = (request.POST.get("agent") or request.GET.get("agent") or "").strip()[:MAX_ID]
+    user_id = (request.POST.get("user") or request.GET.get("user") or "").strip()[:MAX_ID]
+    if not agent_id or not user_id:
+        return redirect("ui:user_audit")
+    store = get_store()
+    form = ForgetForm(request.POST or None, user_id=user_id)
+    if request.method == "POST" and form.is_valid():
+        job = forget_user_request(
+            store=store, agent_id=agent_id, user_id=user_id, actor=actor(request)
+        )
+        audit(
+            request,
+            store=store,
+            action="user.forget",
+            object_type="user",
+            object_id=user_id,
+            agent_id=agent_id,
+            summary={"job_id": job.id},
+        )
+        enqueue(job)
+        messages.success(
+            request,
+            f"Forgetting user {user_id} of {agent_id}: the receipt below lists what was removed.",
+        )
+        return redirect(_user_url(agent_id, user_id, job=job.id))
+    found = user_audit(store=store, agent_id=agent_id, user_id=user_id, related_limit=5)
+    context = {"form": form, "agent_id": agent_id, "user_id": user_id, "audit": found}
+    return render(request, "ui/user_forget.html", context, status=422 if form.errors else 200)
