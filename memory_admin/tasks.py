@@ -16,10 +16,12 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
+from streams.embeddings import embeddings_compute
 from streams.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.jobs import JobRun, job_execute
 from streams.privacy import forget_user_run
@@ -146,3 +148,13 @@ def check_store() -> dict[str, str]:
     """Prove a worker reaches the store (used by the worker smoke test)."""
     get_store().ping()
     return {"store": "ok"}
+
+
+@shared_task(name="memory_admin.tasks.compute_embeddings")
+def compute_embeddings() -> int:
+    """Periodic: embed the observations written since the last run (semantic search only;
+    a no-op without `MEMORY_EMBEDDING_MODEL`). Never part of a write."""
+    ranker = semantic_ranker()
+    if ranker is None:
+        return 0
+    return embeddings_compute(store=get_store(), provider=ranker.provider, model=ranker.model)

@@ -18,6 +18,7 @@ from xml.sax.saxutils import escape, quoteattr
 from bson import ObjectId
 
 from streams.documents import Observation, Scope, utcnow
+from streams.embeddings import SemanticRanker
 from streams.retrieval import RetrievalDecision, retrieval_decide
 from streams.search import SearchHit, search_in_scopes
 from streams.store import MemoryStore
@@ -45,6 +46,7 @@ def context_assemble(
     message: str,
     session_id: str | None = None,
     now: datetime | None = None,
+    semantic: SemanticRanker | None = None,
 ) -> ContextResult:
     """The memory context for one message of `user_id` (in `groups`) to `agent_id`.
 
@@ -71,6 +73,7 @@ def context_assemble(
             query=message,
             limit=RETRIEVED_LIMIT,
             exclude_ids=frozenset(o.id for o in recent),
+            semantic=semantic,
         )
         if hits:
             store.observations.record_access([ObjectId(h.observation.id) for h in hits], now=now)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from bson import ObjectId
 
 from streams.documents import Observation, Scope
+from streams.embeddings import RERANK_POOL, SemanticRanker, semantic_rerank
 from streams.exceptions import NotFound
 from streams.ids import require_object_id
 from streams.search_text import query_terms, term_counts
@@ -131,12 +132,17 @@ def search_observations(
     group_ids: list[str] | None = None,
     scope_id: str | None = None,
     limit: int = 10,
+    semantic: SemanticRanker | None = None,
 ) -> list[SearchHit]:
-    """The best `limit` observations for `query` in the scopes the caller may see."""
+    """The best `limit` observations for `query` in the scopes the caller may see.
+
+    With `semantic` (an embedding model is configured) the text candidates are reordered
+    by reciprocal rank fusion with their embedding similarity, and `score` is the fused one.
+    """
     scopes = search_scopes(
         store=store, agent_id=agent_id, user_id=user_id, group_ids=group_ids, scope_id=scope_id
     )
-    return search_in_scopes(store=store, scopes=scopes, query=query, limit=limit)
+    return search_in_scopes(store=store, scopes=scopes, query=query, limit=limit, semantic=semantic)
 
 
 def search_in_scopes(
@@ -146,6 +152,7 @@ def search_in_scopes(
     query: str,
     limit: int = 10,
     exclude_ids: frozenset[str] = frozenset(),
+    semantic: SemanticRanker | None = None,
 ) -> list[SearchHit]:
     """BM25 over the union of `scopes`, from the index alone; deleted observations never
     appear (they leave the index when deleted, and are checked again on fetch)."""
@@ -175,19 +182,26 @@ def search_in_scopes(
     # Best first; among equals, the newer observation (a larger ObjectId) first.
     ranked = sorted(scores, key=lambda oid: (scores[oid], oid), reverse=True)
     ranked = [oid for oid in ranked if str(oid) not in exclude_ids]
-    wanted = ranked[: limit + 5]  # a little slack for anything deleted since it was indexed
     visible = {s.id for s in scopes}
+    order = {t: i for i, t in enumerate(terms)}
+    scored: list[tuple[Observation, float]] | None = None
+    if semantic is not None:
+        scored = semantic_rerank(
+            store=store, ranker=semantic, query=query, candidates=ranked[:RERANK_POOL]
+        )
+    if scored is None:
+        wanted = ranked[: limit + 5]  # a little slack for anything deleted since it was indexed
+        scored = [(o, scores[ObjectId(o.id)]) for o in store.observations.get_many(wanted)]
     hits: list[SearchHit] = []
-    for observation in store.observations.get_many(wanted):
+    for observation, score in scored:
         if observation.deleted or observation.scope_id not in visible:
             continue
-        oid = ObjectId(observation.id)
-        order = {t: i for i, t in enumerate(terms)}
+        terms_matched = set(matched[ObjectId(observation.id)])
         hits.append(
             SearchHit(
                 observation=observation,
-                score=round(scores[oid], 4),
-                matched_terms=sorted(set(matched[oid]), key=lambda t: order.get(t, 0)),
+                score=round(score, 6),
+                matched_terms=sorted(terms_matched, key=lambda t: order.get(t, 0)),
             )
         )
         if len(hits) == limit:

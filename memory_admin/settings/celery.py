@@ -23,4 +23,5 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_BEAT_SCHEDULE = {
     "sweep-cold-sessions": {"task": "memory_admin.tasks.sweep_cold_sessions", "schedule": 60.0},
     "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 60.0},
+    "compute-embeddings": {"task": "memory_admin.tasks.compute_embeddings", "schedule": 60.0},
 }

@@ -23,6 +23,7 @@ from streams.store import (
     agents,
     audit,
     consolidations,
+    embeddings,
     jobs,
     observations,
     privacy,
@@ -49,6 +50,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *audit.INDEXES,
     *privacy.INDEXES,
     *search.INDEXES,
+    *embeddings.INDEXES,
     *visible_scopes.INDEXES,
 ]
 
@@ -67,6 +69,7 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)
+        self.embeddings = embeddings.EmbeddingRepository(self.db)
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
+import pytest
 from bson import ObjectId
 from django.test import Client
 
+from memory_admin.llm import get_llm_provider
+from memory_admin.tasks import compute_embeddings
 from streams.consolidation import consolidation_edit
+from streams.documents import utcnow
+from streams.embeddings import embeddings_compute
 from streams.observations import observation_delete
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
@@ -157,3 +163,27 @@ def test_search_validation_and_access(api: Client, limited_api: Client, store: M
     assert_error(limited_api.get(f"{API}/agents/agent-2/search", {"q": "rust"}), 404, "not_found")
     assert limited_api.get(url, {"q": "rust"}).status_code == 200
     assert api.get(url, {"q": "the of and"}).json() == {"items": []}
+
+
+def test_api_uses_embeddings_when_a_model_is_configured(
+    fake_openai, settings, api: Client, store: MemoryStore
+) -> None:
+    settings.MEMORY_EMBEDDING_MODEL = "text-embedding-3-small"
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    ObservationFactory.create(store=store, scope=scope, content="Gene keeps bees.")
+    assert compute_embeddings.apply().get() == 0  # just written: inside the lag, not yet
+    embedded = embeddings_compute(
+        store=store,
+        provider=get_llm_provider(),
+        model="text-embedding-3-small",
+        now=utcnow() + timedelta(minutes=10),
+    )
+    assert embedded == 1
+
+    response = api.get(f"{API}/agents/{'agent-1'}/search", {"q": "bees", "user_id": "u1"})
+
+    assert response.status_code == 200
+    [item] = response.json()["items"]
+    assert item["score"] == pytest.approx(1 / 61 + 1 / 61, abs=1e-6)
+    assert len(fake_openai.embedding_requests) == 2  # the background batch, then the query
+    assert fake_openai.embedding_requests[-1].body["input"] == ["bees"]

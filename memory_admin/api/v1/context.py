@@ -18,6 +18,7 @@ from memory_admin.api.v1.schemas import (
     ObservationOut,
     error_responses,
 )
+from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.context import context_assemble
 
@@ -74,6 +75,7 @@ def get_context(
         groups=[(g.id, g.name) for g in payload.groups],
         message=payload.message,
         session_id=payload.session_id,
+        semantic=semantic_ranker(),
     )
     return {
         "context": result.xml,

@@ -10,6 +10,7 @@ from pydantic import StringConstraints
 
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, ObservationOut, error_responses
+from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.search import MAX_LIMIT, search_observations
 
@@ -59,5 +60,6 @@ def search(
         group_ids=[filters.group_id] if filters.group_id else None,
         scope_id=filters.scope_id,
         limit=filters.limit,
+        semantic=semantic_ranker(),
     )
     return {"items": hits}

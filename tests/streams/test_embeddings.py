@@ -1,0 +1,119 @@
+"""The semantic layer: background embedding by windows, RRF reranking, and its fallbacks."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from bson import ObjectId
+
+from streams.context import context_assemble
+from streams.documents import utcnow
+from streams.embeddings import SemanticRanker, embeddings_compute
+from streams.llm.port import LLMError
+from streams.observations import observation_delete
+from streams.search import search_observations
+from streams.store import MemoryStore
+from tests.factories import ObservationFactory, ScopeFactory
+
+AGENT = "agent-1"
+
+
+class TopicEmbedder:
+    """Vectors by topic: "feline" and "kitten" texts point one way, all else the other."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+        self.failing = False
+
+    def embed(self, texts: list[str], model: str) -> list[list[float]]:
+        if self.failing:
+            raise LLMError("embedding provider down")
+        self.calls.append(list(texts))
+        return [[1.0, 0.0] if ("feline" in t or "kitten" in t) else [0.0, 1.0] for t in texts]
+
+
+def _later():
+    return utcnow() + timedelta(minutes=10)  # past the lag that spares open transactions
+
+
+def test_compute_embeds_new_observations_once_and_skips_deleted(store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    kept = ObservationFactory.create(store=store, scope=scope, content="Has a kitten named Rust.")
+    gone = ObservationFactory.create(store=store, scope=scope, content="Deleted note.")
+    observation_delete(store=store, observation=gone)
+    embedder = TopicEmbedder()
+
+    assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 1
+    assert embedder.calls == [["Has a kitten named Rust."]]
+    doc = store.observations.collection.find_one({"_id": ObjectId(kept.id)})
+    assert doc["embedding"] == [1.0, 0.0] and doc["embedding_model"] == "m1"
+    assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 0
+
+
+def test_a_failing_provider_leaves_the_window_for_the_next_run(store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    ObservationFactory.create(store=store, scope=scope, content="Likes cats.")
+    embedder = TopicEmbedder()
+    embedder.failing = True
+    with pytest.raises(LLMError):
+        embeddings_compute(store=store, provider=embedder, model="m1", now=_later())
+    embedder.failing = False
+    assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 1
+
+
+def test_semantic_layer_reorders_text_candidates_by_rrf(store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    # Text ranks: short dog line, dog shop line, long line with the kitten (longest last).
+    first = ObservationFactory.create(store=store, scope=scope, content="Pet dog daily.")
+    second = ObservationFactory.create(
+        store=store, scope=scope, content="Dog pet shop visit again today."
+    )
+    kitten = ObservationFactory.create(
+        store=store, scope=scope, content="Long walks, the dog stays home; our pet kitten sleeps."
+    )
+    embedder = TopicEmbedder()
+    embeddings_compute(store=store, provider=embedder, model="m1", now=_later())
+
+    text = search_observations(store=store, agent_id=AGENT, user_id="u1", query="feline pet dog")
+    fused = search_observations(
+        store=store,
+        agent_id=AGENT,
+        user_id="u1",
+        query="feline pet dog",
+        semantic=SemanticRanker(provider=embedder, model="m1"),
+    )
+
+    assert [h.observation.id for h in text] == [first.id, second.id, kitten.id]
+    # The kitten line is semantically first: RRF lifts it above the shop line.
+    assert [h.observation.id for h in fused] == [first.id, kitten.id, second.id]
+    assert fused[1].score == pytest.approx(1 / 63 + 1 / 61, abs=1e-6)
+    assert fused[1].matched_terms == ["pet", "dog"]
+    # Vectors of another model do not count: text order stands (fused on text rank alone).
+    other = search_observations(
+        store=store,
+        agent_id=AGENT,
+        user_id="u1",
+        query="feline pet dog",
+        semantic=SemanticRanker(provider=embedder, model="m2"),
+    )
+    assert [h.observation.id for h in other] == [h.observation.id for h in text]
+
+
+def test_failing_query_embedding_falls_back_to_text_and_keeps_round_trips(
+    store: MemoryStore,
+) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    ObservationFactory.create(store=store, scope=scope, content="Cat named Rust.")
+    store.scopes.update_fields(ObjectId(scope.id), {"pending_observation_ids": []})
+    embedder = TopicEmbedder()
+    embedder.failing = True
+    result = context_assemble(
+        store=store,
+        agent_id=AGENT,
+        user_id="u1",
+        message="Do you remember my cat?",
+        semantic=SemanticRanker(provider=embedder, model="m1"),
+    )
+    assert [h.observation.content for h in result.hits] == ["Cat named Rust."]
+    assert result.hits[0].score > 0.1  # a BM25 score, not a fused one
