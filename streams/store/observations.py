@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
+from pymongo import UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
@@ -121,9 +122,14 @@ class ObservationRepository:
         return {(str(d["scope_id"]), str(d["propagated_from"])) for d in cursor}
 
     def record_access(self, observation_ids: list[ObjectId], *, now: datetime) -> None:
-        """One batched update for everything a context call retrieved."""
+        """One batched update (one round trip) for everything a context call retrieved.
+
+        One `update_one` by `_id` per observation rather than an `update_many` over an
+        `_id` list: the embedded store served the latter by a scan that grew with the
+        collection (7 ms at 1,000 observations, 50 ms at 100,000).
+        """
         if observation_ids:
-            self.collection.update_many(
-                {"_id": {"$in": observation_ids}},
-                {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": now}},
+            update = {"$inc": {"access_count": 1}, "$set": {"last_accessed_at": now}}
+            self.collection.bulk_write(
+                [UpdateOne({"_id": oid}, update) for oid in observation_ids], ordered=False
             )
