@@ -20,6 +20,14 @@ JOB_STATUSES = [("", "Any status"), ("queued", "Queued"), ("running", "Running")
 JOB_STATUSES += [("succeeded", "Succeeded"), ("failed", "Failed")]
 
 
+class TextField(forms.CharField):
+    """A multi-line text: browsers post CRLF line ends; we store LF, so versions diff cleanly."""
+
+    def to_python(self, value: object) -> str:
+        text = super().to_python(value)
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 class ScopeFilterForm(forms.Form):
     agent = forms.CharField(max_length=128, required=False)
     type = forms.ChoiceField(choices=SCOPE_TYPES, required=False)
@@ -46,7 +54,7 @@ class ObservationForm(forms.Form):
 
 
 class ConsolidationEditForm(forms.Form):
-    text = forms.CharField(
+    text = TextField(
         widget=forms.Textarea(attrs={"rows": 12}),
         max_length=MAX_CONSOLIDATION_CHARS,
         required=False,
@@ -63,7 +71,7 @@ class ScopeSettingsForm(forms.Form):
     consolidation_max_words = forms.IntegerField(
         min_value=MAX_WORDS_RANGE[0], max_value=MAX_WORDS_RANGE[1], label="Word limit"
     )
-    extraction_prompt = forms.CharField(
+    extraction_prompt = TextField(
         widget=forms.Textarea(attrs={"rows": 4}),
         max_length=MAX_SHARD_GUIDANCE_CHARS,
         required=False,
@@ -72,7 +80,7 @@ class ScopeSettingsForm(forms.Form):
 
 
 class PromptForm(forms.Form):
-    text = forms.CharField(
+    text = TextField(
         widget=forms.Textarea(attrs={"rows": 18, "spellcheck": "false"}),
         max_length=MAX_TEMPLATE_CHARS,
         label="Template",
@@ -81,10 +89,10 @@ class PromptForm(forms.Form):
 
 
 class DryRunForm(forms.Form):
-    text = forms.CharField(widget=forms.HiddenInput, max_length=MAX_TEMPLATE_CHARS)
+    text = TextField(widget=forms.HiddenInput, max_length=MAX_TEMPLATE_CHARS)
     scope = forms.CharField(max_length=24, required=False, label="Scope id")
     user_name = forms.CharField(max_length=128, required=False, initial="User")
-    conversation = forms.CharField(
+    conversation = TextField(
         widget=forms.Textarea(attrs={"rows": 6}),
         max_length=20_000,
         required=False,

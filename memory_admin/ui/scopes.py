@@ -129,14 +129,11 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         job = store.jobs.active_for_scope(
             require_object_id(scope.id, what="scope"), "consolidation"
         )
-    pending_ids = scope.pending_observation_ids[-PENDING_SHOWN:]
-    pending = store.observations.get_many([require_object_id(i, what="o") for i in pending_ids])
     context = {
         "scope": scope,
         "job": job if job and job.scope_id == scope.id else None,
         "job_active": job is not None and job.status in ("queued", "running"),
-        "pending": list(reversed(pending)),
-        "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
+        **_pending(store, scope),
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
         "can_edit": _can_edit(request),
@@ -144,6 +141,16 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         **log,
     }
     return render(request, "ui/scope_detail.html", context)
+
+
+def _pending(store: MemoryStore, scope: Scope) -> dict[str, Any]:
+    """The newest pending observations (a bounded `_id` list) and how many more there are."""
+    ids = scope.pending_observation_ids[-PENDING_SHOWN:]
+    pending = store.observations.get_many([require_object_id(i, what="observation") for i in ids])
+    return {
+        "pending": list(reversed(pending)),
+        "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
+    }
 
 
 def _hex(value: str) -> bool:
@@ -208,6 +215,8 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     """The consolidation panel alone: refreshed when a job finishes (htmx), or a full page."""
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
+    if wants_partial(request) and request.GET.get("part") == "pending":
+        return render(request, "ui/_pending.html", {"scope": scope, **_pending(store, scope)})
     context = {"scope": scope, "can_edit": _can_edit(request), **_history_context(store, scope)}
     if wants_partial(request):
         return render(request, "ui/_consolidation.html", context)
