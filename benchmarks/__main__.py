@@ -1,6 +1,6 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
-Names: formation, ingest, consolidation, read_latency, retrieval_quality.
+Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ def main() -> None:
     parser.add_argument(
         "names",
         nargs="*",
-        default=["formation", "ingest", "consolidation", "read_latency", "retrieval_quality"],
+        default=[
+            "formation",
+            "ingest",
+            "consolidation",
+            "read_latency",
+            "retrieval_quality",
+            "ui_pages",
+        ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
     args = parser.parse_args()

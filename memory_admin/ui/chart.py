@@ -63,7 +63,7 @@ def activity_chart(days: list[ActivityDay]) -> Chart:
                 cons_h=round(cons_h, 1),
                 label=f"{day.day.isoformat()}: {day.observations} observations, "
                 f"{day.consolidations} consolidations",
-                tick=day.day.strftime("%b %d") if (len(days) - 1 - i) % 7 == 0 else None,
+                tick=day.day.strftime("%b %d") if i % 7 == 0 else None,
             )
         )
     return Chart(

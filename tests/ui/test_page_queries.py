@@ -1,0 +1,104 @@
+"""Store commands per page render do not grow with the data: counted at two sizes.
+
+(Speed is measured by `python -m benchmarks ui_pages`, not here.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from benchmarks.seed import seed
+from memory_admin.ui import observations as observation_views
+from memory_admin.ui import scopes as scope_views
+from streams.consolidation import consolidation_edit
+from streams.observations import observation_add
+from streams.store import MemoryStore
+from streams.store.query_guard import QueryGuard
+from tests.ui.helpers import HTMX
+
+pytestmark = pytest.mark.django_db
+
+AGENT = "bench-agent"
+
+
+@pytest.fixture
+def command_count(query_guard: QueryGuard, memory_db: str, monkeypatch) -> Iterator[list[int]]:
+    """A one-item list holding how many commands reached this test's database."""
+    counted = [0]
+    original = query_guard.started
+
+    def started(event: Any) -> None:
+        if event.database_name == memory_db and event.command_name not in ("endSessions",):
+            counted[0] += 1
+        original(event)
+
+    monkeypatch.setattr(query_guard, "started", started)
+    yield counted
+
+
+def _world(store: MemoryStore, *, scopes: int, observations: int) -> str:
+    seed(store, agent_id=AGENT, scopes=scopes, observations=observations, search_index=False)
+    doc = store.scopes.collection.find_one({"agent_id": AGENT, "seq": scopes // 2})
+    scope = store.scopes.get(doc["_id"])
+    consolidation_edit(store=store, scope=scope, text="Likes tea.", expected_version=0, actor="t")
+    scope = store.scopes.get(doc["_id"])
+    consolidation_edit(
+        store=store, scope=scope, text="Likes green tea.", expected_version=1, actor="t"
+    )
+    scope = store.scopes.get(doc["_id"])
+    for i in range(3):
+        observation_add(store=store, scope=scope, content=f"Pending {i} about tea.")
+    return scope.id
+
+
+def _pages(scope_id: str) -> dict[str, tuple[str, dict[str, str]]]:
+    browse = reverse("ui:scopes") + f"?agent={AGENT}"
+    detail = reverse("ui:scope_detail", args=[scope_id])
+    return {
+        "browser": (browse, {}),
+        "browser type": (browse + "&type=individual", {}),
+        "browser page 2": (browse + "&cursor=eyJiZWZvcmUiOjEwfQ", HTMX),
+        "browser oldest": (browse + "&sort=oldest", HTMX),
+        "detail": (detail, {}),
+        "detail log pending": (detail + "?status=pending", HTMX),
+        "compare": (reverse("ui:consolidation_compare", args=[scope_id]), {}),
+        "dashboard": (reverse("ui:dashboard"), {}),
+        "jobs": (reverse("ui:jobs"), {}),
+        "prompts": (
+            reverse("ui:prompt_edit", args=[AGENT, "consolidation"]) + f"?scope={scope_id}",
+            {},
+        ),
+    }
+
+
+def _counts(client: Any, scope_id: str, counted: list[int]) -> dict[str, int]:
+    result = {}
+    for label, (url, headers) in _pages(scope_id).items():
+        counted[0] = 0
+        response = client.get(url, **headers)
+        assert response.status_code == 200, (label, response.status_code)
+        result[label] = counted[0]
+    return result
+
+
+def test_store_commands_per_page_are_the_same_at_two_sizes(
+    client_as, store, command_count, monkeypatch
+):
+    # Small pages, so the smaller world already fills them and needs more than one.
+    monkeypatch.setattr(scope_views, "PAGE_SIZE", 5)
+    monkeypatch.setattr(observation_views, "LOG_PAGE_SIZE", 5)
+    client = client_as("viewer")
+
+    small_scope = _world(store, scopes=20, observations=100)
+    small = _counts(client, small_scope, command_count)
+    store.client.drop_database(store.db.name)
+    store.ensure_indexes()
+    large_scope = _world(store, scopes=400, observations=2_000)
+    large = _counts(client, large_scope, command_count)
+
+    assert large == small
+    assert max(large.values()) <= 12, large  # and few: no per-row queries anywhere
