@@ -31,6 +31,9 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "object_id", ("_id", -1)),
     index(COLLECTION, "action", ("_id", -1)),
     index(COLLECTION, "agent_id", ("_id", -1)),
+    # The unfiltered log: a range on `_id` alone made the embedded store scan the whole
+    # collection (550 ms at 10,000 entries), a range on an indexed `at` does not (10 ms).
+    index(COLLECTION, ("at", -1)),
 ]
 FIRST_WINDOW = timedelta(minutes=10)
 MAX_WINDOW = timedelta(days=30)
@@ -99,6 +102,17 @@ class AuditRepository:
             low_time = max(high.generation_time - window, floor)
             low = ObjectId.from_datetime(low_time)
             query = {**base, "_id": {"$gte": low, "$lt": high}}
+            if field is None:
+                # `_id` and `at` agree to the second (see `_id_at`): the window rides on
+                # the `at` index, the `_id` bound only cuts at the cursor.
+                query = {
+                    **base,
+                    "at": {
+                        "$gte": low.generation_time,
+                        "$lt": high.generation_time + timedelta(seconds=1),
+                    },
+                    "_id": {"$lt": high},
+                }
             found = list(
                 self.collection.find(query).sort("_id", DESCENDING).limit(limit - len(entries))
             )

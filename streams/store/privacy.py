@@ -22,6 +22,10 @@ from streams.store.indexes import IndexSpec, index
 INDEXES: list[IndexSpec] = [
     # Forget user: the sessions (buffers) the user spoke in.
     index(sessions.BUFFERS, "agent_id", "user_id"),
+    # A user's observations across scopes, paged by `_id`. Without `_id` in the key the
+    # embedded store answered `{agent_id, related_user_ids, _id: {$gt}}` by scanning
+    # (1.5 s at 10,000 observations); with it, 7 ms.
+    index(observations.COLLECTION, "agent_id", "related_user_ids", "_id"),
 ]
 BATCH = 500
 
@@ -129,6 +133,9 @@ class PrivacyRepository:
         return self.search_terms.delete_many(
             {"_id": {"$in": keys}, "df": {"$lte": 0}}
         ).deleted_count
+
+    def drop_search_totals(self, scope_id: ObjectId) -> int:
+        return self.search_terms.delete_one({"_id": search.totals_key(scope_id)}).deleted_count
 
     def delete_observations(self, observation_ids: list[ObjectId]) -> int:
         if not observation_ids:
