@@ -161,6 +161,9 @@ def observation_update(
                 details=[{"field": "content"}],
             )
         fields["content"] = content
+        if content != observation.content:
+            # Its vector described the old text: text ranking alone serves it from now on.
+            fields.update(embedding=None, embedding_model=None)
     if private is not None:
         fields["private"] = private
     if not fields:

@@ -11,7 +11,7 @@ from streams.context import context_assemble
 from streams.documents import utcnow
 from streams.embeddings import SemanticRanker, embeddings_compute
 from streams.llm.port import LLMError
-from streams.observations import observation_delete
+from streams.observations import observation_delete, observation_update
 from streams.search import search_observations
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
@@ -117,3 +117,14 @@ def test_failing_query_embedding_falls_back_to_text_and_keeps_round_trips(
     )
     assert [h.observation.content for h in result.hits] == ["Cat named Rust."]
     assert result.hits[0].score > 0.1  # a BM25 score, not a fused one
+
+
+def test_a_content_change_drops_the_stale_vector(store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    observation = ObservationFactory.create(store=store, scope=scope, content="Has a kitten.")
+    embeddings_compute(store=store, provider=TopicEmbedder(), model="m1", now=_later())
+
+    observation_update(store=store, observation=observation, content="Has a dog.")
+
+    doc = store.observations.collection.find_one({"_id": ObjectId(observation.id)})
+    assert doc["embedding"] is None and doc["embedding_model"] is None
