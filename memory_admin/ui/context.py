@@ -32,6 +32,7 @@ NAV_ITEMS: tuple[NavItem, ...] = (
         ("ui:scope_", "ui:consolidation", "ui:observation", "ui:consolidate"),
     ),
     NavItem("Prompts", "ui:prompts", Role.VIEWER, ("ui:prompt_",)),
+    NavItem("Search", "ui:search", Role.VIEWER),
     NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
     NavItem("Users", "ui:user_audit", Role.VIEWER, ("ui:user_",)),
     NavItem("Audit", "ui:audit_log", Role.VIEWER),

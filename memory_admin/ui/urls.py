@@ -10,6 +10,7 @@ from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
+from memory_admin.ui import search as search_views
 
 app_name = "ui"
 
@@ -81,6 +82,7 @@ urlpatterns = [
         prompt_views.prompt_dry_run,
         name="prompt_dry_run",
     ),
+    path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),

@@ -217,3 +217,26 @@ def test_jobs_page_retries_a_failed_job(
     page.locator(f'tr[data-job-id="{job.id}"] >> text=Retry').click()
     page.get_by_text("The consolidation job was queued again.").wait_for()
     assert store.jobs.get(job.id_oid).status in ("queued", "running", "succeeded")
+
+
+def test_search_inspector_shows_the_decision_the_ranking_and_the_context(
+    live_server, page, store, make_user, demo_world, artifacts_dir: Path
+):
+    gene = demo_world["gene"]
+    make_user("viewer", username="victor")
+    _sign_in(page, live_server, "victor")
+    page.wait_for_url(f"{live_server.url}/")
+    page.click("nav.mainnav >> text=Search")
+    page.wait_for_url(re.compile(r"/search/$"))
+    page.fill("#id_user", gene.user_id or "")
+    page.fill("#id_user_name", "Gene")
+    page.fill("#id_groups", "eden=Eden Team")
+    page.fill("#id_message", "What did I tell you about Rust?")
+    page.click("button:has-text(\"Inspect\")")
+    page.locator('.decision[data-triggered="true"]').wait_for()
+    page.wait_for_function("location.search.includes('message=')")  # a shareable URL
+    assert "Gene uses Rust." in page.locator("#search-result table").inner_text()
+    xml = page.locator("#context-xml").inner_text()
+    assert xml.startswith("<MemoryContext>") and '<UserMemory user="Gene">' in xml
+    assert _no_horizontal_scroll(page)
+    page.screenshot(path=str(artifacts_dir / "search_inspector.png"), full_page=True)

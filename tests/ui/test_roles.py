@@ -46,6 +46,7 @@ PAGES: list[tuple[str, Callable[[dict], list]]] = [
     ("ui:observation_row", lambda w: [w["observation"]]),
     ("ui:prompts", lambda w: []),
     ("ui:prompt_edit", lambda w: [w["agent"], "consolidation"]),
+    ("ui:search", lambda w: []),
     ("ui:jobs", lambda w: []),
     ("ui:job_status", lambda w: [w["job"]]),
 ]

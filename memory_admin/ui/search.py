@@ -1,0 +1,82 @@
+"""Search inspector: for an agent, a user, groups and a message, what the agent would get:
+whether retrieval fires and why, the ranked observations with scores and matched terms,
+and the full context XML exactly as the context API returns it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from memory_admin.embeddings import semantic_ranker
+from memory_admin.stores import get_store
+from memory_admin.ui.forms import SearchForm
+from memory_admin.ui.htmx import render_page
+from memory_admin.ui.roles import Role, role_required
+from streams.context import context_assemble
+from streams.search import search_observations
+
+AGENT_CHOICES = 100
+RANKED_SHOWN = 10
+MAX_GROUPS = 20
+
+
+def parse_groups(text: str) -> list[tuple[str, str | None]]:
+    """ "g1=Eden Team, g2" -> [("g1", "Eden Team"), ("g2", None)] (ids 1..128 chars)."""
+    groups: list[tuple[str, str | None]] = []
+    for part in text.split(","):
+        group_id, _, name = part.partition("=")
+        group_id, name = group_id.strip()[:128], name.strip()[:128]
+        if group_id:
+            groups.append((group_id, name or None))
+    return groups[:MAX_GROUPS]
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def search_inspector(request: HttpRequest) -> HttpResponse:
+    """A GET form (shareable URL); htmx swaps only the result.
+
+    The context is assembled by the same service as `POST /agents/{id}/context`, so it
+    is byte for byte what the agent gets, and it counts as an access of the
+    observations it retrieves, as the agent's call would.
+    """
+    store = get_store()
+    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    form = SearchForm(request.GET or None)
+    if not request.GET and agents:
+        form = SearchForm(initial={"agent": agents[0].id})
+    result: dict[str, Any] | None = None
+    if request.GET and form.is_valid():
+        data = form.cleaned_data
+        groups = parse_groups(data.get("groups") or "")
+        user_id = data.get("user") or None
+        semantic = semantic_ranker()
+        ranked = search_observations(
+            store=store,
+            agent_id=data["agent"],
+            query=data["message"],
+            user_id=user_id,
+            group_ids=[g for g, _ in groups] or None,
+            limit=RANKED_SHOWN,
+            semantic=semantic,
+        )
+        context = None
+        if user_id:
+            context = context_assemble(
+                store=store,
+                agent_id=data["agent"],
+                user_id=user_id,
+                user_name=data.get("user_name") or None,
+                groups=groups,
+                message=data["message"],
+                semantic=semantic,
+            )
+        result = {"ranked": ranked, "context": context, "groups": groups, "user_id": user_id}
+    return render_page(
+        request,
+        page="ui/search.html",
+        partial="ui/_search_result.html",
+        context={"form": form, "agents": agents, "result": result},
+    )
