@@ -28,10 +28,11 @@ from streams.documents_audit import AuditEntry
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
 from streams.observations import append_in_transaction
-from streams.privacy import forget_user_request, forget_user_run, user_audit
+from streams.privacy import forget_user_request, forget_user_run
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from streams.store.audit import _id_at
+from streams.user_audit import user_audit
 
 AUDIT_SIZES = [10_000, 100_000, 1_000_000]
 FORGET_SIZES = [10_000, 100_000, 1_000_000]

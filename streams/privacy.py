@@ -1,4 +1,4 @@
-"""Privacy: what is remembered about one user (audit, export) and forgetting them.
+"""Forget user: remove everything an agent remembers about one user, and prove it.
 
 Forgetting removes, for one user of one agent: the individual scope with its
 observations and consolidation history, the user's buffered messages and
@@ -22,27 +22,25 @@ to do on the next attempt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from bson import ObjectId
 
-from streams.consolidation import RunDetails, consolidation_commit, consolidation_history
+from streams.consolidation import RunDetails, consolidation_commit
 from streams.consolidation_runs import describe_scope
-from streams.documents import ConsolidationVersion, Job, Observation, Scope, utcnow
-from streams.exceptions import Conflict, InvalidInput
+from streams.documents import Job, Observation, Scope, utcnow
+from streams.exceptions import Conflict
 from streams.jobs import JobRun, job_create
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
-from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.prompts import effective_prompt, render_consolidation
 from streams.search import search_index_forget
 from streams.search_text import term_counts
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
+from streams.user_audit import check_user_ids, user_individual_scope
 
 REDACTED = "[redacted: this version held content of a user who was forgotten]"
-MAX_EXTERNAL_ID = 128
 HISTORY_CHUNK = 200
 COPY_CHUNK = 200
 MAX_COPIES_PER_SOURCE = 20
@@ -51,176 +49,6 @@ LEASE = timedelta(minutes=5)
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
     return PrivacyRepository(store.db)
-
-
-def _check_ids(agent_id: str, user_id: str) -> None:
-    for name, value in (("agent_id", agent_id), ("user_id", user_id)):
-        if not value or len(value) > MAX_EXTERNAL_ID:
-            raise InvalidInput(
-                f"{name} must be 1..{MAX_EXTERNAL_ID} chars", details=[{"field": name}]
-            )
-
-
-# -- reads: the user audit and the export ----------------------------------------------
-
-
-@dataclass(frozen=True)
-class UserAudit:
-    agent_id: str
-    user_id: str
-    individual: Scope | None
-    versions: Page[ConsolidationVersion]
-    related: Page[Observation]  # observations in other scopes that came from this user
-    scopes: dict[str, Scope]  # the scopes the related observations belong to, by id
-
-
-def user_individual_scope(*, store: MemoryStore, agent_id: str, user_id: str) -> Scope | None:
-    _check_ids(agent_id, user_id)
-    return store.scopes.find_by_identity(
-        agent_id=agent_id, scope_type="individual", user_id=user_id, group_id=None, name=None
-    )
-
-
-def user_related_observations(
-    *,
-    store: MemoryStore,
-    agent_id: str,
-    user_id: str,
-    cursor: str | None = None,
-    limit: int | None = None,
-) -> Page[Observation]:
-    """Observations outside the user's individual scope that came from them, oldest first."""
-    _check_ids(agent_id, user_id)
-    page_size = clamp_limit(limit)
-    position = decode_cursor(cursor, required_keys=("after",))
-    after = _object_id(position["after"]) if position else None
-    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
-    found: list[Observation] = []
-    # The individual scope's own observations hold the user too: skip them, a few
-    # batches at most, then hand back a cursor where the search stopped.
-    for _ in range(4):
-        wanted = page_size - len(found)
-        batch = _repo(store).related_observations(agent_id, user_id, after=after, limit=wanted)
-        found += [o for o in batch if individual is None or o.scope_id != individual.id]
-        if len(batch) < wanted:
-            return Page(items=found, next_cursor=None)
-        after = ObjectId(batch[-1].id)
-        if len(found) >= page_size:
-            break
-    return Page(items=found, next_cursor=encode_cursor({"after": str(after)}))
-
-
-def user_audit(
-    *,
-    store: MemoryStore,
-    agent_id: str,
-    user_id: str,
-    versions_limit: int = 10,
-    related_cursor: str | None = None,
-    related_limit: int | None = None,
-) -> UserAudit:
-    """Everything remembered about one user of one agent, with where it came from."""
-    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
-    versions: Page[ConsolidationVersion] = Page(items=[], next_cursor=None)
-    if individual is not None and individual.consolidation_version:
-        versions = consolidation_history(store=store, scope=individual, limit=versions_limit)
-    related = user_related_observations(
-        store=store, agent_id=agent_id, user_id=user_id, cursor=related_cursor, limit=related_limit
-    )
-    scope_ids = sorted({o.scope_id for o in related.items})
-    scopes = {s.id: s for s in store.scopes.get_many([ObjectId(i) for i in scope_ids])}
-    return UserAudit(
-        agent_id=agent_id,
-        user_id=user_id,
-        individual=individual,
-        versions=versions,
-        related=related,
-        scopes=scopes,
-    )
-
-
-def user_export(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str, Any]:
-    """Everything about the user as JSON-ready data (the "what do you remember" answer)."""
-    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
-    export: dict[str, Any] = {
-        "agent_id": agent_id,
-        "user_id": user_id,
-        "exported_at": utcnow().isoformat(),
-        "individual_scope": None,
-        "related_observations": [],
-    }
-    repo = _repo(store)
-    if individual is not None:
-        oid = ObjectId(individual.id)
-        history = [
-            _version_json(v)
-            for low in range(0, individual.consolidation_version, HISTORY_CHUNK)
-            for v in store.consolidations.page(
-                scope_id=oid,
-                below_version=min(low + HISTORY_CHUNK, individual.consolidation_version) + 1,
-                limit=HISTORY_CHUNK,
-            )
-        ]
-        observations = [
-            _observation_json(o)
-            for low in range(0, individual.observation_seq, BATCH)
-            for o in repo.scope_observations(
-                oid, low_seq=low, high_seq=min(low + BATCH, individual.observation_seq)
-            )
-        ]
-        export["individual_scope"] = {
-            "id": individual.id,
-            "display_name": individual.display_name,
-            "consolidation": individual.consolidation,
-            "consolidation_version": individual.consolidation_version,
-            "groups": individual.groups,
-            "history": sorted(history, key=lambda v: v["version"]),
-            "observations": observations,
-        }
-    after: ObjectId | None = None
-    while True:
-        batch = repo.related_observations(agent_id, user_id, after=after)
-        export["related_observations"] += [
-            _observation_json(o) for o in batch if individual is None or o.scope_id != individual.id
-        ]
-        if len(batch) < BATCH:
-            return export
-        after = ObjectId(batch[-1].id)
-
-
-def _observation_json(o: Observation) -> dict[str, Any]:
-    return {
-        "id": o.id,
-        "scope_id": o.scope_id,
-        "content": o.content,
-        "observed_at": o.observed_at.isoformat(),
-        "created_at": o.created_at.isoformat(),
-        "source_session_id": o.source_session_id,
-        "source_message_ids": o.source_message_ids,
-        "related_user_ids": o.related_user_ids,
-        "status": o.status,
-        "private": o.private,
-        "propagated_from": o.propagated_from,
-        "deleted": o.deleted,
-    }
-
-
-def _version_json(v: ConsolidationVersion) -> dict[str, Any]:
-    return {
-        "version": v.version,
-        "text": v.text,
-        "trigger": v.trigger,
-        "actor": v.actor,
-        "created_at": v.created_at.isoformat(),
-        "absorbed_observation_ids": v.absorbed_observation_ids,
-    }
-
-
-def _object_id(value: Any) -> ObjectId:
-    try:
-        return ObjectId(str(value))
-    except Exception as exc:  # bson raises InvalidId or TypeError
-        raise InvalidInput("malformed cursor", details=[{"field": "cursor"}]) from exc
 
 
 # -- forget user ------------------------------------------------------------------------
@@ -232,7 +60,7 @@ def forget_user_request(*, store: MemoryStore, agent_id: str, user_id: str, acto
     Forgetting someone with nothing remembered is not an error: the receipt says zero,
     which is the proof the caller wants.
     """
-    _check_ids(agent_id, user_id)
+    check_user_ids(agent_id, user_id)
     return job_create(
         store=store,
         kind="forget_user",

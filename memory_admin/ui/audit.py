@@ -26,7 +26,8 @@ from streams.exceptions import InvalidInput, NotFound
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
-from streams.privacy import forget_user_request, user_audit, user_export
+from streams.privacy import forget_user_request
+from streams.user_audit import user_audit, user_export
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 200

@@ -20,17 +20,12 @@ from streams.context import context_assemble
 from streams.formation import IncomingMessage, messages_ingest
 from streams.jobs import job_get
 from streams.observations import observation_add, observation_list
-from streams.privacy import (
-    REDACTED,
-    forget_user_request,
-    forget_user_run,
-    user_audit,
-    user_export,
-)
+from streams.privacy import REDACTED, forget_user_request, forget_user_run
 from streams.propagation import propagation_run
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.search import search_observations
 from streams.store import MemoryStore
+from streams.user_audit import user_audit, user_export
 from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
 from tests.task_mode import run_job, settle
 
