@@ -1,6 +1,6 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
-Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages.
+Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ def main() -> None:
             "read_latency",
             "retrieval_quality",
             "ui_pages",
+            "privacy",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
