@@ -45,8 +45,8 @@ def observations_append(
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
-        observation_ids=[ObjectId(o.id) for o in observations if not o.consolidated],
-        pending=True,
+        count=len(observations),
+        pending_ids=[ObjectId(o.id) for o in observations if not o.consolidated],
         now=now,
         session=session,
     )

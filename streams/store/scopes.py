@@ -155,21 +155,19 @@ class ScopeRepository:
         scope_id: ObjectId,
         *,
         expected_seq: int,
-        observation_ids: list[ObjectId],
-        pending: bool,
+        count: int,
+        pending_ids: list[ObjectId],
         now: datetime,
         session: ClientSession | None = None,
     ) -> bool:
-        """Claim `len(observation_ids)` sequence numbers after `expected_seq`; False if it moved."""
+        """Claim `count` sequence numbers after `expected_seq` and make `pending_ids` pending
+        (observations stored as consolidated take a number too); False if the log moved."""
         update: dict[str, Any] = {
-            "$inc": {
-                "observation_seq": len(observation_ids),
-                "observation_count": len(observation_ids),
-            },
+            "$inc": {"observation_seq": count, "observation_count": count},
             "$set": {"last_activity_at": now},
         }
-        if pending:
-            update["$push"] = {"pending_observation_ids": {"$each": observation_ids}}
+        if pending_ids:
+            update["$push"] = {"pending_observation_ids": {"$each": pending_ids}}
         result = self.collection.update_one(
             {"_id": scope_id, "observation_seq": expected_seq}, update, session=session
         )
