@@ -1,0 +1,76 @@
+"""The earlier memory collections (`memory_sessions`, `memory_user`, `memory_agent`), read only.
+
+They are not ours: we declare no index on them (so `ensure_indexes` never touches
+the source database) and never write to them. Every read is a batch over a closed
+`_id` range: their ids are ObjectIds, so the range is a window of creation time,
+served by the `_id` index every collection has. The window adapts to the data
+(halved when it holds more than a batch, doubled when it holds little), so each
+query matches about one batch whatever the collection's size: `limit` alone would
+not stop the embedded store's scan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, MongoClient
+from pymongo.database import Database
+
+from streams.store.indexes import IndexSpec
+
+SESSIONS = "memory_sessions"
+USERS = "memory_user"
+AGENTS = "memory_agent"
+LEGACY_COLLECTIONS = (SESSIONS, USERS, AGENTS)
+INDEXES: list[IndexSpec] = []  # none: the legacy collections are read by `_id` only
+
+LOWEST_ID = ObjectId("0" * 24)
+HIGHEST_ID = ObjectId("f" * 24)
+LAST_WINDOW_START = datetime(2106, 1, 1, tzinfo=UTC)  # ObjectId seconds are 32-bit
+FIRST_WINDOW = timedelta(days=1)
+SMALLEST_WINDOW = timedelta(seconds=2)  # ObjectId time has whole seconds
+LARGEST_WINDOW = timedelta(days=3650)
+
+
+class LegacyReader:
+    """Batches of one database's legacy collections, oldest `_id` first."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def open(cls, client: MongoClient, db_name: str) -> LegacyReader:
+        return cls(client[db_name])
+
+    def batches(self, collection: str, *, batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """Every document with an ObjectId `_id`, in `_id` order, about `batch_size` at a time."""
+        if collection not in LEGACY_COLLECTIONS:
+            raise ValueError(f"not a legacy collection: {collection}")
+        coll = self.db[collection]
+        start, window = LOWEST_ID, FIRST_WINDOW
+        while True:
+            last = start.generation_time >= LAST_WINDOW_START - window
+            end = HIGHEST_ID if last else ObjectId.from_datetime(start.generation_time + window)
+            after: ObjectId | None = None
+            read = 0
+            crowded = False
+            while True:  # the window, a batch at a time
+                condition: dict[str, Any] = {"$gte": start} if after is None else {"$gt": after}
+                condition["$lte" if last else "$lt"] = end
+                docs = list(coll.find({"_id": condition}).sort("_id", ASCENDING).limit(batch_size))
+                if docs:
+                    yield docs
+                    after, read = docs[-1]["_id"], read + len(docs)
+                if len(docs) < batch_size:
+                    break
+                crowded = True
+            if last:
+                return
+            start = end
+            if crowded:
+                window = max(window / 2, SMALLEST_WINDOW)
+            elif read == 0 or read < batch_size // 2:
+                window = min(window * 2, LARGEST_WINDOW)
