@@ -3,7 +3,7 @@ runs beside the prompt in effect; shard guidance is listed here and edited on th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
@@ -18,7 +18,7 @@ from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import DryRunForm, PromptForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, request_role, role_required
-from streams.documents import PROMPT_KINDS, Scope
+from streams.documents import PROMPT_KINDS, PromptKind, Scope
 from streams.dry_run import DryRunResult, dry_run_consolidation, dry_run_extraction
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.ids import require_object_id
@@ -95,7 +95,7 @@ def _editor_context(
         "current": current,
         "in_effect": in_effect,
         "history": history,
-        "placeholders": PLACEHOLDERS[kind],  # type: ignore[index]
+        "placeholders": PLACEHOLDERS[cast(PromptKind, kind)],
         "form": PromptForm(initial={"text": start_text, "expected_version": version}),
         "dry_run_form": DryRunForm(initial={"scope": scope_id or "", "user_name": "User"}),
         "can_dry_run": kind in DRY_RUN_KINDS,
@@ -117,8 +117,12 @@ def _compare(
     if not (a and b and a.isdigit() and b.isdigit() and len(a) < 10 and len(b) < 10):
         return None
     scope_oid = require_object_id(scope.id, what="scope") if scope else None
-    old = store.prompts.get(agent_id=agent_id, scope_id=scope_oid, kind=kind, version=int(a))  # type: ignore[arg-type]
-    new = store.prompts.get(agent_id=agent_id, scope_id=scope_oid, kind=kind, version=int(b))  # type: ignore[arg-type]
+    old = store.prompts.get(
+        agent_id=agent_id, scope_id=scope_oid, kind=cast(PromptKind, kind), version=int(a)
+    )
+    new = store.prompts.get(
+        agent_id=agent_id, scope_id=scope_oid, kind=cast(PromptKind, kind), version=int(b)
+    )
     return {
         "a": int(a),
         "b": int(b),

@@ -18,15 +18,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from memory_admin.stores import get_store
 from memory_admin.tasks import enqueue
 from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
-from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
-from streams.consolidation import consolidation_edit, consolidation_history, consolidation_restore
+from streams.consolidation import consolidation_edit, consolidation_history
 from streams.consolidation_runs import consolidation_request
 from streams.documents import PROMPT_KINDS, Scope
-from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound
+from streams.exceptions import Conflict, InvalidInput
 from streams.ids import require_object_id
 from streams.pagination import Page
 from streams.prompts import effective_prompt
@@ -136,8 +135,8 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         **_pending(store, scope),
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
-        "can_edit": _can_edit(request),
-        **_history_context(store, scope),
+        "can_edit": can_edit(request),
+        **history_context(store, scope),
         **log,
     }
     return render(request, "ui/scope_detail.html", context)
@@ -157,7 +156,7 @@ def _hex(value: str) -> bool:
     return len(value) == 24 and all(c in "0123456789abcdef" for c in value.lower())
 
 
-def _can_edit(request: HttpRequest) -> bool:
+def can_edit(request: HttpRequest) -> bool:
     role = request_role(request)
     return role is not None and role >= Role.OPERATOR
 
@@ -204,7 +203,7 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
     return form
 
 
-def _history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
+def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     versions = consolidation_history(store=store, scope=scope, limit=HISTORY_SHOWN).items
     return {"versions": versions, "history_more": scope.consolidation_version > HISTORY_SHOWN}
 
@@ -217,7 +216,7 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     if wants_partial(request) and request.GET.get("part") == "pending":
         return render(request, "ui/_pending.html", {"scope": scope, **_pending(store, scope)})
-    context = {"scope": scope, "can_edit": _can_edit(request), **_history_context(store, scope)}
+    context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
     if wants_partial(request):
         return render(request, "ui/_consolidation.html", context)
     return redirect("ui:scope_detail", scope_id=scope.id)
@@ -277,69 +276,6 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
             }
         )
     return render(request, "ui/consolidation_edit.html", {"scope": scope, "form": form})
-
-
-@require_GET
-@role_required(Role.VIEWER)
-def consolidation_compare(request: HttpRequest, scope_id: str) -> HttpResponse:
-    """Two versions side by side (`?a=3&b=5`; default: the two newest)."""
-    store = get_store()
-    scope = found(scope_get, store=store, scope_id=scope_id)
-    oid = require_object_id(scope.id, what="scope")
-    newest = scope.consolidation_version
-    a = _int_param(request, "a", default=max(newest - 1, 0))
-    b = _int_param(request, "b", default=newest)
-    old = store.consolidations.get(oid, a) if a else None
-    new = store.consolidations.get(oid, b) if b else None
-    missing = [v for v, doc in ((a, old), (b, new)) if v and doc is None]
-    context = {
-        "scope": scope,
-        "a": a,
-        "b": b,
-        "old": old,
-        "new": new,
-        "missing": missing,
-        "diff": side_by_side(old.text if old else "", new.text if new else ""),
-        "can_edit": _can_edit(request),
-        **_history_context(store, scope),
-    }
-    return render_page(
-        request, page="ui/consolidation_compare.html", partial="ui/_diff.html", context=context
-    )
-
-
-def _int_param(request: HttpRequest, name: str, *, default: int) -> int:
-    value = param(request, name)
-    if value is None or not value.isdigit() or len(value) > 12:
-        return default
-    return int(value)
-
-
-@require_POST
-@role_required(Role.OPERATOR)
-def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int) -> HttpResponse:
-    store = get_store()
-    scope = found(scope_get, store=store, scope_id=scope_id)
-    try:
-        entry = consolidation_restore(
-            store=store, scope=scope, version=version, actor=actor(request)
-        )
-    except NotFound:
-        messages.error(request, f"There is no version {version} to restore.")
-    except MemoryServiceError as exc:
-        flash_error(request, exc)
-    else:
-        audit(
-            request,
-            store=store,
-            action="consolidation.restore",
-            object_type="scope",
-            object_id=scope.id,
-            agent_id=scope.agent_id,
-            summary={"restored": version, "version": entry.version},
-        )
-        messages.success(request, f"Restored version {version} as version {entry.version}.")
-    return redirect("ui:scope_detail", scope_id=scope.id)
 
 
 @require_POST

@@ -6,6 +6,7 @@ from django.urls import path
 
 from memory_admin.ui import audit as audit_views
 from memory_admin.ui import dashboard
+from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import prompts as prompt_views
@@ -30,12 +31,12 @@ urlpatterns = [
     ),
     path(
         "scopes/<str:scope_id>/consolidation/compare/",
-        scope_views.consolidation_compare,
+        history_views.consolidation_compare,
         name="consolidation_compare",
     ),
     path(
         "scopes/<str:scope_id>/consolidation/<int:version>/restore/",
-        scope_views.consolidation_restore_view,
+        history_views.consolidation_restore_view,
         name="consolidation_restore",
     ),
     path("scopes/<str:scope_id>/consolidate/", scope_views.consolidate_now, name="consolidate"),
