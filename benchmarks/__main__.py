@@ -1,6 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
-Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy.
+Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
+legacy.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def main() -> None:
             "retrieval_quality",
             "ui_pages",
             "privacy",
+            "legacy",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

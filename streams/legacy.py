@@ -6,8 +6,9 @@ domain.md "Legacy data" is the mapping. How this code keeps its promises:
 - Idempotent: observations keep their legacy `_id`, scopes are found by their key, and
   a legacy consolidation becomes version 1 only of a scope still at version 0; a second
   run finds everything present and writes nothing.
-- Observations go through `observations_append` (one transaction per scope per batch),
-  so the pending lists, sequence numbers and search index are kept as for any other.
+- Observations go through `observations_append` (one transaction per batch of legacy
+  items), so pending lists, sequence numbers and the search index are kept as for any
+  other observation.
 - The report counts every legacy document once: written, already present, or skipped
   with the reason, per collection.
 
@@ -38,9 +39,9 @@ from streams.documents_legacy import (
     LegacyUser,
 )
 from streams.exceptions import Conflict
-from streams.observations import append_in_transaction
+from streams.observations import APPEND_ATTEMPTS, observations_append
 from streams.scopes import ScopeKey, scope_get_or_create
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 from streams.store.legacy import AGENTS, SESSIONS, USERS, LegacyReader
 
 BATCH_SIZE = 500
@@ -235,9 +236,8 @@ class _Migration:
                 continue
             self.items.written += 1
             new.setdefault(key, []).append(self.observation(item, plan, pending))
-        if not self.dry_run:
-            for key, observations in new.items():
-                self.append(self.plans[key], observations)
+        if new and not self.dry_run:
+            self.append(new)
 
     @staticmethod
     def skip_reason(item: LegacyItem) -> str | None:
@@ -251,15 +251,31 @@ class _Migration:
             return "empty content"
         return None
 
-    def append(self, plan: _ScopePlan, observations: list[Observation]) -> None:
-        assert plan.scope is not None
-        append_in_transaction(
-            store=self.store, scope_id=plan.scope.id, observations=observations, now=self.now
-        )
-        pending = sum(1 for o in observations if not o.consolidated)
-        self.store.agents.adjust_counters(
-            plan.key.agent_id, now=self.now, observations=len(observations), pending=pending
-        )
+    def append(self, new: dict[ScopeKey, list[Observation]]) -> None:
+        """One transaction for the batch: every scope's observations, or none of them."""
+
+        def work(session: StoreSession) -> None:
+            for key, observations in new.items():
+                scope = self.plans[key].scope
+                assert scope is not None
+                observations_append(
+                    store=self.store,
+                    scope_id=scope.id,
+                    observations=observations,
+                    session=session,
+                    now=self.now,
+                )
+
+        self.store.in_transaction(work, attempts=APPEND_ATTEMPTS)
+        by_agent: dict[str, list[int]] = {}
+        for key, observations in new.items():
+            counts = by_agent.setdefault(key.agent_id, [0, 0])
+            counts[0] += len(observations)
+            counts[1] += sum(1 for o in observations if not o.consolidated)
+        for agent_id, (written, pending) in by_agent.items():
+            self.store.agents.adjust_counters(
+                agent_id, now=self.now, observations=written, pending=pending
+            )
 
     def write_consolidations(self) -> None:
         for plan in self.plans.values():
@@ -309,9 +325,11 @@ def legacy_migrate(
 
     A dry run reads everything and reports what a real run would write, writing nothing.
     """
+    reader = LegacyReader.open(store.client, source_db)
+    reader.prepare()
     migration = _Migration(
         store=store,
-        reader=LegacyReader.open(store.client, source_db),
+        reader=reader,
         dry_run=dry_run,
         batch_size=batch_size,
         actor=actor,

@@ -1,12 +1,17 @@
 """The earlier memory collections (`memory_sessions`, `memory_user`, `memory_agent`), read only.
 
-They are not ours: we declare no index on them (so `ensure_indexes` never touches
-the source database) and never write to them. Every read is a batch over a closed
-`_id` range: their ids are ObjectIds, so the range is a window of creation time,
-served by the `_id` index every collection has. The window adapts to the data
-(halved when it holds more than a batch, doubled when it holds little), so each
-query matches about one batch whatever the collection's size: `limit` alone would
-not stop the embedded store's scan.
+They are not ours: we never write their documents, and `ensure_indexes` does not
+know them. Every read is a batch over a closed `_id` range: their ids are ObjectIds,
+so the range is a window of creation time. The window adapts to the data (halved
+when it holds more than a batch, doubled when it holds little), so each query
+matches about one batch whatever the collection's size: `limit` alone would not
+stop the embedded store's scan.
+
+The one thing added to the source: an index led by `_id` (`READ_INDEXES`), created
+when reading starts. mongod serves `_id` ranges from its `_id` index, but the
+embedded store does not (measured at 10,000 documents: ~1 s for an empty `_id`
+range, every window a full scan; 4 ms with this index), and the migration must
+stay linear at a million items.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ from bson import ObjectId
 from pymongo import ASCENDING, MongoClient
 from pymongo.database import Database
 
-from streams.store.indexes import IndexSpec
+from streams.store.indexes import IndexSpec, apply_indexes, index
 
 SESSIONS = "memory_sessions"
 USERS = "memory_user"
 AGENTS = "memory_agent"
 LEGACY_COLLECTIONS = (SESSIONS, USERS, AGENTS)
-INDEXES: list[IndexSpec] = []  # none: the legacy collections are read by `_id` only
+# Applied to the source database by `LegacyReader.prepare`, never by `ensure_indexes`.
+READ_INDEXES: list[IndexSpec] = [index(name, "_id", "agent_id") for name in LEGACY_COLLECTIONS]
 
 LOWEST_ID = ObjectId("0" * 24)
 HIGHEST_ID = ObjectId("f" * 24)
@@ -44,6 +50,14 @@ class LegacyReader:
     @classmethod
     def open(cls, client: MongoClient, db_name: str) -> LegacyReader:
         return cls(client[db_name])
+
+    def prepare(self) -> list[str]:
+        """Make `_id` windows cheap on every store (idempotent; documents untouched).
+
+        Only collections that exist get it: preparing must not create a collection.
+        """
+        present = set(self.db.list_collection_names())
+        return apply_indexes(self.db, [s for s in READ_INDEXES if s.collection in present])
 
     def batches(self, collection: str, *, batch_size: int) -> Iterator[list[dict[str, Any]]]:
         """Every document with an ObjectId `_id`, in `_id` order, about `batch_size` at a time."""
