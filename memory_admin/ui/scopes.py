@@ -117,7 +117,8 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     log = observation_log_context(request, store=store, scope=scope)
     if wants_partial(request):
-        response = render(request, "ui/_observation_log.html", {"scope": scope, **log})
+        context = {"scope": scope, "can_edit": can_edit(request), **log}
+        response = render(request, "ui/_observation_log.html", context)
         response["Vary"] = "HX-Request"
         return response
     job_id = param(request, "job")

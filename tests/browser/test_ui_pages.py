@@ -118,6 +118,7 @@ def test_consolidate_now_shows_the_job_live_then_the_new_version_and_its_diff(
     assert "Gene moved to Porto" in page.locator("#consolidation-panel").inner_text()
     page.locator("#pending-panel >> text=Nothing waits for consolidation.").wait_for()
     page.locator("#observation-log .pill-consolidated").first.wait_for()
+    assert page.locator("#observation-log >> text=Mark private").count() == 3
     page.screenshot(path=str(artifacts_dir / "consolidation_done.png"), full_page=True)
 
     page.click("#job-status >> text=See the diff")
@@ -232,7 +233,7 @@ def test_search_inspector_shows_the_decision_the_ranking_and_the_context(
     page.fill("#id_user_name", "Gene")
     page.fill("#id_groups", "eden=Eden Team")
     page.fill("#id_message", "What did I tell you about Rust?")
-    page.click("button:has-text(\"Inspect\")")
+    page.click('button:has-text("Inspect")')
     page.locator('.decision[data-triggered="true"]').wait_for()
     page.wait_for_function("location.search.includes('message=')")  # a shareable URL
     assert "Gene uses Rust." in page.locator("#search-result table").inner_text()

@@ -104,6 +104,17 @@ def test_scope_detail_log_partial_filters(client_as, store):
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="observation-log"')
     assert "Gene moved to Porto." in html and "Rust" not in html
+    assert "Mark private" not in html  # a viewer's partial has no edit controls either
+
+
+def test_the_log_partial_keeps_the_edit_controls_for_an_operator(client_as, store):
+    scope = scope_with_history(store)
+    html = (
+        client_as("operator")
+        .get(reverse("ui:scope_detail", args=[scope.id]), {"status": "pending"}, **HTMX)
+        .content.decode()
+    )
+    assert html.count("Mark private") == 3
 
 
 def test_scope_detail_for_a_viewer_has_no_edit_controls(client_as, store):
