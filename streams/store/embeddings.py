@@ -13,11 +13,14 @@ from pymongo import UpdateOne
 from pymongo.database import Database
 
 from streams.documents import Observation
-from streams.store.indexes import IndexSpec
+from streams.store.indexes import IndexSpec, index
 
 OBSERVATIONS = "memory_observations"
 STATE = "memory_embedding_state"
-INDEXES: list[IndexSpec] = []  # every query goes by `_id`
+# The background walk reads closed `_id` windows of the log. mongod serves them from its
+# `_id` index; the embedded store only from a declared index led by `_id` (it scanned the
+# collection otherwise: ~1 s per window at 10,000 documents, per the legacy migration).
+INDEXES: list[IndexSpec] = [index(OBSERVATIONS, "_id", "embedding_model")]
 CURSOR_ID = "observations"
 
 

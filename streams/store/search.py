@@ -164,7 +164,11 @@ class SearchIndexRepository:
         return len(values)
 
     def drop_scope(self, scope_id: ObjectId) -> int:
-        """Remove a scope's whole index (its key range on `_id`); the documents removed."""
+        """Remove a scope's whole index (its key range on `_id`); the documents removed.
+
+        Bounded on mongod; the embedded store scans the collection for an `_id` range,
+        so forget user removes a scope's terms key by key instead.
+        """
         result = self.collection.delete_many(
             {"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}
         )
