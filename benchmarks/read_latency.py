@@ -69,6 +69,11 @@ def run(sizes: list[int] | None = None) -> None:
                 )
                 print(f"seeded {size:,} observations in {seconds:.0f} s", flush=True)
             if store.scopes.find_by_identity(**ScopeKey.individual(AGENT, USER).identity()) is None:
+                # A cut-short seed never set the agent's scope counter: new scopes go after.
+                seeded_scopes = store.scopes.collection.estimated_document_count()
+                store.agents.collection.update_one(
+                    {"_id": AGENT}, {"$max": {"scope_seq": seeded_scopes}}
+                )
                 _prepare(store)
             # What the store holds (a reused store may hold less than asked, if its seeding
             # was cut short), to the nearest thousand.
