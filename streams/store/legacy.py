@@ -2,10 +2,10 @@
 
 They are not ours: we never write their documents, and `ensure_indexes` does not
 know them. Every read is a batch over a closed `_id` range: their ids are ObjectIds,
-so the range is a window of creation time. The window adapts to the data (halved
-when it holds more than a batch, doubled when it holds little), so each query
-matches about one batch whatever the collection's size: `limit` alone would not
-stop the embedded store's scan.
+so the range is a window of creation time. The window adapts to the data: after a
+full batch the next window spans the time that batch did, after a short one it
+doubles; so each query matches about one batch whatever the collection's size
+(`limit` alone would not stop the embedded store's scan).
 
 The one thing added to the source: an index led by `_id` (`READ_INDEXES`), created
 when reading starts. mongod serves `_id` ranges from its `_id` index, but the
@@ -38,7 +38,7 @@ HIGHEST_ID = ObjectId("f" * 24)
 LAST_WINDOW_START = datetime(2106, 1, 1, tzinfo=UTC)  # ObjectId seconds are 32-bit
 FIRST_WINDOW = timedelta(days=1)
 SMALLEST_WINDOW = timedelta(seconds=2)  # ObjectId time has whole seconds
-LARGEST_WINDOW = timedelta(days=3650)
+LARGEST_WINDOW = timedelta(days=365)  # the most one oversized first window can cost
 
 
 class LegacyReader:
@@ -64,27 +64,22 @@ class LegacyReader:
         if collection not in LEGACY_COLLECTIONS:
             raise ValueError(f"not a legacy collection: {collection}")
         coll = self.db[collection]
-        start, window = LOWEST_ID, FIRST_WINDOW
+        start, after, window = LOWEST_ID, None, FIRST_WINDOW
         while True:
-            last = start.generation_time >= LAST_WINDOW_START - window
-            end = HIGHEST_ID if last else ObjectId.from_datetime(start.generation_time + window)
-            after: ObjectId | None = None
-            read = 0
-            crowded = False
-            while True:  # the window, a batch at a time
-                condition: dict[str, Any] = {"$gte": start} if after is None else {"$gt": after}
-                condition["$lte" if last else "$lt"] = end
-                docs = list(coll.find({"_id": condition}).sort("_id", ASCENDING).limit(batch_size))
-                if docs:
-                    yield docs
-                    after, read = docs[-1]["_id"], read + len(docs)
-                if len(docs) < batch_size:
-                    break
-                crowded = True
+            begins = (after or start).generation_time
+            last = begins >= LAST_WINDOW_START - window
+            end = HIGHEST_ID if last else ObjectId.from_datetime(begins + window)
+            condition: dict[str, Any] = {"$gte": start} if after is None else {"$gt": after}
+            condition["$lte" if last else "$lt"] = end
+            docs = list(coll.find({"_id": condition}).sort("_id", ASCENDING).limit(batch_size))
+            if docs:
+                yield docs
+            if len(docs) == batch_size:  # crowded: the next window spans what this batch did
+                after = docs[-1]["_id"]
+                window = max(after.generation_time - begins, SMALLEST_WINDOW)
+                continue
             if last:
                 return
-            start = end
-            if crowded:
-                window = max(window / 2, SMALLEST_WINDOW)
-            elif read == 0 or read < batch_size // 2:
+            start, after = end, None  # the window is read to its end
+            if len(docs) < max(batch_size // 2, 1):
                 window = min(window * 2, LARGEST_WINDOW)
