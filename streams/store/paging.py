@@ -10,6 +10,7 @@ the embedded store and mongod.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,3 +87,57 @@ def page_by_seq_ascending(
         low = high
         window = min(window * 4, MAX_WINDOW)
     return SeqPage(docs=docs, next_before=low if low < top_seq else None)
+
+
+RESIDUAL_BUDGET = 5_000  # documents one page may read when it filters them itself
+
+
+def page_by_seq_filtered(
+    collection: Collection,
+    *,
+    base_filter: dict[str, Any],
+    keep: Callable[[dict[str, Any]], bool],
+    top_seq: int,
+    before: int | None,
+    limit: int,
+    ascending: bool = False,
+) -> SeqPage:
+    """Like `page_by_seq`, but the filter beyond the parent is checked here, in Python.
+
+    The embedded store scans every document of the parent as soon as a filter names a
+    second field beside the `seq` range (measured: 12 ms becomes ~1 s at 20,000 scopes),
+    so the query is only the parent and a closed `seq` window, and `keep` decides. A page
+    reads at most RESIDUAL_BUDGET documents; when the budget runs out before the page is
+    full, it stops with a cursor where it stopped ("next page" reads further).
+    """
+    edge = _start(top_seq=top_seq, before=before, ascending=ascending)
+    window = max(limit * FIRST_WINDOW_FACTOR, 20)
+    docs: list[dict[str, Any]] = []
+    read = 0
+    while read < RESIDUAL_BUDGET:
+        if (not ascending and edge <= 0) or (ascending and edge >= top_seq):
+            return SeqPage(docs=docs, next_before=None)
+        size = min(window, RESIDUAL_BUDGET - read)
+        low, high = (edge, min(top_seq, edge + size)) if ascending else (max(0, edge - size), edge)
+        query = {**base_filter, "seq": {"$gt": low, "$lte": high}}
+        order = 1 if ascending else DESCENDING
+        for doc in collection.find(query).sort("seq", order).limit(size):
+            read += 1
+            if keep(doc):
+                docs.append(doc)
+                if len(docs) == limit:
+                    last = doc["seq"]
+                    more = last < top_seq if ascending else last > 1
+                    return SeqPage(docs=docs, next_before=last if more else None)
+        edge = high if ascending else low
+        window = min(window * 4, MAX_WINDOW)
+    more = edge < top_seq if ascending else edge > 0
+    return SeqPage(docs=docs, next_before=(edge if ascending else edge + 1) if more else None)
+
+
+def _start(*, top_seq: int, before: int | None, ascending: bool) -> int:
+    """Where a page starts: oldest first, the cursor is the last seq read; newest first,
+    the first seq not to read again."""
+    if ascending:
+        return before or 0
+    return min(top_seq, before - 1) if before is not None else top_seq

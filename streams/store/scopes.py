@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,12 @@ from pymongo.errors import DuplicateKeyError
 
 from streams.documents import EPOCH, Scope, ScopeType
 from streams.store.indexes import IndexSpec, index
-from streams.store.paging import SeqPage, page_by_seq, page_by_seq_ascending
+from streams.store.paging import (
+    SeqPage,
+    page_by_seq,
+    page_by_seq_ascending,
+    page_by_seq_filtered,
+)
 
 COLLECTION = "memory_scopes"
 INDEXES: list[IndexSpec] = [
@@ -87,19 +93,38 @@ class ScopeRepository:
         windows `page_by_seq` allows, whatever the number of scopes.
         """
         base: dict[str, Any] = {"agent_id": agent_id}
-        if scope_type:
-            base["scope_type"] = scope_type
-        if user_id:
-            base["user_id"] = user_id
-        if group_id:
-            base["group_id"] = group_id
-        if text:
-            # A residual filter inside the bounded seq window, over the scope's ids and names.
-            base["label_text"] = re.compile(re.escape(text.lower()))
-        if consolidation_text:
-            base["consolidation"] = re.compile(re.escape(consolidation_text), re.IGNORECASE)
-        if ascending:
-            page: SeqPage = page_by_seq_ascending(
+        if user_id or group_id:
+            # Their own indexes narrow the read to a few scopes: the rest filters there.
+            if scope_type:
+                base["scope_type"] = scope_type
+            if user_id:
+                base["user_id"] = user_id
+            if group_id:
+                base["group_id"] = group_id
+            if text:
+                base["label_text"] = re.compile(re.escape(text.lower()))
+            if consolidation_text:
+                base["consolidation"] = re.compile(re.escape(consolidation_text), re.IGNORECASE)
+            if ascending:
+                page: SeqPage = page_by_seq_ascending(
+                    self.collection, base_filter=base, top_seq=top_seq, after=before, limit=limit
+                )
+            else:
+                page = page_by_seq(
+                    self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
+                )
+        elif scope_type or text or consolidation_text:
+            page = page_by_seq_filtered(
+                self.collection,
+                base_filter=base,
+                keep=_scope_matcher(scope_type, text, consolidation_text),
+                top_seq=top_seq,
+                before=before,
+                limit=limit,
+                ascending=ascending,
+            )
+        elif ascending:
+            page = page_by_seq_ascending(
                 self.collection, base_filter=base, top_seq=top_seq, after=before, limit=limit
             )
         else:
@@ -203,3 +228,20 @@ class ScopeRepository:
             {"_id": scope_id, "consolidation_version": expected_version}, update, session=session
         )
         return result.matched_count == 1
+
+
+def _scope_matcher(
+    scope_type: str | None, text: str | None, consolidation_text: str | None
+) -> Callable[[dict[str, Any]], bool]:
+    """The scope list's filters beyond the agent, checked on each document read."""
+    label = text.lower() if text else None
+    words = consolidation_text.lower() if consolidation_text else None
+
+    def keep(doc: dict[str, Any]) -> bool:
+        if scope_type and doc.get("scope_type") != scope_type:
+            return False
+        if label and label not in (doc.get("label_text") or ""):
+            return False
+        return not words or words in (doc.get("consolidation") or "").lower()
+
+    return keep
