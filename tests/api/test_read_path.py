@@ -17,6 +17,7 @@ from streams.embeddings import embeddings_compute
 from streams.observations import observation_delete
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
+from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 
 
@@ -86,7 +87,11 @@ def test_context_retrieval_results_carry_observations_and_scores(
         assert result["matched_terms"] == ["rust"] or "rust" in result["matched_terms"]
         assert result["observation"]["access_count"] == 1
         assert result["observation"]["last_accessed_at"] is not None
-    stored = api.get(f"{API}/observations/{data['mine'].id}").json()
+    # The access update is sent unacknowledged (w=0): wait for the store to apply it.
+    stored = eventually(
+        lambda: api.get(f"{API}/observations/{data['mine'].id}").json(),
+        until=lambda o: o["access_count"] == 1,
+    )
     assert stored["access_count"] == 1
 
 

@@ -17,6 +17,7 @@ from streams.observations import observation_delete, observation_get
 from streams.scopes import scope_get
 from streams.store import MemoryStore
 from tests.conftest import QUERY_GUARD
+from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 
 AGENT = "agent-1"
@@ -185,7 +186,11 @@ def test_retrieval_adds_the_top_matches_and_records_access(
     assert "(3 weeks ago)" in result.xml
     assert "secret" not in result.xml
     for hit in result.hits:
-        stored = observation_get(store=store, observation_id=hit.observation.id)
+        # The access update is sent unacknowledged (w=0): wait for the store to apply it.
+        stored = eventually(
+            lambda hit=hit: observation_get(store=store, observation_id=hit.observation.id),
+            until=lambda o: o.access_count == 1,
+        )
         assert stored.access_count == 1 == hit.observation.access_count
         assert stored.last_accessed_at is not None
 
