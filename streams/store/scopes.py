@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -15,13 +14,13 @@ from pymongo.errors import DuplicateKeyError
 from streams.documents import EPOCH, Scope, ScopeType
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import (
-    SeqPage,
     page_by_seq,
     page_by_seq_ascending,
     page_by_seq_filtered,
 )
 
 COLLECTION = "memory_scopes"
+MAX_SCOPES_PER_MEMBER = 10  # a user or group has one scope per agent; a margin for legacy data
 INDEXES: list[IndexSpec] = [
     # Identity: at most one scope per (agent, type, user, group, shard name).
     index(COLLECTION, "agent_id", "scope_type", "user_id", "group_id", "name", unique=True),
@@ -94,26 +93,15 @@ class ScopeRepository:
         """
         base: dict[str, Any] = {"agent_id": agent_id}
         if user_id or group_id:
-            # Their own indexes narrow the read to a few scopes: the rest filters there.
-            if scope_type:
-                base["scope_type"] = scope_type
-            if user_id:
-                base["user_id"] = user_id
-            if group_id:
-                base["group_id"] = group_id
-            if text:
-                base["label_text"] = re.compile(re.escape(text.lower()))
-            if consolidation_text:
-                base["consolidation"] = re.compile(re.escape(consolidation_text), re.IGNORECASE)
-            if ascending:
-                page: SeqPage = page_by_seq_ascending(
-                    self.collection, base_filter=base, top_seq=top_seq, after=before, limit=limit
-                )
-            else:
-                page = page_by_seq(
-                    self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
-                )
-        elif scope_type or text or consolidation_text:
+            # A user has one individual scope per agent, a group one group scope: their
+            # own indexes find it directly, and the other filters are checked here.
+            base["user_id" if user_id else "group_id"] = user_id or group_id
+            keep = _scope_matcher(scope_type, text, consolidation_text)
+            found = self.collection.find(base).limit(MAX_SCOPES_PER_MEMBER)
+            docs = [d for d in found if keep(d) and (not group_id or d.get("group_id") == group_id)]
+            docs.sort(key=lambda d: d["seq"], reverse=not ascending)
+            return [Scope.from_mongo(d) for d in docs[:limit]], None
+        if scope_type or text or consolidation_text:
             page = page_by_seq_filtered(
                 self.collection,
                 base_filter=base,

@@ -47,3 +47,22 @@ def test_a_page_reads_at_most_the_budget_and_says_where_it_stopped(store, monkey
         limit=5,
     )
     assert [d["seq"] for d in rest.docs] == [7] and rest.next_before == 6
+
+
+def test_user_and_group_filters_find_their_scope_directly(store):
+    gene = ScopeFactory.create(store=store, agent_id="a1", user_id="u-gene")
+    team = ScopeFactory.create(store=store, agent_id="a1", group=True, group_id="eden")
+    for _ in range(5):
+        ScopeFactory.create(store=store, agent_id="a1")
+    by_user, after = store.scopes.page(
+        agent_id="a1", top_seq=7, before=None, limit=25, user_id="u-gene"
+    )
+    assert [s.id for s in by_user] == [gene.id] and after is None
+    by_group, _ = store.scopes.page(
+        agent_id="a1", top_seq=7, before=None, limit=25, group_id="eden"
+    )
+    assert [s.id for s in by_group] == [team.id]
+    wrong_type, _ = store.scopes.page(
+        agent_id="a1", top_seq=7, before=None, limit=25, user_id="u-gene", scope_type="group"
+    )
+    assert wrong_type == []
