@@ -89,7 +89,7 @@ def page_by_seq_ascending(
     return SeqPage(docs=docs, next_before=low if low < top_seq else None)
 
 
-RESIDUAL_BUDGET = 5_000  # documents one page may read when it filters them itself
+RESIDUAL_BUDGET = 2_000  # documents one page may read when it filters them itself
 
 
 def page_by_seq_filtered(
