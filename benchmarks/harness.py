@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from pymongo import monitoring
@@ -88,3 +93,80 @@ def print_table(title: str, headers: list[str], rows: list[list[object]]) -> Non
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells:
         print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class WebProcess:
+    port: int
+    api_key: str
+
+
+@contextmanager
+def web_process(mongo_uri: str, db: str) -> Iterator[WebProcess]:
+    """One gunicorn sync worker on embedded defaults over `db`, with an API key, until exit."""
+    env = {
+        **os.environ,
+        "MONGODB_URI": mongo_uri,
+        "MONGODB_DB": db,
+        "MEMORY_DATA_DIR": tempfile.mkdtemp(prefix="bench-web-"),
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECRET_KEY": "bench-only",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("CELERY_BROKER_URL", None)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    created = subprocess.run(
+        [*manage, "create_api_key", "--name", "bench"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    port = _free_port()
+    bind = f"127.0.0.1:{port}"
+    web = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "memory_admin.wsgi",
+            "-w",
+            "1",
+            "-b",
+            bind,
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        _wait_for_port(port)
+        yield WebProcess(port=port, api_key=created.stdout.strip().splitlines()[-1])
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+        shutil.rmtree(env["MEMORY_DATA_DIR"], ignore_errors=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise RuntimeError("the web process did not start")

@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import socket
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
 from pymongo import MongoClient
 
-from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
+from benchmarks.harness import embedded_server, print_row, print_table, summary_ms, web_process
 from benchmarks.seed import seed
 from streams.store import MemoryStore
 
@@ -77,54 +72,9 @@ def run(sizes: list[int] | None = None) -> None:
 
 
 def _drive(mongo_uri: str, db: str) -> tuple[list[float], float]:
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-web-"))
-    env = {
-        **os.environ,
-        "MONGODB_URI": mongo_uri,
-        "MONGODB_DB": db,
-        "MEMORY_DATA_DIR": str(data_dir),
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": "bench-only",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-    }
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("CELERY_BROKER_URL", None)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = (
-        subprocess.run(
-            [*manage, "create_api_key", "--name", "bench"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    port = _free_port()
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "memory_admin.wsgi",
-            "-w",
-            "1",
-            "-b",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        _wait_for_port(port)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-        headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+    with web_process(mongo_uri, db) as web:
+        conn = http.client.HTTPConnection("127.0.0.1", web.port, timeout=60)
+        headers = {"Authorization": f"Bearer {web.api_key}", "Content-Type": "application/json"}
         latencies = []
         started = time.perf_counter()
         for n in range(REQUESTS):
@@ -153,22 +103,3 @@ def _drive(mongo_uri: str, db: str) -> tuple[list[float], float]:
             latencies.append(time.perf_counter() - t0)
             assert response.status == 202, response.status
         return latencies, time.perf_counter() - started
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_for_port(port: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise RuntimeError("the web process did not start")

@@ -15,12 +15,8 @@ import cProfile
 import http.client
 import io
 import json
-import os
 import pstats
 import random
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -30,8 +26,14 @@ from urllib.parse import urlencode
 from bson import ObjectId
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
-from benchmarks.ingest import _free_port, _wait_for_port
+from benchmarks.harness import (
+    CommandCounter,
+    embedded_server,
+    print_row,
+    print_table,
+    summary_ms,
+    web_process,
+)
 from benchmarks.seed import WORDS, seed
 from streams.consolidation import consolidation_edit
 from streams.context import context_assemble
@@ -281,56 +283,11 @@ def _profile(store: MemoryStore, counter: CommandCounter) -> None:
 
 
 def _http(mongo_uri: str, db: str) -> dict[str, tuple[list[float], str]]:
-    data_dir = Path(tempfile.mkdtemp(prefix="bench-web-"))
-    env = {
-        **os.environ,
-        "MONGODB_URI": mongo_uri,
-        "MONGODB_DB": db,
-        "MEMORY_DATA_DIR": str(data_dir),
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": "bench-only",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-    }
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("CELERY_BROKER_URL", None)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = (
-        subprocess.run(
-            [*manage, "create_api_key", "--name", "bench"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    port = _free_port()
-    web = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "memory_admin.wsgi",
-            "-w",
-            "1",
-            "-b",
-            f"127.0.0.1:{port}",
-            "--log-level",
-            "warning",
-        ],
-        cwd=ROOT,
-        env=env,
-    )
     questions = _questions()
-    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
     groups = [{"id": g, "name": n} for g, n in GROUPS]
-    try:
-        _wait_for_port(port)
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    with web_process(mongo_uri, db) as web:
+        headers = {"Authorization": f"Bearer {web.api_key}", "Content-Type": "application/json"}
+        conn = http.client.HTTPConnection("127.0.0.1", web.port, timeout=60)
 
         def context(message: str) -> tuple[str, str, str | None]:
             body = {"user_id": USER, "user_name": "Gene", "groups": groups, "message": message}
@@ -360,6 +317,3 @@ def _http(mongo_uri: str, db: str) -> dict[str, tuple[list[float], str]]:
                 assert response.status == 200, (response.status, label)
             results[label] = (samples, "as above")
         return results
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
