@@ -24,7 +24,7 @@ run: install ## Set up (migrate, indexes, demo data, demo login) and serve on em
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py ensure_indexes
 	$(PY) manage.py seed_demo --if-empty
-	$(PY) manage.py ensure_demo_login
+	$(PY) manage.py ensure_demo_login --url http://$(HOST):$(PORT)/
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: install ## Run the whole test suite (browser, PostgreSQL and Redis tests when present)

@@ -53,8 +53,10 @@ def test_demo_login_is_created_once_and_printed(settings, tmp_path, capsys):
     settings.MEMORY_DATA_DIR = tmp_path
     call_command("ensure_demo_login")
     password = capsys.readouterr().out.strip().rsplit(" ", 1)[-1]
-    call_command("ensure_demo_login")
-    assert capsys.readouterr().out.strip().endswith(password)
+    call_command("ensure_demo_login", url="http://127.0.0.1:8765/")
+    printed = capsys.readouterr().out.strip()
+    assert printed.startswith("Log in at http://127.0.0.1:8765/ ")  # where `make run` serves
+    assert printed.endswith(password)
     admin = authenticate(username="admin", password=password)
     assert admin is not None and admin.groups.filter(name="admin").exists()
     assert authenticate(username="viewer", password=password).groups.get().name == "viewer"

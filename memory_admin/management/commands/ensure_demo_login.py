@@ -16,6 +16,9 @@ DEMO_USERS = (("admin", "admin"), ("operator", "operator"), ("viewer", "viewer")
 class Command(BaseCommand):
     help = "Create demo users admin/operator/viewer with one generated password, and print it."
 
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--url", default="http://127.0.0.1:8000/", help="where the app serves")
+
     def handle(self, *args: Any, **options: Any) -> None:
         password_file = settings.MEMORY_DATA_DIR / "demo-password"
         if password_file.is_file():
@@ -35,7 +38,7 @@ class Command(BaseCommand):
             user.groups.add(Group.objects.get_or_create(name=role)[0])
         self.stdout.write(
             self.style.SUCCESS(
-                f"Log in at http://127.0.0.1:8000/ as admin, operator or viewer "
+                f"Log in at {options['url']} as admin, operator or viewer "
                 f"with password: {password}"
             )
         )
