@@ -36,9 +36,7 @@ class Command(BaseCommand):
                 user.is_staff = role == "admin"
                 user.save()
             user.groups.add(Group.objects.get_or_create(name=role)[0])
+        who = "admin, operator or viewer"
         self.stdout.write(
-            self.style.SUCCESS(
-                f"Log in at {options['url']} as admin, operator or viewer "
-                f"with password: {password}"
-            )
+            self.style.SUCCESS(f"Log in at {options['url']} as {who} with password: {password}")
         )
