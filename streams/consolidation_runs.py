@@ -17,7 +17,7 @@ from bson import ObjectId
 from streams.consolidation import RunDetails, consolidation_commit
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, NotFound
-from streams.jobs import JobRun, job_create
+from streams.jobs import CountingLLM, JobRun, job_create
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
 from streams.prompts import effective_prompt, render_consolidation
 from streams.store import MemoryStore
@@ -86,37 +86,9 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
         return
     observations = store.observations.get_many([ObjectId(i) for i in pending_ids])
     live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
-    details = RunDetails()
-    text = scope.consolidation or ""
-    if live:
-        template = effective_prompt(
-            store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
-        )
-        context = ConsolidationContext(
-            scope_description=describe_scope(scope),
-            current=scope.consolidation,
-            observations=[DatedObservation(o.content, o.observed_at) for o in live],
-            max_words=scope.consolidation_max_words,
-        )
-        answer = run.llm.complete(
-            LLMRequest(
-                task="consolidation",
-                prompt=render_consolidation(template.text, context),
-                context=context,
-                json_output=False,
-                tier="slow",
-            )
-        )
-        text = answer.text.strip()
-        if not text:
-            raise LLMError("the consolidation answer is empty")
-        details = RunDetails(
-            model=answer.model,
-            prompt_version=template.version,
-            prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens,
-            duration_ms=answer.duration_ms,
-        )
+    text, details = consolidation_fold(
+        store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=live
+    )
     entry = consolidation_commit(
         store=store,
         scope=scope,
@@ -145,6 +117,51 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
                 payload={"version": entry.version},
             )
         )
+
+
+def consolidation_fold(
+    *,
+    store: MemoryStore,
+    llm: CountingLLM,
+    scope: Scope,
+    current: str | None,
+    observations: list[Observation],
+) -> tuple[str, RunDetails]:
+    """One consolidation call: `observations` (oldest first) folded into `current`.
+
+    Nothing to fold gives `current` back unchanged, without a call. Stores nothing:
+    the caller commits the text with the version it started from.
+    """
+    if not observations:
+        return current or "", RunDetails()
+    template = effective_prompt(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
+    )
+    context = ConsolidationContext(
+        scope_description=describe_scope(scope),
+        current=current,
+        observations=[DatedObservation(o.content, o.observed_at) for o in observations],
+        max_words=scope.consolidation_max_words,
+    )
+    answer = llm.complete(
+        LLMRequest(
+            task="consolidation",
+            prompt=render_consolidation(template.text, context),
+            context=context,
+            json_output=False,
+            tier="slow",
+        )
+    )
+    text = answer.text.strip()
+    if not text:
+        raise LLMError("the consolidation answer is empty")
+    return text, RunDetails(
+        model=answer.model,
+        prompt_version=template.version,
+        prompt_tokens=answer.prompt_tokens,
+        completion_tokens=answer.completion_tokens,
+        duration_ms=answer.duration_ms,
+    )
 
 
 def _propagates(scope: Scope, absorbed: list[Observation]) -> bool:

@@ -27,13 +27,11 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.consolidation import RunDetails, consolidation_commit
-from streams.consolidation_runs import describe_scope
+from streams.consolidation import consolidation_commit
+from streams.consolidation_runs import consolidation_fold
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict
 from streams.jobs import JobRun, job_create
-from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
-from streams.prompts import effective_prompt, render_consolidation
 from streams.search import search_index_forget
 from streams.search_text import term_counts
 from streams.store import MemoryStore
@@ -253,36 +251,9 @@ def _rebuild(
     remaining.sort(key=lambda o: o.observed_at)
     base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
     base = base_entry.text if base_entry is not None else None
-    text, details = base or "", RunDetails()
-    if remaining:
-        template = effective_prompt(
-            store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
-        )
-        context = ConsolidationContext(
-            scope_description=describe_scope(scope),
-            current=base,
-            observations=[DatedObservation(o.content, o.observed_at) for o in remaining],
-            max_words=scope.consolidation_max_words,
-        )
-        answer = run.llm.complete(
-            LLMRequest(
-                task="consolidation",
-                prompt=render_consolidation(template.text, context),
-                context=context,
-                json_output=False,
-                tier="slow",
-            )
-        )
-        text = answer.text.strip()
-        if not text:
-            raise LLMError("the consolidation answer is empty")
-        details = RunDetails(
-            model=answer.model,
-            prompt_version=template.version,
-            prompt_tokens=answer.prompt_tokens,
-            completion_tokens=answer.completion_tokens,
-            duration_ms=answer.duration_ms,
-        )
+    text, details = consolidation_fold(
+        store=store, llm=run.llm, scope=scope, current=base, observations=remaining
+    )
     entry = consolidation_commit(
         store=store,
         scope=scope,
