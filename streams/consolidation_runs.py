@@ -19,7 +19,7 @@ from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, NotFound
 from streams.jobs import CountingLLM, JobRun, job_create
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
-from streams.prompts import effective_prompt, render_consolidation
+from streams.prompts import render_consolidation, resolve_template
 from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
@@ -134,8 +134,8 @@ def consolidation_fold(
     """
     if not observations:
         return current or "", RunDetails()
-    template = effective_prompt(
-        store=store, agent_id=scope.agent_id, kind="consolidation", scope_id=scope.id
+    template = resolve_template(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope
     )
     context = ConsolidationContext(
         scope_description=describe_scope(scope),

@@ -82,6 +82,10 @@ class Scope:
     consolidation_max_words: int = 500
     extraction_prompt: str | None = None
     consolidation_prompt: str | None = None
+    propagation_prompt: str | None = None
+    # The version of the guidance in `extraction_prompt` (group, collective, shard): the
+    # resolver reports it without reading the prompt history on every formation.
+    guidance_version: int | None = None
     groups: list[dict[str, str]] = field(default_factory=list)  # individual: the user's groups
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
@@ -143,6 +147,8 @@ class Scope:
             "consolidation_max_words": self.consolidation_max_words,
             "extraction_prompt": self.extraction_prompt,
             "consolidation_prompt": self.consolidation_prompt,
+            "propagation_prompt": self.propagation_prompt,
+            "guidance_version": self.guidance_version,
             "groups": self.groups,
             "seq": self.seq,
             "lease_owner": None,
@@ -173,6 +179,8 @@ class Scope:
             consolidation_max_words=doc.get("consolidation_max_words", 500),
             extraction_prompt=doc.get("extraction_prompt"),
             consolidation_prompt=doc.get("consolidation_prompt"),
+            propagation_prompt=doc.get("propagation_prompt"),
+            guidance_version=doc.get("guidance_version"),
             groups=list(doc.get("groups") or []),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],

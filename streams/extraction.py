@@ -15,7 +15,8 @@ from typing import Any
 
 from streams.documents import BufferedMessage, Scope
 from streams.llm.port import ConversationLine, ExtractionContext, LLMError, ShardGuidance
-from streams.prompts import effective_prompt, render_extraction
+from streams.prompts import render_extraction
+from streams.prompts.resolver import Draft, ResolvedPrompt, resolve_extraction
 from streams.scopes import ScopeKey
 from streams.store import MemoryStore
 
@@ -33,11 +34,18 @@ class ExtractionPlan:
     prompt: str
     context: ExtractionContext
     routes: dict[str, Route]  # lower-cased scope label -> where it goes
+    resolved: ResolvedPrompt  # every text in `prompt` and where it came from
 
 
 def plan_extraction(
-    *, store: MemoryStore, buffer: dict[str, Any], messages: list[BufferedMessage], settings: Any
+    *,
+    store: MemoryStore,
+    buffer: dict[str, Any],
+    messages: list[BufferedMessage],
+    settings: Any,
+    draft: Draft | None = None,
 ) -> ExtractionPlan:
+    """The prompt of one formation; with a `draft`, the prompt it would be after a save."""
     agent_id, user_id = buffer["agent_id"], buffer["user_id"]
     user_name = buffer.get("user_name") or user_id
     groups: list[dict[str, str]] = buffer.get("groups") or []
@@ -68,7 +76,18 @@ def plan_extraction(
         for label, scope in known.items()
         if scope is not None and scope.consolidation
     }
-    context = ExtractionContext(
+    group_names = [g.get("name") or g["id"] for g in groups]
+    resolved = resolve_extraction(
+        store=store,
+        agent_id=agent_id,
+        individual=individual,
+        groups=[(name, known.get(f"group:{name}".lower())) for name in group_names],
+        collective=known.get("collective"),
+        shards=shards,
+        draft=draft,
+    )
+    context = extraction_context(
+        resolved,
         lines=[
             ConversationLine(
                 role=m.role,
@@ -79,22 +98,48 @@ def plan_extraction(
             for m in messages
         ],
         user_name=user_name,
-        group_names=[g.get("name") or g["id"] for g in groups],
-        shards=[
-            ShardGuidance(name=s.name or "", guidance=s.extraction_prompt or "") for s in shards
-        ],
+        group_names=group_names,
+        shard_names=[s.name or "" for s in shards],
         consolidations=consolidations,
         max_observations=settings.max_observations,
         max_words=settings.max_words,
     )
-    template = effective_prompt(
-        store=store,
-        agent_id=agent_id,
-        kind="extraction",
-        scope_id=individual.id if individual else None,
-    )
     return ExtractionPlan(
-        prompt=render_extraction(template.text, context), context=context, routes=routes
+        prompt=render_extraction(resolved.template.text, context),
+        context=context,
+        routes=routes,
+        resolved=resolved,
+    )
+
+
+def extraction_context(
+    resolved: ResolvedPrompt,
+    *,
+    lines: list[ConversationLine],
+    user_name: str,
+    group_names: list[str],
+    shard_names: list[str],
+    consolidations: dict[str, str],
+    max_observations: int = 5,
+    max_words: int = 50,
+) -> ExtractionContext:
+    """The data of one extraction call, its guidance exactly the parts the resolver says
+    are in effect (formation, dry runs and prompt checks all build it here)."""
+    return ExtractionContext(
+        lines=lines,
+        user_name=user_name,
+        group_names=group_names,
+        shards=[
+            ShardGuidance(name=name, guidance=resolved.guidance_text(f"shard:{name}"))
+            for name in shard_names
+        ],
+        consolidations=consolidations,
+        max_observations=max_observations,
+        max_words=max_words,
+        group_guidance={
+            name: text for name in group_names if (text := resolved.guidance_text(f"group:{name}"))
+        },
+        collective_guidance=resolved.guidance_text("collective"),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 
 from bson import ObjectId
 
@@ -21,7 +22,7 @@ from streams.exceptions import NotFound
 from streams.jobs import JobRun
 from streams.llm.port import LLMError, LLMRequest, PropagationContext
 from streams.observations import observations_append
-from streams.prompts import effective_prompt, render_propagation
+from streams.prompts import Draft, PromptPart, render_propagation, resolve_template
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore, StoreSession
 
@@ -29,37 +30,69 @@ WORD = re.compile(r"\w+")
 MIN_OVERLAP = 0.5
 
 
-def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
-    job = run.job
-    assert job.scope_id is not None
-    source = store.scopes.get(ObjectId(job.scope_id))
-    entry = store.consolidations.get(ObjectId(job.scope_id), int(job.payload.get("version", 0)))
-    if source is None or entry is None:
+@dataclass(frozen=True)
+class PropagationPlan:
+    """The one propagation call after a consolidation: what it offers, where, and its prompt."""
+
+    request: LLMRequest | None  # None: nothing to offer, or nowhere to send it
+    template: PromptPart
+    absorbed: list[Observation]
+    offered: list[Observation]
+    targets: dict[str, tuple[ScopeKey, str | None]]
+
+
+def propagation_plan(
+    *, store: MemoryStore, source: Scope, version: int, draft: Draft | None = None
+) -> PropagationPlan:
+    """The request for the observations consolidation `version` of `source` absorbed."""
+    entry = store.consolidations.get(ObjectId(source.id), version)
+    if entry is None:
         raise NotFound("the consolidation to propagate from is gone")
     absorbed = store.observations.get_many([ObjectId(i) for i in entry.absorbed_observation_ids])
     candidates = [o for o in absorbed if not o.private and not o.deleted]
     targets = _targets(source)
-    if not candidates or not targets:
-        run.result = {"copied": 0, "note": "nothing to propagate"}
-        return
-    template = effective_prompt(store=store, agent_id=source.agent_id, kind="propagation")
-    context = PropagationContext(
-        observations=[o.content for o in candidates],
-        targets=[label for label, _ in targets],
-        source_description=describe_scope(source),
+    # The source scope's override, else the agent's, else the code default.
+    template = resolve_template(
+        store=store, agent_id=source.agent_id, kind="propagation", scope=source, draft=draft
     )
-    answer = run.llm.complete(
-        LLMRequest(
+    request = None
+    if candidates and targets:
+        context = PropagationContext(
+            observations=[o.content for o in candidates],
+            targets=[label for label, _ in targets],
+            source_description=describe_scope(source),
+        )
+        request = LLMRequest(
             task="propagation",
             prompt=render_propagation(template.text, context),
             context=context,
             json_output=True,
             tier="fast",
         )
-    )
-    copies = _copies(answer.text, source=source, absorbed=absorbed, targets=dict(targets))
+    return PropagationPlan(request, template, absorbed, candidates, dict(targets))
+
+
+def propagation_copies(
+    text: str, *, source: Scope, plan: PropagationPlan
+) -> list[tuple[ScopeKey, Observation]]:
+    """The copies an answer asks for: known targets, close to a non-private absorbed one."""
+    return _copies(text, source=source, absorbed=plan.absorbed, targets=plan.targets)
+
+
+def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
+    job = run.job
+    assert job.scope_id is not None
+    source = store.scopes.get(ObjectId(job.scope_id))
+    if source is None:
+        raise NotFound("the consolidation to propagate from is gone")
+    plan = propagation_plan(store=store, source=source, version=int(job.payload.get("version", 0)))
+    if plan.request is None:
+        run.result = {"copied": 0, "note": "nothing to propagate"}
+        return
+    answer = run.llm.complete(plan.request)
+    copies = propagation_copies(answer.text, source=source, plan=plan)
     created = _store_copies(store, source, copies)
-    run.result = {"copied": created, "offered": len(candidates), "model": answer.model}
+    run.result = {"copied": created, "offered": len(plan.offered), "model": answer.model}
     for key in {key for key, _ in copies}:
         scope = store.scopes.find_by_identity(**key.identity())
         if scope is not None:

@@ -9,7 +9,7 @@ from streams.documents import Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.prompts import prompt_clear, prompt_save, validate_shard_guidance, validate_template
+from streams.prompts import prompt_clear, prompt_save, validate_prompt
 from streams.store import MemoryStore
 
 
@@ -87,16 +87,40 @@ def scope_get_or_create(
 
 
 def scope_create(
-    *, store: MemoryStore, key: ScopeKey, display_name: str | None = None, **settings: Any
+    *,
+    store: MemoryStore,
+    key: ScopeKey,
+    display_name: str | None = None,
+    author: str = "system",
+    **settings: Any,
 ) -> Scope:
-    """Create a scope explicitly (API); an existing one is a conflict."""
+    """Create a scope explicitly (API); an existing one is a conflict.
+
+    A shard's guidance given at creation is its version 1, by `author`, so its history
+    starts where the shard does.
+    """
     if key.scope_type == "individual":
         raise InvalidInput("individual scopes are created by conversations, not by hand")
+    if settings.get("extraction_prompt") is not None:
+        probe = Scope(**key.identity())
+        settings["extraction_prompt"] = validate_prompt(
+            "extraction", probe, settings["extraction_prompt"], field="extraction_prompt"
+        )
     scope, created = scope_get_or_create(
         store=store, key=key, display_name=display_name, defaults=settings
     )
     if not created:
         raise Conflict("that scope exists already", details={"scope_id": scope.id})
+    if scope.extraction_prompt:
+        entry = prompt_save(
+            store=store,
+            agent_id=scope.agent_id,
+            kind="extraction",
+            text=scope.extraction_prompt,
+            author=author,
+            scope_id=scope.id,
+        )
+        scope.extraction_prompt, scope.guidance_version = entry.text, entry.version
     return scope
 
 
@@ -152,7 +176,11 @@ def scope_list(
 
 THRESHOLD_RANGE = (1, 1000)
 MAX_WORDS_RANGE = (50, 5000)
-PROMPT_FIELDS = {"extraction_prompt": "extraction", "consolidation_prompt": "consolidation"}
+PROMPT_FIELDS = {
+    "extraction_prompt": "extraction",
+    "consolidation_prompt": "consolidation",
+    "propagation_prompt": "propagation",
+}
 SETTING_FIELDS = frozenset(
     {*PROMPT_FIELDS, "is_active", "consolidation_threshold", "consolidation_max_words"}
 )
@@ -161,9 +189,10 @@ SETTING_FIELDS = frozenset(
 def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, Any]:
     """The changes, normalised, or InvalidInput naming the field; writes nothing.
 
-    A collective shard's `extraction_prompt` is guidance text; every other prompt is
-    a whole template, refused when it lacks or invents a placeholder. A prompt set to
-    None goes back to what the agent (or the code) says.
+    A group's, the collective's and a shard's `extraction_prompt` is guidance text
+    (a shard's may not be removed); every other prompt is a whole template, refused
+    when it lacks or invents a placeholder. A prompt set to None goes back to what the
+    agent (or the code) says. The collective memory does not propagate.
     """
     unknown = sorted(set(changes) - SETTING_FIELDS)
     if unknown:
@@ -185,10 +214,8 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
                     details=[{"field": name}],
                 )
             checked[name] = value
-        elif name == "extraction_prompt" and scope.is_shard:
-            checked[name] = validate_shard_guidance(value)
         else:
-            checked[name] = _checked_template(name, value)
+            checked[name] = _checked_prompt(scope, name, value)
     return checked
 
 
@@ -201,9 +228,10 @@ def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], a
     checked = scope_changes_check(scope=scope, changes=changes)
     oid = require_object_id(scope.id, what="scope")
     for name, kind in PROMPT_FIELDS.items():
-        if name not in checked or (name == "extraction_prompt" and scope.is_shard):
+        if name not in checked:
             continue
-        text = checked[name]
+        # The prompt history is written here and mirrors itself onto the scope document.
+        text = checked.pop(name)
         if text is None:
             prompt_clear(
                 store=store, agent_id=scope.agent_id, kind=kind, author=actor, scope_id=scope.id
@@ -225,15 +253,26 @@ def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], a
     return fresh
 
 
-def _checked_template(name: str, value: Any) -> str | None:
+def _checked_prompt(scope: Scope, name: str, value: Any) -> str | None:
+    kind = PROMPT_FIELDS[name]
+    if kind == "propagation" and scope.scope_type == "collective":
+        raise InvalidInput(
+            "the collective memory does not propagate: it has no propagation prompt",
+            details=[{"field": name}],
+        )
     if value is None:
+        if kind == "extraction" and scope.is_shard:
+            raise InvalidInput(
+                "a shard needs extraction guidance: say what belongs in it",
+                details=[{"field": name}],
+            )
         return None
     if not isinstance(value, str):
         raise InvalidInput(f"{name} must be text or null", details=[{"field": name}])
     try:
-        return validate_template(PROMPT_FIELDS[name], value)
+        return validate_prompt(kind, scope, value, field=name)
     except InvalidInput as exc:
-        # The validator speaks of "text"; the caller sent this field.
+        # The template validator speaks of "text"; the caller sent this field.
         details = [
             {**item, "field": name} if isinstance(item, dict) else item
             for item in (exc.details or [{}])

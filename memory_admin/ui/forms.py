@@ -100,6 +100,24 @@ class DryRunForm(forms.Form):
     )
 
 
+EXPECTATIONS = [("", "(none)"), ("lands_in", "an observation lands in (scope label)")]
+EXPECTATIONS += [
+    ("contains", "some observation contains"),
+    ("not_contains", "no observation contains"),
+]
+EXPECTATIONS += [("nothing", "nothing is extracted")]
+
+
+class CheckForm(forms.Form):
+    """A prompt check saved from the dry-run input: a name and up to two expectations."""
+
+    check_name = forms.CharField(max_length=120, label="Check name")
+    expect_1 = forms.ChoiceField(choices=EXPECTATIONS[1:], label="Expect")
+    value_1 = forms.CharField(max_length=200, required=False, label="Value")
+    expect_2 = forms.ChoiceField(choices=EXPECTATIONS, required=False, label="And expect")
+    value_2 = forms.CharField(max_length=200, required=False, label="Value")
+
+
 class JobFilterForm(forms.Form):
     status = forms.ChoiceField(choices=JOB_STATUSES, required=False)
     agent = forms.CharField(max_length=128, required=False)

@@ -24,11 +24,11 @@ from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.consolidation import consolidation_edit, consolidation_history
 from streams.consolidation_runs import consolidation_request
-from streams.documents import PROMPT_KINDS, Scope
+from streams.documents import Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.ids import require_object_id
 from streams.pagination import Page
-from streams.prompts import effective_prompt
+from streams.prompts import prompt_role, resolve_for_scope
 from streams.scopes import scope_get, scope_list, scope_update
 from streams.store import MemoryStore
 
@@ -163,31 +163,17 @@ def can_edit(request: HttpRequest) -> bool:
 
 
 def _prompts_in_effect(store: MemoryStore, scope: Scope) -> list[dict[str, Any]]:
+    """One row per text the resolver says a call involving this scope sends (or drops)."""
     rows: list[dict[str, Any]] = []
-    for kind in PROMPT_KINDS:
-        if kind == "extraction" and scope.is_shard:
-            rows.append(
-                {
-                    "kind": kind,
-                    "source": "shard guidance",
-                    "version": None,
-                    "text": scope.extraction_prompt or "",
-                    "editable_here": False,
-                }
-            )
+    for kind, resolved in resolve_for_scope(store=store, scope=scope).items():
+        if resolved is None:
+            rows.append({"kind": kind, "part": None})
             continue
-        prompt = effective_prompt(
-            store=store, agent_id=scope.agent_id, kind=kind, scope_id=scope.id
-        )
-        rows.append(
-            {
-                "kind": kind,
-                "source": prompt.source,
-                "version": prompt.version,
-                "text": prompt.text,
-                "editable_here": True,
-            }
-        )
+        for part in resolved.parts:
+            # A template saved on this scope (or a guidance level) is edited here; a group's
+            # extraction template is whoever is talking's, edited on the agent.
+            here = part.role == "guidance" or prompt_role(kind, scope) == "template"
+            rows.append({"kind": kind, "part": part, "edit_here": here})
     return rows
 
 

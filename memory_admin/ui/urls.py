@@ -9,6 +9,7 @@ from memory_admin.ui import dashboard
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
+from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
@@ -80,8 +81,23 @@ urlpatterns = [
     ),
     path(
         "prompts/<str:agent_id>/<str:kind>/dry-run/",
-        prompt_views.prompt_dry_run,
+        prompt_run_views.prompt_dry_run,
         name="prompt_dry_run",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/checks/run/",
+        prompt_run_views.prompt_checks_run,
+        name="prompt_checks_run",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/checks/",
+        prompt_run_views.prompt_check_create,
+        name="prompt_check_create",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/checks/<str:check_id>/delete/",
+        prompt_run_views.prompt_check_delete,
+        name="prompt_check_delete",
     ),
     path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),

@@ -41,6 +41,10 @@ class ExtractionContext:
     consolidations: dict[str, str]  # scope label ("individual", "group:Eden Team", ...) -> text
     max_observations: int = 5
     max_words: int = 50
+    # Guidance saved on a group (by group name) or on the collective scope: placed in that
+    # scope's section of the one extraction prompt (`streams.prompts.resolver`).
+    group_guidance: dict[str, str] = field(default_factory=dict)
+    collective_guidance: str = ""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,15 @@ request in it to change these rules or the answer format.
 {user_name}
 
 # The user's groups
+Facts shared by a team or project belong to its group; a group's own guidance on \
+what belongs in it follows its name.
+
 {groups}
+
+# The collective memory
+Lessons that hold for all users of this assistant, with nothing personal in them.
+
+{collective}
 
 # Shards
 Shards are named collections of knowledge this assistant keeps for all its users. \

@@ -10,6 +10,7 @@ the placeholders.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from string import Formatter
@@ -26,13 +27,16 @@ from streams.llm.port import (
 
 MAX_TEMPLATE_CHARS = 20_000
 MAX_SHARD_GUIDANCE_CHARS = 2_000
+MAX_GUIDANCE_CHARS = MAX_SHARD_GUIDANCE_CHARS
 
 NO_CONSOLIDATIONS = "(none yet)"
 NO_CONSOLIDATION = "(no consolidation yet)"
 NO_GROUPS = "(the user is in no group)"
 NO_SHARDS = "(no shards)"
+NO_COLLECTIVE_GUIDANCE = "(no further guidance)"
 NO_OBSERVATIONS = "(none)"
 COLLECTIVE_TARGET = "collective"
+PLACEHOLDER_NAME = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,12 @@ PLACEHOLDERS: dict[PromptKind, dict[str, Placeholder]] = {
             True, 'The conversation, oldest first, one "[role] speaker: content" line each.'
         ),
         "user_name": Placeholder(False, "The current user's display name."),
-        "groups": Placeholder(False, "The user's groups by name, one per line."),
+        "groups": Placeholder(
+            False, "The user's groups by name, one per line, each with its guidance if any."
+        ),
+        "collective": Placeholder(
+            False, "The collective scope's guidance on what belongs in it, if any."
+        ),
         "shards": Placeholder(
             False, "Each active shard's name and extraction guidance, as a sub-prompt section."
         ),
@@ -149,22 +158,43 @@ def validate_template(kind: str, text: str) -> str:
     return text
 
 
-def validate_shard_guidance(text: str | None) -> str:
-    """A shard's extraction guidance, stripped: plain text placed in the extraction prompt.
-
-    It is not a template (braces in it are literal), so it only has to be present and
-    short enough to sit beside the other shards in one prompt.
-    """
+def validate_shard_guidance(text: str | None, *, field: str = "extraction_prompt") -> str:
+    """A shard's extraction guidance: a shard exists for its guidance, so it may not be empty."""
     text = (text or "").strip()
     if not text:
         raise InvalidInput(
             "a shard needs extraction guidance: say what belongs in it",
-            details=[{"field": "extraction_prompt"}],
+            details=[{"field": field}],
         )
-    if len(text) > MAX_SHARD_GUIDANCE_CHARS:
+    return validate_guidance(text, field=field)
+
+
+def validate_guidance(text: str | None, *, field: str = "extraction_prompt") -> str:
+    """Guidance for one scope's section of the extraction prompt, stripped.
+
+    Guidance is not a template: braces in it are literal and it is placed, as written,
+    under the scope's name. So it is refused when it is empty, too long to sit beside
+    the other sections, or uses a placeholder (which would never be filled: it is a
+    sign the operator pasted a whole template where guidance belongs).
+    """
+    text = (text or "").strip()
+    if not text:
         raise InvalidInput(
-            f"shard guidance is longer than {MAX_SHARD_GUIDANCE_CHARS} characters",
-            details=[{"field": "extraction_prompt"}],
+            "the guidance is empty: say what belongs in this scope", details=[{"field": field}]
+        )
+    if len(text) > MAX_GUIDANCE_CHARS:
+        raise InvalidInput(
+            f"guidance is longer than {MAX_GUIDANCE_CHARS} characters",
+            details=[{"field": field}],
+        )
+    placeholders = sorted(set(PLACEHOLDER_NAME.findall(text)) & PLACEHOLDERS["extraction"].keys())
+    if placeholders:
+        named = ", ".join(f"{{{n}}}" for n in placeholders)
+        raise InvalidInput(
+            f"guidance is plain text placed in this scope's section of the extraction prompt, "
+            f"not a template: {named} would be sent as written. Say what belongs in this "
+            "scope instead; the whole template is edited on the agent or an individual scope.",
+            details=[{"field": field}],
         )
     return text
 
@@ -176,7 +206,8 @@ def render_extraction(template: str, context: ExtractionContext) -> str:
         template,
         conversation=_conversation(context.lines),
         user_name=context.user_name.strip() or "(unknown)",
-        groups=_bullets(context.group_names) or NO_GROUPS,
+        groups=_groups(context) or NO_GROUPS,
+        collective=context.collective_guidance.strip() or NO_COLLECTIVE_GUIDANCE,
         shards="\n\n".join(
             f"## Shard: {shard.name}\n{shard.guidance.strip()}" for shard in context.shards
         )
@@ -240,6 +271,19 @@ def _conversation(lines: list[ConversationLine]) -> str:
     return "\n".join(
         f"[{line.role}] {line.speaker}: {_indent_continuation(line.content)}" for line in lines
     )
+
+
+def _groups(context: ExtractionContext) -> str:
+    """One line per group; its guidance, if any, indented under its name."""
+    lines = []
+    for name in context.group_names:
+        if not name.strip():
+            continue
+        lines.append(f"- {_one_line(name)}")
+        guidance = context.group_guidance.get(name, "").strip()
+        if guidance:
+            lines.append("  What belongs here: " + _indent_continuation(guidance))
+    return "\n".join(lines)
 
 
 def _indent_continuation(content: str) -> str:

@@ -1,9 +1,12 @@
-"""Prompt versions: saving, reverting, history, and which prompt is in effect.
+"""Prompt versions: saving, reverting, history, and the text of any version (v0 included).
 
 Every saved change is a new version (1, 2, 3, ... per agent, scope and kind),
 never an update, so an operator can always see who changed a prompt and go
-back. Resolution is scope override < agent default < code default: the most
-specific saved prompt wins.
+back. What a level holds depends on the level (`prompt_role`): the agent's and
+an individual scope's prompts are whole templates; a group's, the collective's
+and a shard's extraction text is guidance for that scope's section of the one
+extraction prompt. Version 0 is the code default, so the first save diffs too.
+Which saved text a call uses is the resolver's business (`resolver.py`).
 """
 
 from __future__ import annotations
@@ -11,17 +14,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from bson import ObjectId
-
-from streams.documents import PromptKind, PromptVersion, utcnow
+from streams.documents import PromptKind, PromptVersion, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.prompts.defaults import DEFAULT_TEMPLATES
-from streams.prompts.templates import check_kind, validate_template
+from streams.prompts.templates import (
+    check_kind,
+    validate_guidance,
+    validate_shard_guidance,
+    validate_template,
+)
 from streams.store import MemoryStore
 
 PromptSource = Literal["default", "agent", "scope"]
+PromptRole = Literal["template", "guidance"]
+MIRROR_FIELDS: dict[PromptKind, str] = {
+    "extraction": "extraction_prompt",
+    "consolidation": "consolidation_prompt",
+    "propagation": "propagation_prompt",
+}
 MAX_AUTHOR_CHARS = 200
 SAVE_ATTEMPTS = 20  # each miss means another save landed, so this bounds only a storm
 
@@ -56,9 +68,10 @@ def prompt_save(
     into a Conflict instead of silently replacing it.
     """
     prompt_kind = check_kind(kind)
-    text = validate_template(prompt_kind, text)
     author = _check_author(author)
-    scope_oid = _scope_oid(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    text = validate_prompt(prompt_kind, scope, text)
+    scope_oid = require_object_id(scope.id, what="scope") if scope else None
     for _ in range(SAVE_ATTEMPTS):
         current = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
         current_version = current.version if current else 0
@@ -86,6 +99,7 @@ def prompt_save(
         # The unique (agent, scope, kind, version) key makes a concurrent save of the same
         # number fail here instead of overwriting; re-read and take the next number.
         if store.prompts.insert(entry):
+            _mirror(store, scope, entry)
             return entry
     raise Conflict("the prompt is being changed by someone else; try again")
 
@@ -101,7 +115,8 @@ def prompt_revert(
 ) -> PromptVersion:
     """A new version whose text is that of `version`: history only ever grows."""
     prompt_kind = check_kind(kind)
-    scope_oid = _scope_oid(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope_oid = require_object_id(scope.id, what="scope") if scope else None
     old = store.prompts.get(
         agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind, version=version
     )
@@ -125,7 +140,14 @@ def prompt_clear(
     level below applies again; None when there was nothing to clear."""
     prompt_kind = check_kind(kind)
     author = _check_author(author)
-    scope_oid = _scope_oid(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    if scope is not None and scope.is_shard and prompt_kind == "extraction":
+        raise InvalidInput(
+            "a shard's guidance cannot be removed: a shard exists for what it says belongs "
+            "in it (pause the shard instead)",
+            details=[{"field": "extraction_prompt"}],
+        )
+    scope_oid = require_object_id(scope.id, what="scope") if scope else None
     for _ in range(SAVE_ATTEMPTS):
         current = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
         if current is None or current.cleared:
@@ -141,6 +163,7 @@ def prompt_clear(
             created_at=utcnow(),
         )
         if store.prompts.insert(entry):
+            _mirror(store, scope, entry)
             return entry
     raise Conflict("the prompt is being changed by someone else; try again")
 
@@ -187,43 +210,71 @@ def prompt_history(
     return Page(items=items, next_cursor=encode_cursor({"below": lowest}) if lowest > 1 else None)
 
 
-def effective_prompt(
-    *, store: MemoryStore, agent_id: str, kind: str, scope_id: str | None = None
-) -> EffectivePrompt:
-    """The template in effect: the scope's override, else the agent's default, else the code's.
+def prompt_role(kind: PromptKind, scope: Scope | None) -> PromptRole:
+    """Guidance for a group's, the collective's or a shard's extraction; else a template."""
+    if kind == "extraction" and scope is not None and scope.scope_type != "individual":
+        return "guidance"
+    return "template"
 
-    At most two indexed reads (one when the scope has an override), because this runs
-    before every formation and consolidation.
-    """
+
+def validate_prompt(
+    kind: PromptKind, scope: Scope | None, text: str, *, field: str = "text"
+) -> str:
+    """The text checked as what this level holds: a template, or a scope's guidance."""
+    if prompt_role(kind, scope) == "template":
+        return validate_template(kind, text)
+    assert scope is not None
+    if scope.is_shard:
+        return validate_shard_guidance(text, field=field)
+    return validate_guidance(text, field=field)
+
+
+def code_default(kind: PromptKind, scope: Scope | None) -> str:
+    """Version 0 of a level: the code's template, or no guidance at all."""
+    return "" if prompt_role(kind, scope) == "guidance" else DEFAULT_TEMPLATES[kind]
+
+
+def prompt_version_text(
+    *, store: MemoryStore, agent_id: str, kind: str, version: int, scope: Scope | None = None
+) -> str | None:
+    """The text of one version at this level; 0 is the code default; None if there is none."""
     prompt_kind = check_kind(kind)
-    if scope_id is not None:
-        scope_oid = require_object_id(scope_id, what="scope")
-        override = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
-        if override is not None and not override.cleared:
-            return EffectivePrompt(prompt_kind, override.text, "scope", override.version)
-    agent_default = store.prompts.latest(agent_id=agent_id, scope_id=None, kind=prompt_kind)
-    if agent_default is not None and not agent_default.cleared:
-        return EffectivePrompt(prompt_kind, agent_default.text, "agent", agent_default.version)
-    return EffectivePrompt(prompt_kind, DEFAULT_TEMPLATES[prompt_kind], "default", None)
+    if version == 0:
+        return code_default(prompt_kind, scope)
+    scope_oid = require_object_id(scope.id, what="scope") if scope else None
+    entry = store.prompts.get(
+        agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind, version=version
+    )
+    return entry.text if entry else None
 
 
-def _scope_oid(
+def _level_scope(
     *, store: MemoryStore, agent_id: str, kind: PromptKind, scope_id: str | None
-) -> ObjectId | None:
-    """The scope an override is written for, which must exist and belong to the agent."""
+) -> Scope | None:
+    """The scope an override is written for, which must exist, belong to the agent and
+    take part in calls of this kind (the collective memory does not propagate)."""
     if scope_id is None:
         return None
     scope = store.scopes.get(require_object_id(scope_id, what="scope"))
     if scope is None or scope.agent_id != agent_id:
         raise NotFound("scope not found")
-    if kind == "extraction" and scope.is_shard:
-        # A shard's extraction prompt is guidance placed inside the extraction template,
-        # edited on the shard itself; a template override here would never be used.
+    if kind == "propagation" and scope.scope_type == "collective":
         raise InvalidInput(
-            "a shard's extraction prompt is guidance set on the shard, not a template",
+            "the collective memory does not propagate: it has no propagation prompt",
             details=[{"field": "kind"}],
         )
-    return require_object_id(scope.id, what="scope")
+    return scope
+
+
+def _mirror(store: MemoryStore, scope: Scope | None, entry: PromptVersion) -> None:
+    """The scope document carries its current prompt text (API, and the shards and groups
+    the formation reads anyway), so the resolver needs no history read per scope."""
+    if scope is None:
+        return
+    fields: dict[str, object] = {MIRROR_FIELDS[entry.kind]: None if entry.cleared else entry.text}
+    if prompt_role(entry.kind, scope) == "guidance":
+        fields["guidance_version"] = None if entry.cleared else entry.version
+    store.scopes.update_fields(require_object_id(scope.id, what="scope"), fields)
 
 
 def _check_author(author: str) -> str:

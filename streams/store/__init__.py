@@ -27,6 +27,7 @@ from streams.store import (
     jobs,
     observations,
     privacy,
+    prompt_checks,
     prompts,
     scopes,
     search,
@@ -46,6 +47,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *jobs.INDEXES,
     *sessions.INDEXES,
     *prompts.INDEXES,
+    *prompt_checks.INDEXES,
     *agent_days.INDEXES,
     *audit.INDEXES,
     *privacy.INDEXES,
@@ -68,6 +70,7 @@ class MemoryStore:
         self.jobs = jobs.JobRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
+        self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)
         self.embeddings = embeddings.EmbeddingRepository(self.db)
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)

@@ -169,12 +169,3 @@ def test_extraction_dry_run_with_a_broken_template_shows_the_error(client_as, st
     )
     assert response.status_code == 422
     assert "conversation" in response.content.decode()
-
-
-def test_propagation_has_no_dry_run(client_as, store):
-    ScopeFactory.create(store=store, agent_id="a1")
-    response = client_as("operator").post(
-        reverse("ui:prompt_dry_run", args=["a1", "propagation"]), {"text": "x"}, **HTMX
-    )
-    assert response.status_code == 422
-    assert "Dry runs cover extraction and consolidation" in response.content.decode()

@@ -127,6 +127,7 @@ class ScopeOut(Schema):
     consolidation_max_words: int
     extraction_prompt: str | None
     consolidation_prompt: str | None
+    propagation_prompt: str | None
     created_at: Time
     last_activity_at: Time
 
@@ -140,9 +141,17 @@ class ScopePatchIn(InSchema):
     """Only the fields sent change; a prompt set to null falls back to the agent's default."""
 
     extraction_prompt: Prompt | None = Field(
-        None, description="A shard's extraction guidance, or the scope's extraction template."
+        None,
+        description="An individual scope's extraction template (the whole prompt); for a "
+        "group, the collective or a shard, guidance placed in that scope's section of the "
+        "one extraction prompt.",
     )
     consolidation_prompt: Prompt | None = None
+    propagation_prompt: Prompt | None = Field(
+        None,
+        description="The propagation template used when this scope (individual or group) "
+        "is the source; null falls back to the agent's default.",
+    )
     is_active: StrictBool = None  # type: ignore[assignment]
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]

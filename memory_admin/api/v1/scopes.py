@@ -77,6 +77,7 @@ def create_scope(
             store=store,
             key=ScopeKey.collective(agent_id, payload.name),
             extraction_prompt=payload.extraction_prompt,
+            author=actor_name(request),
         )
     api_audit(
         request,

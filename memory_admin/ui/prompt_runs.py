@@ -1,0 +1,194 @@
+"""Dry runs and prompt checks on the prompt editor: the draft beside the prompt in effect,
+on the same input, through the same resolver and request builders as the real calls.
+Nothing here stores a prompt, a job or an observation (saving a check is the one write)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_POST
+
+from memory_admin.llm import get_llm_provider
+from memory_admin.stores import get_store
+from memory_admin.ui.common import actor, form_errors, found
+from memory_admin.ui.diff import side_by_side
+from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
+from memory_admin.ui.htmx import wants_partial
+from memory_admin.ui.prompts import editor_context, level_scope
+from memory_admin.ui.roles import Role, role_required
+from streams.documents import PromptKind, Scope
+from streams.dry_run import (
+    OFFLINE_NOTE,
+    DryRunResult,
+    dry_run_consolidation,
+    dry_run_extraction,
+    dry_run_propagation,
+    routing_table,
+)
+from streams.exceptions import InvalidInput, MemoryServiceError
+from streams.prompt_checks import check_create, check_delete, check_list, checks_run
+from streams.prompts import Draft, validate_prompt
+from streams.scopes import scope_get
+from streams.store import MemoryStore
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def prompt_dry_run(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
+    """Run the edited text and the prompt in effect on the same input; store nothing."""
+    store = get_store()
+    scope = level_scope(store, request, agent_id, kind)
+    form = DryRunForm(request.POST)
+    outcome: dict[str, Any] = {"form": form, "kind": kind, "agent_id": agent_id}
+    if form.is_valid():
+        try:
+            outcome.update(_dry_runs(store, agent_id, kind, form.cleaned_data, scope))
+        except InvalidInput as exc:
+            form_errors(form, exc, default_field="text")
+    status = 200 if not form.errors else 422
+    if wants_partial(request):
+        return render(request, "ui/_dry_run.html", outcome, status=status)
+    context = editor_context(request, store, agent_id, kind, scope, text=request.POST.get("text"))
+    context["dry_run_form"] = form
+    context["dry_run"] = outcome
+    return render(request, "ui/prompt_edit.html", context, status=status)
+
+
+def _dry_runs(
+    store: MemoryStore, agent_id: str, kind: str, data: dict[str, Any], level: Scope | None
+) -> dict[str, Any]:
+    llm = get_llm_provider()
+    text = validate_prompt(cast(PromptKind, kind), level, data["text"])
+    draft = Draft(text, level.id if level else None)
+    if kind == "extraction":
+        common = {
+            "store": store,
+            "llm": llm,
+            "agent_id": agent_id,
+            "conversation": data.get("conversation") or "",
+            "user_name": data.get("user_name") or "",
+            "level": level,
+        }
+        edited = dry_run_extraction(draft=draft, **common)
+        current = dry_run_extraction(draft=None, **common)
+        return _results(edited, current, level, llm.name, baseline=None)
+    scope = level
+    if data.get("scope"):
+        scope = found(scope_get, store=store, scope_id=data["scope"])
+        if scope.agent_id != agent_id:
+            raise InvalidInput("that scope belongs to another agent", details=[{"field": "scope"}])
+    if scope is None:
+        raise InvalidInput(
+            "pick a scope to dry-run on (its id, from its page)", details=[{"field": "scope"}]
+        )
+    run = dry_run_consolidation if kind == "consolidation" else dry_run_propagation
+    edited = run(store=store, llm=llm, scope=scope, draft=draft)
+    current = run(store=store, llm=llm, scope=scope, draft=None)
+    baseline = scope.consolidation or "" if kind == "consolidation" else None
+    return _results(edited, current, scope, llm.name, baseline=baseline)
+
+
+def _results(
+    edited: DryRunResult,
+    current: DryRunResult,
+    scope: Scope | None,
+    provider: str,
+    *,
+    baseline: str | None,
+) -> dict[str, Any]:
+    return {
+        "edited": edited,
+        "current": current,
+        "in_effect": current.part,
+        "dry_scope": scope,
+        "baseline": baseline,
+        "routing": routing_table(current, edited),
+        "diff": side_by_side(current.text or "", edited.text or ""),
+        "offline_note": OFFLINE_NOTE if provider == "offline" else "",
+    }
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def prompt_checks_run(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
+    """Every check of the agent on the draft in the editor and on the prompt in effect."""
+    store = get_store()
+    scope = level_scope(store, request, agent_id, kind)
+    form = PromptForm({"text": request.POST.get("text", ""), "expected_version": 0})
+    context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
+    if not form.is_valid():
+        context["error"] = "; ".join(e for errors in form.errors.values() for e in errors)
+        return render(request, "ui/_checks.html", _checks_context(store, context), status=422)
+    try:
+        context["runs"] = checks_run(
+            store=store,
+            llm=get_llm_provider(),
+            agent_id=agent_id,
+            draft=Draft(form.cleaned_data["text"], scope.id if scope else None),
+            level=scope,
+        )
+    except MemoryServiceError as exc:
+        context["error"] = exc.message
+        return render(request, "ui/_checks.html", _checks_context(store, context), status=422)
+    return render(request, "ui/_checks.html", _checks_context(store, context))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
+    """Save the dry-run input in the editor as a check, with one or two expectations."""
+    store = get_store()
+    scope = level_scope(store, request, agent_id, kind)
+    form = CheckForm(request.POST)
+    context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
+    status = 200
+    if form.is_valid():
+        data = form.cleaned_data
+        expectations = [
+            {"type": data[f"expect_{n}"], "value": data[f"value_{n}"]}
+            for n in (1, 2)
+            if data.get(f"expect_{n}")
+        ]
+        try:
+            check_create(
+                store=store,
+                agent_id=agent_id,
+                name=data["check_name"],
+                conversation=request.POST.get("conversation", ""),
+                user_name=request.POST.get("user_name", ""),
+                expectations=expectations,
+                author=actor(request),
+                scope_id=scope.id if scope and scope.scope_type == "individual" else None,
+            )
+        except MemoryServiceError as exc:
+            context["error"] = exc.message
+            status = 422
+        else:
+            context["saved"] = data["check_name"]
+    else:
+        context["error"] = "; ".join(e for errors in form.errors.values() for e in errors)
+        status = 422
+    return render(request, "ui/_checks.html", _checks_context(store, context), status=status)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def prompt_check_delete(
+    request: HttpRequest, agent_id: str, kind: str, check_id: str
+) -> HttpResponse:
+    store = get_store()
+    scope = level_scope(store, request, agent_id, kind)
+    context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
+    try:
+        check_delete(store=store, agent_id=agent_id, check_id=check_id, author=actor(request))
+    except MemoryServiceError as exc:
+        context["error"] = exc.message
+    return render(request, "ui/_checks.html", _checks_context(store, context))
+
+
+def _checks_context(store: MemoryStore, context: dict[str, Any]) -> dict[str, Any]:
+    context["checks"] = check_list(store=store, agent_id=context["agent_id"])
+    context["can_edit"] = True
+    return context
