@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from streams.prompts import resolve_template
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 
@@ -152,3 +153,33 @@ def test_invalid_scope_create_is_422_with_details(api, body, field):
     assert error["details"], error
     assert all(set(d) == {"field", "message"} for d in error["details"])
     assert [d["field"] for d in error["details"]] == [field]
+
+
+def test_patch_sets_every_prompt_the_ui_can_set(api, store):
+    group = ScopeFactory.create(store=store, scope_type="group", user_id=None, group_id="g1")
+    template = 'Share {observations} with {targets}? JSON {{"observations": []}}'
+    body = api.patch(
+        f"{API}/scopes/{group.id}",
+        {"propagation_prompt": template, "extraction_prompt": "Only team release dates."},
+        content_type="application/json",
+    ).json()
+    assert body["propagation_prompt"] == template
+    assert body["extraction_prompt"] == "Only team release dates."
+    part = resolve_template(store=store, agent_id=group.agent_id, kind="propagation", scope=group)
+    assert (part.source, part.version, part.text) == ("scope", 1, template)
+    # Group extraction text is guidance: a template there is refused, naming the field.
+    refused = api.patch(
+        f"{API}/scopes/{group.id}",
+        {"extraction_prompt": "Extract {conversation}"},
+        content_type="application/json",
+    )
+    assert assert_error(refused, 422, "validation_error")["details"][0]["field"] == (
+        "extraction_prompt"
+    )
+    collective = ScopeFactory.create(store=store, scope_type="collective", user_id=None)
+    no_propagation = api.patch(
+        f"{API}/scopes/{collective.id}",
+        {"propagation_prompt": template},
+        content_type="application/json",
+    )
+    assert "does not propagate" in assert_error(no_propagation, 422, "validation_error")["message"]

@@ -216,9 +216,7 @@ def test_a_scope_override_shadows_the_agent_default_in_the_request_and_on_the_pa
         prompt = run_call(store, fake_openai, kind, scope)
         assert scope_mark in prompt and agent_mark not in prompt
         [row] = [
-            r
-            for r in page_rows(client, scope)
-            if r["kind"] == kind and r["role"] == "template"
+            r for r in page_rows(client, scope) if r["kind"] == kind and r["role"] == "template"
         ]
         assert (row["source"], row["version"]) == ("scope", "1")
 

@@ -15,6 +15,7 @@ from memory_admin.api.v1 import (
     jobs,
     observations,
     privacy,
+    prompt_checks,
     scopes,
     search,
     sessions,
@@ -39,5 +40,6 @@ api.add_router("", context.router)
 api.add_router("", search.router)
 api.add_router("", privacy.router)
 api.add_router("", audit.router)
+api.add_router("", prompt_checks.router)
 
 __all__ = ["api"]
