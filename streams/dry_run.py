@@ -34,6 +34,7 @@ from streams.store import MemoryStore
 
 MAX_DRY_RUN_OBSERVATIONS = 200
 MAX_CONVERSATION_LINES = 200
+RECENT_SESSIONS = 20
 ROLES = ("user", "assistant", "tool", "system")
 DRY_RUN_USER = "dry-run-user"
 OFFLINE_NOTE = (
@@ -64,21 +65,53 @@ def dry_run_extraction(
     user_name: str,
     draft: Draft | None,
     level: Scope | None = None,
+    session_id: str | None = None,
 ) -> DryRunResult:
-    """What one formation of a pasted conversation ("role: text" per line) would extract.
+    """What one formation would extract from a pasted conversation ("role: text" per line)
+    or from a recent real session (its latest messages, its user and groups).
 
-    The speaker is the level's user when the level is an individual scope; the level's
-    group is among the user's groups when the level is a group, so its guidance is in play.
+    For a pasted conversation the speaker is the level's user when the level is an
+    individual scope, and the level's group is among the user's groups when the level is
+    a group, so its guidance is in play.
     """
-    plan = extraction_plan(
-        store=store,
-        agent_id=agent_id,
-        conversation=conversation,
-        user_name=user_name,
-        draft=draft,
-        level=level,
-    )
+    if session_id:
+        plan = session_plan(store=store, agent_id=agent_id, session_id=session_id, draft=draft)
+    else:
+        plan = extraction_plan(
+            store=store,
+            agent_id=agent_id,
+            conversation=conversation,
+            user_name=user_name,
+            draft=draft,
+            level=level,
+        )
     return run_extraction_plan(llm, plan)
+
+
+def recent_sessions(*, store: MemoryStore, agent_id: str) -> list[dict[str, Any]]:
+    """The agent's latest sessions, to pick one to dry-run on."""
+    return [
+        {
+            "session_id": b["session_id"],
+            "user_name": b.get("user_name") or b.get("user_id") or "?",
+            "last_message_at": b.get("last_message_at"),
+        }
+        for b in store.session_samples.recent(agent_id, limit=RECENT_SESSIONS)
+    ]
+
+
+def session_plan(
+    *, store: MemoryStore, agent_id: str, session_id: str, draft: Draft | None
+) -> ExtractionPlan:
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    messages = store.session_samples.latest_messages(
+        agent_id, session_id, limit=MAX_CONVERSATION_LINES
+    )
+    if buffer is None or not messages:
+        raise InvalidInput("that session has no messages", details=[{"field": "session"}])
+    return plan_extraction(
+        store=store, buffer=buffer, messages=messages, settings=FormationSettings(), draft=draft
+    )
 
 
 def extraction_plan(

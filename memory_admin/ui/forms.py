@@ -92,6 +92,7 @@ class DryRunForm(forms.Form):
     text = TextField(widget=forms.HiddenInput, max_length=MAX_TEMPLATE_CHARS)
     scope = forms.CharField(max_length=24, required=False, label="Scope id")
     user_name = forms.CharField(max_length=128, required=False, initial="User")
+    session = forms.CharField(max_length=128, required=False, label="A recent session")
     conversation = TextField(
         widget=forms.Textarea(attrs={"rows": 6}),
         max_length=20_000,

@@ -70,6 +70,7 @@ def _dry_runs(
             "conversation": data.get("conversation") or "",
             "user_name": data.get("user_name") or "",
             "level": level,
+            "session_id": data.get("session") or None,
         }
         edited = dry_run_extraction(draft=draft, **common)
         current = dry_run_extraction(draft=None, **common)

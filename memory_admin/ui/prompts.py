@@ -23,6 +23,7 @@ from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.documents import PROMPT_KINDS, PromptKind, Scope
+from streams.dry_run import recent_sessions
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.prompt_checks import EXPECTATION_TYPES, check_list, checks_run
 from streams.prompts import (
@@ -175,6 +176,7 @@ def editor_context(
         "dry_run_form": DryRunForm(initial={"scope": scope_id or "", "user_name": "User"}),
         "check_form": CheckForm(),
         "checks": check_list(store=store, agent_id=agent_id) if kind == "extraction" else [],
+        "sessions": recent_sessions(store=store, agent_id=agent_id) if kind == "extraction" else [],
         "expectation_types": EXPECTATION_TYPES,
         "offline": get_llm_provider().name == "offline",
         "can_edit": user_role is not None and user_role >= Role.OPERATOR,

@@ -31,6 +31,7 @@ from streams.store import (
     prompts,
     scopes,
     search,
+    session_samples,
     sessions,
     visible_scopes,
 )
@@ -48,6 +49,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *sessions.INDEXES,
     *prompts.INDEXES,
     *prompt_checks.INDEXES,
+    *session_samples.INDEXES,
     *agent_days.INDEXES,
     *audit.INDEXES,
     *privacy.INDEXES,
@@ -71,6 +73,7 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
+        self.session_samples = session_samples.SessionSampleRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)
         self.embeddings = embeddings.EmbeddingRepository(self.db)
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from memory_admin.tasks import formation_settings
 from streams.consolidation import consolidation_commit
+from streams.formation import IncomingMessage, messages_ingest
 from streams.observations import observation_list
 from streams.prompt_checks import check_create
 from streams.prompts import prompt_current, prompt_history
@@ -176,3 +178,30 @@ def test_a_draft_that_keeps_the_checks_passing_saves_at_once(client_as, store, s
         {"scope": shard.id, "text": BUGS + " Also crashes on export.", "expected_version": 1},
     )
     assert response.status_code == 302
+
+
+def test_extraction_dry_run_on_a_recent_real_session(client_as, store, shard):
+    messages_ingest(
+        store=store,
+        agent_id="a1",
+        session_id="s-real",
+        user_id="u1",
+        user_name="Gene",
+        groups=[],
+        messages=[
+            IncomingMessage(id="m1", role="user", content="The export button crashes on Safari.")
+        ],
+        settings=formation_settings(),
+    )
+    client = client_as("operator")
+    editor = client.get(edit_url("extraction", shard)).content.decode()
+    assert '<option value="s-real">s-real · Gene' in editor
+    response = client.post(
+        reverse("ui:prompt_dry_run", args=["a1", "extraction"]),
+        {"scope": shard.id, "text": "Pricing questions.", "session": "s-real"},
+        **HTMX,
+    )
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert "[user] Gene: The export button crashes on Safari." in page
+    assert 'data-scope="shard:bugs" data-current="1" data-edited="0"' in page
