@@ -7,7 +7,7 @@ from django import forms
 
 from streams.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.observations import MAX_CONTENT_CHARS
-from streams.prompts import MAX_SHARD_GUIDANCE_CHARS, MAX_TEMPLATE_CHARS
+from streams.prompts import MAX_TEMPLATE_CHARS
 from streams.scopes import MAX_WORDS_RANGE, THRESHOLD_RANGE
 
 SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group")]
@@ -70,12 +70,6 @@ class ScopeSettingsForm(forms.Form):
     )
     consolidation_max_words = forms.IntegerField(
         min_value=MAX_WORDS_RANGE[0], max_value=MAX_WORDS_RANGE[1], label="Word limit"
-    )
-    extraction_prompt = TextField(
-        widget=forms.Textarea(attrs={"rows": 4}),
-        max_length=MAX_SHARD_GUIDANCE_CHARS,
-        required=False,
-        label="Shard extraction guidance",
     )
 
 

@@ -16,7 +16,7 @@ from memory_admin.ui.common import actor, form_errors, found
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.htmx import wants_partial
-from memory_admin.ui.prompts import editor_context, level_scope
+from memory_admin.ui.prompts import editor_context, level_part, level_scope
 from memory_admin.ui.roles import Role, role_required
 from streams.documents import PromptKind, Scope
 from streams.dry_run import (
@@ -74,7 +74,10 @@ def _dry_runs(
         }
         edited = dry_run_extraction(draft=draft, **common)
         current = dry_run_extraction(draft=None, **common)
-        return _results(edited, current, level, llm.name, baseline=None)
+        results = _results(edited, current, level, llm.name, baseline=None)
+        # A guidance level's dry run compares guidance: say which is in effect, not the template.
+        results["in_effect"] = level_part(store, agent_id, kind, level)
+        return results
     scope = level
     if data.get("scope"):
         scope = found(scope_get, store=store, scope_id=data["scope"])

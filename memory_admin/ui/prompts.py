@@ -68,7 +68,7 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
             part = resolve_template(store=store, agent_id=agent_id, kind=kind)
             rows.append({"kind": kind, "part": part, "current": current})
         for shard in store.scopes.active_shards(agent_id, limit=MAX_SHARDS):
-            guidance = _level_part(store, agent_id, "extraction", shard)
+            guidance = level_part(store, agent_id, "extraction", shard)
             shards.append({"scope": shard, "part": guidance})
         collective = store.scopes.find_by_identity(
             agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=None
@@ -79,7 +79,7 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "shards": shards,
         "collective": collective,
-        "collective_part": _level_part(store, agent_id, "extraction", collective)
+        "collective_part": level_part(store, agent_id, "extraction", collective)
         if collective
         else None,
     }
@@ -101,7 +101,7 @@ def level_scope(store: MemoryStore, request: HttpRequest, agent_id: str, kind: s
     return scope
 
 
-def _level_part(store: MemoryStore, agent_id: str, kind: str, scope: Scope | None) -> PromptPart:
+def level_part(store: MemoryStore, agent_id: str, kind: str, scope: Scope | None) -> PromptPart:
     """What the resolver says this level contributes to calls (a template, or guidance)."""
     if scope is not None and prompt_role(cast(PromptKind, kind), scope) == "guidance":
         resolved = resolve_for_scope(store=store, scope=scope)["extraction"]
@@ -154,7 +154,7 @@ def editor_context(
     scope_id = scope.id if scope else None
     role = prompt_role(cast(PromptKind, kind), scope)
     current = prompt_current(store=store, agent_id=agent_id, kind=kind, scope_id=scope_id)
-    in_effect = _level_part(store, agent_id, kind, scope)
+    in_effect = level_part(store, agent_id, kind, scope)
     history = prompt_history(
         store=store, agent_id=agent_id, kind=kind, scope_id=scope_id, limit=HISTORY_SHOWN
     ).items

@@ -182,11 +182,8 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "is_active": scope.is_active,
         "consolidation_threshold": scope.consolidation_threshold,
         "consolidation_max_words": scope.consolidation_max_words,
-        "extraction_prompt": scope.extraction_prompt or "",
     }
     form = ScopeSettingsForm(data, initial=initial)
-    if not scope.is_shard:
-        del form.fields["extraction_prompt"]
     return form
 
 
@@ -300,8 +297,6 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     form = _settings_form(scope, request.POST)
     if form.is_valid():
         changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
-        if "extraction_prompt" in changes:
-            changes["extraction_prompt"] = changes["extraction_prompt"] or None
         try:
             scope_update(store=store, scope=scope, changes=changes, actor=actor(request))
         except InvalidInput as exc:

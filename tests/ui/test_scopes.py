@@ -270,20 +270,12 @@ def test_settings_save_and_refuse_out_of_range(client_as, store):
     assert "greater than or equal to 1" in bad.content.decode()
 
 
-def test_shard_guidance_is_edited_in_the_settings(client_as, store):
+def test_shard_guidance_is_edited_in_the_prompt_editor_not_the_settings(client_as, store):
     shard = ScopeFactory.create(store=store, agent_id="a1", shard=True, name="feedback")
-    response = client_as("operator").post(
-        reverse("ui:scope_settings", args=[shard.id]),
-        {
-            "is_active": "on",
-            "consolidation_threshold": 10,
-            "consolidation_max_words": 500,
-            "extraction_prompt": "Product feedback only.",
-        },
-        follow=True,
-    )
-    assert "Settings saved." in response.content.decode()
-    assert store.scopes.get(ObjectId(shard.id)).extraction_prompt == ("Product feedback only.")
+    page = client_as("operator").get(reverse("ui:scope_detail", args=[shard.id])).content.decode()
+    assert 'name="extraction_prompt"' not in page
+    editor = reverse("ui:prompt_edit", args=["a1", "extraction"]) + f"?scope={shard.id}"
+    assert editor in page
 
 
 def test_observation_list_helper_counts_pending(store):
