@@ -23,7 +23,12 @@ from typing import Literal
 from streams.documents import PromptKind, Scope
 from streams.ids import require_object_id
 from streams.prompts.defaults import DEFAULT_TEMPLATES
-from streams.prompts.templates import check_kind, template_fields
+from streams.prompts.templates import (
+    PLACEHOLDER_NAME,
+    PLACEHOLDERS,
+    check_kind,
+    template_fields,
+)
 from streams.prompts.versions import EffectivePrompt, PromptSource, prompt_role
 from streams.store import MemoryStore
 
@@ -232,6 +237,15 @@ def _guidance(
         section,
         draft=is_draft,
     )
+    if text and _is_template(text):
+        # Saved as a group's template override before group text became guidance: it
+        # would reach the model as literal braces, so it is not sent until replaced.
+        return replace(
+            part,
+            in_effect=False,
+            note="this is a whole template saved before scope guidance existed: "
+            "save guidance in its place",
+        )
     if text and placeholder not in fields:
         return replace(
             part,
@@ -242,6 +256,10 @@ def _guidance(
     if text and scope is not None and not scope.is_active:
         return replace(part, in_effect=False, note="the scope is paused")
     return part
+
+
+def _is_template(text: str) -> bool:
+    return bool(set(PLACEHOLDER_NAME.findall(text)) & PLACEHOLDERS["extraction"].keys())
 
 
 def _draft_part(kind: PromptKind, draft: Draft, source: PromptSource) -> PromptPart:
