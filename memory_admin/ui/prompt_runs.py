@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
@@ -16,7 +16,7 @@ from memory_admin.ui.common import actor, form_errors, found
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.htmx import wants_partial
-from memory_admin.ui.prompts import editor_context, level_part, level_scope
+from memory_admin.ui.prompts import check_runs, editor_context, level_part, level_scope
 from memory_admin.ui.roles import Role, role_required
 from streams.documents import PromptKind, Scope
 from streams.dry_run import (
@@ -28,7 +28,7 @@ from streams.dry_run import (
     routing_table,
 )
 from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.prompt_checks import check_create, check_delete, check_list, checks_run
+from streams.prompt_checks import check_create, check_delete, check_list
 from streams.prompts import Draft, validate_prompt
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -120,19 +120,15 @@ def prompt_checks_run(request: HttpRequest, agent_id: str, kind: str) -> HttpRes
     """Every check of the agent on the draft in the editor and on the prompt in effect."""
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
+    if kind != "extraction":
+        raise Http404("prompt checks cover extraction")
     form = PromptForm({"text": request.POST.get("text", ""), "expected_version": 0})
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     if not form.is_valid():
         context["error"] = "; ".join(e for errors in form.errors.values() for e in errors)
         return render(request, "ui/_checks.html", _checks_context(store, context), status=422)
     try:
-        context["runs"] = checks_run(
-            store=store,
-            llm=get_llm_provider(),
-            agent_id=agent_id,
-            draft=Draft(form.cleaned_data["text"], scope.id if scope else None),
-            level=scope,
-        )
+        context["runs"] = check_runs(store, agent_id, kind, scope, form.cleaned_data["text"])
     except MemoryServiceError as exc:
         context["error"] = exc.message
         return render(request, "ui/_checks.html", _checks_context(store, context), status=422)

@@ -25,7 +25,7 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.documents import PROMPT_KINDS, PromptKind, Scope
 from streams.dry_run import recent_sessions
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
-from streams.prompt_checks import EXPECTATION_TYPES, check_list, checks_run
+from streams.prompt_checks import EXPECTATION_TYPES, CheckComparison, check_list, checks_run
 from streams.prompts import (
     PLACEHOLDERS,
     Draft,
@@ -38,6 +38,7 @@ from streams.prompts import (
     prompt_version_text,
     resolve_for_scope,
     resolve_template,
+    validate_prompt,
 )
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -233,23 +234,17 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
     regressions: list[Any] = []
     if form.is_valid():
         text = form.cleaned_data["text"]
-        if kind == "extraction" and not request.POST.get("confirm"):
-            runs = checks_run(
-                store=store,
-                llm=get_llm_provider(),
-                agent_id=agent_id,
-                draft=Draft(text, scope.id if scope else None),
-                level=scope,
-            )
-            regressions = [c for c in runs if c.regressed]
-        if regressions:
-            form.add_error(
-                "text",
-                f"This draft fails {len(regressions)} check(s) that the prompt in effect passes. "
-                "Look at the checks below; save anyway only if that is what you want.",
-            )
-        else:
-            try:
+        try:
+            if kind == "extraction" and not request.POST.get("confirm"):
+                runs = check_runs(store, agent_id, kind, scope, text)
+                regressions = [c for c in runs if c.regressed]
+            if regressions:
+                form.add_error(
+                    "text",
+                    f"This draft fails {len(regressions)} check(s) that the prompt in effect "
+                    "passes. Look at the checks below; save anyway only if that is what you want.",
+                )
+            else:
                 entry = prompt_save(
                     store=store,
                     agent_id=agent_id,
@@ -259,11 +254,6 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
                     scope_id=scope.id if scope else None,
                     expected_version=form.cleaned_data["expected_version"],
                 )
-            except Conflict:
-                conflict = True
-            except InvalidInput as exc:
-                form_errors(form, exc, default_field="text")
-            else:
                 audit(
                     request,
                     store=store,
@@ -273,13 +263,13 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
                     agent_id=agent_id,
                     summary={"kind": kind, "version": entry.version, "scope_id": entry.scope_id},
                 )
-                what = (
-                    "guidance"
-                    if prompt_role(cast(PromptKind, kind), scope) == "guidance"
-                    else "prompt"
-                )
+                what = prompt_role(cast(PromptKind, kind), scope).replace("template", "prompt")
                 messages.success(request, f"Saved the {kind} {what} as version {entry.version}.")
                 return redirect(level_url(agent_id, kind, scope))
+        except Conflict:
+            conflict = True
+        except InvalidInput as exc:
+            form_errors(form, exc, default_field="text")
     context = editor_context(request, store, agent_id, kind, scope)
     if conflict:
         # Keep the operator's text, now based on the newest version, so a second save
@@ -298,6 +288,16 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
     context["regressions_runs"] = runs if regressions else None
     messages.error(request, f"The {kind} prompt was not saved: see the error below.")
     return render(request, "ui/prompt_edit.html", context, status=422)
+
+
+def check_runs(
+    store: MemoryStore, agent_id: str, kind: str, scope: Scope | None, text: str
+) -> list[CheckComparison]:
+    """The agent's checks on the draft (validated first) and on the prompt in effect."""
+    draft = Draft(validate_prompt(cast(PromptKind, kind), scope, text), scope.id if scope else None)
+    return checks_run(
+        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=scope
+    )
 
 
 @require_POST

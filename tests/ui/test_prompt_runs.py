@@ -205,3 +205,27 @@ def test_extraction_dry_run_on_a_recent_real_session(client_as, store, shard):
     assert response.status_code == 200, page
     assert "[user] Gene: The export button crashes on Safari." in page
     assert 'data-scope="shard:bugs" data-current="1" data-edited="0"' in page
+
+
+def test_an_invalid_draft_is_a_field_error_even_with_checks_saved(client_as, store, shard):
+    check_create(
+        store=store,
+        agent_id="a1",
+        name="crashes land in bugs",
+        conversation=CRASH,
+        user_name="Gene",
+        expectations=[{"type": "lands_in", "value": "shard:bugs"}],
+        author="op",
+    )
+    client = client_as("operator")
+    broken = client.post(
+        reverse("ui:prompt_save", args=["a1", "extraction"]),
+        {"text": "No conversation placeholder here", "expected_version": 0},
+    )
+    assert broken.status_code == 422 and "it lacks {conversation}" in broken.content.decode()
+    run = client.post(
+        reverse("ui:prompt_checks_run", args=["a1", "extraction"]),
+        {"scope": shard.id, "text": "Extract {conversation}"},
+        **HTMX,
+    )
+    assert run.status_code == 422 and "not a template" in run.content.decode()
