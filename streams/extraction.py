@@ -1,8 +1,10 @@
 """Extraction: the one prompt of a formation, and the checked reading of its answer.
 
 `plan_extraction` gathers what the prompt needs (the conversation, the user's
-and groups' names, each active shard's guidance, the current consolidations)
-and the routes an answer may name. `parse_extraction` reads the answer: not
+and groups' names, the current consolidations) and the routes an answer may
+name; the resolver (`streams.prompts.resolver`) decides the template and each
+group's, the collective's and each shard's guidance, and the prompt is rendered
+from exactly what it returns. `parse_extraction` reads the answer: not
 JSON fails the formation (the messages stay unformed for a retry); an item with
 an unknown scope, empty or over-long content is dropped and counted.
 """
