@@ -17,7 +17,11 @@ from tests.factories import ObservationFactory, ScopeFactory
 ACTOR = "api:test-key"
 # Endpoints that take POST but change nothing a person would audit: assembling a context
 # only counts accesses on the observations it returns.
-NOT_WRITES = {("POST", "/agents/{agent_id}/context")}
+# Running prompt checks only reads and calls the model.
+NOT_WRITES = {
+    ("POST", "/agents/{agent_id}/context"),
+    ("POST", "/agents/{agent_id}/prompt-checks/run"),
+}
 
 
 @pytest.fixture(autouse=True)
@@ -131,13 +135,22 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
         204,
         "observation.delete",
     )
+    check = {
+        "name": "tea lands in individual",
+        "conversation": "user: I like tea.",
+        "expectations": [{"type": "lands_in", "value": "individual"}],
+    }
+    step("POST", "/agents/{agent_id}/prompt-checks", "/agents/a1/prompt-checks",
+         check, 201, "prompt_check.create")  # fmt: skip
+    step("DELETE", "/agents/{agent_id}/prompt-checks/{check_id}",
+         "/agents/a1/prompt-checks/{cid}", None, 204, "prompt_check.delete")  # fmt: skip
     step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
          None, 202, "user.forget")  # fmt: skip
 
     assert {(m, r) for m, r, *_ in steps} == write_operations(), "a write endpoint is not walked"
-    observation_id = None
+    observation_id = check_id = None
     for method, _, path, body, status, action in steps:
-        path = path.replace("{oid}", str(observation_id))
+        path = path.replace("{oid}", str(observation_id)).replace("{cid}", str(check_id))
         before = api_entries(store)
         response = (
             getattr(api, method.lower())(f"{API}{path}", body, content_type="application/json")
@@ -147,6 +160,8 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
         assert response.status_code == status, (path, response.content)
         if action == "observation.create":
             observation_id = response.json()["id"]
+        if action == "prompt_check.create":
+            check_id = response.json()["id"]
         after = api_entries(store)
         assert len(after) == len(before) + 1, f"{method} {path}: {len(after) - len(before)} entries"
         entry = after[0]

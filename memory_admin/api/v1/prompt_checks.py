@@ -8,7 +8,8 @@ from django.http import HttpRequest
 from ninja import Field, Path, Router, Schema, Status
 from pydantic import StringConstraints
 
-from memory_admin.api.auth import actor_name, require_agent
+from memory_admin.api.audit_trail import api_actor
+from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, InSchema, Prompt, error_responses
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
@@ -110,7 +111,7 @@ def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: Chec
         conversation=payload.conversation,
         user_name=payload.user_name,
         expectations=[e.model_dump() for e in payload.expectations],
-        author=actor_name(request),
+        author=api_actor(request),
         scope_id=payload.scope_id,
     )
     return Status(201, _check(check))
@@ -159,9 +160,7 @@ def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn)
 )
 def delete_check(request: HttpRequest, agent_id: Path[ExternalId], check_id: str) -> Status:
     require_agent(request, agent_id)
-    check_delete(
-        store=get_store(), agent_id=agent_id, check_id=check_id, author=actor_name(request)
-    )
+    check_delete(store=get_store(), agent_id=agent_id, check_id=check_id, author=api_actor(request))
     return Status(204, None)
 
 
