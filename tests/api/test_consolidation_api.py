@@ -132,10 +132,9 @@ def test_a_shards_extraction_prompt_is_guidance_not_a_template(api, store):
     response = patch(api, shard.id, {"extraction_prompt": f"  {guidance} "})
     assert response.status_code == 200
     assert response.json()["extraction_prompt"] == guidance
-    assert (
-        prompt_current(store=store, agent_id="agent-1", kind="extraction", scope_id=shard.id)
-        is None
-    )
+    # Versioned like a template (its history, diff and revert are the prompt editor's).
+    saved = prompt_current(store=store, agent_id="agent-1", kind="extraction", scope_id=shard.id)
+    assert (saved.version, saved.text) == (1, guidance)
     error = assert_error(patch(api, shard.id, {"extraction_prompt": None}), 422, "validation_error")
     assert error["details"][0]["field"] == "extraction_prompt"
 
