@@ -14,7 +14,7 @@ from bson import ObjectId
 
 ScopeType = Literal["individual", "group", "collective"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
-JobKind = Literal["formation", "consolidation", "propagation", "forget_user"]
+JobKind = Literal["formation", "consolidation", "propagation", "forget_user", "rebuild"]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 
@@ -83,6 +83,9 @@ class Scope:
     extraction_prompt: str | None = None
     consolidation_prompt: str | None = None
     groups: list[dict[str, str]] = field(default_factory=list)  # individual: the user's groups
+    # Observations whose old text the consolidation history holds and must lose (deleted,
+    # edited, marked private, or a removed copy): a rebuild is pending while any is listed.
+    rebuild_observation_ids: list[str] = field(default_factory=list)
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -91,6 +94,10 @@ class Scope:
     @property
     def pending_count(self) -> int:
         return len(self.pending_observation_ids)
+
+    @property
+    def needs_rebuild(self) -> bool:
+        return bool(self.rebuild_observation_ids)
 
     @property
     def is_shard(self) -> bool:
@@ -144,6 +151,7 @@ class Scope:
             "extraction_prompt": self.extraction_prompt,
             "consolidation_prompt": self.consolidation_prompt,
             "groups": self.groups,
+            "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -174,6 +182,7 @@ class Scope:
             extraction_prompt=doc.get("extraction_prompt"),
             consolidation_prompt=doc.get("consolidation_prompt"),
             groups=list(doc.get("groups") or []),
+            rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -268,6 +277,8 @@ class ConsolidationVersion:
     completion_tokens: int = 0
     duration_ms: int = 0
     restored_from: int | None = None
+    warning: str | None = None  # e.g. a model answer cut to the word limit
+    redacted: bool = False  # its text held something deleted, corrected or forgotten
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=lambda: str(ObjectId()))
 
@@ -287,6 +298,7 @@ class ConsolidationVersion:
             "completion_tokens": self.completion_tokens,
             "duration_ms": self.duration_ms,
             "restored_from": self.restored_from,
+            "warning": self.warning,
             "created_at": self.created_at,
         }
 
@@ -307,6 +319,8 @@ class ConsolidationVersion:
             completion_tokens=doc.get("completion_tokens", 0),
             duration_ms=doc.get("duration_ms", 0),
             restored_from=doc.get("restored_from"),
+            warning=doc.get("warning"),
+            redacted=doc.get("redacted_at") is not None,
             created_at=doc["created_at"],
         )
 

@@ -36,7 +36,14 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
     entry = store.consolidations.get(ObjectId(job.scope_id), int(job.payload.get("version", 0)))
     if source is None or entry is None:
         raise NotFound("the consolidation to propagate from is gone")
-    absorbed = store.observations.get_many([ObjectId(i) for i in entry.absorbed_observation_ids])
+    if not source.is_active:
+        run.result = {"copied": 0, "note": "the scope is paused"}
+        return
+    offered = job.payload.get("observation_ids")  # a rebuild re-derives edited ones only
+    ids = entry.absorbed_observation_ids
+    if offered is not None:
+        ids = [i for i in ids if i in set(offered)]
+    absorbed = store.observations.get_many([ObjectId(i) for i in ids])
     candidates = [o for o in absorbed if not o.private and not o.deleted]
     targets = _targets(source)
     if not candidates or not targets:

@@ -79,11 +79,18 @@ class ObservationRepository:
         return [Observation.from_mongo(d) for d in page.docs], page.next_before
 
     def mark_consolidated(
-        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+        self,
+        observation_ids: list[ObjectId],
+        *,
+        value: bool = True,
+        session: ClientSession | None = None,
     ) -> None:
+        """Absorbed (True), or back to pending after a restore (False)."""
         if observation_ids:
             self.collection.update_many(
-                {"_id": {"$in": observation_ids}}, {"$set": {"consolidated": True}}, session=session
+                {"_id": {"$in": observation_ids}},
+                {"$set": {"consolidated": value}},
+                session=session,
             )
 
     def update_fields(
