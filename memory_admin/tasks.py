@@ -56,6 +56,12 @@ def enqueue(job: Job) -> None:
     transaction.on_commit(lambda: task.delay(job.id))
 
 
+def enqueue_all(jobs: list[Job]) -> None:
+    """Queue the jobs a domain action scheduled (its `follow_ups`)."""
+    for job in jobs:
+        enqueue(job)
+
+
 def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
     try:
         run = job_execute(

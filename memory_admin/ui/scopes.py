@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
+from memory_admin.tasks import enqueue, enqueue_all
 from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
@@ -24,7 +24,7 @@ from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.consolidation import consolidation_edit, consolidation_history
 from streams.consolidation_runs import consolidation_request
-from streams.documents import PROMPT_KINDS, Scope
+from streams.documents import PROMPT_KINDS, Job, Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.ids import require_object_id
 from streams.pagination import Page
@@ -317,7 +317,11 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
         if "extraction_prompt" in changes:
             changes["extraction_prompt"] = changes["extraction_prompt"] or None
         try:
-            scope_update(store=store, scope=scope, changes=changes, actor=actor(request))
+            jobs: list[Job] = []
+            scope_update(
+                store=store, scope=scope, changes=changes, actor=actor(request), follow_ups=jobs
+            )
+            enqueue_all(jobs)
         except InvalidInput as exc:
             form_errors(form, exc)
         else:
