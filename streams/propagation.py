@@ -138,14 +138,21 @@ def _copies(
 def _store_copies(
     store: MemoryStore, source: Scope, copies: list[tuple[ScopeKey, Observation]]
 ) -> int:
-    if not copies:
-        return 0
     by_scope: dict[str, list[Observation]] = {}
     for key, observation in copies:
         scope, _ = scope_get_or_create(store=store, key=key)
+        if not scope.is_active:
+            continue  # a paused scope receives nothing new
         observation.scope_id = scope.id
         by_scope.setdefault(scope.id, []).append(observation)
-    origins = [ObjectId(o.propagated_from) for _, o in copies if o.propagated_from]
+    if not by_scope:
+        return 0
+    origins = [
+        ObjectId(o.propagated_from)
+        for observations in by_scope.values()
+        for o in observations
+        if o.propagated_from
+    ]
     now = utcnow()
     created = 0
 

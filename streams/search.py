@@ -117,7 +117,7 @@ def search_scopes(
     scopes = store.visible_scopes.find(
         agent_id=agent_id, user_id=user_id, group_ids=list(group_ids or [])
     )
-    return [s for s in scopes if s.is_active or not s.is_shard]
+    return [s for s in scopes if s.is_active]  # a paused scope (any type) is not searched
 
 
 # -- ranking -----------------------------------------------------------------------------
