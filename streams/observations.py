@@ -13,7 +13,7 @@ from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.rebuild import sources_changed
+from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
@@ -200,6 +200,8 @@ def observation_update(
     if fresh is None:
         raise NotFound("observation not found")
     jobs = follow_ups if follow_ups is not None else []
+    if fresh.content != observation.content:
+        prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     if fresh.private and not observation.private:
         sources_changed(store=store, observation=fresh, change="private", follow_ups=jobs)
     elif fresh.content != observation.content:
@@ -233,5 +235,6 @@ def observation_delete(
     store.in_transaction(delete)
     if was_pending:
         store.agents.adjust_counters(observation.agent_id, now=utcnow(), pending=-1)
+    prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     jobs = follow_ups if follow_ups is not None else []
     sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)

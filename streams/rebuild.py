@@ -134,7 +134,13 @@ def forget_in_search(*, store: MemoryStore, scope_id: str, observations: list[Ob
     """Out of the search index, with the terms no other observation of the scope holds
     (a term alone, a name or a place, can be what was removed)."""
     search_index_forget(store=store, observations=observations)
-    terms = sorted({t for o in observations for t in term_counts(o.content)})
+    prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in observations])
+
+
+def prune_search_terms(*, store: MemoryStore, scope_id: str, texts: list[str]) -> None:
+    """Drop the scope's term documents of these texts that no observation holds any more
+    (after a delete or an edit the old words would stay listed with a count of zero)."""
+    terms = sorted({t for text in texts for t in term_counts(text)})
     _repo(store).prune_search_terms(ObjectId(scope_id), terms)
 
 
