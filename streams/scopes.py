@@ -75,7 +75,7 @@ def scope_get_or_create(
         seq=store.agents.allocate_scope_seq(key.agent_id),
         created_at=now,
         last_activity_at=now,
-        **(defaults or {}),
+        **{**store.scope_defaults, **(defaults or {})},
     )
     if not store.scopes.insert(scope):
         # Another caller created it between our read and our insert: theirs stands.
