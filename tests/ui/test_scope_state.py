@@ -80,3 +80,17 @@ def test_a_hand_edit_over_the_word_limit_is_refused_with_the_count(client_as, st
     empty = client.post(url, {"text": "  ", "expected_version": 2})
     assert empty.status_code == 422 and "must not be empty" in empty.content.decode()
     assert scope_get(store=store, scope_id=scope.id).consolidation_version == 2
+
+
+def test_the_users_page_pauses_and_resumes_memory_for_a_user(client_as, store):
+    scope = ScopeFactory.create(store=store, agent_id="a1", user_id="u1", display_name="Gene")
+    client = client_as("operator")
+    page = f"{reverse('ui:user_audit')}?agent=a1&user=u1"
+    html = client.get(page).content.decode()
+    assert "Pause memory for this user" in html
+    url = reverse("ui:scope_active", args=[scope.id])
+    back = client.post(url, {"active": "false", "next": page}, follow=True)
+    assert back.redirect_chain[-1][0] == page
+    assert "Resume memory for this user" in back.content.decode()
+    assert scope_get(store=store, scope_id=scope.id).is_active is False
+    assert "Pause memory" not in client_as("viewer").get(page).content.decode()
