@@ -56,6 +56,7 @@ def consolidation_commit(
     restored_from: int | None = None,
     absorbed_were_pending: bool = True,
     rebuilt_ids: list[str] | None = None,
+    newly_absorbed_ids: list[str] | None = None,
     warning: str | None = None,
     also: Callable[[StoreSession], None] | None = None,
 ) -> ConsolidationVersion:
@@ -64,7 +65,8 @@ def consolidation_commit(
     `absorbed_were_pending=False` for a rebuild from observations consolidated before:
     they were counted out of pending already. A rebuild names the observations it
     rebuilt without (`rebuilt_ids`, out of the scope's rebuild list in the same
-    update) and redacts the old versions in `also`, inside the same transaction.
+    update) and redacts the old versions in `also`, inside the same transaction;
+    `newly_absorbed_ids` are those of its absorbed still to mark consolidated (default all).
     """
     now = utcnow()
     run = run or RunDetails()
@@ -104,7 +106,10 @@ def consolidation_commit(
                 "the consolidation moved on since it was read",
                 details={"expected_version": expected_version},
             )
-        store.observations.mark_consolidated(absorbed, session=session)
+        marked = absorbed
+        if newly_absorbed_ids is not None:
+            marked = [ObjectId(i) for i in newly_absorbed_ids]
+        store.observations.mark_consolidated(marked, session=session)
         store.consolidations.insert(entry, session=session)
         if also is not None:
             also(session)
@@ -213,6 +218,19 @@ def restore_returns(*, store: MemoryStore, scope: Scope, version: int) -> list[s
         chunk = [ObjectId(i) for i in ids[start : start + HISTORY_CHUNK]]
         live += [o.id for o in store.observations.get_many(chunk) if not o.deleted]
     return live
+
+
+def restore_preview(versions: list[ConsolidationVersion], pending: list[str]) -> dict[int, int]:
+    """For versions listed newest first from the current one: how many observations would go
+    back to pending if each were restored (absorbed by a later listed version, not pending).
+    Deleted ones are left out by the restore itself; the count is what the page shows."""
+    waiting = set(pending)
+    later: set[str] = set()
+    counts: dict[int, int] = {}
+    for version in versions:
+        counts[version.version] = len(later - waiting)
+        later |= set(version.absorbed_observation_ids)
+    return counts
 
 
 def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
