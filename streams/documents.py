@@ -205,6 +205,9 @@ class Observation:
     private: bool = False
     propagated_from: str | None = None
     deleted_at: datetime | None = None
+    # Absorbed by a version once, then put back to pending by a restore: the history
+    # still holds its text, so a change to it rebuilds like a consolidated one's.
+    restored_to_pending: bool = False
     access_count: int = 0
     last_accessed_at: datetime | None = None
     seq: int = 0
@@ -233,6 +236,7 @@ class Observation:
             "private": self.private,
             "propagated_from": _oid(self.propagated_from),
             "deleted_at": self.deleted_at,
+            "restored_to_pending": self.restored_to_pending,
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
             "seq": self.seq,
@@ -253,6 +257,7 @@ class Observation:
             consolidated=doc.get("consolidated", False),
             private=doc.get("private", False),
             propagated_from=_str(doc.get("propagated_from")),
+            restored_to_pending=doc.get("restored_to_pending", False),
             deleted_at=doc.get("deleted_at"),
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),

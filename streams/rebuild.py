@@ -61,7 +61,7 @@ def sources_changed(
     repo = _repo(store)
     copies = copies_closure(repo, [observation.id])
     tainted: dict[str, list[str]] = {}
-    if observation.consolidated:
+    if observation.consolidated or observation.restored_to_pending:
         tainted[observation.scope_id] = [observation.id]
     for copy in copies:
         if copy.consolidated and not copy.deleted:

@@ -86,11 +86,12 @@ class ObservationRepository:
         session: ClientSession | None = None,
     ) -> None:
         """Absorbed (True), or back to pending after a restore (False)."""
+        fields: dict[str, Any] = {"consolidated": value}
+        if not value:
+            fields["restored_to_pending"] = True
         if observation_ids:
             self.collection.update_many(
-                {"_id": {"$in": observation_ids}},
-                {"$set": {"consolidated": value}},
-                session=session,
+                {"_id": {"$in": observation_ids}}, {"$set": fields}, session=session
             )
 
     def update_fields(

@@ -24,6 +24,7 @@ from streams.formation import (
     messages_ingest,
 )
 from streams.observations import observation_add, observation_delete
+from streams.rebuild import rebuild_run
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -121,6 +122,31 @@ def test_restore_puts_what_later_versions_absorbed_back_to_pending(store, fake_o
     )
     assert store.agents.get(AGENT).pending_count == 3
     assert jobs == []  # 3 pending is below the default threshold of 10
+
+
+def test_deleting_what_a_restore_put_back_to_pending_rebuilds_the_history(store, fake_openai):
+    scope_id = group(store)
+    add(store, scope_id, "First fact.")
+    fake_openai.reply("v1 text")
+    consolidate(store, scope_id)
+    secret = add(store, scope_id, "Gene kiteboards in Zanzibar.")
+    fake_openai.reply("v2 text: Zanzibar")
+    consolidate(store, scope_id)
+    scope = scope_get(store=store, scope_id=scope_id)
+    consolidation_restore(store=store, scope=scope, version=1, actor="t")
+    jobs: list[Job] = []
+    observation_delete(
+        store=store, observation=store.observations.get(ObjectId(secret.id)), follow_ups=jobs
+    )
+    assert [j.kind for j in jobs] == ["rebuild"]
+    calls = len(fake_openai.chat_requests)
+    run_job(store=store, job_id=jobs[0].id, work=lambda r: rebuild_run(store=store, run=r))
+    scope = scope_get(store=store, scope_id=scope_id)
+    # v1 plus nothing else left to fold: v1's text again as v4, without a model call.
+    assert (scope.consolidation_version, scope.consolidation) == (4, "v1 text")
+    assert not scope.needs_rebuild and len(fake_openai.chat_requests) == calls
+    assert "Zanzibar" not in store.consolidations.get(ObjectId(scope_id), 2).text
+    assert scope.pending_observation_ids == []
 
 
 # -- word limits -----------------------------------------------------------------------------
