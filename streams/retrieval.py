@@ -2,7 +2,8 @@
 
 Each rule is a pure function that returns the reason it fired, so the API can say
 why retrieval ran (or why not). Rules, in order: an explicit recall phrase; a
-question about the past; two or more capitalised words the consolidations do not
+question about the past; a question about someone named ("what does Melanie like?",
+"when is Ana's birthday?"); two or more capitalised words the consolidations do not
 contain (names the memory text does not cover, so the log may).
 """
 
@@ -103,7 +104,7 @@ class RetrievalDecision:
 
 def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
     """Whether the message calls for a search of the log, and why (or why not)."""
-    for rule in (recall_phrase, past_question):
+    for rule in (recall_phrase, past_question, person_question):
         reason = rule(message)
         if reason:
             return RetrievalDecision(triggered=True, reason=reason)
@@ -111,7 +112,8 @@ def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
     if reason:
         return RetrievalDecision(triggered=True, reason=reason)
     return RetrievalDecision(
-        triggered=False, reason="no recall phrase, past-tense question or unknown names"
+        triggered=False,
+        reason="no recall phrase, past-tense question, question about someone or unknown names",
     )
 
 
@@ -149,6 +151,33 @@ def past_question(message: str) -> str | None:
     if marker is None:
         return None
     return f"past-tense question: {asked[0]} + {marker}"
+
+
+# A name next to an auxiliary ("does Melanie", "would Caroline", "Caroline has faced"):
+# the subject of the question is a person (or something named like one).
+AUXILIARY = r"(?i:do|does|did|has|have|had|is|was|are|were|would|will|can|could|should)"
+NAMED_SUBJECT = re.compile(rf"\b{AUXILIARY}\s+([A-Z][^\W\d_][\w'’-]*)")
+SUBJECT_NAMED = re.compile(rf"(?<=\w )([A-Z][^\W\d_][\w'’-]*)\s+{AUXILIARY}\b")
+
+
+def _is_question(message: str, words: list[str]) -> bool:
+    return any(m in message for m in QUESTION_MARKS) or (bool(words) and words[0] in QUESTION_WORDS)
+
+
+def person_question(message: str) -> str | None:
+    """A question about someone named: their name as its subject, or with a possessive
+    ("Melanie's kids"). A question about a person is a memory question."""
+    if not _is_question(message, normalise(message).split()):
+        return None
+    for match in [*NAMED_SUBJECT.finditer(message), *SUBJECT_NAMED.finditer(message)]:
+        name = re.sub(r"['’]s$", "", match.group(1).rstrip("'’-"))
+        if name.isupper() or re.fullmatch(r"I(?:['’]\w+)?", name):
+            continue
+        return f"question about someone: {name}"
+    for name in capitalised_words(message):
+        if not name.isupper() and re.search(rf"\b{re.escape(name)}['’]s\b", message):
+            return f"question about someone: {name}"
+    return None
 
 
 def capitalised_words(message: str) -> list[str]:

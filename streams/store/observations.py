@@ -137,3 +137,41 @@ class ObservationRepository:
             self.collection.with_options(write_concern=WriteConcern(w=0)).bulk_write(
                 [UpdateOne({"_id": oid}, update) for oid in observation_ids], ordered=False
             )
+
+    def get_many_observed(
+        self,
+        observation_ids: list[ObjectId],
+        *,
+        observed_after: datetime | None = None,
+        observed_before: datetime | None = None,
+    ) -> list[Observation]:
+        """By id, in the order asked, only those observed in `[after, before)` (served by
+        `_id`: the window narrows a known list of ids, it never scans a scope)."""
+        if not observation_ids:
+            return []
+        query: dict[str, Any] = {"_id": {"$in": observation_ids}}
+        window: dict[str, datetime] = {}
+        if observed_after is not None:
+            window["$gte"] = observed_after
+        if observed_before is not None:
+            window["$lt"] = observed_before
+        if window:
+            query["observed_at"] = window
+        by_id = {d["_id"]: d for d in self.collection.find(query)}
+        return [Observation.from_mongo(by_id[i]) for i in observation_ids if i in by_id]
+
+    def by_seq(self, slots: list[tuple[ObjectId, int]]) -> list[Observation]:
+        """Observations at (scope, seq) positions, in one query on the `(scope_id, seq)`
+        index (session neighbours for search); other combinations of the two lists are
+        filtered out here."""
+        if not slots:
+            return []
+        scope_ids = sorted({s for s, _ in slots})
+        seqs = sorted({q for _, q in slots})
+        wanted = set(slots)
+        cursor = self.collection.find(
+            {"scope_id": {"$in": scope_ids}, "seq": {"$in": seqs}},
+            limit=len(scope_ids) * len(seqs),
+        )
+        found = [Observation.from_mongo(d) for d in cursor]
+        return [o for o in found if (ObjectId(o.scope_id), o.seq) in wanted]
