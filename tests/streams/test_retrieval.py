@@ -17,6 +17,10 @@ from tests.streams.retrieval_cases import CASES, KNOWN, confusion
         ("Where were we going last week?", "past-tense question: where + were"),
         ("Which one I liked?", "past-tense question: which + liked"),
         ("I met Sarah and Tom in Kyoto.", "unknown names: Sarah, Tom, Kyoto"),
+        ("Where has Melanie camped?", "question about someone: Melanie"),
+        ("What do Melanie's kids like?", "question about someone: Melanie"),
+        ("When is Melanie planning on going camping?", "question about someone: Melanie"),
+        ("What changes Caroline has faced?", "question about someone: Caroline"),
         ("¿Recuerdas lo que dije?", "recall phrase: recuerdas"),
         ("先週のことを覚えていますか？", "recall phrase: 覚えて"),
     ],
@@ -36,12 +40,17 @@ def test_each_rule_fires_with_its_reason(message: str, reason: str) -> None:
         "Can you help me with Python and Django?",  # one name the memory lacks
         "I'm sure I can do it.",  # "I" and "I'm" never count
         "Paris. Rome. London.",  # every one starts a sentence
+        "Is LGBTQ a word?",  # an acronym is not someone
+        "Melanie has a cat.",  # a name, but not a question
+        "Is I'm a contraction?",  # "I" is not someone
     ],
 )
 def test_no_rule_fires(message: str) -> None:
     decision = retrieval_decide(message=message, known_text="Gene likes Python.")
     assert not decision.triggered
-    assert decision.reason == "no recall phrase, past-tense question or unknown names"
+    assert decision.reason == (
+        "no recall phrase, past-tense question, question about someone or unknown names"
+    )
 
 
 def test_names_in_the_consolidations_do_not_count() -> None:
