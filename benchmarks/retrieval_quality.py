@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -51,7 +52,7 @@ MECHANISMS: dict[str, Ranking] = {
     "last wave's ranking (BM25, stems, stop words)": LAST_WAVE,
     "+ term weighting (k1 0.9, b 0.4)": replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B),
     "+ question-form words out of the query": replace(LAST_WAVE, question_words=True),
-    "+ people named in the query": replace(LAST_WAVE, people=True),
+    "+ people named in the query (dropped)": replace(LAST_WAVE, people=True),
     "+ session neighbours": replace(LAST_WAVE, neighbours=True),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
     "final ranking": FINAL,
@@ -70,8 +71,9 @@ def run(sizes: list[int] | None = None) -> None:
         client = MongoClient(server.uri, tz_aware=True)
         store = MemoryStore(client, "bench_quality")
         _load(store, turns)
+        timings: list[float] = []
         for name, ranking in MECHANISMS.items():
-            rankers[name] = _ours(store, ranking)
+            rankers[name] = _ours(store, ranking, timings if ranking == FINAL else None)
         fired: list[bool] = []
         rankers[CONTEXT] = _context(store, fired)
         rows = []
@@ -97,6 +99,12 @@ def run(sizes: list[int] | None = None) -> None:
         f"context retrieval fired for {sum(fired)} of {len(fired)} questions "
         f"({sum(fired) / len(fired):.1%}); its top 5 recall@5 {overall[CONTEXT]:.3f} "
         f"against search {final:.3f}"
+    )
+    timings.sort()
+    p95 = timings[int(0.95 * (len(timings) - 1))]
+    print(
+        f"final ranking in-process search: p50 {timings[len(timings) // 2]:.1f} ms, "
+        f"p95 {p95:.1f} ms over {len(timings)} questions (limit 10)"
     )
     result = confusion()
     print_table(
@@ -164,8 +172,11 @@ def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
         )
 
 
-def _ours(store: MemoryStore, ranking: Ranking) -> Callable[[str], list[str]]:
+def _ours(
+    store: MemoryStore, ranking: Ranking, timings: list[float] | None = None
+) -> Callable[[str], list[str]]:
     def rank(question: str) -> list[str]:
+        started = time.perf_counter()
         hits = search_observations(
             store=store,
             agent_id=AGENT,
@@ -175,6 +186,8 @@ def _ours(store: MemoryStore, ranking: Ranking) -> Callable[[str], list[str]]:
             record_access=False,
             ranking=ranking,
         )
+        if timings is not None:
+            timings.append((time.perf_counter() - started) * 1000)
         return [h.observation.source_message_ids[0] for h in hits]
 
     return rank

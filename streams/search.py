@@ -30,6 +30,7 @@ from streams.ranking import (
     date_stage,
     neighbour_seeds,
     neighbour_stage,
+    neighbour_steps,
     ordered,
     people_stage,
     query_parse,
@@ -241,7 +242,7 @@ def search_in_scopes(
             (ObjectId(c.observation.scope_id), c.observation.seq + step)
             for c in seeds
             if c.observation is not None
-            for step in (-1, 1)
+            for step in neighbour_steps()
         ]
         neighbours = [
             o
