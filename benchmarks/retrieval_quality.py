@@ -2,8 +2,9 @@
 
 Every turn of the conversation becomes one observation of one user's individual
 scope, written through the service write path (`append_in_transaction`, which
-indexes it), with its turn id in `source_message_ids`, its session date as
-`observed_at` and its image caption appended. Each question of categories 1 to 4
+indexes it), with its turn id in `source_message_ids`, its session in
+`source_session_id`, its session date as `observed_at` and its image caption
+appended. Each question of categories 1 to 4
 is asked through `search_observations`; a question's recall@k is the share of its
 evidence turns in the top k, hit@5 whether any is in the top 5. The baseline is
 `rank_bm25.BM25Okapi` over the same turns, lowercased words, no stemming, no stop
@@ -160,6 +161,7 @@ def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
             content=text,
             observed_at=when,
             created_at=when,
+            source_session_id=turn_id.split(":")[0],  # "D3:5": turn 5 of session 3
             source_message_ids=[turn_id],
             related_user_ids=[USER],
         )

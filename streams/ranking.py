@@ -206,11 +206,13 @@ def neighbour_steps() -> list[int]:
 
 
 def are_neighbours(a: Observation, b: Observation) -> bool:
-    """Consecutive in the same scope's log and in the same session (or close in time)."""
+    """Close in the same scope's log, from the same session, and close in time (a session
+    id that lives for months is many conversations). Observations without a session
+    (added by hand) have no neighbours."""
     if a.scope_id != b.scope_id or not 0 < abs(a.seq - b.seq) <= NEIGHBOUR_REACH:
         return False
-    if a.source_session_id and b.source_session_id:
-        return a.source_session_id == b.source_session_id
+    if not a.source_session_id or a.source_session_id != b.source_session_id:
+        return False
     return abs(a.observed_at - b.observed_at) <= NEIGHBOUR_WINDOW
 
 

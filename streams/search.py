@@ -13,6 +13,7 @@ no `$text`, no Atlas Search.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -41,7 +42,7 @@ from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
 
 MAX_LIMIT = 50
-POOL = 50  # candidates fetched and reranked by the later stages
+POOL = 30  # candidates fetched and reranked by the later stages
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
 
 
@@ -238,15 +239,9 @@ def search_in_scopes(
         kept[candidate.observation_id] = candidate
     if ranking.neighbours and kept:
         seeds = neighbour_seeds(ordered(kept.values()))
-        slots = [
-            (ObjectId(c.observation.scope_id), c.observation.seq + step)
-            for c in seeds
-            if c.observation is not None
-            for step in neighbour_steps()
-        ]
         neighbours = [
             o
-            for o in store.observations.by_seq(slots)
+            for o in _neighbours(store=store, seeds=seeds)
             if ObjectId(o.id) not in kept
             and str(o.id) not in exclude_ids
             and _in_window(o, observed_after, observed_before)
@@ -276,6 +271,18 @@ def search_in_scopes(
         if len(hits) == limit:
             break
     return hits
+
+
+def _neighbours(*, store: MemoryStore, seeds: list[Candidate]) -> list[Observation]:
+    """The log around the seeds from a session, in one read: of the scope that holds most
+    of them (a second scope would cost a second round trip)."""
+    sessions = [c.observation for c in seeds if c.observation and c.observation.source_session_id]
+    if not sessions:
+        return []
+    counts = Counter(o.scope_id for o in sessions)
+    scope_id = max(counts, key=lambda s: counts[s])  # ties: the best seed's scope (first seen)
+    seqs = [o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps()]
+    return store.observations.neighbours(ObjectId(scope_id), seqs)
 
 
 def _in_window(o: Observation, after: datetime | None, before: datetime | None) -> bool:

@@ -8,7 +8,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from bson import ObjectId
+from pymongo import MongoClient
 
+from benchmarks.harness import CommandCounter
 from streams.documents import Scope
 from streams.ranking import (
     FINAL,
@@ -90,11 +92,14 @@ def test_people_a_hit_that_names_the_person_asked_about_comes_first(store: Memor
 
 def test_neighbours_the_answer_next_to_the_question_turn_is_found(store: MemoryStore) -> None:
     scope = ScopeFactory.create(store=store, user_id="u1")
-    _add(store, scope, "Caroline: did you paint anything this week?", observed_at=DAY)
-    _add(store, scope, "Melanie: yes, a sunset over the lake", observed_at=DAY)
-    # The same kind of turn, but a month later: another session, no evidence.
-    _add(store, scope, "Melanie: a quiet walk today", observed_at=DAY + timedelta(days=30))
-    _add(store, scope, "Caroline: I will paint my room", observed_at=DAY + timedelta(days=60))
+    _add(store, scope, "Caroline: did you paint anything this week?", **session("s1", DAY))
+    _add(store, scope, "Melanie: yes, a sunset over the lake", **session("s1", DAY))
+    # Next in the log, but a month later in the same session id: no evidence.
+    _add(store, scope, "Melanie: a quiet walk today", **session("s1", DAY + timedelta(days=30)))
+    _add(store, scope, "Caroline: I will paint my room", **session("s1", DAY + timedelta(days=60)))
+    # Next in the log and at the same time, but another session (or none): no evidence.
+    _add(store, scope, "Melanie: a yellow kite", **session("s2", DAY + timedelta(days=60)))
+    _add(store, scope, "a green kite", observed_at=DAY + timedelta(days=60))
 
     last_wave = _search(store, "What did she paint?", LAST_WAVE, record_access=False)
     hits = _search(store, "What did she paint?", record_access=False)
@@ -105,6 +110,11 @@ def test_neighbours_the_answer_next_to_the_question_turn_is_found(store: MemoryS
     assert answer.explanation is not None and answer.explanation.mechanisms["neighbours"] > 0
     assert answer.matched_terms == []  # found by its neighbour alone
     assert "Melanie: a quiet walk today" not in found  # a neighbour in seq, not in time
+    assert "Melanie: a yellow kite" not in found and "a green kite" not in found
+
+
+def session(session_id: str, at: datetime) -> dict:
+    return {"source_session_id": session_id, "observed_at": at}
 
 
 def test_dates_when_questions_prefer_hits_that_say_when(store: MemoryStore) -> None:
@@ -146,3 +156,23 @@ def test_min_score_window_and_access(store: MemoryStore) -> None:
     # Counted by the searches that returned it (the one with `record_access=False` not).
     assert stored(old).access_count == 2
     assert stored(new).access_count == 1 and stored(new).last_accessed_at is not None
+
+
+def test_search_round_trips_do_not_grow_with_the_data(store: MemoryStore) -> None:
+    """Scopes, then the index, the best candidates, their session neighbours (three reads
+    for the ranking whatever the log holds), then one unacknowledged access update."""
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    for n in range(60):
+        _add(store, scope, f"Rust note {n}", **session("s1", DAY))
+    counter = CommandCounter()
+    host, port = store.client.address
+    client = MongoClient(host=host, port=port, tz_aware=True, event_listeners=[counter])
+    try:
+        counting = MemoryStore(client, store.db.name)
+        counter.reset()
+        hits = search_observations(store=counting, agent_id=AGENT, user_id="u1", query="rust")
+        sent = dict(counter.by_name)
+    finally:
+        client.close()
+    assert len(hits) == 10
+    assert sent == {"find": 4, "update": 1}
