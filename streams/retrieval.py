@@ -3,8 +3,9 @@
 Each rule is a pure function that returns the reason it fired, so the API can say
 why retrieval ran (or why not). Rules, in order: an explicit recall phrase; a
 question about the past; a question about someone named ("what does Melanie like?",
-"when is Ana's birthday?"); two or more capitalised words the consolidations do not
-contain (names the memory text does not cover, so the log may).
+"when is Ana's birthday?"); a third-person question naming someone the memory knows
+("why are flowers important to Melanie?"); two or more capitalised words the
+consolidations do not contain (names the memory text does not cover, so the log may).
 """
 
 from __future__ import annotations
@@ -108,7 +109,9 @@ def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
         reason = rule(message)
         if reason:
             return RetrievalDecision(triggered=True, reason=reason)
-    reason = unknown_names(message, known_text=known_text)
+    reason = known_subject(message, known_text=known_text) or unknown_names(
+        message, known_text=known_text
+    )
     if reason:
         return RetrievalDecision(triggered=True, reason=reason)
     return RetrievalDecision(
@@ -177,6 +180,22 @@ def person_question(message: str) -> str | None:
     for name in capitalised_words(message):
         if not name.isupper() and re.search(rf"\b{re.escape(name)}['’]s\b", message):
             return f"question about someone: {name}"
+    return None
+
+
+FIRST_AND_SECOND_PERSON = _words("i me my mine we us our ours you your yours")
+
+
+def known_subject(message: str, *, known_text: str) -> str | None:
+    """A question about someone (or something) the memory names, asked in the third person:
+    "how do I ... in Python?" is a task, "why are flowers important to Melanie?" is not."""
+    words = normalise(message).split()
+    if not _is_question(message, words) or FIRST_AND_SECOND_PERSON & set(words):
+        return None
+    known = normalise(known_text)
+    for name in capitalised_words(message):
+        if not name.isupper() and f" {normalise(name).strip()} " in known:
+            return f"question about someone known: {name}"
     return None
 
 

@@ -93,3 +93,16 @@ def test_labelled_table_false_positive_and_negative_counts() -> None:
         "Any update on what my landlord said",
     ]
     assert KNOWN
+
+
+def test_a_third_person_question_about_someone_the_memory_knows_fires() -> None:
+    known = "Melanie paints. Gene uses Python."
+    decision = retrieval_decide(message="Why are flowers important to Melanie?", known_text=known)
+    assert decision.reason == "question about someone known: Melanie"
+    for message in [
+        "Why are flowers important to Melanie?",  # not known here
+        "How do I reverse a list in Python?",  # known, but a task of the speaker's
+        "Flowers are important to Melanie.",  # not a question
+    ]:
+        text = "" if "Melanie?" in message else known
+        assert not retrieval_decide(message=message, known_text=text).triggered
