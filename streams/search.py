@@ -50,7 +50,8 @@ WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
 class Explanation:
     """Why a hit ranks where it does: its score per query term and per mechanism, and its
     rank after each stage (`terms`, `people`, `neighbours`, `dates`; before a stage is
-    after the one before it)."""
+    after the one before it; 0: not a candidate yet, as a neighbour before `neighbours`).
+    With the semantic layer the score is the fused one and no longer their sum."""
 
     terms: dict[str, float]
     mechanisms: dict[str, float]

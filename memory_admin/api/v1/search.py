@@ -44,7 +44,9 @@ class ExplanationOut(Schema):
         ..., description="Score added by `people`, `neighbours`, `dates`."
     )
     ranks: dict[str, int] = Field(
-        ..., description="Rank after each stage: `terms`, `people`, `neighbours`, `dates`."
+        ...,
+        description="Rank after each stage: `terms`, `people`, `neighbours`, `dates` "
+        "(0: not a candidate yet).",
     )
 
 
