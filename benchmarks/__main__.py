@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy.
+legacy, rebuild.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ def main() -> None:
             "ui_pages",
             "privacy",
             "legacy",
+            "rebuild",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

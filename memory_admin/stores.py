@@ -30,4 +30,11 @@ def store_mode() -> str:
 
 def get_store() -> MemoryStore:
     """The store for the configured database; cheap to call on every request."""
-    return MemoryStore(get_client(mongodb_uri()), settings.MONGODB_DB)
+    return MemoryStore(
+        get_client(mongodb_uri()),
+        settings.MONGODB_DB,
+        scope_defaults={
+            "consolidation_threshold": settings.MEMORY_CONSOLIDATION_THRESHOLD,
+            "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
+        },
+    )

@@ -26,6 +26,7 @@ from streams.formation import FormationSettings, cold_sessions_sweep, formation_
 from streams.jobs import JobRun, job_execute
 from streams.privacy import forget_user_run
 from streams.propagation import propagation_run
+from streams.rebuild import rebuild_run
 
 logger = logging.getLogger("memory_admin.tasks")
 MAX_ATTEMPTS = 5
@@ -53,6 +54,12 @@ def enqueue(job: Job) -> None:
     """Queue a job's task once the current transaction (if any) commits."""
     task = TASKS_BY_KIND[job.kind]
     transaction.on_commit(lambda: task.delay(job.id))
+
+
+def enqueue_all(jobs: list[Job]) -> None:
+    """Queue the jobs a domain action scheduled (its `follow_ups`)."""
+    for job in jobs:
+        enqueue(job)
 
 
 def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
@@ -101,11 +108,19 @@ def run_forget_user(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: forget_user_run(store=store, run=run, lease=lease))
 
 
+@shared_task(name="memory_admin.tasks.run_rebuild", **TASK_OPTIONS)
+def run_rebuild(self, job_id: str) -> None:
+    store = get_store()
+    lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
+    _execute(self, job_id, lambda run: rebuild_run(store=store, run=run, lease=lease))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
     "propagation": run_propagation,
     "forget_user": run_forget_user,
+    "rebuild": run_rebuild,
 }
 
 
@@ -121,7 +136,8 @@ def sweep_cold_sessions() -> int:
 @shared_task(name="memory_admin.tasks.retry_failed_jobs")
 def retry_failed_jobs() -> int:
     """Re-dispatch jobs that need it: failed ones whose backoff has passed, and "running"
-    ones whose worker died (older than MEMORY_JOB_STALE_SECONDS: the run takes them over).
+    ones whose worker died, and "queued" ones nobody dispatched (a process that died
+    between creating a job and sending it), both older than MEMORY_JOB_STALE_SECONDS.
 
     Recovery does not depend on the broker redelivering a dead worker's task.
     """
@@ -139,6 +155,10 @@ def retry_failed_jobs() -> int:
     for job in store.jobs.page(status="running", agent_id=None, before=None, limit=100):
         if job.started_at is not None and job.started_at < stale_before:
             enqueue(job)
+            dispatched += 1
+    for job in store.jobs.page(status="queued", agent_id=None, before=None, limit=100):
+        if job.created_at < stale_before:
+            enqueue(job)  # a duplicate delivery is harmless: a job runs once
             dispatched += 1
     return dispatched
 

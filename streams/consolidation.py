@@ -8,18 +8,27 @@ list in the same update, and the history entry is written beside it.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bson import ObjectId
 
 from streams.activity import activity_record
-from streams.documents import ConsolidationVersion, Scope, utcnow
+from streams.documents import ConsolidationVersion, Job, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreSession
 
 MAX_CONSOLIDATION_CHARS = 20_000
+HISTORY_CHUNK = 200
+WORD = re.compile(r"\S+")
+
+
+def word_count(text: str) -> int:
+    """Words as the limit counts them (and the editor's live counter): runs of non-space."""
+    return len(WORD.findall(text))
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,7 @@ class RunDetails:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     duration_ms: int = 0
+    warning: str | None = None  # shown on the version, e.g. an answer cut to the word limit
 
 
 def consolidation_commit(
@@ -45,11 +55,18 @@ def consolidation_commit(
     run: RunDetails | None = None,
     restored_from: int | None = None,
     absorbed_were_pending: bool = True,
+    rebuilt_ids: list[str] | None = None,
+    newly_absorbed_ids: list[str] | None = None,
+    warning: str | None = None,
+    also: Callable[[StoreSession], None] | None = None,
 ) -> ConsolidationVersion:
     """Store `text` as version `expected_version + 1`; Conflict if the scope moved on.
 
-    `absorbed_were_pending=False` for a rebuild from observations consolidated before
-    (forget user): they were counted out of pending already.
+    `absorbed_were_pending=False` for a rebuild from observations consolidated before:
+    they were counted out of pending already. A rebuild names the observations it
+    rebuilt without (`rebuilt_ids`, out of the scope's rebuild list in the same
+    update) and redacts the old versions in `also`, inside the same transaction;
+    `newly_absorbed_ids` are those of its absorbed still to mark consolidated (default all).
     """
     now = utcnow()
     run = run or RunDetails()
@@ -69,6 +86,7 @@ def consolidation_commit(
         completion_tokens=run.completion_tokens,
         duration_ms=run.duration_ms,
         restored_from=restored_from,
+        warning=warning,
         created_at=now,
     )
 
@@ -80,6 +98,7 @@ def consolidation_commit(
             absorbed_ids=absorbed,
             actor=actor,
             now=now,
+            rebuilt_ids=[ObjectId(i) for i in rebuilt_ids or []],
             session=session,
         )
         if moved:
@@ -87,8 +106,13 @@ def consolidation_commit(
                 "the consolidation moved on since it was read",
                 details={"expected_version": expected_version},
             )
-        store.observations.mark_consolidated(absorbed, session=session)
+        marked = absorbed
+        if newly_absorbed_ids is not None:
+            marked = [ObjectId(i) for i in newly_absorbed_ids]
+        store.observations.mark_consolidated(marked, session=session)
         store.consolidations.insert(entry, session=session)
+        if also is not None:
+            also(session)
 
     store.in_transaction(commit)
     activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)
@@ -100,8 +124,29 @@ def consolidation_commit(
 def consolidation_edit(
     *, store: MemoryStore, scope: Scope, text: str, expected_version: int, actor: str
 ) -> ConsolidationVersion:
-    """An operator's hand edit: a new version, refused if someone else moved it first."""
+    """An operator's hand edit: a new version, refused if someone else moved it first.
+
+    Empty is refused (the page would say "no consolidation yet" while a version
+    exists), and so is a text over the scope's word limit: it is sent in every context.
+    """
     text = text.strip()
+    if not text:
+        raise InvalidInput(
+            "the consolidation must not be empty", details=[{"field": "consolidation"}]
+        )
+    words = word_count(text)
+    if words > scope.consolidation_max_words:
+        raise InvalidInput(
+            f"the consolidation has {words} words; this scope allows "
+            f"{scope.consolidation_max_words}",
+            details=[
+                {
+                    "field": "consolidation",
+                    "words": words,
+                    "max_words": scope.consolidation_max_words,
+                }
+            ],
+        )
     if len(text) > MAX_CONSOLIDATION_CHARS:
         raise InvalidInput(
             f"the consolidation is longer than {MAX_CONSOLIDATION_CHARS} characters",
@@ -119,13 +164,27 @@ def consolidation_edit(
 
 
 def consolidation_restore(
-    *, store: MemoryStore, scope: Scope, version: int, actor: str
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    version: int,
+    actor: str,
+    follow_ups: list[Job] | None = None,
 ) -> ConsolidationVersion:
-    """A new version whose text is that of an earlier one."""
-    old = store.consolidations.get(require_object_id(scope.id, what="scope"), version)
+    """A new version whose text is that of an earlier one.
+
+    What only later versions absorbed is not in the restored text: those observations
+    go back to pending (the next run folds them in again), and the threshold is checked.
+    A redacted version (it held text that was deleted or forgotten) cannot be restored.
+    """
+    oid = require_object_id(scope.id, what="scope")
+    old = store.consolidations.get(oid, version)
     if old is None:
         raise NotFound(f"version {version} not found")
-    return consolidation_commit(
+    if old.redacted:
+        raise Conflict(f"version {version} was redacted; it cannot be restored")
+    returning = restore_returns(store=store, scope=scope, version=version)
+    entry = consolidation_commit(
         store=store,
         scope=scope,
         expected_version=scope.consolidation_version,
@@ -135,6 +194,51 @@ def consolidation_restore(
         actor=actor,
         restored_from=version,
     )
+    if returning:
+        ids = [ObjectId(i) for i in returning]
+        store.observations.mark_consolidated(ids, value=False)
+        store.scopes.push_pending(oid, ids)
+        store.agents.adjust_counters(scope.agent_id, now=utcnow(), pending=len(ids))
+    _threshold_check(store, scope.id, follow_ups)
+    return entry
+
+
+def restore_returns(*, store: MemoryStore, scope: Scope, version: int) -> list[str]:
+    """The observations that go back to pending if `version` is restored: those absorbed
+    only by later versions, still live and not pending already (shown before and after)."""
+    oid = require_object_id(scope.id, what="scope")
+    later: list[str] = []
+    for low in range(version + 1, scope.consolidation_version + 1, HISTORY_CHUNK):
+        high = min(low + HISTORY_CHUNK - 1, scope.consolidation_version)
+        later += store.consolidations.absorbed_between(oid, low_version=low, high_version=high)
+    pending = set(scope.pending_observation_ids)
+    ids = [i for i in dict.fromkeys(later) if i not in pending]
+    live: list[str] = []
+    for start in range(0, len(ids), HISTORY_CHUNK):
+        chunk = [ObjectId(i) for i in ids[start : start + HISTORY_CHUNK]]
+        live += [o.id for o in store.observations.get_many(chunk) if not o.deleted]
+    return live
+
+
+def restore_preview(versions: list[ConsolidationVersion], pending: list[str]) -> dict[int, int]:
+    """For versions listed newest first from the current one: how many observations would go
+    back to pending if each were restored (absorbed by a later listed version, not pending).
+    Deleted ones are left out by the restore itself; the count is what the page shows."""
+    waiting = set(pending)
+    later: set[str] = set()
+    counts: dict[int, int] = {}
+    for version in versions:
+        counts[version.version] = len(later - waiting)
+        later |= set(version.absorbed_observation_ids)
+    return counts
+
+
+def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
+    from streams.consolidation_runs import consolidation_due  # runs import this module
+
+    job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
+    if job is not None and follow_ups is not None:
+        follow_ups.append(job)
 
 
 def consolidation_history(

@@ -10,15 +10,22 @@ and observations that arrive during a run stay pending for the next one.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 from bson import ObjectId
 
-from streams.consolidation import RunDetails, consolidation_commit
+from streams.consolidation import WORD, RunDetails, consolidation_commit, word_count
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, NotFound
 from streams.jobs import CountingLLM, JobRun, job_create
-from streams.llm.port import ConsolidationContext, DatedObservation, LLMError, LLMRequest
+from streams.llm.port import (
+    ConsolidationContext,
+    DatedObservation,
+    LLMError,
+    LLMRequest,
+    LLMResult,
+)
 from streams.prompts import render_consolidation, resolve_template
 from streams.store import MemoryStore
 
@@ -34,6 +41,8 @@ def consolidation_request(
     """
     if not scope.pending_observation_ids:
         raise Conflict("nothing to consolidate: the scope has no pending observations")
+    if not scope.is_active:
+        raise Conflict("the scope is paused: resume it to consolidate")
     active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation")
     return active or _consolidation_job(store, scope, trigger=trigger, actor=actor)
 
@@ -74,6 +83,9 @@ def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEA
         scope = store.scopes.get(scope_oid)
         if scope is None:
             raise NotFound("scope not found")
+        if not scope.is_active:
+            run.result = {"absorbed": 0, "note": "the scope is paused"}
+            return
         _consolidate(store, run, scope)
     finally:
         store.scopes.release_lease(scope_oid, owner=job.id)
@@ -86,8 +98,11 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
         return
     observations = store.observations.get_many([ObjectId(i) for i in pending_ids])
     live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    # Private observations stay in the log (and the scope's own search), never in the
+    # consolidation text: that text is the scope's summary, sent in every context.
+    folded = [o for o in live if not o.private]
     text, details = consolidation_fold(
-        store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=live
+        store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
     )
     entry = consolidation_commit(
         store=store,
@@ -98,9 +113,10 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
         trigger=run.job.trigger or "manual",
         actor=run.job.actor,
         run=details,
+        warning=details.warning,
     )
     run.result = {
-        "absorbed": len(pending_ids),
+        "absorbed": len(live),
         "version": entry.version,
         "model": details.model,
         "prompt_tokens": details.prompt_tokens,
@@ -143,28 +159,63 @@ def consolidation_fold(
         observations=[DatedObservation(o.content, o.observed_at) for o in observations],
         max_words=scope.consolidation_max_words,
     )
+    prompt = render_consolidation(template.text, context)
+    limit = scope.consolidation_max_words
+    answers = [_ask(llm, prompt, context)]
+    words = word_count(answers[0].text)
+    if words > limit:
+        # Once more, with the overshoot stated; then cut at the last sentence that fits.
+        retry = f"{prompt}\n\n{OVERSHOOT.format(words=words, limit=limit)}"
+        answers.append(_ask(llm, retry, context))
+    text, warning = within_words(answers[-1].text, limit)
+    return text, RunDetails(
+        model=answers[-1].model,
+        prompt_version=template.version,
+        prompt_tokens=sum(a.prompt_tokens for a in answers),
+        completion_tokens=sum(a.completion_tokens for a in answers),
+        duration_ms=sum(a.duration_ms for a in answers),
+        warning=warning,
+    )
+
+
+OVERSHOOT = (
+    "Your previous answer had {words} words; the limit is {limit}. "
+    "Write the consolidated memory again in at most {limit} words."
+)
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def _ask(llm: CountingLLM, prompt: str, context: ConsolidationContext) -> LLMResult:
     answer = llm.complete(
         LLMRequest(
-            task="consolidation",
-            prompt=render_consolidation(template.text, context),
-            context=context,
-            json_output=False,
-            tier="slow",
+            task="consolidation", prompt=prompt, context=context, json_output=False, tier="slow"
         )
     )
-    text = answer.text.strip()
-    if not text:
+    if not answer.text.strip():
         raise LLMError("the consolidation answer is empty")
-    return text, RunDetails(
-        model=answer.model,
-        prompt_version=template.version,
-        prompt_tokens=answer.prompt_tokens,
-        completion_tokens=answer.completion_tokens,
-        duration_ms=answer.duration_ms,
+    return answer
+
+
+def within_words(text: str, limit: int) -> tuple[str, str | None]:
+    """`text` if it fits `limit` words; else cut at the last sentence end that fits (at
+    the limit itself when no sentence ends in time), with a warning saying so."""
+    text = text.strip()
+    words = word_count(text)
+    if words <= limit:
+        return text, None
+    spans = list(WORD.finditer(text))
+    head = text[: spans[limit - 1].end()]
+    ends = list(SENTENCE_END.finditer(head))
+    cut = head[: ends[-1].end()] if ends else head
+    return cut.strip(), (
+        f"the model answered {words} words twice (limit {limit}); "
+        f"stored cut to {word_count(cut)} words"
     )
 
 
 def _propagates(scope: Scope, absorbed: list[Observation]) -> bool:
+    if not scope.is_active:
+        return False
     if not any(not o.private for o in absorbed):
         return False
     if scope.scope_type == "individual":

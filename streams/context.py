@@ -59,7 +59,7 @@ def context_assemble(
     scopes = [
         s
         for s in store.visible_scopes.find(agent_id=agent_id, user_id=user_id, group_ids=group_ids)
-        if s.is_active or not s.is_shard
+        if s.is_active  # a paused scope (any type) is left out
     ]
     individual = next((s for s in scopes if s.scope_type == "individual"), None)
     recent = _recent_observations(store=store, scope=individual)

@@ -14,7 +14,7 @@ from bson import ObjectId
 
 ScopeType = Literal["individual", "group", "collective"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
-JobKind = Literal["formation", "consolidation", "propagation", "forget_user"]
+JobKind = Literal["formation", "consolidation", "propagation", "forget_user", "rebuild"]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 
@@ -87,6 +87,9 @@ class Scope:
     # resolver reports it without reading the prompt history on every formation.
     guidance_version: int | None = None
     groups: list[dict[str, str]] = field(default_factory=list)  # individual: the user's groups
+    # Observations whose old text the consolidation history holds and must lose (deleted,
+    # edited, marked private, or a removed copy): a rebuild is pending while any is listed.
+    rebuild_observation_ids: list[str] = field(default_factory=list)
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -95,6 +98,10 @@ class Scope:
     @property
     def pending_count(self) -> int:
         return len(self.pending_observation_ids)
+
+    @property
+    def needs_rebuild(self) -> bool:
+        return bool(self.rebuild_observation_ids)
 
     @property
     def is_shard(self) -> bool:
@@ -150,6 +157,7 @@ class Scope:
             "propagation_prompt": self.propagation_prompt,
             "guidance_version": self.guidance_version,
             "groups": self.groups,
+            "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -182,6 +190,7 @@ class Scope:
             propagation_prompt=doc.get("propagation_prompt"),
             guidance_version=doc.get("guidance_version"),
             groups=list(doc.get("groups") or []),
+            rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -204,6 +213,9 @@ class Observation:
     private: bool = False
     propagated_from: str | None = None
     deleted_at: datetime | None = None
+    # Absorbed by a version once, then put back to pending by a restore: the history
+    # still holds its text, so a change to it rebuilds like a consolidated one's.
+    restored_to_pending: bool = False
     access_count: int = 0
     last_accessed_at: datetime | None = None
     seq: int = 0
@@ -232,6 +244,7 @@ class Observation:
             "private": self.private,
             "propagated_from": _oid(self.propagated_from),
             "deleted_at": self.deleted_at,
+            "restored_to_pending": self.restored_to_pending,
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
             "seq": self.seq,
@@ -252,6 +265,7 @@ class Observation:
             consolidated=doc.get("consolidated", False),
             private=doc.get("private", False),
             propagated_from=_str(doc.get("propagated_from")),
+            restored_to_pending=doc.get("restored_to_pending", False),
             deleted_at=doc.get("deleted_at"),
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),
@@ -276,6 +290,8 @@ class ConsolidationVersion:
     completion_tokens: int = 0
     duration_ms: int = 0
     restored_from: int | None = None
+    warning: str | None = None  # e.g. a model answer cut to the word limit
+    redacted: bool = False  # its text held something deleted, corrected or forgotten
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=lambda: str(ObjectId()))
 
@@ -295,6 +311,7 @@ class ConsolidationVersion:
             "completion_tokens": self.completion_tokens,
             "duration_ms": self.duration_ms,
             "restored_from": self.restored_from,
+            "warning": self.warning,
             "created_at": self.created_at,
         }
 
@@ -315,6 +332,8 @@ class ConsolidationVersion:
             completion_tokens=doc.get("completion_tokens", 0),
             duration_ms=doc.get("duration_ms", 0),
             restored_from=doc.get("restored_from"),
+            warning=doc.get("warning"),
+            redacted=doc.get("redacted_at") is not None,
             created_at=doc["created_at"],
         )
 

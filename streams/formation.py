@@ -178,8 +178,12 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
     )
     now = utcnow()
     by_scope: dict[str, tuple[Scope, list[Observation]]] = {}
+    paused = 0
     for key, display_name, content in items:
         scope, _ = scope_get_or_create(store=store, key=key, display_name=display_name)
+        if not scope.is_active:
+            paused += 1  # a paused scope receives nothing new; its data is kept
+            continue
         observation = Observation(
             scope_id=scope.id,
             agent_id=job.agent_id,
@@ -203,6 +207,7 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
         "messages": len(messages),
         "observations": created,
         "dropped": dropped,
+        "dropped_paused": paused,
         "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
         "model": answer.model,
         "prompt_tokens": answer.prompt_tokens,

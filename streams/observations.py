@@ -8,10 +8,12 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.activity import activity_record
-from streams.documents import Observation, Scope, utcnow
+from streams.consolidation_runs import consolidation_due
+from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
@@ -64,8 +66,10 @@ def observation_add(
     source_session_id: str | None = None,
     source_message_ids: list[str] | None = None,
     related_user_ids: list[str] | None = None,
+    follow_ups: list[Job] | None = None,
 ) -> Observation:
-    """Add one observation by hand (operator or agent); it goes to pending."""
+    """Add one observation by hand (operator or agent); it goes to pending, and a
+    consolidation job is queued (in `follow_ups`) when that reaches the threshold."""
     content = content.strip()
     if not content:
         raise InvalidInput("content must not be empty", details=[{"field": "content"}])
@@ -90,7 +94,14 @@ def observation_add(
     append_in_transaction(store=store, scope_id=scope.id, observations=[observation], now=now)
     store.agents.adjust_counters(scope.agent_id, now=now, observations=1, pending=1)
     activity_record(store=store, agent_id=scope.agent_id, now=now, observations=1)
+    _threshold_check(store, scope.id, follow_ups)
     return observation
+
+
+def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
+    job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
+    if job is not None and follow_ups is not None:
+        follow_ups.append(job)
 
 
 def append_in_transaction(
@@ -145,10 +156,13 @@ def observation_update(
     observation: Observation,
     content: str | None = None,
     private: bool | None = None,
+    follow_ups: list[Job] | None = None,
 ) -> Observation:
     """Correct an observation's content or mark it private; returns the fresh observation.
 
     A deleted observation is kept as it was, for the audit: changing it is a conflict.
+    What was derived from the old text (or, once private, from the text at all) follows:
+    see `streams.rebuild.sources_changed`; its rebuild jobs go to `follow_ups`.
     """
     fields: dict[str, object] = {}
     if content is not None:
@@ -185,22 +199,42 @@ def observation_update(
     fresh = store.observations.get(oid)
     if fresh is None:
         raise NotFound("observation not found")
+    jobs = follow_ups if follow_ups is not None else []
+    if fresh.content != observation.content:
+        prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    if fresh.private and not observation.private:
+        sources_changed(store=store, observation=fresh, change="private", follow_ups=jobs)
+    elif fresh.content != observation.content:
+        sources_changed(store=store, observation=fresh, change="edit", follow_ups=jobs)
     return fresh
 
 
-def observation_delete(*, store: MemoryStore, observation: Observation) -> None:
-    """Soft delete: kept for the audit, out of every context, search and default list.
+def observation_delete(
+    *, store: MemoryStore, observation: Observation, follow_ups: list[Job] | None = None
+) -> None:
+    """Soft delete: kept for the audit, out of every context, search, default list and
+    pending count; consolidations that absorbed it are rebuilt without it (jobs in
+    `follow_ups`) and its propagated copies are removed.
 
     Deleting a deleted observation changes nothing (its first deletion time stands).
     """
     if observation.deleted:
         return
     oid = require_object_id(observation.id, what="observation")
+    scope_oid = require_object_id(observation.scope_id, what="scope")
+    was_pending = False
 
     def delete(session: StoreSession) -> None:
+        nonlocal was_pending
         if store.observations.mark_deleted(oid, now=utcnow(), session=session):
             search_index_remove(store=store, observations=[observation], session=session)
+            was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")
 
     store.in_transaction(delete)
+    if was_pending:
+        store.agents.adjust_counters(observation.agent_id, now=utcnow(), pending=-1)
+    prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    jobs = follow_ups if follow_ups is not None else []
+    sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)

@@ -7,13 +7,11 @@ user, and the propagated copies of any of these.
 
 Group and collective consolidations that absorbed such observations hold the
 user's content in their text and in every history version from the first one
-that absorbed it (each version is written from the one before). So each such
-scope is rebuilt: the last version from before the user's content, plus the
-observations the later versions absorbed minus the user's, go through one
-consolidation LLM call into a new version (trigger `forget_user`), and the
-texts of the tainted versions are replaced by a redaction marker (version
-numbers, times and who made them stay, for the audit). Hand edits made after
-the user's content arrived are lost with the versions: they may quote it.
+that absorbed it. Each such scope is rebuilt by the general mechanism of
+streams/rebuild.py (`rebuild_scope`, trigger `forget_user`): the tainted
+versions' texts are replaced by a redaction marker (version numbers, times and
+who made them stay, for the audit). Hand edits made after the user's content
+arrived are lost with the versions: they may quote it.
 
 Order matters for a retried job: a scope is rebuilt and redacted before any
 observation is deleted, so a run that fails half way still finds what is left
@@ -27,21 +25,14 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.consolidation import consolidation_commit
-from streams.consolidation_runs import consolidation_fold
 from streams.documents import Job, Observation, Scope, utcnow
-from streams.exceptions import Conflict
 from streams.jobs import JobRun, job_create
-from streams.search import search_index_forget
-from streams.search_text import term_counts
+from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
 from streams.user_audit import check_user_ids, user_individual_scope
 
 REDACTED = "[redacted: this version held content of a user who was forgotten]"
-HISTORY_CHUNK = 200
-COPY_CHUNK = 200
-MAX_COPIES_PER_SOURCE = 20
 LEASE = timedelta(minutes=5)
 
 
@@ -83,8 +74,19 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     rebuilt: list[dict[str, Any]] = []
     redacted = 0
     for scope_id, observations in sorted(by_scope.items()):
-        outcome = _rebuild_without(store, run, scope_id, observations, lease=lease)
+        outcome = rebuild_scope(
+            store=store,
+            run=run,
+            scope_id=scope_id,
+            removed={o.id for o in observations},
+            trigger="forget_user",
+            marker=REDACTED,
+            lease=lease,
+            absorbed=any(o.consolidated for o in observations),
+        )
         if outcome is not None:
+            for key in ("removed", "changed"):
+                outcome.pop(key)
             rebuilt.append(outcome)
             redacted += outcome.pop("redacted")
     deleted = {
@@ -96,7 +98,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     }
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
-        _forget_in_search(store, repo, scope_id, observations)
+        forget_in_search(store=store, scope_id=scope_id, observations=observations)
         count = repo.delete_observations([ObjectId(o.id) for o in observations])
         if count:
             repo.unlink_observations(
@@ -107,7 +109,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     if individual is not None:
         # Term by term rather than `search_index_drop_scope`: its `_id` range delete
         # scans the whole index on the embedded store (3 s at 10,000 observations).
-        _forget_in_search(store, repo, individual.id, own)
+        forget_in_search(store=store, scope_id=individual.id, observations=own)
         repo.drop_search_totals(ObjectId(individual.id))
         removed = repo.delete_scope(ObjectId(individual.id))
         for collection, count in removed.items():
@@ -133,15 +135,6 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     }
 
 
-def _forget_in_search(
-    store: MemoryStore, repo: PrivacyRepository, scope_id: str, observations: list[Observation]
-) -> None:
-    """Out of the search index, with the terms no other observation of the scope holds."""
-    search_index_forget(store=store, observations=observations)
-    terms = sorted({t for o in observations for t in term_counts(o.content)})
-    repo.prune_search_terms(ObjectId(scope_id), terms)
-
-
 def _observations_of(
     repo: PrivacyRepository, agent_id: str, user_id: str, individual: Scope | None
 ) -> tuple[list[Observation], list[Observation]]:
@@ -163,121 +156,7 @@ def _observations_of(
             high = min(low + BATCH, individual.observation_seq)
             own += repo.scope_observations(oid, low_seq=low, high_seq=high)
     origins = set(found) | {o.id for o in own}
-    frontier = sorted(origins)
-    while frontier:
-        fresh: list[str] = []
-        for start in range(0, len(frontier), COPY_CHUNK):
-            chunk = [ObjectId(i) for i in frontier[start : start + COPY_CHUNK]]
-            for copy in repo.copies_of(chunk, limit=len(chunk) * MAX_COPIES_PER_SOURCE):
-                if copy.id not in found and copy.id not in origins:
-                    found[copy.id] = copy
-                    fresh.append(copy.id)
-        frontier = fresh
+    for copy in copies_closure(repo, sorted(origins)):
+        found.setdefault(copy.id, copy)
     individual_id = individual.id if individual is not None else None
     return [o for o in found.values() if o.scope_id != individual_id], own
-
-
-def _rebuild_without(
-    store: MemoryStore,
-    run: JobRun,
-    scope_id: str,
-    forgotten: list[Observation],
-    *,
-    lease: timedelta,
-) -> dict[str, Any] | None:
-    """Under the scope's consolidation lease: drop the forgotten observations from its
-    pending list, and if its history absorbed any, rebuild the text without them and
-    redact the versions that held them. The rebuild's outcome, or None if none was needed."""
-    oid = ObjectId(scope_id)
-    now = utcnow()
-    if not store.scopes.acquire_lease(oid, owner=run.job.id, now=now, until=now + lease):
-        raise Conflict(f"scope {scope_id} is being consolidated; forgetting retries later")
-    try:
-        scope = store.scopes.get(oid)
-        if scope is None:
-            return None
-        forgotten_ids = {o.id for o in forgotten}
-        pending = [i for i in scope.pending_observation_ids if i in forgotten_ids]
-        if pending:
-            _repo(store).pull_pending(oid, [ObjectId(i) for i in pending])
-            store.agents.adjust_counters(scope.agent_id, now=now, pending=-len(pending))
-            scope = store.scopes.get(oid)
-            assert scope is not None
-        if scope.consolidation_version == 0 or not any(o.consolidated for o in forgotten):
-            return None
-        first = _first_tainted(store, scope, forgotten_ids)
-        if first is None:
-            return None
-        return _rebuild(store, run, scope, first=first, forgotten_ids=forgotten_ids)
-    finally:
-        store.scopes.release_lease(oid, owner=run.job.id)
-
-
-def _first_tainted(store: MemoryStore, scope: Scope, forgotten_ids: set[str]) -> int | None:
-    """The first version that absorbed a forgotten observation.
-
-    A consolidated observation that no version names (data migrated with its
-    consolidation) taints the whole history: nothing proves a version is clean.
-    """
-    repo = _repo(store)
-    oid = ObjectId(scope.id)
-    for low in range(1, scope.consolidation_version + 1, HISTORY_CHUNK):
-        high = min(low + HISTORY_CHUNK - 1, scope.consolidation_version)
-        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
-            absorbed = {str(i) for i in doc.get("absorbed_observation_ids", [])}
-            if absorbed & forgotten_ids:
-                return int(doc["version"])
-    return 1
-
-
-def _rebuild(
-    store: MemoryStore, run: JobRun, scope: Scope, *, first: int, forgotten_ids: set[str]
-) -> dict[str, Any]:
-    repo = _repo(store)
-    oid = ObjectId(scope.id)
-    last = scope.consolidation_version
-    keep: list[str] = []
-    for low in range(first, last + 1, HISTORY_CHUNK):
-        high = min(low + HISTORY_CHUNK - 1, last)
-        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
-            keep += [str(i) for i in doc.get("absorbed_observation_ids", [])]
-    keep_ids = list(dict.fromkeys(i for i in keep if i not in forgotten_ids))
-    remaining = [
-        o
-        for start in range(0, len(keep_ids), BATCH)
-        for o in store.observations.get_many([ObjectId(i) for i in keep_ids[start : start + BATCH]])
-        if not o.deleted and o.id not in forgotten_ids
-    ]
-    remaining.sort(key=lambda o: o.observed_at)
-    base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
-    base = base_entry.text if base_entry is not None else None
-    text, details = consolidation_fold(
-        store=store, llm=run.llm, scope=scope, current=base, observations=remaining
-    )
-    entry = consolidation_commit(
-        store=store,
-        scope=scope,
-        expected_version=last,
-        text=text,
-        absorbed_ids=[o.id for o in remaining],
-        trigger="forget_user",
-        actor=run.job.actor,
-        run=details,
-        absorbed_were_pending=False,
-    )
-    redacted = repo.redact_versions(
-        oid,
-        low_version=first,
-        high_version=last,
-        marker=REDACTED,
-        forgotten=[ObjectId(i) for i in forgotten_ids],
-        now=utcnow(),
-    )
-    return {
-        "scope_id": scope.id,
-        "scope_type": scope.scope_type,
-        "version": entry.version,
-        "rebuilt_from_version": first - 1,
-        "absorbed": len(remaining),
-        "redacted": redacted,
-    }

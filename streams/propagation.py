@@ -42,13 +42,22 @@ class PropagationPlan:
 
 
 def propagation_plan(
-    *, store: MemoryStore, source: Scope, version: int, draft: Draft | None = None
+    *,
+    store: MemoryStore,
+    source: Scope,
+    version: int,
+    offered: list[str] | None = None,
+    draft: Draft | None = None,
 ) -> PropagationPlan:
-    """The request for the observations consolidation `version` of `source` absorbed."""
+    """The request for the observations consolidation `version` of `source` absorbed
+    (only those in `offered`, when given: a rebuild re-derives edited ones only)."""
     entry = store.consolidations.get(ObjectId(source.id), version)
     if entry is None:
         raise NotFound("the consolidation to propagate from is gone")
-    absorbed = store.observations.get_many([ObjectId(i) for i in entry.absorbed_observation_ids])
+    ids = entry.absorbed_observation_ids
+    if offered is not None:
+        ids = [i for i in ids if i in set(offered)]
+    absorbed = store.observations.get_many([ObjectId(i) for i in ids])
     candidates = [o for o in absorbed if not o.private and not o.deleted]
     targets = _targets(source)
     # The source scope's override, else the agent's, else the code default.
@@ -85,7 +94,15 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
     source = store.scopes.get(ObjectId(job.scope_id))
     if source is None:
         raise NotFound("the consolidation to propagate from is gone")
-    plan = propagation_plan(store=store, source=source, version=int(job.payload.get("version", 0)))
+    plan = propagation_plan(
+        store=store,
+        source=source,
+        version=int(job.payload.get("version", 0)),
+        offered=job.payload.get("observation_ids"),
+    )
+    if not source.is_active:
+        run.result = {"copied": 0, "note": "the scope is paused"}
+        return
     if plan.request is None:
         run.result = {"copied": 0, "note": "nothing to propagate"}
         return
@@ -164,14 +181,21 @@ def _copies(
 def _store_copies(
     store: MemoryStore, source: Scope, copies: list[tuple[ScopeKey, Observation]]
 ) -> int:
-    if not copies:
-        return 0
     by_scope: dict[str, list[Observation]] = {}
     for key, observation in copies:
         scope, _ = scope_get_or_create(store=store, key=key)
+        if not scope.is_active:
+            continue  # a paused scope receives nothing new
         observation.scope_id = scope.id
         by_scope.setdefault(scope.id, []).append(observation)
-    origins = [ObjectId(o.propagated_from) for _, o in copies if o.propagated_from]
+    if not by_scope:
+        return 0
+    origins = [
+        ObjectId(o.propagated_from)
+        for observations in by_scope.values()
+        for o in observations
+        if o.propagated_from
+    ]
     now = utcnow()
     created = 0
 

@@ -2,8 +2,10 @@
 
 Each rule is a pure function that returns the reason it fired, so the API can say
 why retrieval ran (or why not). Rules, in order: an explicit recall phrase; a
-question about the past; two or more capitalised words the consolidations do not
-contain (names the memory text does not cover, so the log may).
+question about the past; a question about someone named ("what does Melanie like?",
+"when is Ana's birthday?"); a third-person question naming someone the memory knows
+("why are flowers important to Melanie?"); two or more capitalised words the
+consolidations do not contain (names the memory text does not cover, so the log may).
 """
 
 from __future__ import annotations
@@ -103,15 +105,18 @@ class RetrievalDecision:
 
 def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
     """Whether the message calls for a search of the log, and why (or why not)."""
-    for rule in (recall_phrase, past_question):
+    for rule in (recall_phrase, past_question, person_question):
         reason = rule(message)
         if reason:
             return RetrievalDecision(triggered=True, reason=reason)
-    reason = unknown_names(message, known_text=known_text)
+    reason = known_subject(message, known_text=known_text) or unknown_names(
+        message, known_text=known_text
+    )
     if reason:
         return RetrievalDecision(triggered=True, reason=reason)
     return RetrievalDecision(
-        triggered=False, reason="no recall phrase, past-tense question or unknown names"
+        triggered=False,
+        reason="no recall phrase, past-tense question, question about someone or unknown names",
     )
 
 
@@ -149,6 +154,49 @@ def past_question(message: str) -> str | None:
     if marker is None:
         return None
     return f"past-tense question: {asked[0]} + {marker}"
+
+
+# A name next to an auxiliary ("does Melanie", "would Caroline", "Caroline has faced"):
+# the subject of the question is a person (or something named like one).
+AUXILIARY = r"(?i:do|does|did|has|have|had|is|was|are|were|would|will|can|could|should)"
+NAMED_SUBJECT = re.compile(rf"\b{AUXILIARY}\s+([A-Z][^\W\d_][\w'’-]*)")
+SUBJECT_NAMED = re.compile(rf"(?<=\w )([A-Z][^\W\d_][\w'’-]*)\s+{AUXILIARY}\b")
+
+
+def _is_question(message: str, words: list[str]) -> bool:
+    return any(m in message for m in QUESTION_MARKS) or (bool(words) and words[0] in QUESTION_WORDS)
+
+
+def person_question(message: str) -> str | None:
+    """A question about someone named: their name as its subject, or with a possessive
+    ("Melanie's kids"). A question about a person is a memory question."""
+    if not _is_question(message, normalise(message).split()):
+        return None
+    for match in [*NAMED_SUBJECT.finditer(message), *SUBJECT_NAMED.finditer(message)]:
+        name = re.sub(r"['’]s$", "", match.group(1).rstrip("'’-"))
+        if name.isupper() or re.fullmatch(r"I(?:['’]\w+)?", name):
+            continue
+        return f"question about someone: {name}"
+    for name in capitalised_words(message):
+        if not name.isupper() and re.search(rf"\b{re.escape(name)}['’]s\b", message):
+            return f"question about someone: {name}"
+    return None
+
+
+FIRST_AND_SECOND_PERSON = _words("i me my mine we us our ours you your yours")
+
+
+def known_subject(message: str, *, known_text: str) -> str | None:
+    """A question about someone (or something) the memory names, asked in the third person:
+    "how do I ... in Python?" is a task, "why are flowers important to Melanie?" is not."""
+    words = normalise(message).split()
+    if not _is_question(message, words) or FIRST_AND_SECOND_PERSON & set(words):
+        return None
+    known = normalise(known_text)
+    for name in capitalised_words(message):
+        if not name.isupper() and f" {normalise(name).strip()} " in known:
+            return f"question about someone known: {name}"
+    return None
 
 
 def capitalised_words(message: str) -> list[str]:

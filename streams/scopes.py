@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streams.documents import Scope, ScopeType, utcnow
+from streams.consolidation_runs import consolidation_due
+from streams.documents import Job, Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
@@ -74,7 +75,7 @@ def scope_get_or_create(
         seq=store.agents.allocate_scope_seq(key.agent_id),
         created_at=now,
         last_activity_at=now,
-        **(defaults or {}),
+        **{**store.scope_defaults, **(defaults or {})},
     )
     if not store.scopes.insert(scope):
         # Another caller created it between our read and our insert: theirs stands.
@@ -219,8 +220,17 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
     return checked
 
 
-def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], actor: str) -> Scope:
+def scope_update(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    changes: dict[str, Any],
+    actor: str,
+    follow_ups: list[Job] | None = None,
+) -> Scope:
     """Change a scope's settings (not its consolidation text) and return the fresh scope.
+
+    A threshold change or a resume checks the threshold (a job in `follow_ups`).
 
     A template prompt is also saved as the scope's next override version, authored by
     `actor`, so its history shows who changed what; the scope document mirrors it.
@@ -250,6 +260,10 @@ def scope_update(*, store: MemoryStore, scope: Scope, changes: dict[str, Any], a
     fresh = store.scopes.get(oid)
     if fresh is None:
         raise NotFound("scope not found")
+    if "consolidation_threshold" in checked or checked.get("is_active") is True:
+        job = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
+        if job is not None and follow_ups is not None:
+            follow_ups.append(job)
     return fresh
 
 

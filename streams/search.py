@@ -1,32 +1,61 @@
-"""Ranked text search over observations (BM25 on our own index), scoped by privacy.
+"""Ranked text search over observations (our own index), scoped by privacy.
 
 The index is built on write (`search_index_add` inside the transaction that stores
 observations, `search_index_remove` on soft delete and before a content change,
-`search_index_forget` before a hard delete), so a search costs two store round
+`search_index_forget` before a hard delete), so a search costs three store round
 trips whatever the size of the logs: the statistics and postings of every
-(scope, term) by `_id`, then the winning observations by `_id`. The ranking is
-BM25 over the union of the searched scopes, identical on any MongoDB server:
+(scope, term) by `_id`; the best candidates by `_id` (narrowed by the time window);
+their session neighbours on `(scope_id, seq)`. Results then count as an access (one
+unacknowledged write). The ranking (`streams.ranking`) is BM25 over the union of the
+searched scopes, then people, neighbours and dates, identical on any MongoDB server:
 no `$text`, no Atlas Search.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from bson import ObjectId
 
-from streams.documents import Observation, Scope
+from streams.documents import Observation, Scope, utcnow
 from streams.embeddings import RERANK_POOL, SemanticRanker, semantic_rerank
 from streams.exceptions import NotFound
 from streams.ids import require_object_id
-from streams.search_text import query_terms, term_counts
+from streams.ranking import (
+    FINAL,
+    STAGES,
+    Candidate,
+    Ranking,
+    date_stage,
+    neighbour_seeds,
+    neighbour_stage,
+    neighbour_steps,
+    ordered,
+    people_stage,
+    query_parse,
+    term_stage,
+)
+from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
 
-BM25_K1 = 1.2
-BM25_B = 0.75
 MAX_LIMIT = 50
+POOL = 30  # candidates fetched and reranked by the later stages
+WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a hit ranks where it does: its score per query term and per mechanism, and its
+    rank after each stage (`terms`, `people`, `neighbours`, `dates`; before a stage is
+    after the one before it; 0: not a candidate yet, as a neighbour before `neighbours`).
+    With the semantic layer the score is the fused one and no longer their sum."""
+
+    terms: dict[str, float]
+    mechanisms: dict[str, float]
+    ranks: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -34,6 +63,7 @@ class SearchHit:
     observation: Observation
     score: float
     matched_terms: list[str]
+    explanation: Explanation | None = field(default=None, compare=False)
 
 
 # -- the index, on write -----------------------------------------------------------------
@@ -117,7 +147,7 @@ def search_scopes(
     scopes = store.visible_scopes.find(
         agent_id=agent_id, user_id=user_id, group_ids=list(group_ids or [])
     )
-    return [s for s in scopes if s.is_active or not s.is_shard]
+    return [s for s in scopes if s.is_active]  # a paused scope (any type) is not searched
 
 
 # -- ranking -----------------------------------------------------------------------------
@@ -133,16 +163,39 @@ def search_observations(
     scope_id: str | None = None,
     limit: int = 10,
     semantic: SemanticRanker | None = None,
+    min_score: float | None = None,
+    observed_after: datetime | None = None,
+    observed_before: datetime | None = None,
+    now: datetime | None = None,
+    record_access: bool = True,
+    ranking: Ranking = FINAL,
 ) -> list[SearchHit]:
-    """The best `limit` observations for `query` in the scopes the caller may see.
+    """The best `limit` observations for `query` in the scopes the caller may see, observed
+    in `[observed_after, observed_before)`, scoring at least `min_score`; they count as
+    an access (as in a context), unless `record_access` is off (benchmarks).
 
-    With `semantic` (an embedding model is configured) the text candidates are reordered
+    With `semantic` (an embedding model is configured) the ranked candidates are reordered
     by reciprocal rank fusion with their embedding similarity, and `score` is the fused one.
     """
     scopes = search_scopes(
         store=store, agent_id=agent_id, user_id=user_id, group_ids=group_ids, scope_id=scope_id
     )
-    return search_in_scopes(store=store, scopes=scopes, query=query, limit=limit, semantic=semantic)
+    hits = search_in_scopes(
+        store=store,
+        scopes=scopes,
+        query=query,
+        limit=limit,
+        semantic=semantic,
+        min_score=min_score,
+        observed_after=observed_after,
+        observed_before=observed_before,
+        ranking=ranking,
+    )
+    if hits and record_access:
+        store.observations.record_access(
+            [ObjectId(h.observation.id) for h in hits], now=now or utcnow()
+        )
+    return hits
 
 
 def search_in_scopes(
@@ -153,57 +206,117 @@ def search_in_scopes(
     limit: int = 10,
     exclude_ids: frozenset[str] = frozenset(),
     semantic: SemanticRanker | None = None,
+    min_score: float | None = None,
+    observed_after: datetime | None = None,
+    observed_before: datetime | None = None,
+    ranking: Ranking = FINAL,
 ) -> list[SearchHit]:
-    """BM25 over the union of `scopes`, from the index alone; deleted observations never
-    appear (they leave the index when deleted, and are checked again on fetch)."""
-    terms = query_terms(query)
+    """The ranking stages over the union of `scopes`, every hit with its explanation;
+    deleted observations never appear (they leave the index when deleted, and are
+    checked again on fetch)."""
+    parsed = query_parse(query, ranking=ranking)
     limit = max(1, min(limit, MAX_LIMIT))
-    if not terms or not scopes:
+    if not parsed.terms or not scopes:
         return []
-    scope_oids = [ObjectId(s.id) for s in scopes]
-    totals, stats = store.search_index.read(scope_oids, terms)
-    documents = sum(t.documents for t in totals)
-    if documents <= 0:
-        return []
-    average_length = max(1.0, sum(t.length for t in totals) / documents)
-    frequency: dict[str, int] = {}
-    for stat in stats:
-        frequency[stat.term] = frequency.get(stat.term, 0) + max(0, stat.document_frequency)
-    scores: dict[ObjectId, float] = {}
-    matched: dict[ObjectId, list[str]] = {}
-    for stat in stats:
-        df = frequency[stat.term]
-        idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
-        for posting in stat.postings:
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * posting.length / average_length)
-            gain = idf * posting.frequency * (BM25_K1 + 1) / (posting.frequency + norm)
-            scores[posting.observation_id] = scores.get(posting.observation_id, 0.0) + gain
-            matched.setdefault(posting.observation_id, []).append(stat.term)
-    # Best first; among equals, the newer observation (a larger ObjectId) first.
-    ranked = sorted(scores, key=lambda oid: (scores[oid], oid), reverse=True)
-    ranked = [oid for oid in ranked if str(oid) not in exclude_ids]
+    totals, stats = store.search_index.read([ObjectId(s.id) for s in scopes], parsed.terms)
+    candidates = term_stage(totals=totals, stats=stats, ranking=ranking, exclude_ids=exclude_ids)
+    if ranking.people:
+        people_stage(candidates=candidates, query=parsed)
+    windowed = observed_after is not None or observed_before is not None
+    pool_size = WINDOW_POOL if windowed else max(POOL, limit + 5)
+    pool = ordered(candidates.values())[:pool_size]
+    fetched = store.observations.get_many_observed(
+        [c.observation_id for c in pool],
+        observed_after=observed_after,
+        observed_before=observed_before,
+    )
     visible = {s.id for s in scopes}
-    order = {t: i for i, t in enumerate(terms)}
-    scored: list[tuple[Observation, float]] | None = None
-    if semantic is not None:
-        scored = semantic_rerank(
-            store=store, ranker=semantic, query=query, candidates=ranked[:RERANK_POOL]
-        )
-    if scored is None:
-        wanted = ranked[: limit + 5]  # a little slack for anything deleted since it was indexed
-        scored = [(o, scores[ObjectId(o.id)]) for o in store.observations.get_many(wanted)]
-    hits: list[SearchHit] = []
-    for observation, score in scored:
+    kept: dict[ObjectId, Candidate] = {}
+    for observation in fetched:
         if observation.deleted or observation.scope_id not in visible:
             continue
-        terms_matched = set(matched[ObjectId(observation.id)])
+        candidate = candidates[ObjectId(observation.id)]
+        candidate.observation = observation
+        kept[candidate.observation_id] = candidate
+    if ranking.neighbours and kept:
+        seeds = neighbour_seeds(ordered(kept.values()))
+        neighbours = [
+            o
+            for o in _neighbours(store=store, seeds=seeds)
+            if ObjectId(o.id) not in kept
+            and str(o.id) not in exclude_ids
+            and _in_window(o, observed_after, observed_before)
+        ]
+        neighbour_stage(candidates=kept, seeds=seeds, neighbours=neighbours)
+    if ranking.dates:
+        date_stage(candidates=kept, query=parsed)
+    final = [(c, c.score) for c in ordered(kept.values())]
+    if semantic is not None and final:
+        final = _semantic(store=store, ranker=semantic, query=query, ranked=final)
+    order = {t: i for i, t in enumerate(parsed.terms)}
+    hits: list[SearchHit] = []
+    for candidate, fused in final:
+        if candidate.observation is None:
+            continue
+        score = round(fused, 6)
+        if min_score is not None and score < min_score:
+            break
         hits.append(
             SearchHit(
-                observation=observation,
-                score=round(score, 6),
-                matched_terms=sorted(terms_matched, key=lambda t: order.get(t, 0)),
+                observation=candidate.observation,
+                score=score,
+                matched_terms=sorted(candidate.terms, key=lambda t: order.get(t, 0)),
+                explanation=_explain(candidate),
             )
         )
         if len(hits) == limit:
             break
     return hits
+
+
+def _neighbours(*, store: MemoryStore, seeds: list[Candidate]) -> list[Observation]:
+    """The log around the seeds from a session, in one read: of the scope that holds most
+    of them (a second scope would cost a second round trip)."""
+    sessions = [c.observation for c in seeds if c.observation and c.observation.source_session_id]
+    if not sessions:
+        return []
+    counts = Counter(o.scope_id for o in sessions)
+    scope_id = max(counts, key=lambda s: counts[s])  # ties: the best seed's scope (first seen)
+    seqs = [o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps()]
+    return store.observations.neighbours(ObjectId(scope_id), seqs)
+
+
+def _in_window(o: Observation, after: datetime | None, before: datetime | None) -> bool:
+    return (after is None or o.observed_at >= after) and (before is None or o.observed_at < before)
+
+
+def _explain(candidate: Candidate) -> Explanation:
+    ranks = {}
+    for stage in STAGES:  # a stage that did not run leaves the rank as it was
+        ranks[stage] = candidate.ranks.get(stage, ranks.get(_previous(stage), 0))
+    return Explanation(
+        terms={t: round(v, 6) for t, v in candidate.terms.items()},
+        mechanisms={m: round(v, 6) for m, v in candidate.mechanisms.items()},
+        ranks=ranks,
+    )
+
+
+def _previous(stage: str) -> str:
+    index = STAGES.index(stage)
+    return STAGES[index - 1] if index else stage
+
+
+def _semantic(
+    *,
+    store: MemoryStore,
+    ranker: SemanticRanker,
+    query: str,
+    ranked: list[tuple[Candidate, float]],
+) -> list[tuple[Candidate, float]]:
+    """The ranked candidates fused with their embedding order; the fused score replaces
+    the text score (the explanation keeps the text evidence)."""
+    by_id = {c.observation_id: c for c, _ in ranked[:RERANK_POOL]}
+    fused = semantic_rerank(store=store, ranker=ranker, query=query, candidates=list(by_id))
+    if fused is None:
+        return ranked
+    return [(by_id[ObjectId(o.id)], score) for o, score in fused if ObjectId(o.id) in by_id]

@@ -163,7 +163,8 @@ def _observation_json(o: Observation) -> dict[str, Any]:
     return {
         "id": o.id,
         "scope_id": o.scope_id,
-        "content": o.content,
+        # A deleted observation is listed (it was remembered once) without its text.
+        "content": None if o.deleted else o.content,
         "observed_at": o.observed_at.isoformat(),
         "created_at": o.created_at.isoformat(),
         "source_session_id": o.source_session_id,

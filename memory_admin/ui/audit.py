@@ -185,6 +185,7 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         "rel_cursor": param(request, "rel_cursor"),
         "base_query": urlencode({"agent": agent_id, "user": user_id}),
         "receipt_job": _receipt_job(request, store, agent_id),
+        "can_pause": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
     }
 
 

@@ -8,12 +8,14 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue_all
 from memory_admin.ui.common import actor, audit, flash_error, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.scopes import can_edit, history_context
-from streams.consolidation import consolidation_restore
+from streams.consolidation import consolidation_restore, restore_returns
+from streams.documents import Job
 from streams.exceptions import MemoryServiceError, NotFound
 from streams.ids import require_object_id
 from streams.scopes import scope_get
@@ -61,9 +63,12 @@ def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
     try:
+        returning = restore_returns(store=store, scope=scope, version=version)
+        jobs: list[Job] = []
         entry = consolidation_restore(
-            store=store, scope=scope, version=version, actor=actor(request)
+            store=store, scope=scope, version=version, actor=actor(request), follow_ups=jobs
         )
+        enqueue_all(jobs)
     except NotFound:
         messages.error(request, f"There is no version {version} to restore.")
     except MemoryServiceError as exc:
@@ -78,5 +83,10 @@ def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int
             agent_id=scope.agent_id,
             summary={"restored": version, "version": entry.version},
         )
-        messages.success(request, f"Restored version {version} as version {entry.version}.")
+        back = (
+            f" {len(returning)} observation(s) absorbed after v{version} went back to pending."
+            if returning
+            else ""
+        )
+        messages.success(request, f"Restored version {version} as version {entry.version}.{back}")
     return redirect("ui:scope_detail", scope_id=scope.id)

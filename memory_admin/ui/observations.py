@@ -12,11 +12,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue_all
 from memory_admin.ui.common import audit, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, request_role, role_required
-from streams.documents import Observation, Scope
+from streams.documents import Job, Observation, Scope
 from streams.exceptions import InvalidInput, MemoryServiceError
 from streams.observations import (
     observation_add,
@@ -83,12 +84,15 @@ def observation_create(request: HttpRequest, scope_id: str) -> HttpResponse:
     form = ObservationForm(request.POST)
     if form.is_valid():
         try:
+            jobs: list[Job] = []
             observation = observation_add(
                 store=store,
                 scope=scope,
                 content=form.cleaned_data["content"],
                 private=form.cleaned_data["private"],
+                follow_ups=jobs,
             )
+            enqueue_all(jobs)
         except InvalidInput as exc:
             form_errors(form, exc, default_field="content")
         else:
@@ -116,12 +120,15 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
         form = ObservationForm(request.POST)
         if form.is_valid():
             try:
+                jobs: list[Job] = []
                 fresh = observation_update(
                     store=store,
                     observation=observation,
                     content=form.cleaned_data["content"],
                     private=form.cleaned_data["private"],
+                    follow_ups=jobs,
                 )
+                enqueue_all(jobs)
             except InvalidInput as exc:
                 form_errors(form, exc, default_field="content")
             except MemoryServiceError as exc:
@@ -177,7 +184,9 @@ def observation_privacy(request: HttpRequest, observation_id: str) -> HttpRespon
     observation, scope = _observation(store, observation_id)
     private = request.POST.get("private") == "true"
     try:
-        observation_update(store=store, observation=observation, private=private)
+        jobs: list[Job] = []
+        observation_update(store=store, observation=observation, private=private, follow_ups=jobs)
+        enqueue_all(jobs)
     except MemoryServiceError as exc:
         flash_error(request, exc)
     else:
@@ -190,8 +199,10 @@ def observation_privacy(request: HttpRequest, observation_id: str) -> HttpRespon
             agent_id=scope.agent_id,
             summary={"private": private},
         )
+        note = " Consolidations that held it are being rebuilt without it." if jobs else ""
         messages.success(
-            request, "Marked private." if private else "No longer private: it may propagate."
+            request,
+            ("Marked private." + note) if private else "No longer private: it may propagate.",
         )
     return redirect(_back(scope))
 
@@ -203,7 +214,9 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
     store = get_store()
     observation, scope = _observation(store, observation_id)
     if request.method == "POST":
-        observation_delete(store=store, observation=observation)
+        jobs: list[Job] = []
+        observation_delete(store=store, observation=observation, follow_ups=jobs)
+        enqueue_all(jobs)
         audit(
             request,
             store=store,
@@ -212,8 +225,13 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
             object_id=observation.id,
             agent_id=scope.agent_id,
         )
-        messages.success(
-            request, "Observation deleted: it is kept for the audit, out of every context."
-        )
+        messages.success(request, _deleted_message(jobs))
         return redirect(_back(scope))
     return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})
+
+
+def _deleted_message(jobs: list[Job]) -> str:
+    text = "Observation deleted: it is kept for the audit, out of every context."
+    if jobs:
+        text += f" {len(jobs)} consolidation(s) that held it are being rebuilt without it."
+    return text

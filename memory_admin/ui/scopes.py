@@ -16,15 +16,15 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
+from memory_admin.tasks import enqueue, enqueue_all
 from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
-from streams.consolidation import consolidation_edit, consolidation_history
+from streams.consolidation import consolidation_edit, consolidation_history, restore_preview
 from streams.consolidation_runs import consolidation_request
-from streams.documents import Scope
+from streams.documents import Job, Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.ids import require_object_id
 from streams.pagination import Page
@@ -187,9 +187,24 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
     return form
 
 
+REBUILD_SHOWN = ["queued", "running", "failed"]
+
+
 def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     versions = consolidation_history(store=store, scope=scope, limit=HISTORY_SHOWN).items
-    return {"versions": versions, "history_more": scope.consolidation_version > HISTORY_SHOWN}
+    rebuild = None
+    if scope.needs_rebuild:
+        rebuild = store.jobs.active_for_scope(
+            require_object_id(scope.id, what="scope"),
+            "rebuild",
+            statuses=["queued", "running", "failed"],
+        )
+    return {
+        "versions": versions,
+        "history_more": scope.consolidation_version > HISTORY_SHOWN,
+        "returning": restore_preview(versions, scope.pending_observation_ids),
+        "rebuild_job": rebuild,
+    }
 
 
 @require_GET
@@ -236,6 +251,7 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
                         "expected_version": scope.consolidation_version,
                     }
                 )
+                _count_words(form, scope)
                 context = {"scope": scope, "form": form, "conflict": True}
                 return render(request, "ui/consolidation_edit.html", context, status=409)
             except InvalidInput as exc:
@@ -259,7 +275,18 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
                 "expected_version": scope.consolidation_version,
             }
         )
-    return render(request, "ui/consolidation_edit.html", {"scope": scope, "form": form})
+    _count_words(form, scope)
+    status = 422 if request.method == "POST" else 200  # a POST that gets here was refused
+    return render(
+        request, "ui/consolidation_edit.html", {"scope": scope, "form": form}, status=status
+    )
+
+
+def _count_words(form: ConsolidationEditForm, scope: Scope) -> None:
+    """The editor's live word count (static/js/word-count.js) against the scope's limit."""
+    form.fields["text"].widget.attrs.update(
+        {"data-word-limit": str(scope.consolidation_max_words), "data-word-counter": "word-count"}
+    )
 
 
 @require_POST
@@ -298,7 +325,11 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     if form.is_valid():
         changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
         try:
-            scope_update(store=store, scope=scope, changes=changes, actor=actor(request))
+            jobs: list[Job] = []
+            scope_update(
+                store=store, scope=scope, changes=changes, actor=actor(request), follow_ups=jobs
+            )
+            enqueue_all(jobs)
         except InvalidInput as exc:
             form_errors(form, exc)
         else:

@@ -1,6 +1,7 @@
 """Search inspector: for an agent, a user, groups and a message, what the agent would get:
-whether retrieval fires and why, the ranked observations with scores and matched terms,
-and the full context XML exactly as the context API returns it."""
+whether retrieval fires and why, the ranked observations with scores, matched terms and
+why each ranks where it does (score per term and mechanism, rank after each stage), and
+the full context XML exactly as the context API returns it."""
 
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
             group_ids=[g for g, _ in groups] or None,
             limit=RANKED_SHOWN,
             semantic=semantic,
+            record_access=False,  # the operator's look; the context below counts as the agent's
         )
         context = None
         if user_id:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from memory_admin.ui import audit as audit_views
-from memory_admin.ui import dashboard
+from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
@@ -42,6 +42,7 @@ urlpatterns = [
     ),
     path("scopes/<str:scope_id>/consolidate/", scope_views.consolidate_now, name="consolidate"),
     path("scopes/<str:scope_id>/settings/", scope_views.scope_settings, name="scope_settings"),
+    path("scopes/<str:scope_id>/active/", scope_state.scope_active, name="scope_active"),
     path(
         "scopes/<str:scope_id>/observations/add/",
         observation_views.observation_create,

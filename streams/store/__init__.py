@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pymongo import MongoClient
 from pymongo.client_session import ClientSession
@@ -62,9 +62,13 @@ DECLARED_INDEXES: list[IndexSpec] = [
 class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
-    def __init__(self, client: MongoClient, db_name: str) -> None:
+    def __init__(
+        self, client: MongoClient, db_name: str, *, scope_defaults: dict[str, Any] | None = None
+    ) -> None:
         self.client = client
         self.db = client[db_name]
+        # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
+        self.scope_defaults = dict(scope_defaults or {})
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         self.observations = observations.ObservationRepository(self.db)

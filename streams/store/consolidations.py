@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bson import ObjectId
-from pymongo import DESCENDING
+from pymongo import ASCENDING, DESCENDING
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
@@ -27,6 +27,20 @@ class ConsolidationRepository:
     def get(self, scope_id: ObjectId, version: int) -> ConsolidationVersion | None:
         doc = self.collection.find_one({"scope_id": scope_id, "version": version})
         return ConsolidationVersion.from_mongo(doc) if doc else None
+
+    def absorbed_between(
+        self, scope_id: ObjectId, *, low_version: int, high_version: int
+    ) -> list[str]:
+        """The ids versions `[low_version, high_version]` absorbed, oldest version first."""
+        cursor = (
+            self.collection.find(
+                {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
+                {"version": 1, "absorbed_observation_ids": 1},
+            )
+            .sort("version", ASCENDING)
+            .limit(high_version - low_version + 1)
+        )
+        return [str(i) for d in cursor for i in d.get("absorbed_observation_ids", [])]
 
     def page(
         self, *, scope_id: ObjectId, below_version: int, limit: int

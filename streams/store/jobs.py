@@ -36,9 +36,11 @@ class JobRepository:
         doc = self.collection.find_one({"_id": job_id})
         return Job.from_mongo(doc) if doc else None
 
-    def active_for_scope(self, scope_id: ObjectId, kind: str) -> Job | None:
+    def active_for_scope(
+        self, scope_id: ObjectId, kind: str, *, statuses: list[str] | None = None
+    ) -> Job | None:
         doc = self.collection.find_one(
-            {"scope_id": scope_id, "kind": kind, "status": {"$in": ACTIVE}}
+            {"scope_id": scope_id, "kind": kind, "status": {"$in": statuses or ACTIVE}}
         )
         return Job.from_mongo(doc) if doc else None
 

@@ -79,11 +79,19 @@ class ObservationRepository:
         return [Observation.from_mongo(d) for d in page.docs], page.next_before
 
     def mark_consolidated(
-        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+        self,
+        observation_ids: list[ObjectId],
+        *,
+        value: bool = True,
+        session: ClientSession | None = None,
     ) -> None:
+        """Absorbed (True), or back to pending after a restore (False)."""
+        fields: dict[str, Any] = {"consolidated": value}
+        if not value:
+            fields["restored_to_pending"] = True
         if observation_ids:
             self.collection.update_many(
-                {"_id": {"$in": observation_ids}}, {"$set": {"consolidated": True}}, session=session
+                {"_id": {"$in": observation_ids}}, {"$set": fields}, session=session
             )
 
     def update_fields(
@@ -137,3 +145,37 @@ class ObservationRepository:
             self.collection.with_options(write_concern=WriteConcern(w=0)).bulk_write(
                 [UpdateOne({"_id": oid}, update) for oid in observation_ids], ordered=False
             )
+
+    def get_many_observed(
+        self,
+        observation_ids: list[ObjectId],
+        *,
+        observed_after: datetime | None = None,
+        observed_before: datetime | None = None,
+    ) -> list[Observation]:
+        """By id, in the order asked, only those observed in `[after, before)` (served by
+        `_id`: the window narrows a known list of ids, it never scans a scope)."""
+        if not observation_ids:
+            return []
+        query: dict[str, Any] = {"_id": {"$in": observation_ids}}
+        window: dict[str, datetime] = {}
+        if observed_after is not None:
+            window["$gte"] = observed_after
+        if observed_before is not None:
+            window["$lt"] = observed_before
+        if window:
+            query["observed_at"] = window
+        by_id = {d["_id"]: d for d in self.collection.find(query)}
+        return [Observation.from_mongo(by_id[i]) for i in observation_ids if i in by_id]
+
+    def neighbours(self, scope_id: ObjectId, seqs: list[int]) -> list[Observation]:
+        """Observations at these places of one scope's log (session neighbours for search),
+        by equality on `scope_id` and `$in` on `seq`: the `(scope_id, seq)` index. (With
+        `scope_id: {$in}` the embedded store scans instead: 155 ms against 14 ms.)"""
+        if not seqs:
+            return []
+        wanted = sorted(set(seqs))
+        cursor = self.collection.find(
+            {"scope_id": scope_id, "seq": {"$in": wanted}}, limit=len(wanted)
+        )
+        return [Observation.from_mongo(d) for d in cursor]

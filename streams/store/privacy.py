@@ -13,6 +13,7 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import ASCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.documents import Observation
@@ -101,6 +102,7 @@ class PrivacyRepository:
         marker: str,
         forgotten: list[ObjectId],
         now: datetime,
+        session: ClientSession | None = None,
     ) -> int:
         """Replace the texts of these versions by `marker` and drop the forgotten ids."""
         result = self.consolidations.update_many(
@@ -109,6 +111,7 @@ class PrivacyRepository:
                 "$set": {"text": marker, "redacted_at": now},
                 "$pull": {"absorbed_observation_ids": {"$in": forgotten}},
             },
+            session=session,
         )
         return result.modified_count
 

@@ -195,9 +195,11 @@ class ScopeRepository:
         absorbed_ids: list[ObjectId],
         actor: str | None,
         now: datetime,
+        rebuilt_ids: list[ObjectId] | None = None,
         session: ClientSession | None = None,
     ) -> bool:
-        """Store a new consolidation version and drop what it absorbed from pending, at once.
+        """Store a new consolidation version and drop what it absorbed from pending, at once
+        (and, for a rebuild, the observations it rebuilt without from the rebuild list).
 
         The version in the filter makes a concurrent commit a miss (False), never a double.
         """
@@ -210,12 +212,57 @@ class ScopeRepository:
                 "last_activity_at": now,
             },
         }
+        pull: dict[str, Any] = {}
         if absorbed_ids:
-            update["$pull"] = {"pending_observation_ids": {"$in": absorbed_ids}}
+            pull["pending_observation_ids"] = {"$in": absorbed_ids}
+        if rebuilt_ids:
+            pull["rebuild_observation_ids"] = {"$in": rebuilt_ids}
+        if pull:
+            update["$pull"] = pull
         result = self.collection.update_one(
             {"_id": scope_id, "consolidation_version": expected_version}, update, session=session
         )
         return result.matched_count == 1
+
+    def flag_rebuild(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+        """The consolidation history holds these observations' old text: rebuild pending."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"rebuild_observation_ids": {"$each": observation_ids}}},
+            )
+
+    def unflag_rebuild(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+        """Nothing of these is left to rebuild (no version absorbed them after all)."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id}, {"$pull": {"rebuild_observation_ids": {"$in": observation_ids}}}
+            )
+
+    def pull_pending(
+        self,
+        scope_id: ObjectId,
+        observation_ids: list[ObjectId],
+        *,
+        session: ClientSession | None = None,
+    ) -> int:
+        """Take observations out of the pending list; 1 when the list changed, else 0."""
+        if not observation_ids:
+            return 0
+        result = self.collection.update_one(
+            {"_id": scope_id},
+            {"$pull": {"pending_observation_ids": {"$in": observation_ids}}},
+            session=session,
+        )
+        return result.modified_count
+
+    def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+        """Back to pending (a restore): each at most once."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
+            )
 
 
 def _scope_matcher(

@@ -60,7 +60,9 @@ def test_context_answers_xml_and_the_retrieval_decision(api: Client, store: Memo
     assert "- Gene is learning Rust. (just now)" in body["context"]
     assert body["retrieval"] == {
         "triggered": False,
-        "reason": "no recall phrase, past-tense question or unknown names",
+        "reason": (
+            "no recall phrase, past-tense question, question about someone or unknown names"
+        ),
         "results": [],
     }
 
@@ -192,3 +194,55 @@ def test_api_uses_embeddings_when_a_model_is_configured(
     assert item["score"] == pytest.approx(1 / 61 + 1 / 61, abs=1e-6)
     assert len(fake_openai.embedding_requests) == 2  # the background batch, then the query
     assert fake_openai.embedding_requests[-1].body["input"] == ["bees"]
+
+
+def test_search_explain_min_score_and_observed_window(api: Client, store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    old = ObservationFactory.create(
+        store=store,
+        scope=scope,
+        content="Rust traits and Rust lifetimes",
+        observed_at=utcnow() - timedelta(days=30),
+    )
+    new = ObservationFactory.create(store=store, scope=scope, content="a Rust service")
+    url = f"{API}/agents/agent-1/search"
+
+    plain = api.get(url, {"q": "rust lifetimes", "user_id": "u1"}).json()["items"]
+    assert [i["observation"]["id"] for i in plain] == [old.id, new.id]
+    assert all(i["explanation"] is None for i in plain)
+    explained = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "explain": "true"})
+    why = explained.json()["items"][0]["explanation"]
+    assert set(why["terms"]) == {"rust", "lifetim"}
+    assert sum(why["terms"].values()) + sum(why["mechanisms"].values()) == pytest.approx(
+        explained.json()["items"][0]["score"], abs=1e-4
+    )
+    assert list(why["ranks"]) == ["terms", "people", "neighbours", "dates"]
+
+    top = plain[0]["score"]
+    strong = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": top})
+    assert [i["observation"]["id"] for i in strong.json()["items"]] == [old.id]
+    cut = (utcnow() - timedelta(days=1)).isoformat()
+    recent = api.get(url, {"q": "rust", "user_id": "u1", "observed_after": cut})
+    assert [i["observation"]["id"] for i in recent.json()["items"]] == [new.id]
+    earlier = api.get(url, {"q": "rust", "user_id": "u1", "observed_before": cut})
+    assert [i["observation"]["id"] for i in earlier.json()["items"]] == [old.id]
+
+    for bad in [
+        {"min_score": "-1"},
+        {"min_score": "nan"},
+        {"observed_after": "2024-01-01T00:00:00"},  # no time zone
+        {"observed_after": "yesterday"},
+        {"observed_after": "2024-02-01T00:00:00Z", "observed_before": "2024-01-01T00:00:00Z"},
+        {"explain": "maybe"},
+    ]:
+        assert_error(api.get(url, {"q": "rust", **bad}), 422, "validation_error")
+
+
+def test_search_counts_as_an_access(api: Client, store: MemoryStore) -> None:
+    data = _setup(store)
+    api.get(f"{API}/agents/agent-1/search", {"q": "rust", "user_id": "u1"})
+    stored = eventually(
+        lambda: store.observations.get(ObjectId(data["mine"].id)),
+        until=lambda o: o is not None and o.access_count == 1,
+    )
+    assert stored is not None and stored.access_count == 1 and stored.last_accessed_at

@@ -10,6 +10,7 @@ from tests.factories import ObservationFactory, ScopeFactory
 
 SCOPE_FIELDS = {
     "id", "agent_id", "scope_type", "user_id", "group_id", "name", "display_name", "is_active",
+    "needs_rebuild",
     "consolidation", "consolidation_version", "consolidation_updated_at", "pending_count",
     "observation_count", "consolidation_threshold", "consolidation_max_words",
     "extraction_prompt", "consolidation_prompt", "propagation_prompt", "created_at",

@@ -237,6 +237,8 @@ def test_search_inspector_shows_the_decision_the_ranking_and_the_context(
     page.locator('.decision[data-triggered="true"]').wait_for()
     page.wait_for_function("location.search.includes('message=')")  # a shareable URL
     assert "Gene uses Rust." in page.locator("#search-result table").inner_text()
+    why = page.locator("#search-result td.explain").first.inner_text()
+    assert "rust" in why and "terms #" in why and "dates #" in why
     xml = page.locator("#context-xml").inner_text()
     assert xml.startswith("<MemoryContext>") and '<UserMemory user="Gene">' in xml
     assert _no_horizontal_scroll(page)

@@ -24,6 +24,7 @@ WRITE_PATH_SUITE = [
     "tests/api/test_ingest.py",
     "tests/api/test_consolidation_api.py",
     "tests/test_tasks.py",
+    "tests/streams/test_derived_memory.py",
 ]
 
 

@@ -230,6 +230,9 @@ def test_round_trips_per_call_do_not_grow_with_the_data(
         ObservationFactory.create(store=store, scope=memory["user"], content=f"Rust note {n}")
     ObservationFactory.create(store=store, scope=memory["group"], content="Rust in the team")
     ObservationFactory.create(store=store, scope=memory["user"], content="Gene likes tea")
+    ObservationFactory.create(
+        store=store, scope=memory["group"], content="Gene said Rust", source_session_id="s1"
+    )
     counting, counter = _counting_store(store)
     try:
         counter.reset()
@@ -250,7 +253,8 @@ def test_round_trips_per_call_do_not_grow_with_the_data(
         counting.client.close()
     assert not quiet.decision.triggered and recall.decision.triggered and recall.hits
     assert without == 2  # scopes, recent observations (spec budget: at most 3)
-    assert with_retrieval == 5  # + search index, hits, one batched access update
+    # + search index, the best candidates, their session neighbours, one batched access update
+    assert with_retrieval == 6
 
 
 @pytest.mark.parametrize(

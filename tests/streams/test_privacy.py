@@ -30,6 +30,7 @@ from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
 from tests.task_mode import run_job, settle
 
 AGENT = "a1"
+ROOMY = {"consolidation_max_words": 5000}  # echoed prompts grow past the default 500 words
 SECRET = "zanzibar"  # only ever in what user u1 said (any case)
 
 
@@ -89,14 +90,18 @@ def world(store: MemoryStore, fake_openai) -> dict[str, str]:
         store=store,
         key=ScopeKey.individual(AGENT, "u1"),
         display_name="Gene",
-        defaults={"groups": [{"id": "g1", "name": "Eden Team"}]},
+        defaults={"groups": [{"id": "g1", "name": "Eden Team"}], **ROOMY},
     )
-    other, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, "u2"))
+    other, _ = scope_get_or_create(
+        store=store, key=ScopeKey.individual(AGENT, "u2"), defaults=ROOMY
+    )
     group, _ = scope_get_or_create(
-        store=store, key=ScopeKey.group(AGENT, "g1"), display_name="Eden Team"
+        store=store, key=ScopeKey.group(AGENT, "g1"), display_name="Eden Team", defaults=ROOMY
     )
-    collective, _ = scope_get_or_create(store=store, key=ScopeKey.collective(AGENT))
-    shard, _ = scope_get_or_create(store=store, key=ScopeKey.collective(AGENT, "feedback"))
+    collective, _ = scope_get_or_create(store=store, key=ScopeKey.collective(AGENT), defaults=ROOMY)
+    shard, _ = scope_get_or_create(
+        store=store, key=ScopeKey.collective(AGENT, "feedback"), defaults=ROOMY
+    )
 
     # The group's v1 comes before anything of u1's: it stays as it is.
     add(store, group.id, "The team deploys on Fridays.", "u2")

@@ -17,6 +17,10 @@ from tests.streams.retrieval_cases import CASES, KNOWN, confusion
         ("Where were we going last week?", "past-tense question: where + were"),
         ("Which one I liked?", "past-tense question: which + liked"),
         ("I met Sarah and Tom in Kyoto.", "unknown names: Sarah, Tom, Kyoto"),
+        ("Where has Melanie camped?", "question about someone: Melanie"),
+        ("What do Melanie's kids like?", "question about someone: Melanie"),
+        ("When is Melanie planning on going camping?", "question about someone: Melanie"),
+        ("What changes Caroline has faced?", "question about someone: Caroline"),
         ("¿Recuerdas lo que dije?", "recall phrase: recuerdas"),
         ("先週のことを覚えていますか？", "recall phrase: 覚えて"),
     ],
@@ -36,12 +40,17 @@ def test_each_rule_fires_with_its_reason(message: str, reason: str) -> None:
         "Can you help me with Python and Django?",  # one name the memory lacks
         "I'm sure I can do it.",  # "I" and "I'm" never count
         "Paris. Rome. London.",  # every one starts a sentence
+        "Is LGBTQ a word?",  # an acronym is not someone
+        "Melanie has a cat.",  # a name, but not a question
+        "Is I'm a contraction?",  # "I" is not someone
     ],
 )
 def test_no_rule_fires(message: str) -> None:
     decision = retrieval_decide(message=message, known_text="Gene likes Python.")
     assert not decision.triggered
-    assert decision.reason == "no recall phrase, past-tense question or unknown names"
+    assert decision.reason == (
+        "no recall phrase, past-tense question, question about someone or unknown names"
+    )
 
 
 def test_names_in_the_consolidations_do_not_count() -> None:
@@ -84,3 +93,16 @@ def test_labelled_table_false_positive_and_negative_counts() -> None:
         "Any update on what my landlord said",
     ]
     assert KNOWN
+
+
+def test_a_third_person_question_about_someone_the_memory_knows_fires() -> None:
+    known = "Melanie paints. Gene uses Python."
+    decision = retrieval_decide(message="Why are flowers important to Melanie?", known_text=known)
+    assert decision.reason == "question about someone known: Melanie"
+    for message in [
+        "Why are flowers important to Melanie?",  # not known here
+        "How do I reverse a list in Python?",  # known, but a task of the speaker's
+        "Flowers are important to Melanie.",  # not a question
+    ]:
+        text = "" if "Melanie?" in message else known
+        assert not retrieval_decide(message=message, known_text=text).triggered

@@ -17,11 +17,11 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
+from memory_admin.tasks import enqueue, enqueue_all
 from streams.audit import audit_change
 from streams.consolidation import consolidation_history, consolidation_restore
 from streams.consolidation_runs import consolidation_request
-from streams.documents import ConsolidationVersion
+from streams.documents import ConsolidationVersion, Job
 from streams.pagination import Page
 from streams.scopes import scope_get
 
@@ -54,9 +54,11 @@ def restore_consolidation(
     """A new version whose text is that of `version`; the history keeps both."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    jobs: list[Job] = []
     entry = consolidation_restore(
-        store=store, scope=scope, version=version, actor=actor_name(request)
+        store=store, scope=scope, version=version, actor=actor_name(request), follow_ups=jobs
     )
+    enqueue_all(jobs)
     api_audit(
         request,
         store=store,

@@ -16,8 +16,9 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue_all
 from streams.audit import audit_changes, content_digest
-from streams.documents import Observation
+from streams.documents import Job, Observation
 from streams.observations import (
     observation_add,
     observation_delete,
@@ -61,13 +62,16 @@ def add_observation(
     """An agent's or operator's manual addition; it joins the scope's pending observations."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    jobs: list[Job] = []
     observation = observation_add(
         store=store,
         scope=scope,
         content=payload.content,
         private=payload.private,
         observed_at=payload.observed_at,
+        follow_ups=jobs,
     )
+    enqueue_all(jobs)
     api_audit(
         request,
         store=store,
@@ -107,9 +111,15 @@ def update_observation(
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
+    jobs: list[Job] = []
     updated = observation_update(
-        store=store, observation=observation, content=payload.content, private=payload.private
+        store=store,
+        observation=observation,
+        content=payload.content,
+        private=payload.private,
+        follow_ups=jobs,
     )
+    enqueue_all(jobs)
     api_audit(
         request,
         store=store,
@@ -136,7 +146,9 @@ def delete_observation(request: HttpRequest, observation_id: str) -> Status[None
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
     was_deleted = observation.deleted
-    observation_delete(store=store, observation=observation)
+    jobs: list[Job] = []
+    observation_delete(store=store, observation=observation, follow_ups=jobs)
+    enqueue_all(jobs)
     api_audit(
         request,
         store=store,

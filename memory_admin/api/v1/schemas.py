@@ -117,7 +117,10 @@ class ScopeOut(Schema):
     group_id: str | None
     name: str | None
     display_name: str | None
-    is_active: bool
+    is_active: bool = Field(description="false: paused (nothing routed, not in context or search)")
+    needs_rebuild: bool = Field(
+        description="a source was deleted, edited or made private: a rebuild job is pending"
+    )
     consolidation: str | None
     consolidation_version: int
     consolidation_updated_at: Time | None
@@ -262,6 +265,8 @@ class ConsolidationVersionOut(Schema):
     completion_tokens: int
     duration_ms: int
     restored_from: int | None
+    warning: str | None
+    redacted: bool
     created_at: Time
 
 

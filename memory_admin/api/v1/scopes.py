@@ -18,9 +18,10 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
+from memory_admin.tasks import enqueue_all
 from streams.audit import audit_changes
 from streams.consolidation import consolidation_edit
-from streams.documents import Scope
+from streams.documents import Job, Scope
 from streams.exceptions import InvalidInput
 from streams.pagination import Page
 from streams.scopes import (
@@ -124,7 +125,9 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
         consolidation_edit(
             store=store, scope=scope, text=text, expected_version=expected_version, actor=actor
         )
-    updated = scope_update(store=store, scope=scope, changes=changes, actor=actor)
+    jobs: list[Job] = []
+    updated = scope_update(store=store, scope=scope, changes=changes, actor=actor, follow_ups=jobs)
+    enqueue_all(jobs)
     fields = [*changes, *(["consolidation", "consolidation_version"] if text is not None else [])]
     api_audit(
         request,

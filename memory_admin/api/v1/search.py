@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Schema
-from pydantic import StringConstraints
+from pydantic import AwareDatetime, StringConstraints
 
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, ObservationOut, error_responses
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
+from streams.exceptions import InvalidInput
 from streams.search import MAX_LIMIT, search_observations
 
 SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
@@ -25,12 +26,35 @@ class SearchQuery(Schema):
     group_id: ExternalId | None = Field(None, description="A group whose memory is searched too.")
     scope_id: str | None = Field(None, max_length=64, description="Search this one scope only.")
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
+    explain: bool = Field(False, description="Add each hit's score per term and mechanism.")
+    min_score: float | None = Field(
+        None, ge=0, le=1e9, allow_inf_nan=False, description="Leave out weaker hits."
+    )
+    observed_after: AwareDatetime | None = Field(
+        None, description="Only observations observed at or after this time (with a zone)."
+    )
+    observed_before: AwareDatetime | None = Field(
+        None, description="Only observations observed before this time (with a zone)."
+    )
+
+
+class ExplanationOut(Schema):
+    terms: dict[str, float] = Field(..., description="Score of each matched query term.")
+    mechanisms: dict[str, float] = Field(
+        ..., description="Score added by `people`, `neighbours`, `dates`."
+    )
+    ranks: dict[str, int] = Field(
+        ...,
+        description="Rank after each stage: `terms`, `people`, `neighbours`, `dates` "
+        "(0: not a candidate yet).",
+    )
 
 
 class SearchHitOut(Schema):
     observation: ObservationOut
     score: float
     matched_terms: list[str]
+    explanation: ExplanationOut | None = Field(None, description="Only with `explain=true`.")
 
 
 class SearchOut(Schema):
@@ -47,11 +71,15 @@ router = Router(tags=["search"])
 def search(
     request: HttpRequest, agent_id: Path[ExternalId], filters: Query[SearchQuery]
 ) -> dict[str, Any]:
-    """Best matches first (BM25 with stemming and stop words), with their scores and the
-    query terms each matched. Without `user_id` no individual memory is searched; an
-    individual scope's `scope_id` needs its own `user_id`. Deleted observations never appear.
+    """Best matches first (term weights, then people, session neighbours and dates), with
+    their scores and the query terms each matched; `explain=true` adds why. Without
+    `user_id` no individual memory is searched; an individual scope's `scope_id` needs its
+    own `user_id`. Deleted observations never appear. The hits count as an access.
     """
     require_agent(request, agent_id)
+    after, before = filters.observed_after, filters.observed_before
+    if after is not None and before is not None and after >= before:
+        raise InvalidInput("observed_after must be earlier than observed_before")
     hits = search_observations(
         store=get_store(),
         agent_id=agent_id,
@@ -61,5 +89,17 @@ def search(
         scope_id=filters.scope_id,
         limit=filters.limit,
         semantic=semantic_ranker(),
+        min_score=filters.min_score,
+        observed_after=after,
+        observed_before=before,
     )
-    return {"items": hits}
+    items = [
+        {
+            "observation": h.observation,
+            "score": h.score,
+            "matched_terms": h.matched_terms,
+            "explanation": h.explanation if filters.explain else None,
+        }
+        for h in hits
+    ]
+    return {"items": items}
