@@ -100,6 +100,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
         count = repo.delete_observations([ObjectId(o.id) for o in observations])
+        store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
         if count:
             repo.unlink_observations(
                 ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=count
@@ -112,6 +113,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         forget_in_search(store=store, scope_id=individual.id, observations=own)
         repo.drop_search_totals(ObjectId(individual.id))
         removed = repo.delete_scope(ObjectId(individual.id))
+        store.client_ids.forget_scope(ObjectId(individual.id))
         for collection, count in removed.items():
             deleted[collection] += count
         if removed["memory_scopes"]:

@@ -22,6 +22,7 @@ from streams.store import (
     agent_days,
     agents,
     audit,
+    client_ids,
     consolidations,
     embeddings,
     jobs,
@@ -56,6 +57,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *search.INDEXES,
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
+    *client_ids.INDEXES,
 ]
 
 
@@ -83,6 +85,7 @@ class MemoryStore:
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
+        self.client_ids = client_ids.ClientIdRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
-from ninja import Query, Router, Status
+from ninja import Body, Query, Router, Status
 
 from memory_admin.api.audit_trail import api_audit
 from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import (
-    ObservationIn,
+    ObservationBatchIn,
+    ObservationBatchItemOut,
+    ObservationBatchOut,
     ObservationListQuery,
     ObservationOut,
     ObservationPageOut,
     ObservationPatchIn,
+    ObservationWriteIn,
     error_responses,
 )
 from memory_admin.stores import get_store
 from memory_admin.tasks import enqueue_all
 from streams.audit import audit_changes, content_digest
-from streams.documents import Job, Observation
+from streams.documents import Job, Observation, Scope
+from streams.observation_batch import BatchItem, observation_batch_add
 from streams.observations import (
     observation_add,
     observation_delete,
@@ -28,6 +34,7 @@ from streams.observations import (
 )
 from streams.pagination import Page
 from streams.scopes import scope_get
+from streams.store import MemoryStore
 
 router = Router(tags=["observations"])
 
@@ -54,14 +61,28 @@ def list_observations(
 
 @router.post(
     "/scopes/{scope_id}/observations",
-    response={201: ObservationOut, **error_responses(400, 401, 404, 422)},
+    response={
+        201: ObservationOut | ObservationBatchOut,
+        200: ObservationBatchOut,
+        **error_responses(400, 401, 404, 409, 413, 422),
+    },
 )
 def add_observation(
-    request: HttpRequest, scope_id: str, payload: ObservationIn
-) -> Status[Observation]:
-    """An agent's or operator's manual addition; it joins the scope's pending observations."""
+    request: HttpRequest, scope_id: str, payload: Body[ObservationWriteIn]
+) -> Status[Observation] | Status[dict[str, Any]]:
+    """An agent's or operator's manual addition; it joins the scope's pending observations.
+
+    A body `{"items": [...]}` adds a batch of up to 500 in one transaction (all or none),
+    idempotent by each item's `client_id`: 201 with the items in request order when any
+    was stored, 200 when every `client_id` was stored before (a re-send answers the
+    same ids). Items with a known `client_id` are not stored again; one audit entry
+    (`observation.create_batch`) per batch that stored anything. 409 when a concurrent
+    request kept winning the scope's log: re-send it.
+    """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    if isinstance(payload, ObservationBatchIn):
+        return _add_batch(request, store=store, scope=scope, payload=payload)
     jobs: list[Job] = []
     observation = observation_add(
         store=store,
@@ -86,6 +107,57 @@ def add_observation(
         },
     )
     return Status(201, observation)
+
+
+def _add_batch(
+    request: HttpRequest, *, store: MemoryStore, scope: Scope, payload: ObservationBatchIn
+) -> Status[dict[str, Any]]:
+    jobs: list[Job] = []
+    result = observation_batch_add(
+        store=store,
+        scope=scope,
+        items=[
+            BatchItem(
+                content=item.content,
+                client_id=item.client_id,
+                private=item.private,
+                observed_at=item.observed_at,
+            )
+            for item in payload.items
+        ],
+        follow_ups=jobs,
+    )
+    enqueue_all(jobs)
+    created_ids = [o.id for o, new in zip(result.observations, result.created, strict=True) if new]
+    if created_ids:
+        api_audit(
+            request,
+            store=store,
+            action="observation.create_batch",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={
+                "scope_id": scope.id,
+                "items": len(result.observations),
+                "created": len(created_ids),
+                "private": sum(1 for o in result.observations if o.private),
+                "observation_ids": created_ids,
+            },
+        )
+    items = [
+        ObservationBatchItemOut.model_validate(
+            {
+                **ObservationOut.model_validate(o, from_attributes=True).model_dump(),
+                "client_id": client_id,
+                "created": new,
+            }
+        )
+        for o, client_id, new in zip(
+            result.observations, result.client_ids, result.created, strict=True
+        )
+    ]
+    return Status(201 if created_ids else 200, {"items": items, "created": len(created_ids)})
 
 
 @router.get(

@@ -14,14 +14,17 @@ from ninja import Field, Schema
 from pydantic import (
     AwareDatetime,
     ConfigDict,
+    Discriminator,
     PlainSerializer,
     StrictBool,
     StrictInt,
     StringConstraints,
+    Tag,
 )
 
 from memory_admin.api.errors import register_union_tags
 from streams.documents import JobKind, JobStatus, ScopeType
+from streams.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 from streams.observations import MAX_CONTENT_CHARS
 from streams.pagination import DEFAULT_LIMIT, MAX_LIMIT
 
@@ -207,6 +210,58 @@ class ObservationOut(Schema):
 class ObservationPageOut(Schema):
     items: list[ObservationOut]
     next_cursor: str | None
+
+
+class ObservationBatchItemIn(InSchema):
+    client_id: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] = (
+        Field(
+            ...,
+            description="The caller's key of this item, unique in the scope: a re-sent item "
+            "with a stored `client_id` is not stored again, the answer carries the observation "
+            "it created the first time (whatever the new item's content).",
+        )
+    )
+    content: ObservationContent
+    private: StrictBool = False
+    observed_at: AwareDatetime | None = Field(
+        None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+
+
+class ObservationBatchIn(InSchema):
+    items: list[ObservationBatchItemIn] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"1 to {MAX_BATCH} observations, stored in one transaction: all or none. "
+        "Each `client_id` at most once per batch.",
+    )
+
+
+def _observation_body_kind(value: Any) -> str:
+    has_items = isinstance(value, dict) and "items" in value
+    return "observation_batch" if has_items else "single_observation"
+
+
+# One observation (`{"content", ...}`) or a batch (`{"items": [...]}`), told apart by `items`.
+ObservationWriteIn = Annotated[
+    Annotated[ObservationIn, Tag("single_observation")]
+    | Annotated[ObservationBatchIn, Tag("observation_batch")],
+    Discriminator(_observation_body_kind),
+]
+register_union_tags("single_observation", "observation_batch")
+
+
+class ObservationBatchItemOut(ObservationOut):
+    client_id: str
+    created: bool = Field(
+        ..., description="False when the `client_id` was stored before (a re-send)."
+    )
+
+
+class ObservationBatchOut(Schema):
+    items: list[ObservationBatchItemOut] = Field(..., description="In the order of the request.")
+    created: int = Field(..., description="How many items were stored by this request.")
 
 
 class ObservationPatchIn(InSchema):

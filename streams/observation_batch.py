@@ -1,0 +1,167 @@
+"""Batches of observations: up to `MAX_BATCH` added in one transaction, idempotent by
+a caller-given `client_id` per item.
+
+A caller that retries after a timeout cannot know whether its batch was stored;
+the `client_id` makes the retry safe: each item is stored once per scope, and a
+re-send answers with the observations the first send created. The observations,
+their search postings, the scope's sequence and pending list and the client ids
+all go in one transaction, so a batch is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from bson import ObjectId
+
+from streams.activity import activity_record
+from streams.consolidation_runs import consolidation_due
+from streams.documents import Job, Observation, Scope, utcnow
+from streams.exceptions import InvalidInput, NotFound
+from streams.ids import require_object_id
+from streams.observations import APPEND_ATTEMPTS, MAX_CONTENT_CHARS, observations_append
+from streams.store import MemoryStore, StoreSession
+
+MAX_BATCH = 500
+MAX_CLIENT_ID_CHARS = 128
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    content: str
+    client_id: str
+    private: bool = False
+    observed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The batch's observations in the order of its items; `created[i]` is False when
+    item i's `client_id` had been stored before (the earlier observation is returned)."""
+
+    observations: list[Observation]
+    created: list[bool]
+    client_ids: list[str]
+
+    @property
+    def created_count(self) -> int:
+        return sum(self.created)
+
+
+def observations_append_once(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    keyed: list[tuple[str, Observation]],
+    session: StoreSession,
+    now: datetime,
+) -> dict[str, ObjectId]:
+    """Within the caller's transaction: append the observations whose client id the scope
+    has not stored yet, and record their ids; returns the client ids already stored (with
+    their observation), which were skipped.
+
+    This is the batch path's core, for any writer that can name its items (formation can
+    key an observation by its session and source messages; the legacy migration keys by
+    the legacy `_id` and calls `observations_append` directly).
+    """
+    oid = require_object_id(scope_id, what="scope")
+    known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
+    fresh = [(c, o) for c, o in keyed if c not in known]
+    if fresh:
+        observations_append(
+            store=store,
+            scope_id=scope_id,
+            observations=[o for _, o in fresh],
+            session=session,
+            now=now,
+        )
+        store.client_ids.insert(
+            oid, [(c, ObjectId(o.id)) for c, o in fresh], now=now, session=session
+        )
+    return known
+
+
+def observation_batch_add(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    items: list[BatchItem],
+    follow_ups: list[Job] | None = None,
+) -> BatchResult:
+    """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
+    `client_id` the scope already holds are not stored again. Like single adds, the new
+    ones go to pending and a consolidation job is queued (in `follow_ups`) when the
+    pending list reaches the scope's threshold."""
+    _validate(items)
+    now = utcnow()
+    keyed = [
+        (
+            item.client_id,
+            Observation(
+                scope_id=scope.id,
+                agent_id=scope.agent_id,
+                content=item.content.strip(),
+                observed_at=item.observed_at or now,
+                created_at=now,
+                private=item.private,
+                related_user_ids=[scope.user_id] if scope.user_id else [],
+            ),
+        )
+        for item in items
+    ]
+    known = store.in_transaction(
+        lambda session: observations_append_once(
+            store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
+        ),
+        attempts=APPEND_ATTEMPTS,
+    )
+    earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
+    observations: list[Observation] = []
+    created: list[bool] = []
+    for client_id, observation in keyed:
+        if client_id in known:
+            found = earlier.get(str(known[client_id]))
+            if found is None:
+                raise NotFound(f"the observation of client_id {client_id!r} is gone")
+            observations.append(found)
+            created.append(False)
+        else:
+            observations.append(observation)
+            created.append(True)
+    new = sum(created)
+    if new:
+        store.agents.adjust_counters(scope.agent_id, now=now, observations=new, pending=new)
+        activity_record(store=store, agent_id=scope.agent_id, now=now, observations=new)
+        job = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
+        if job is not None and follow_ups is not None:
+            follow_ups.append(job)
+    return BatchResult(observations=observations, created=created, client_ids=[c for c, _ in keyed])
+
+
+def _validate(items: list[BatchItem]) -> None:
+    """What the API schema checks too, so every caller of the domain gets the same rules."""
+    if not items:
+        raise InvalidInput("items must not be empty", details=[{"field": "items"}])
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"a batch holds at most {MAX_BATCH} items", details=[{"field": "items"}])
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items):
+        content = item.content.strip()
+        if not content or len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"content must hold 1 to {MAX_CONTENT_CHARS} characters",
+                details=[{"field": f"items.{n}.content"}],
+            )
+        if not item.client_id or len(item.client_id) > MAX_CLIENT_ID_CHARS:
+            raise InvalidInput(
+                f"client_id must hold 1 to {MAX_CLIENT_ID_CHARS} characters",
+                details=[{"field": f"items.{n}.client_id"}],
+            )
+        if item.client_id in seen:
+            raise InvalidInput(
+                f"client_id {item.client_id!r} appears twice in the batch "
+                f"(items {seen[item.client_id]} and {n})",
+                details=[{"field": f"items.{n}.client_id"}],
+            )
+        seen[item.client_id] = n
