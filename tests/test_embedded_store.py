@@ -50,3 +50,34 @@ def test_a_dead_server_is_replaced(tmp_path):
         assert embedded_server_uri(data_dir=tmp_path) != uri
     finally:
         stop_embedded_server(data_dir=tmp_path)
+
+
+def test_the_oplog_is_bounded_by_settings(monkeypatch, tmp_path):
+    """The server gets the oplog bounds (defaults 300 s / 10,000 entries, or the
+    environment's), and a bad value stops the start with a clear message."""
+    import pytest
+    from django.core.exceptions import ImproperlyConfigured
+
+    from memory_admin.embedded_store import oplog_args
+
+    monkeypatch.delenv("MEMORY_STORE_OPLOG_SECONDS", raising=False)
+    monkeypatch.delenv("MEMORY_STORE_OPLOG_ENTRIES", raising=False)
+    assert oplog_args() == ["--oplog-retention-seconds", "300", "--oplog-max-entries", "10000"]
+    monkeypatch.setenv("MEMORY_STORE_OPLOG_SECONDS", "60")
+    monkeypatch.setenv("MEMORY_STORE_OPLOG_ENTRIES", "500")
+    assert oplog_args() == ["--oplog-retention-seconds", "60", "--oplog-max-entries", "500"]
+    uri = embedded_server_uri(data_dir=tmp_path)
+    try:
+        import json
+
+        pid = json.loads((tmp_path / "secantus-server.json").read_text())["pid"]
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        assert b"--oplog-max-entries" in cmdline
+        assert cmdline[cmdline.index(b"--oplog-max-entries") + 1] == b"500"
+        assert uri
+    finally:
+        stop_embedded_server(data_dir=tmp_path)
+    for bad in ("0", "-5", "lots"):
+        monkeypatch.setenv("MEMORY_STORE_OPLOG_ENTRIES", bad)
+        with pytest.raises(ImproperlyConfigured, match="MEMORY_STORE_OPLOG_ENTRIES"):
+            oplog_args()
