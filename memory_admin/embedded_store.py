@@ -184,8 +184,8 @@ def _locked(path: Path):
 # -- footprint: the oplog -------------------------------------------------------------------
 
 # Nothing in the project reads the oplog (no change streams; Celery's kombu transports
-# poll collections, they do not tail the oplog), yet at the server's defaults (1 hour, 100,000 entries)
-# it was 112 MiB of 150 after 5,463 single adds. Bounded tighter by default here.
+# poll collections, they do not tail the oplog), yet at the server's defaults (1 hour,
+# 100,000 entries) it was 112 MiB of 150 after 5,463 single adds: bounded tighter here.
 OPLOG_SECONDS_DEFAULT = 300
 OPLOG_ENTRIES_DEFAULT = 10_000
 

@@ -179,3 +179,13 @@ class ObservationRepository:
             {"scope_id": scope_id, "seq": {"$in": wanted}}, limit=len(wanted)
         )
         return [Observation.from_mongo(d) for d in cursor]
+
+    def seq_window(self, scope_id: ObjectId, *, low_seq: int, high_seq: int) -> list[Observation]:
+        """A scope's observations with `low_seq < seq <= high_seq`, oldest first (a bounded
+        window on the `(scope_id, seq)` index, for walking a whole log in batches)."""
+        cursor = (
+            self.collection.find({"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}})
+            .sort("seq", 1)
+            .limit(high_seq - low_seq)
+        )
+        return [Observation.from_mongo(d) for d in cursor]

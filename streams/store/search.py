@@ -137,30 +137,38 @@ class SearchIndexRepository:
             )
         return totals, stats
 
-    def insert_fresh(self, changes: list[IndexChange], *, batch: int = 5000) -> int:
+    def insert_fresh(
+        self,
+        changes: list[IndexChange],
+        *,
+        batch: int = 5000,
+        session: ClientSession | None = None,
+    ) -> int:
         """Bulk-build the index of scopes that have none yet (seeding, benchmarks): the same
         documents `apply` would leave, written with `insert_many`; the documents written."""
-        docs: dict[str, dict[str, Any]] = {}
-        for change in changes:
-            totals = docs.setdefault(
-                totals_key(change.scope_id),
-                {"_id": totals_key(change.scope_id), "scope_id": change.scope_id, "term": ""},
-            )
-            totals["docs"] = totals.get("docs", 0) + 1
-            totals["length"] = totals.get("length", 0) + change.length
-            for term, frequency in change.counts.items():
-                key = term_key(change.scope_id, term)
-                doc = docs.setdefault(
-                    key, {"_id": key, "scope_id": change.scope_id, "term": term, "df": 0, "p": []}
-                )
-                doc["df"] += 1
-                doc["p"].append({"o": change.observation_id, "t": frequency, "n": change.length})
-        values = list(docs.values())
-        for doc in values:
-            if "p" in doc:
-                doc["p"] = doc["p"][-POSTINGS_CAP:]
+        values = fresh_documents(changes)
         for start in range(0, len(values), batch):
-            self.collection.insert_many(values[start : start + batch], ordered=False)
+            self.collection.insert_many(
+                values[start : start + batch], ordered=False, session=session
+            )
+        return len(values)
+
+    def scope_documents(self, scope_id: ObjectId) -> list[dict[str, Any]]:
+        """Every index document of one scope, by its `_id` key range (checks, rebuilds;
+        the embedded store scans for a range, so never on a request path)."""
+        return list(self.collection.find({"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}))
+
+    def replace_scope(
+        self, scope_id: ObjectId, changes: list[IndexChange], *, session: ClientSession
+    ) -> int:
+        """Inside the caller's transaction: the scope's index dropped and written anew from
+        `changes` (a search sees the old index or the new one, never a half-built one)."""
+        values = fresh_documents(changes)
+        self.collection.delete_many(
+            {"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}, session=session
+        )
+        if values:
+            self.collection.insert_many(values, ordered=False, session=session)
         return len(values)
 
     def drop_scope(self, scope_id: ObjectId) -> int:
@@ -173,3 +181,27 @@ class SearchIndexRepository:
             {"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}
         )
         return result.deleted_count
+
+
+def fresh_documents(changes: list[IndexChange]) -> list[dict[str, Any]]:
+    """The index documents that adding `changes` (all +1) to an empty index leaves."""
+    docs: dict[str, dict[str, Any]] = {}
+    for change in changes:
+        totals = docs.setdefault(
+            totals_key(change.scope_id),
+            {"_id": totals_key(change.scope_id), "scope_id": change.scope_id, "term": ""},
+        )
+        totals["docs"] = totals.get("docs", 0) + 1
+        totals["length"] = totals.get("length", 0) + change.length
+        for term, frequency in change.counts.items():
+            key = term_key(change.scope_id, term)
+            doc = docs.setdefault(
+                key, {"_id": key, "scope_id": change.scope_id, "term": term, "df": 0, "p": []}
+            )
+            doc["df"] += 1
+            doc["p"].append({"o": change.observation_id, "t": frequency, "n": change.length})
+    values = list(docs.values())
+    for doc in values:
+        if "p" in doc:
+            doc["p"] = doc["p"][-POSTINGS_CAP:]
+    return values
