@@ -102,6 +102,7 @@ ROOT = Path(__file__).resolve().parent.parent
 class WebProcess:
     port: int
     api_key: str
+    pid: int = 0  # the gunicorn master (its worker is a child)
 
 
 @contextmanager
@@ -149,7 +150,7 @@ def web_process(mongo_uri: str, db: str) -> Iterator[WebProcess]:
     )
     try:
         _wait_for_port(port)
-        yield WebProcess(port=port, api_key=created.stdout.strip().splitlines()[-1])
+        yield WebProcess(port=port, api_key=created.stdout.strip().splitlines()[-1], pid=web.pid)
     finally:
         web.terminate()
         web.wait(timeout=30)
