@@ -18,6 +18,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from benchmarks.harness import (
     summary_ms,
     web_process,
 )
-from benchmarks.seed import seed
+from benchmarks.seed import WORDS, seed
 from memory_admin.embedded_store import oplog_args
 from streams.observation_batch import BatchItem, observation_batch_add
 from streams.observations import observation_add
@@ -44,8 +45,16 @@ SINGLES = 150
 BATCHES = 8
 BATCH = 100
 AGENT = "bench-agent"
-CONTENT = "Gene prefers short answers and deploys the billing service on Fridays, item {n}."
+# Contents: 12 words drawn Zipf-like from the seed's words followed by 3,000 rarer ones, so
+# a batch shares its common terms (as real text does) but not all of them.
+VOCABULARY = [*WORDS, *(f"topic{n}" for n in range(3_000))]
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+def content(rng: random.Random) -> str:
+    """Rank r drawn with probability about 1/r (log-uniform): Zipf's law of word use."""
+    picks = (int(len(VOCABULARY) ** rng.random()) - 1 for _ in range(12))
+    return " ".join(VOCABULARY[i] for i in picks).capitalize() + "."
 
 
 def cpu_seconds(pid: int) -> float:
@@ -128,18 +137,16 @@ def run(sizes: list[int] | None = None) -> None:
             seed(store, agent_id=AGENT, scopes=1, observations=size)
             scope_doc = store.scopes.collection.find_one({"user_id": "bench-user-0"})
             scope_id = str(scope_doc["_id"])
-            # No consolidation during the run: it would measure the LLM path, not the add.
-            store.scopes.collection.update_one(
-                {"_id": scope_doc["_id"]}, {"$set": {"consolidation_threshold": 10**9}}
-            )
             with web_process(server.uri, db) as web:
                 for mode, requests, per in (
                     ("single", SINGLES, 1),
                     (f"batch of {BATCH}", BATCHES, BATCH),
                 ):
+                    _no_consolidation(store, scope_doc["_id"])
                     row = _http(client, server.pid, web, scope_id, mode, requests, per, size)
                     rows.append(row)
                     print_row(row)
+            _no_consolidation(store, scope_doc["_id"])
             breakdown += _breakdown(server.uri, store, scope_id, size)
             stats = client[db].command("dbStats")
             count = store.observations.collection.count_documents({"scope_id": scope_doc["_id"]})
@@ -184,6 +191,16 @@ def run(sizes: list[int] | None = None) -> None:
     )
 
 
+def _no_consolidation(store: MemoryStore, scope_id: bson.ObjectId) -> None:
+    """No consolidation during a phase (it would measure the LLM path, not the add), and
+    an empty pending list at its start: with consolidation on, the list never outgrows
+    the threshold (10), while here it would grow by every add of the run."""
+    store.scopes.collection.update_one(
+        {"_id": scope_id},
+        {"$set": {"consolidation_threshold": 10**9, "pending_observation_ids": []}},
+    )
+
+
 def _http(
     client: MongoClient,
     store_pid: int,
@@ -198,13 +215,12 @@ def _http(
     headers = {"Authorization": f"Bearer {web.api_key}", "Content-Type": "application/json"}
     path = f"/api/v1/scopes/{scope_id}/observations"
 
+    rng = random.Random(size)
+
     def body(n: int) -> str:
         if per == 1:
-            return json.dumps({"content": CONTENT.format(n=n)})
-        items = [
-            {"client_id": f"{mode}-{n}-{i}", "content": CONTENT.format(n=n * per + i)}
-            for i in range(per)
-        ]
+            return json.dumps({"content": content(rng)})
+        items = [{"client_id": f"{mode}-{n}-{i}", "content": content(rng)} for i in range(per)]
         return json.dumps({"items": items})
 
     for n in range(3):  # warm-up: imports, connections, caches
@@ -239,6 +255,7 @@ def _http(
 
 def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[list[object]]:
     rows: list[list[object]] = []
+    rng = random.Random(-size)
     for mode, rounds, per in (("single", 20, 1), (f"batch of {BATCH}", 2, BATCH)):
         counter = ByteCounter()
         listened = MongoClient(uri, tz_aware=True, event_listeners=[counter])
@@ -250,11 +267,10 @@ def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[l
         counter.micros.clear()
         for n in range(rounds):
             if per == 1:
-                observation_add(store=listened_store, scope=scope, content=CONTENT.format(n=n))
+                observation_add(store=listened_store, scope=scope, content=content(rng))
             else:
                 items = [
-                    BatchItem(content=CONTENT.format(n=i), client_id=f"bd-{n}-{i}")
-                    for i in range(per)
+                    BatchItem(content=content(rng), client_id=f"bd-{n}-{i}") for i in range(per)
                 ]
                 observation_batch_add(store=listened_store, scope=scope, items=items)
         added = rounds * per

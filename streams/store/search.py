@@ -77,28 +77,53 @@ class SearchIndexRepository:
         self.collection = db[COLLECTION]
 
     def apply(self, changes: list[IndexChange], *, session: ClientSession | None = None) -> None:
-        """All changes in one round trip (inside the caller's transaction when given)."""
-        ops: list[UpdateOne] = []
+        """All changes in one round trip (inside the caller's transaction when given).
+
+        One update per (scope, term) and one per scope's totals, however many of the
+        changes touch it: a batch of 100 observations sharing a term pushes its 100
+        postings with one `$push $each` (in order, then the same `$slice`) instead of
+        rewriting the term's document 100 times. Changes of both signs in one call keep
+        their order, one update per change, as before.
+        """
+        if len({c.sign for c in changes}) > 1:
+            for change in changes:
+                self.apply([change], session=session)
+            return
+        terms: dict[str, tuple[ObjectId, str, list[IndexChange]]] = {}
+        totals: dict[ObjectId, list[IndexChange]] = {}
         for change in changes:
-            for term, frequency in change.counts.items():
+            for term in change.counts:
                 key = term_key(change.scope_id, term)
-                if change.sign > 0:
-                    entry = {"o": change.observation_id, "t": frequency, "n": change.length}
-                    update: dict[str, Any] = {
-                        "$inc": {"df": 1},
-                        "$push": {"p": {"$each": [entry], "$slice": -POSTINGS_CAP}},
-                        "$setOnInsert": {"scope_id": change.scope_id, "term": term},
-                    }
-                    ops.append(UpdateOne({"_id": key}, update, upsert=True))
-                else:
-                    update = {"$inc": {"df": -1}, "$pull": {"p": {"o": change.observation_id}}}
-                    ops.append(UpdateOne({"_id": key}, update))
+                terms.setdefault(key, (change.scope_id, term, []))[2].append(change)
+            totals.setdefault(change.scope_id, []).append(change)
+        ops: list[UpdateOne] = []
+        for key, (scope_id, term, group) in terms.items():
+            if group[0].sign > 0:
+                entries = [
+                    {"o": c.observation_id, "t": c.counts[term], "n": c.length} for c in group
+                ]
+                update: dict[str, Any] = {
+                    "$inc": {"df": len(group)},
+                    "$push": {"p": {"$each": entries, "$slice": -POSTINGS_CAP}},
+                    "$setOnInsert": {"scope_id": scope_id, "term": term},
+                }
+                ops.append(UpdateOne({"_id": key}, update, upsert=True))
+            else:
+                gone = [c.observation_id for c in group]
+                pull = {"o": gone[0]} if len(gone) == 1 else {"o": {"$in": gone}}
+                update = {"$inc": {"df": -len(group)}, "$pull": {"p": pull}}
+                ops.append(UpdateOne({"_id": key}, update))
+        for scope_id, group in totals.items():
+            sign = group[0].sign
             ops.append(
                 UpdateOne(
-                    {"_id": totals_key(change.scope_id)},
+                    {"_id": totals_key(scope_id)},
                     {
-                        "$inc": {"docs": change.sign, "length": change.sign * change.length},
-                        "$setOnInsert": {"scope_id": change.scope_id, "term": ""},
+                        "$inc": {
+                            "docs": sign * len(group),
+                            "length": sign * sum(c.length for c in group),
+                        },
+                        "$setOnInsert": {"scope_id": scope_id, "term": ""},
                     },
                     upsert=True,
                 )
