@@ -17,7 +17,7 @@ from streams.exceptions import NotFound
 from streams.ids import require_object_id
 from streams.search_text import term_counts
 from streams.store import MemoryStore
-from streams.store.search import IndexChange, fresh_documents
+from streams.store.search import IndexChange, decode_postings, fresh_documents
 
 BATCH = 1000
 
@@ -81,6 +81,6 @@ def _normalised(docs: list[dict[str, Any]]) -> dict[str, Any]:
             if doc.get("docs", 0) or doc.get("length", 0):
                 out[doc["_id"]] = ("totals", doc.get("docs", 0), doc.get("length", 0))
             continue
-        postings = frozenset((ObjectId(p["o"]), p["t"], p["n"]) for p in doc.get("p", []))
+        postings = frozenset(decode_postings(doc))
         out[doc["_id"]] = ("term", doc.get("df", 0), postings)
     return out

@@ -9,7 +9,7 @@ from streams.exceptions import NotFound
 from streams.observations import observation_delete, observation_get, observation_update
 from streams.search import search_index_forget, search_observations
 from streams.store import MemoryStore
-from streams.store.search import totals_key
+from streams.store.search import decode_postings, totals_key
 from tests.factories import ObservationFactory, ScopeFactory
 
 AGENT = "agent-1"
@@ -125,7 +125,7 @@ def test_forget_then_hard_delete_leaves_nothing_searchable(store: MemoryStore) -
     assert totals["docs"] == 1
     assert totals["length"] == 3  # "budget", "500", "euro"
     lisbon = store.search_index.collection.find_one({"_id": f"{scope.id}:lisbon"})
-    assert lisbon["df"] == 0 and lisbon["p"] == []
+    assert lisbon["df"] == 0 and decode_postings(lisbon) == []
 
 
 def test_limit_bounds_the_answer(store: MemoryStore) -> None:

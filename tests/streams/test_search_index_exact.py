@@ -134,3 +134,27 @@ def test_the_rebuild_repairs_a_drifted_index_and_search_agrees(store):
         store=store, scopes=[store.scopes.get(ObjectId(scope.id))], query="gene"
     )
     assert {h.observation.content for h in hits} == {"Gene prefers rust.", "Gene drinks tea."}
+
+
+def test_documents_of_the_earlier_layout_are_read_and_converted_on_write(store):
+    """Term documents written before postings were packed (`p`: an array of
+    subdocuments) are searched as they are and rewritten packed on their next change."""
+    scope = individual(store, "u1")
+    first = observation_add(store=store, scope=scope, content="Gene prefers rust.")
+    key = f"{scope.id}:rust"
+    store.search_index.collection.update_one(
+        {"_id": key},
+        {
+            "$set": {"p": [{"o": ObjectId(first.id), "t": 1, "n": 3}]},
+            "$unset": {"pb": ""},
+        },
+    )
+    fresh = store.scopes.get(ObjectId(scope.id))
+    hits = search_in_scopes(store=store, scopes=[fresh], query="rust")
+    assert [h.observation.id for h in hits] == [first.id]
+    second = observation_add(store=store, scope=fresh, content="Rust again.")
+    doc = store.search_index.collection.find_one({"_id": key})
+    assert "p" not in doc and "pb" in doc
+    assert_exact(store, {scope.id}, "converted")
+    observation_delete(store=store, observation=second)
+    assert_exact(store, {scope.id}, "converted, then a delete")
