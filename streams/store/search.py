@@ -12,9 +12,10 @@ then the term's frequency and the observation's length as little-endian uint32),
 an array of subdocuments (`p`, the earlier layout, still read and converted on the
 next write of the document). A write reads the documents it changes and sets the new
 bytes, inside a transaction: a concurrent writer of the same document conflicts and
-is retried, as with any transaction. On the embedded store this cut the server's CPU
-for a term update about 4x: it no longer decodes, edits and re-encodes 200
-subdocuments per term on every add.
+is retried, as with any transaction. On the embedded store the server no longer
+decodes, edits and re-encodes up to 200 subdocuments per term on every add: the term
+writes of a single add took 6 ms instead of 24 (10,000 observations in the scope),
+and the store's CPU per add over HTTP fell by about a fifth (`write_throughput`).
 """
 
 from __future__ import annotations
