@@ -158,3 +158,21 @@ def test_documents_of_the_earlier_layout_are_read_and_converted_on_write(store):
     assert_exact(store, {scope.id}, "converted")
     observation_delete(store=store, observation=second)
     assert_exact(store, {scope.id}, "converted, then a delete")
+
+
+def test_the_rebuild_command(store):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    scope = individual(store, "u1")
+    observation_add(store=store, scope=scope, content="Gene prefers rust.")
+    store.search_index.replace_scope(ObjectId(scope.id), [], session=None)
+    out = StringIO()
+    call_command("rebuild_search_index", "--scope", scope.id, stdout=out)
+    assert out.getvalue().strip() == f"{scope.id}: 4 index documents"  # 3 terms + totals
+    assert_exact(store, {scope.id}, "rebuilt by the command")
+    with pytest.raises(CommandError, match="not found"):
+        call_command("rebuild_search_index", "--scope", str(ObjectId()), stdout=out)
+    with pytest.raises(CommandError):
+        call_command("rebuild_search_index", "--scope", "not-an-id", stdout=out)
