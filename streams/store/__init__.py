@@ -22,6 +22,7 @@ from streams.store import (
     agent_days,
     agents,
     audit,
+    chat_calls,
     consolidations,
     embeddings,
     jobs,
@@ -38,6 +39,9 @@ from streams.store import (
 from streams.store.indexes import IndexSpec, apply_indexes
 
 T = TypeVar("T")
+# What a store call raises when the store fails (unreachable, timed out): callers that
+# degrade gracefully (the chat proxy without memory) catch this, not pymongo's names.
+StoreError = PyMongoError
 StoreSession = ClientSession  # what services pass through to repositories inside a transaction
 
 DECLARED_INDEXES: list[IndexSpec] = [
@@ -56,6 +60,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *search.INDEXES,
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
+    *chat_calls.INDEXES,
 ]
 
 
@@ -83,6 +88,7 @@ class MemoryStore:
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
+        self.chat_calls = chat_calls.ChatCallRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
@@ -119,4 +125,4 @@ class MemoryStore:
             yield session
 
 
-__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreSession"]
+__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]
