@@ -29,9 +29,10 @@ from bson import ObjectId
 from streams.context import context_assemble
 from streams.documents import Job, utcnow
 from streams.embeddings import SemanticRanker
-from streams.exceptions import Unavailable
+from streams.exceptions import InvalidInput, Unavailable
 from streams.formation import FormationSettings, IncomingMessage, messages_ingest
 from streams.jobs import JobRun, job_create
+from streams.pagination import Page, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreError
 
 logger = logging.getLogger("streams.chat")
@@ -306,6 +307,34 @@ def chat_calls_for_session(
         agent_id=agent_id, session_id=session_id, before=before_oid, limit=limit
     )
     return [_call_view(d) for d in docs]
+
+
+def chat_session_page(
+    *, store: MemoryStore, agent_id: str, session_id: str, cursor: str | None, limit: int
+) -> Page[dict[str, Any]]:
+    """One page of a session's calls (the UI's), each with its retrieved observations.
+
+    `retrieved_observations` are read in one `_id` query for the page, so an operator
+    sees what was retrieved (content, scope) and not only ids; deleted ones say so.
+    """
+    position = decode_cursor(cursor, required_keys=("before",))
+    before = position["before"] if position else None
+    if before is not None and not ObjectId.is_valid(before):
+        raise InvalidInput("malformed cursor", details=[{"field": "cursor"}])
+    calls = chat_calls_for_session(
+        store=store, agent_id=agent_id, session_id=session_id, before=before, limit=limit
+    )
+    wanted = {i for c in calls for i in c["retrieval"]["observation_ids"] if ObjectId.is_valid(i)}
+    found = {o.id: o for o in store.observations.get_many([ObjectId(i) for i in wanted])}
+    for call in calls:
+        call["retrieved_observations"] = [
+            {"id": i, "observation": found.get(i), "score": score}
+            for i, score in zip(
+                call["retrieval"]["observation_ids"], call["retrieval"]["scores"], strict=False
+            )
+        ]
+    next_cursor = encode_cursor({"before": calls[-1]["id"]}) if len(calls) == limit else None
+    return Page(items=calls, next_cursor=next_cursor)
 
 
 def chat_calls_for_user(
