@@ -323,3 +323,42 @@ def test_a_failed_ingest_is_a_visible_failed_job_and_the_answer_is_unaffected(
     assert answer.choices[0].message.content == "Fine."
     job = _finished_job(store, _one_call(store))
     assert job.status == "failed" and "buffer is on fire" in (job.error or "")
+
+
+def test_a_bad_body_is_a_422_envelope_naming_the_field(live_server, chat_key: str, upstream):
+    response = httpx.post(
+        f"{live_server.url}/api/v1/agents/{AGENT}/chat/completions",
+        json={"model": "m", "messages": [], "metadata": MEMORY},
+        headers={"Authorization": f"Bearer {chat_key}"},
+    )
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["code"] == "validation_error"
+    assert [d["field"] for d in error["details"]] == ["messages"]
+    assert upstream.chat_requests == []
+
+
+def test_keys_and_agents_are_checked_like_every_other_call(
+    live_server, chat_key: str, upstream: FakeOpenAI
+):
+    with pytest.raises(openai.AuthenticationError):
+        chat_client(live_server, "mk_wrong").chat.completions.create(
+            model="m", messages=HISTORY, metadata=MEMORY
+        )
+    other = openai.OpenAI(
+        base_url=f"{live_server.url}/api/v1/agents/someone-else", api_key=chat_key, max_retries=0
+    )
+    with pytest.raises(openai.NotFoundError):
+        other.chat.completions.create(model="m", messages=HISTORY, metadata=MEMORY)
+    assert upstream.chat_requests == []
+
+
+def test_no_upstream_configured_is_a_503(client: openai.OpenAI, upstream: FakeOpenAI, settings):
+    settings.MEMORY_CHAT_UPSTREAM_BASE_URL = None
+    settings.OPENAI_BASE_URL = None
+    settings.MEMORY_CHAT_UPSTREAM_API_KEY = None
+    settings.OPENAI_API_KEY = None
+    with pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model="m", messages=HISTORY, metadata=MEMORY)
+    error: Any = caught.value
+    assert error.status_code == 503 and error.body["code"] == "unavailable"
