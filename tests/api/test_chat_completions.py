@@ -362,3 +362,22 @@ def test_no_upstream_configured_is_a_503(client: openai.OpenAI, upstream: FakeOp
         client.chat.completions.create(model="m", messages=HISTORY, metadata=MEMORY)
     error: Any = caught.value
     assert error.status_code == 503 and error.body["code"] == "unavailable"
+
+
+def test_a_stream_closed_before_it_was_read_still_has_its_user_turn(
+    db, upstream: FakeOpenAI, store: MemoryStore
+):
+    from django.test import Client
+
+    from memory_admin.models import ApiKey
+
+    key = ApiKey.generate(name="in-process", agent_ids=[AGENT])[1]
+    response = Client(headers={"Authorization": f"Bearer {key}"}).post(
+        f"/api/v1/agents/{AGENT}/chat/completions",
+        {"model": "m", "messages": HISTORY, "metadata": MEMORY, "stream": True},
+        content_type="application/json",
+    )
+    assert response.status_code == 200 and response.streaming
+    response.close()  # the server gave up before sending a byte
+    call = _one_call(store)
+    assert call["outcome"] == "client_disconnected" and call["ingest_job_id"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Annotated, Any
@@ -291,9 +292,19 @@ def _relay(
 ) -> StreamingHttpResponse:
     """SSE chunks relayed as they arrive; the turn is finished when the stream ends.
 
-    A client that hangs up closes this generator (GeneratorExit at the `yield`): the
-    upstream stream is closed and the user turn is still ingested.
+    A client that hangs up makes the server close the response, which closes this
+    generator (GeneratorExit at the `yield`): the upstream stream is closed and the
+    user turn is still ingested. A response closed before it was ever iterated is
+    finished by `_RelayResponse.close` instead.
     """
+    finished = threading.Event()
+
+    def done(kind: str, text: str, first: float | None) -> None:
+        if finished.is_set():
+            return
+        finished.set()
+        upstream_response.close()
+        _finish(turn, finish(kind, 200, text, first))
 
     def chunks() -> Iterator[bytes]:
         answer = SseAnswer()
@@ -308,15 +319,29 @@ def _relay(
             logger.warning("chat %s: the upstream broke off its stream: %s", turn.call_id, exc)
             kind = "upstream_unreachable"
         finally:
-            upstream_response.close()
-            _finish(turn, finish(kind, 200, answer.text, first))
+            done(kind, answer.text, first)
 
     content_type = upstream_response.headers.get("content-type", "text/event-stream")
-    response = StreamingHttpResponse(chunks(), content_type=content_type, headers=headers)
+    response = _RelayResponse(chunks(), content_type=content_type, headers=headers)
+    response.on_close = lambda: done("client_disconnected", "", None)
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass chunks on, do not buffer
     _memory_headers(response, turn)
     return response
+
+
+class _RelayResponse(StreamingHttpResponse):
+    """Closing it closes the relay; `on_close` finishes a turn whose relay never started."""
+
+    on_close: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            hook, self.on_close = self.on_close, None
+            if hook is not None:
+                hook()
 
 
 def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
