@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import httpx2 as httpx
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Path, Router, Schema
-from pydantic import ConfigDict, StringConstraints
+from pydantic import ConfigDict, StrictBool, StringConstraints
 
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, error_responses
@@ -72,7 +72,7 @@ class ChatCompletionIn(Schema):
     model_config = ConfigDict(extra="allow")
     model: Annotated[str, StringConstraints(min_length=1, max_length=256)]
     messages: list[ChatMessageIn] = Field(..., min_length=1, max_length=MAX_CHAT_MESSAGES)
-    stream: bool | None = None
+    stream: StrictBool | None = None
     metadata: dict[str, Any] | None = Field(
         None,
         description="Memory fields `user_id`, `session_id` (required here or as "
