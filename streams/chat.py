@@ -296,6 +296,9 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
     }
     if result.formation_job is not None:
         run.follow_ups.append(result.formation_job)
+    # The text now lives in the session's buffer (which forgetting a user deletes);
+    # the finished job keeps no copy of it.
+    store.jobs.unset_payload(ObjectId(job.id), "messages")
 
 
 def chat_calls_for_session(

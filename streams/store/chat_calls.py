@@ -42,3 +42,7 @@ class ChatCallRepository:
     def for_user(self, *, agent_id: str, user_id: str, limit: int) -> list[dict[str, Any]]:
         query = {"agent_id": agent_id, "user_id": user_id}
         return list(self.collection.find(query).sort("_id", DESCENDING).limit(limit))
+
+    def delete_for_user(self, *, agent_id: str, user_id: str) -> int:
+        """Forgetting a user: their calls hold their messages and their memory context."""
+        return self.collection.delete_many({"agent_id": agent_id, "user_id": user_id}).deleted_count

@@ -22,8 +22,9 @@ from streams.chat import (
 from streams.consolidation import consolidation_edit
 from streams.context import context_assemble
 from streams.formation import FormationSettings
-from streams.jobs import job_execute
+from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
+from streams.privacy import forget_user_run
 from streams.scopes import scope_get
 from streams.store import MemoryStore, StoreError
 from tests.factories import ScopeFactory
@@ -167,3 +168,33 @@ def test_session_pages_go_back_in_time(store: MemoryStore):
         store=store, agent_id=AGENT, session_id="s1", before=page[-1]["id"], limit=2
     )
     assert [c["id"] for c in rest] == [ids[0]]
+
+
+def test_a_finished_ingest_keeps_no_copy_of_the_text(store: MemoryStore):
+    turn = chat_prepare(store=store, agent_id=AGENT, memory=GENE, messages=MESSAGES)
+    job = chat_turn_finish(store=store, turn=turn, outcome=_outcome())
+    assert job is not None and len(job.payload["messages"]) == 2
+
+    def work(run: Any) -> None:
+        chat_ingest_run(store=store, run=run, settings=FormationSettings())
+
+    job_execute(store=store, job_id=job.id, llm=OfflineProvider(), work=work)
+    stored = store.jobs.get(job.id_oid)
+    assert stored is not None and stored.status == "succeeded"
+    assert "messages" not in stored.payload and stored.payload["user_id"] == "u1"
+
+
+def test_forgetting_a_user_deletes_their_chat_calls(store: MemoryStore):
+    for memory in (GENE, ChatMemory(user_id="u2", session_id="s1")):
+        turn = chat_prepare(store=store, agent_id=AGENT, memory=memory, messages=MESSAGES)
+        chat_turn_finish(store=store, turn=turn, outcome=_outcome("upstream_error"))
+    job = job_create(store=store, kind="forget_user", agent_id=AGENT, payload={"user_id": "u1"})
+    run = job_execute(
+        store=store,
+        job_id=job.id,
+        llm=OfflineProvider(),
+        work=lambda r: forget_user_run(store=store, run=r),
+    )
+    assert run is not None and run.result["deleted"]["memory_chat_calls"] == 1
+    assert chat_calls_for_user(store=store, agent_id=AGENT, user_id="u1", limit=5) == []
+    assert len(chat_calls_for_user(store=store, agent_id=AGENT, user_id="u2", limit=5)) == 1
