@@ -6,7 +6,7 @@ Import the fixtures into a test module (`from tests.chat_support import ...`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import openai
@@ -50,5 +50,20 @@ def chat_client(live_server: Any, key: str, **kwargs: Any) -> openai.OpenAI:
 
 
 @pytest.fixture
-def client(live_server: Any, chat_key: str, upstream: FakeOpenAI) -> openai.OpenAI:
-    return chat_client(live_server, chat_key)
+def chat_clients(live_server: Any, chat_key: str) -> Iterator[Callable[..., openai.OpenAI]]:
+    """`chat_clients(**options)`: clients closed after the test, so no keep-alive connection
+    outlives it (the live server's thread for it would close the test's database later)."""
+    made: list[openai.OpenAI] = []
+
+    def make(key: str | None = None, **options: Any) -> openai.OpenAI:
+        made.append(chat_client(live_server, key or chat_key, **options))
+        return made[-1]
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def client(chat_clients: Callable[..., openai.OpenAI], upstream: FakeOpenAI) -> openai.OpenAI:
+    return chat_clients()

@@ -22,12 +22,12 @@ from streams.consolidation import consolidation_edit
 from streams.scopes import scope_get
 from streams.store import MemoryStore
 from streams.store import client as store_client
-from tests.chat_support import AGENT, MEMORY, UPSTREAM_KEY, chat_client, chat_key, client, upstream
+from tests.chat_support import AGENT, MEMORY, UPSTREAM_KEY, chat_clients, chat_key, client, upstream
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.fakes.openai_server import FakeOpenAI
 
-__all__ = ["chat_key", "client", "upstream"]  # fixtures, imported for this module
+__all__ = ["chat_clients", "chat_key", "client", "upstream"]  # fixtures, imported for this module
 
 QUESTION = "what did I tell you about Rust?"
 HISTORY = [
@@ -142,14 +142,14 @@ def test_non_streaming_answer_with_memory_injected_then_the_turn_ingested(
 
 
 def test_memory_fields_as_headers_and_groups_reach_the_context(
-    live_server, chat_key: str, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
+    chat_clients, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
 ):
     headers = {
         "X-Memory-User-Id": "u-gene",
         "X-Memory-Session-Id": "s-headers",
         "X-Memory-Groups": "g-eden=Eden Team",
     }
-    client = chat_client(live_server, chat_key, default_headers=headers)
+    client = chat_clients(default_headers=headers)
     answer = client.chat.completions.create(
         model="other-model", messages=[{"role": "user", "content": "hello there"}]
     )
@@ -339,15 +339,14 @@ def test_a_bad_body_is_a_422_envelope_naming_the_field(live_server, chat_key: st
 
 
 def test_keys_and_agents_are_checked_like_every_other_call(
-    live_server, chat_key: str, upstream: FakeOpenAI
+    live_server, chat_clients, chat_key: str, upstream: FakeOpenAI
 ):
     with pytest.raises(openai.AuthenticationError):
-        chat_client(live_server, "mk_wrong").chat.completions.create(
+        chat_clients("mk_wrong").chat.completions.create(
             model="m", messages=HISTORY, metadata=MEMORY
         )
-    other = openai.OpenAI(
-        base_url=f"{live_server.url}/api/v1/agents/someone-else", api_key=chat_key, max_retries=0
-    )
+    other = chat_clients()
+    other.base_url = f"{live_server.url}/api/v1/agents/someone-else"
     with pytest.raises(openai.NotFoundError):
         other.chat.completions.create(model="m", messages=HISTORY, metadata=MEMORY)
     assert upstream.chat_requests == []

@@ -11,14 +11,14 @@ import pytest
 
 from streams.store import MemoryStore
 from tests.browser.test_journeys import _sign_in
-from tests.chat_support import AGENT, MEMORY, chat_client, chat_key, upstream
+from tests.chat_support import AGENT, MEMORY, chat_clients, chat_key, upstream
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import needs_chromium
 
 pytestmark = [pytest.mark.browser, needs_chromium]
-__all__ = ["chat_key", "upstream"]  # fixtures, imported for this module
+__all__ = ["chat_clients", "chat_key", "upstream"]  # fixtures, imported for this module
 
 
 def test_operator_follows_a_chat_call_from_the_inspector_to_its_session(
@@ -26,7 +26,7 @@ def test_operator_follows_a_chat_call_from_the_inspector_to_its_session(
     page,
     store: MemoryStore,
     make_user,
-    chat_key: str,
+    chat_clients: Any,
     upstream: FakeOpenAI,
     artifacts_dir: Path,
     settings,
@@ -39,7 +39,7 @@ def test_operator_follows_a_chat_call_from_the_inspector_to_its_session(
     for n in range(10):
         ObservationFactory.create(store=store, scope=scope, content=f"Gene fed the cat {n}.")
 
-    client = chat_client(live_server, chat_key)
+    client = chat_clients()
     upstream.reply("Good morning, Gene.")
     client.chat.completions.create(
         model="memory-gpt",

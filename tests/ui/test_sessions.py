@@ -12,25 +12,23 @@ import pytest
 from django.urls import reverse
 
 from streams.store import MemoryStore
-from tests.chat_support import AGENT, MEMORY, chat_client, chat_key, upstream
+from tests.chat_support import AGENT, MEMORY, chat_clients, chat_key, upstream
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.ui.helpers import HTMX
 
-__all__ = ["chat_key", "upstream"]  # fixtures, imported for this module
+__all__ = ["chat_clients", "chat_key", "upstream"]  # fixtures, imported for this module
 
 
 @pytest.fixture
-def two_calls(
-    live_server: Any, chat_key: str, upstream: FakeOpenAI, store: MemoryStore
-) -> list[dict[str, Any]]:
+def two_calls(chat_clients: Any, upstream: FakeOpenAI, store: MemoryStore) -> list[dict[str, Any]]:
     """Gene's memory, then two calls in session s-1: a greeting, and a recall question."""
     scope = ScopeFactory.create(store=store, agent_id=AGENT, user_id="u-gene", display_name="Gene")
     ObservationFactory.create(store=store, scope=scope, content="Gene maintains the Rust parser.")
     for n in range(10):  # newer ones fill "recent", so the Rust one is found by retrieval
         ObservationFactory.create(store=store, scope=scope, content=f"Gene fed the cat {n}.")
-    client = chat_client(live_server, chat_key)
+    client = chat_clients()
     upstream.reply("Hello Gene.").reply("You maintain the Rust parser.")
     for text in ("good morning", "what did I tell you about the Rust parser?"):
         client.chat.completions.create(

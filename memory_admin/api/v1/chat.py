@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Annotated, Any
 
 import httpx2 as httpx
@@ -57,6 +58,8 @@ MEMORY_HEADERS = {
 }
 MAX_CHAT_MESSAGES = 2_000
 MAX_GROUPS = 100
+# Threads start on first use (after a fork), so a preloaded app is safe.
+_AFTER_SEND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chat-after-send")
 
 
 class ChatMessageIn(Schema):
@@ -279,7 +282,7 @@ class _AfterSendResponse(HttpResponse):
 def _after(
     response: _AfterSendResponse, turn: ChatTurn, outcome: Callable[[], ChatOutcome]
 ) -> HttpResponse:
-    response.after_send = lambda: _finish(turn, outcome())
+    response.after_send = lambda: _finish_later(turn, outcome())
     return response
 
 
@@ -304,7 +307,7 @@ def _relay(
             return
         finished.set()
         upstream_response.close()
-        _finish(turn, finish(kind, 200, text, first))
+        _finish_later(turn, finish(kind, 200, text, first))
 
     def chunks() -> Iterator[bytes]:
         answer = SseAnswer()
@@ -342,6 +345,16 @@ class _RelayResponse(StreamingHttpResponse):
             hook, self.on_close = self.on_close, None
             if hook is not None:
                 hook()
+
+
+def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
+    """Hand the after-answer work to this process's small pool, off the request thread.
+
+    On the request thread it would hold the connection: a client's next call on the
+    same keep-alive connection would wait for the previous turn's ingest. The pool's
+    threads are joined at interpreter exit, so a graceful shutdown still finishes them.
+    """
+    _AFTER_SEND.submit(_finish, turn, outcome)
 
 
 def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
