@@ -100,6 +100,7 @@ def chat_completions(
     Response headers: `X-Memory-Context: injected | empty | skipped` and
     `X-Memory-Call-Id` (the inspection record of this call).
     """
+    started = time.monotonic()  # the call's timings include the memory work
     require_agent(request, agent_id)
     body: dict[str, Any] = json.loads(request.body)
     memory = memory_fields(body.get("metadata"), request)
@@ -117,7 +118,6 @@ def chat_completions(
         count_skipped_context()
     forwarded = _forwarded_body(body, turn)
     stream = bool(body.get("stream"))
-    started = time.monotonic()
 
     def outcome(kind: str, status: int | None, answer: str = "", first: float | None = None):
         return ChatOutcome(
