@@ -57,6 +57,12 @@ def enqueue(job: Job) -> None:
     transaction.on_commit(lambda: task.delay(job.id))
 
 
+def dispatch_now(job: Job) -> None:
+    """Queue a job's task at once, for work outside any request or transaction (the chat
+    proxy's after-answer thread): no `on_commit`, so no database connection is needed."""
+    TASKS_BY_KIND[job.kind].delay(job.id)
+
+
 def enqueue_all(jobs: list[Job]) -> None:
     """Queue the jobs a domain action scheduled (its `follow_ups`)."""
     for job in jobs:

@@ -212,7 +212,7 @@ def test_streaming_chunks_arrive_before_the_upstream_finishes_and_the_answer_is_
 
 
 def test_streaming_response_is_sse_with_the_memory_headers(
-    live_server, chat_key: str, upstream: FakeOpenAI
+    live_server, chat_key: str, upstream: FakeOpenAI, store: MemoryStore
 ):
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": True}
     with httpx.stream(
@@ -226,6 +226,7 @@ def test_streaming_response_is_sse_with_the_memory_headers(
         assert response.headers["X-Memory-Context"] == "empty"  # nothing remembered yet
         text = response.read().decode()
     assert text.rstrip().endswith("data: [DONE]")
+    assert _one_call(store)["memory"] == "empty"
 
 
 @pytest.mark.parametrize(
@@ -258,7 +259,7 @@ def test_upstream_errors_keep_their_status_and_openai_shape(
 
 
 def test_an_unreachable_upstream_is_a_502_in_openai_shape(
-    client: openai.OpenAI, upstream: FakeOpenAI, settings
+    client: openai.OpenAI, upstream: FakeOpenAI, settings, store: MemoryStore
 ):
     settings.MEMORY_CHAT_UPSTREAM_BASE_URL = "http://127.0.0.1:9/v1"
     with pytest.raises(openai.APIStatusError) as caught:
@@ -266,10 +267,16 @@ def test_an_unreachable_upstream_is_a_502_in_openai_shape(
     error: Any = caught.value
     assert error.status_code == 502
     assert error.body["code"] == "upstream_unreachable"
+    call = _one_call(store)
+    assert (call["outcome"], call["upstream_status"], call["ingest_job_id"]) == (
+        "upstream_unreachable",
+        502,
+        None,
+    )
 
 
 def test_store_down_the_request_goes_upstream_without_memory(
-    client: openai.OpenAI, upstream: FakeOpenAI, settings, monkeypatch
+    client: openai.OpenAI, upstream: FakeOpenAI, settings, monkeypatch, caplog
 ):
     dead = "mongodb://127.0.0.1:9/?directConnection=true"
     down = MongoClient(dead, serverSelectionTimeoutMS=200, connectTimeoutMS=200, tz_aware=True)
@@ -286,6 +293,10 @@ def test_store_down_the_request_goes_upstream_without_memory(
         m["role"] for m in HISTORY
     ]
     assert skipped_contexts() == before + 1
+    assert "memory skipped, the store failed" in caplog.text
+    # Recording the call fails too, after the answer: logged, never raised.
+    failed = "recording the call and its ingest failed"
+    assert failed in eventually(lambda: caplog.text, until=lambda text: failed in text)
     down.close()
 
 

@@ -44,9 +44,10 @@ from memory_admin.chat_upstream import (
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
+from memory_admin.tasks import dispatch_now
 from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare, chat_turn_finish
 from streams.exceptions import InvalidInput, Unavailable
+from streams.store import MemoryStore
 
 logger = logging.getLogger("memory_admin.chat")
 
@@ -354,18 +355,18 @@ def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
     same keep-alive connection would wait for the previous turn's ingest. The pool's
     threads are joined at interpreter exit, so a graceful shutdown still finishes them.
     """
-    _AFTER_SEND.submit(_finish, turn, outcome)
+    _AFTER_SEND.submit(_finish, get_store(), turn, outcome)  # the store as configured now
 
 
-def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
+def _finish(store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome) -> None:
     """Record the call and queue its ingest; never raises (the answer is already out)."""
     try:
-        job = chat_turn_finish(store=get_store(), turn=turn, outcome=outcome)
+        job = chat_turn_finish(store=store, turn=turn, outcome=outcome)
     except Exception:
         logger.exception("chat %s: recording the call and its ingest failed", turn.call_id)
         return
     if job is not None:
         try:
-            enqueue(job)
+            dispatch_now(job)
         except Exception:
             logger.exception("chat %s: queueing ingest job %s failed", turn.call_id, job.id)
