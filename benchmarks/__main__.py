@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput.
+legacy, rebuild, write_throughput, chat_proxy.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ def main() -> None:
             "legacy",
             "rebuild",
             "write_throughput",
+            "chat_proxy",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

@@ -19,6 +19,7 @@ from django.db import transaction
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.chat import chat_ingest_run
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
 from streams.embeddings import embeddings_compute
@@ -54,6 +55,12 @@ def enqueue(job: Job) -> None:
     """Queue a job's task once the current transaction (if any) commits."""
     task = TASKS_BY_KIND[job.kind]
     transaction.on_commit(lambda: task.delay(job.id))
+
+
+def dispatch_now(job: Job) -> None:
+    """Queue a job's task at once, for work outside any request or transaction (the chat
+    proxy's after-answer thread): no `on_commit`, so no database connection is needed."""
+    TASKS_BY_KIND[job.kind].delay(job.id)
 
 
 def enqueue_all(jobs: list[Job]) -> None:
@@ -115,12 +122,24 @@ def run_rebuild(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: rebuild_run(store=store, run=run, lease=lease))
 
 
+@shared_task(name="memory_admin.tasks.run_chat_ingest", **TASK_OPTIONS)
+def run_chat_ingest(self, job_id: str) -> None:
+    """Buffer a proxied chat turn (queued once its answer was sent); formation follows."""
+    store = get_store()
+    _execute(
+        self,
+        job_id,
+        lambda run: chat_ingest_run(store=store, run=run, settings=formation_settings()),
+    )
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
     "propagation": run_propagation,
     "forget_user": run_forget_user,
     "rebuild": run_rebuild,
+    "chat_ingest": run_chat_ingest,
 }
 
 

@@ -14,7 +14,9 @@ from bson import ObjectId
 
 ScopeType = Literal["individual", "group", "collective"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
-JobKind = Literal["formation", "consolidation", "propagation", "forget_user", "rebuild"]
+JobKind = Literal[
+    "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest"
+]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 

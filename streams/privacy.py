@@ -95,6 +95,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_consolidations": 0,
         "memory_messages": 0,
         "memory_session_buffers": 0,
+        "memory_chat_calls": 0,
     }
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
@@ -126,6 +127,9 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             )
     for collection, count in repo.delete_user_messages(agent_id, user_id).items():
         deleted[collection] += count
+    deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
     run.result = {
         "agent_id": agent_id,
         "user_id": user_id,

@@ -42,7 +42,9 @@ class ApiErrorEnvelopeMiddleware:
         if refusal is not None:
             return refusal
         response = self.get_response(request)
-        if response.status_code >= 400 and not _is_envelope(response):
+        # The chat proxy relays upstream errors in OpenAI's shape on purpose (api.md).
+        relayed = getattr(response, "relays_upstream_error", False)
+        if response.status_code >= 400 and not relayed and not _is_envelope(response):
             return self._envelope(request, response)
         return response
 

@@ -116,6 +116,7 @@ LOGGING = {
 }
 
 from memory_admin.settings.celery import *  # noqa: E402,F403
+from memory_admin.settings.chat import *  # noqa: E402,F403
 from memory_admin.settings.llm import *  # noqa: E402,F403
 from memory_admin.settings.memory import *  # noqa: E402,F403
 from memory_admin.settings.mongo import *  # noqa: E402,F403

@@ -15,12 +15,14 @@ from memory_admin.stores import get_store
 from memory_admin.ui.forms import SearchForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
+from streams.chat import chat_calls_for_user
 from streams.context import context_assemble
 from streams.search import search_observations
 
 AGENT_CHOICES = 100
 RANKED_SHOWN = 10
 MAX_GROUPS = 20
+CHAT_CALLS_SHOWN = 5
 
 
 def parse_groups(text: str) -> list[tuple[str, str | None]]:
@@ -75,7 +77,18 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
                 message=data["message"],
                 semantic=semantic,
             )
-        result = {"ranked": ranked, "context": context, "groups": groups, "user_id": user_id}
+        chat_calls = []
+        if user_id:  # what the chat endpoint injected for this user lately
+            chat_calls = chat_calls_for_user(
+                store=store, agent_id=data["agent"], user_id=user_id, limit=CHAT_CALLS_SHOWN
+            )
+        result = {
+            "ranked": ranked,
+            "context": context,
+            "groups": groups,
+            "user_id": user_id,
+            "chat_calls": chat_calls,
+        }
     return render_page(
         request,
         page="ui/search.html",

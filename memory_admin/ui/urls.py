@@ -13,6 +13,7 @@ from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
+from memory_admin.ui import sessions as session_views
 
 app_name = "ui"
 
@@ -108,4 +109,9 @@ urlpatterns = [
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
     path("audit/", audit_views.audit_log, name="audit_log"),
+    path(
+        "agents/<str:agent_id>/sessions/<str:session_id>/",
+        session_views.session_detail,
+        name="session_detail",
+    ),
 ]

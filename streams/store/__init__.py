@@ -23,6 +23,7 @@ from streams.store import (
     agents,
     audit,
     client_ids,
+    chat_calls,
     consolidations,
     embeddings,
     jobs,
@@ -39,6 +40,9 @@ from streams.store import (
 from streams.store.indexes import IndexSpec, apply_indexes
 
 T = TypeVar("T")
+# What a store call raises when the store fails (unreachable, timed out): callers that
+# degrade gracefully (the chat proxy without memory) catch this, not pymongo's names.
+StoreError = PyMongoError
 StoreSession = ClientSession  # what services pass through to repositories inside a transaction
 
 DECLARED_INDEXES: list[IndexSpec] = [
@@ -58,6 +62,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
     *client_ids.INDEXES,
+    *chat_calls.INDEXES,
 ]
 
 
@@ -86,6 +91,7 @@ class MemoryStore:
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
         self.client_ids = client_ids.ClientIdRepository(self.db)
+        self.chat_calls = chat_calls.ChatCallRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
@@ -122,4 +128,4 @@ class MemoryStore:
             yield session
 
 
-__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreSession"]
+__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]

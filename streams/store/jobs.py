@@ -84,6 +84,10 @@ class JobRepository:
             },
         )
 
+    def unset_payload(self, job_id: ObjectId, key: str) -> None:
+        """Drop one payload field (e.g. message text a finished job no longer needs)."""
+        self.collection.update_one({"_id": job_id}, {"$unset": {f"payload.{key}": ""}})
+
     def requeue(self, job_id: ObjectId) -> bool:
         result = self.collection.update_one(
             {"_id": job_id, "status": "failed"}, {"$set": {"status": "queued"}}

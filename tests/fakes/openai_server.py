@@ -35,6 +35,7 @@ from tests.fakes.openai_wire import (
     RecordedRequest,
     Reply,
     Responder,
+    Stream,
     default_responder,
     embedding_vector,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "Responder",
+    "Stream",
     "default_responder",
     "embedding_vector",
     "fake_openai",
@@ -69,6 +71,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive like real servers: the client pools connections
+    disable_nagle_algorithm = True  # headers and body go out as written: no 40 ms ACK stall
     fake: FakeOpenAI
 
     def do_POST(self) -> None:
@@ -179,6 +182,10 @@ class FakeOpenAI:
         after = Reply(then) if isinstance(then, str) else then
         return self.enqueue(*[Delay(seconds, after)] * times)
 
+    def stream(self, *parts: str, **options: Any) -> FakeOpenAI:
+        """Stream the parts as SSE chunks (see `Stream` for holding them on an event)."""
+        return self.enqueue(Stream(parts=parts, **options) if parts else Stream(**options))
+
     def malformed_body(self, body: bytes | None = None, times: int = 1) -> FakeOpenAI:
         return self.enqueue(*[MalformedBody(body) if body else MalformedBody()] * times)
 
@@ -231,9 +238,11 @@ class FakeOpenAI:
                     error = wire.error_body(500, f"fake responder raised {exc!r}")
                     _send(handler, 500, error, {"x-should-retry": "false"})
                     return
-                _send(handler, 200, wire.chat_completion(recorded.body or {}, text))
+                self._answer(handler, recorded, text, wake)
             case Reply(text=text):
-                _send(handler, 200, wire.chat_completion(recorded.body or {}, text))
+                self._answer(handler, recorded, text, wake)
+            case Stream():
+                _send_stream(handler, recorded.body or {}, behaviour, wake)
             case Fail(status=status, message=message, retry_after=retry_after):
                 headers = (
                     {} if retry_after is None else {"retry-after-ms": f"{retry_after * 1e3:g}"}
@@ -247,6 +256,49 @@ class FakeOpenAI:
             case DropConnection():
                 handler.close_connection = True
                 handler.connection.shutdown(socket.SHUT_RDWR)
+
+    def _answer(
+        self, handler: _Handler, recorded: RecordedRequest, text: str, wake: threading.Event
+    ) -> None:
+        """A completion, or its SSE chunks when the request asked for `stream: true`."""
+        body = recorded.body or {}
+        if body.get("stream"):
+            _send_stream(handler, body, Stream(parts=wire.split_words(text)), wake)
+        else:
+            _send(handler, 200, wire.chat_completion(body, text))
+
+
+def _send_stream(
+    handler: _Handler, body: dict[str, Any], stream: Stream, wake: threading.Event
+) -> None:
+    """Server-sent events, each written and flushed on its own; the connection closes after."""
+    completion_id = f"chatcmpl-fake{time.monotonic_ns()}"
+    handler.close_connection = True
+    try:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        handler.send_header("Cache-Control", "no-cache")
+        handler.send_header("Connection", "close")
+        handler.send_header("x-request-id", f"req_fake{time.monotonic_ns()}")
+        handler.end_headers()
+        first = {"role": "assistant", "content": ""}
+        handler.wfile.write(wire.sse_event(wire.chat_chunk(body, completion_id, first, None)))
+        for index, part in enumerate(stream.parts):
+            if stream.release is not None and index == stream.hold_after:
+                stream.release.wait(stream.hold_timeout)
+            if stream.chunk_delay:
+                wake.wait(stream.chunk_delay)
+            delta = {"content": part}
+            handler.wfile.write(wire.sse_event(wire.chat_chunk(body, completion_id, delta, None)))
+            handler.wfile.flush()
+        handler.wfile.write(wire.sse_event(wire.chat_chunk(body, completion_id, {}, "stop")))
+        handler.wfile.write(wire.sse_event("[DONE]"))
+        handler.wfile.flush()
+    except OSError:  # the client hung up mid-stream
+        pass
+    finally:
+        if stream.finished is not None:
+            stream.finished.set()
 
 
 def _send(

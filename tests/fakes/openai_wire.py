@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -87,7 +88,25 @@ class DropConnection:
     """Close the socket without answering, like a server that crashed mid-request."""
 
 
-Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection
+@dataclass(frozen=True)
+class Stream:
+    """Answer `stream: true` with SSE chunks, one per part, then `[DONE]`.
+
+    With `release`, the first `hold_after` chunks are sent and the rest wait for the
+    event (at most `hold_timeout` seconds): a test sets it once its client has seen a
+    chunk, which proves chunks arrive before the upstream has finished. `finished` is
+    set once the last byte is written (or the client hung up).
+    """
+
+    parts: tuple[str, ...] = ("This ", "is ", "a ", "streamed ", "reply.")
+    release: threading.Event | None = None
+    hold_after: int = 1
+    hold_timeout: float = 10.0
+    chunk_delay: float = 0.0
+    finished: threading.Event | None = None
+
+
+Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection | Stream
 Responder = Callable[[RecordedRequest], str]
 
 
@@ -150,6 +169,29 @@ def chat_completion(request_body: dict[str, Any], text: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
         "usage": usage,
     }
+
+
+def chat_chunk(
+    request_body: dict[str, Any], completion_id: str, delta: dict[str, Any], finish: str | None
+) -> dict[str, Any]:
+    """One `chat.completion.chunk` event of a streamed answer."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": request_body.get("model", "fake-model"),
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+    }
+
+
+def sse_event(data: Any) -> bytes:
+    return f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+
+
+def split_words(text: str) -> tuple[str, ...]:
+    """A text as streamed parts: each word with the space that follows it."""
+    words = text.split(" ")
+    return tuple(w + " " for w in words[:-1]) + (words[-1],)
 
 
 def embeddings(request_body: dict[str, Any], default_dimensions: int) -> dict[str, Any]:

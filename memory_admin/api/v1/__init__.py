@@ -9,6 +9,7 @@ from memory_admin.api.errors import install_exception_handlers
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
     audit,
+    chat,
     consolidations,
     context,
     health,
@@ -41,5 +42,6 @@ api.add_router("", search.router)
 api.add_router("", privacy.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
+api.add_router("", chat.router)
 
 __all__ = ["api"]

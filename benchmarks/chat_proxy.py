@@ -1,0 +1,212 @@
+"""Chat proxy overhead: the `openai` client calling the fake upstream directly vs through
+`POST /api/v1/agents/{id}/chat/completions`, non-streaming and time to first streamed chunk.
+
+One gunicorn process (`gthread`, 8 threads: what streaming needs) on embedded defaults
+with in-process tasks, so each call's ingest job runs in the web process after its
+answer is sent. The upstream is the test suite's fake OpenAI server, which answers at
+once, so the difference is what the proxy adds: auth, the context (retrieval off: a
+greeting; on: a recall question over the user's memory), the forward, and the relay.
+Each call uses its own session, so no formation runs in the middle of the measurement.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import httpx2 as httpx
+import openai
+from pymongo import MongoClient
+
+from benchmarks.harness import (
+    ROOT,
+    _free_port,
+    _wait_for_port,
+    embedded_server,
+    print_row,
+    print_table,
+    summary_ms,
+)
+from streams.consolidation import consolidation_edit
+from streams.observations import observation_add
+from streams.scopes import ScopeKey, scope_get_or_create
+from streams.store import MemoryStore
+from tests.fakes.openai_server import FakeOpenAI
+
+AGENT = "bench-agent"
+USER = "bench-user"
+CALLS = 100
+WARMUP = 10
+PAUSE = float(os.environ.get("BENCH_CHAT_PAUSE", "0"))  # seconds between calls
+OBSERVATIONS = 200  # in the user's memory (what retrieval searches)
+GREETING = "good morning, how are you today"
+RECALL = "what did I tell you about the Rust parser?"
+
+
+def run(sizes: list[int] | None = None) -> None:
+    """`--sizes N` sets the number of timed calls per row (default 100)."""
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    calls = (sizes or [CALLS])[0]
+    rows: list[list[object]] = []
+    with FakeOpenAI() as upstream, embedded_server() as server:
+        db = "bench_chat_proxy"
+        _seed(MemoryStore(MongoClient(server.uri, tz_aware=True), db))
+        direct = openai.OpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
+        with _web(server.uri, db, upstream.base_url) as (port, key):
+            proxy = openai.OpenAI(
+                base_url=f"http://127.0.0.1:{port}/api/v1/agents/{AGENT}",
+                api_key=key,
+                max_retries=0,
+            )
+            cases: list[tuple[str, openai.OpenAI, str]] = [
+                ("direct to the fake upstream", direct, GREETING),
+                ("proxy, retrieval off", proxy, GREETING),
+                ("proxy, retrieval on", proxy, RECALL),
+            ]
+            context = httpx.Client(
+                base_url=f"http://127.0.0.1:{port}/api/v1/agents/{AGENT}",
+                headers={"Authorization": f"Bearer {key}"},
+            )
+            for label, message in (("retrieval off", GREETING), ("retrieval on", RECALL)):
+                samples = _sample(lambda i, c=context, m=message: _context(c, m, i), calls)
+                p50, p95, _ = summary_ms(samples)
+                row = [f"POST /context alone, {label}", "answer", calls, f"{p50:.1f}", f"{p95:.1f}"]
+                print_row([*row, "(part of the overhead)"])
+                rows.append([*row, "(part of the overhead)"])
+            baseline: dict[str, float] = {}
+            for label, client, message in cases:
+                for mode, measure in (("non-streaming", _complete), ("first chunk", _first)):
+                    samples = _sample(lambda i, c=client, m=message, f=measure: f(c, m, i), calls)
+                    p50, p95, _ = summary_ms(samples)
+                    if client is direct:
+                        baseline[mode] = p50
+                    overhead = f"+{p50 - baseline[mode]:.1f}" if client is not direct else "–"
+                    row = [label, mode, calls, f"{p50:.1f}", f"{p95:.1f}", overhead]
+                    print_row(row)
+                    rows.append(row)
+    print_table(
+        "Chat proxy overhead (ms; fake upstream answering at once; one gunicorn gthread "
+        f"process; {OBSERVATIONS} observations in the user's memory)",
+        ["path", "measure", "calls", "p50", "p95", "p50 overhead"],
+        rows,
+    )
+
+
+def _sample(call: Callable[[int], float], calls: int) -> list[float]:
+    """Seconds per call, as each call measures itself (after a warm-up)."""
+    for i in range(WARMUP):
+        call(-1 - i)
+    samples = []
+    for i in range(calls):
+        samples.append(call(i))
+        time.sleep(PAUSE)
+    return samples
+
+
+def _metadata(i: int) -> dict[str, str]:
+    return {"user_id": USER, "user_name": "Gene", "session_id": f"bench-{time.time_ns()}-{i}"}
+
+
+def _complete(client: openai.OpenAI, message: str, i: int) -> float:
+    started = time.perf_counter()
+    answer = client.chat.completions.create(
+        model="fake", messages=[{"role": "user", "content": message}], metadata=_metadata(i)
+    )
+    elapsed = time.perf_counter() - started
+    assert answer.choices[0].message.content
+    return elapsed
+
+
+def _context(client: httpx.Client, message: str, i: int) -> float:
+    body = {"user_id": USER, "user_name": "Gene", "message": message}
+    started = time.perf_counter()
+    response = client.post("/context", json=body)
+    elapsed = time.perf_counter() - started
+    assert response.status_code == 200, response.text
+    return elapsed
+
+
+def _first(client: openai.OpenAI, message: str, i: int) -> float:
+    """Time to the first chunk; the rest of the stream is read outside the timing."""
+    started = time.perf_counter()
+    stream = client.chat.completions.create(
+        model="fake",
+        messages=[{"role": "user", "content": message}],
+        metadata=_metadata(i),
+        stream=True,
+    )
+    iterator = iter(stream)
+    next(iterator)
+    elapsed = time.perf_counter() - started
+    for _ in iterator:
+        pass
+    return elapsed
+
+
+def _seed(store: MemoryStore) -> None:
+    store.ensure_indexes()
+    scope, _ = scope_get_or_create(
+        store=store, key=ScopeKey.individual(AGENT, USER), display_name="Gene"
+    )
+    consolidation_edit(
+        store=store,
+        scope=scope,
+        text="Gene maintains a Rust parser and prefers short answers.",
+        expected_version=0,
+        actor="bench",
+    )
+    topics = ["Rust parser", "garden", "cat", "Lisbon trip", "tea", "deploys", "chess"]
+    for n in range(OBSERVATIONS):
+        observation_add(
+            store=store, scope=scope, content=f"Gene talked about the {topics[n % 7]} ({n})."
+        )
+
+
+@contextmanager
+def _web(mongo_uri: str, db: str, upstream_url: str) -> Iterator[tuple[int, str]]:
+    env = {
+        **os.environ,
+        "MONGODB_URI": mongo_uri,
+        "MONGODB_DB": db,
+        "MEMORY_DATA_DIR": tempfile.mkdtemp(prefix="bench-chat-"),
+        "DJANGO_DEBUG": "false",
+        "DJANGO_SECRET_KEY": "bench-only",
+        "LOG_LEVEL": "WARNING",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
+        "MEMORY_CHAT_UPSTREAM_BASE_URL": upstream_url,
+        "MEMORY_CHAT_UPSTREAM_API_KEY": "upstream",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    env.pop("CELERY_BROKER_URL", None)
+    manage = [sys.executable, "manage.py"]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    created = subprocess.run(
+        [*manage, "create_api_key", "--name", "bench"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    port = _free_port()
+    gunicorn = [sys.executable, "-m", "gunicorn", "memory_admin.wsgi"]
+    options = ["--worker-class", "gthread", "--threads", "8", "-w", "1"]
+    web = subprocess.Popen(
+        [*gunicorn, *options, "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
+        cwd=ROOT,
+        env=env,
+    )
+    try:
+        _wait_for_port(port)
+        yield port, created.stdout.strip().splitlines()[-1]
+    finally:
+        web.terminate()
+        web.wait(timeout=30)
+        shutil.rmtree(env["MEMORY_DATA_DIR"], ignore_errors=True)

@@ -1,0 +1,372 @@
+"""`POST /agents/{agent_id}/chat/completions`: OpenAI-compatible chat with memory built in.
+
+An agent that uses the `openai` package points its base URL at
+`/api/v1/agents/{agent_id}` and its key at one of ours. Each call: memory context
+for the last user message, injected as a system message (`streams.chat`); the
+request forwarded to the configured upstream (`memory_admin.chat_upstream`); the
+upstream's answer returned unchanged (JSON, or SSE chunks relayed as they arrive);
+then, after the answer is sent, the call recorded and the turn queued for ingest.
+
+Errors: the upstream's keep its status and OpenAI body; ours (auth, validation, no
+upstream configured) use the API's envelope, which `openai` clients parse too
+(`error.message`, `error.code`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated, Any
+
+import httpx2 as httpx
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from ninja import Field, Path, Router, Schema
+from pydantic import ConfigDict, StrictBool, StringConstraints
+
+from memory_admin.api.auth import require_agent
+from memory_admin.api.v1.schemas import ExternalId, error_responses
+from memory_admin.chat_upstream import (
+    SseAnswer,
+    UpstreamUnreachable,
+    answer_text,
+    count_skipped_context,
+    forward,
+    iter_chunks,
+    openai_error,
+    passed_headers,
+    read_all,
+    upstream_config,
+    upstream_model,
+)
+from memory_admin.embeddings import semantic_ranker
+from memory_admin.stores import get_store
+from memory_admin.tasks import dispatch_now
+from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare, chat_turn_finish
+from streams.exceptions import InvalidInput, Unavailable
+from streams.store import MemoryStore
+
+logger = logging.getLogger("memory_admin.chat")
+
+MEMORY_HEADERS = {
+    "user_id": "X-Memory-User-Id",
+    "user_name": "X-Memory-User-Name",
+    "session_id": "X-Memory-Session-Id",
+    "groups": "X-Memory-Groups",
+}
+MAX_CHAT_MESSAGES = 2_000
+MAX_GROUPS = 100
+# Threads start on first use (after a fork), so a preloaded app is safe.
+_AFTER_SEND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chat-after-send")
+
+
+class ChatMessageIn(Schema):
+    """One OpenAI chat message; fields other than `role` pass through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+    role: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+
+
+class ChatCompletionIn(Schema):
+    """The OpenAI chat request; every field not named here is forwarded as sent."""
+
+    model_config = ConfigDict(extra="allow")
+    model: Annotated[str, StringConstraints(min_length=1, max_length=256)]
+    messages: list[ChatMessageIn] = Field(..., min_length=1, max_length=MAX_CHAT_MESSAGES)
+    stream: StrictBool | None = None
+    metadata: dict[str, Any] | None = Field(
+        None,
+        description="Memory fields `user_id`, `session_id` (required here or as "
+        "`X-Memory-*` headers), `user_name`, `groups` (`g1=Eden Team,g2` or a JSON list); "
+        "other keys are forwarded upstream.",
+    )
+
+
+router = Router(tags=["chat"])
+
+
+@router.post(
+    "/agents/{agent_id}/chat/completions",
+    response={200: dict[str, Any], **error_responses(400, 401, 404, 413, 422, 503)},
+    summary="OpenAI-compatible chat completion with memory",
+)
+def chat_completions(
+    request: HttpRequest, agent_id: Path[ExternalId], payload: ChatCompletionIn
+) -> HttpResponse | StreamingHttpResponse:
+    """Memory in, the upstream's answer out (JSON, or SSE when `stream` is true).
+
+    Response headers: `X-Memory-Context: injected | empty | skipped` and
+    `X-Memory-Call-Id` (the inspection record of this call).
+    """
+    started = time.monotonic()  # the call's timings include the memory work
+    require_agent(request, agent_id)
+    body: dict[str, Any] = json.loads(request.body)
+    memory = memory_fields(body.get("metadata"), request)
+    upstream = upstream_config()
+    if upstream is None:
+        raise Unavailable("no chat upstream is configured (MEMORY_CHAT_UPSTREAM_BASE_URL)")
+    turn = chat_prepare(
+        store=get_store(),
+        agent_id=agent_id,
+        memory=memory,
+        messages=body["messages"],
+        semantic=semantic_ranker(),
+    )
+    if turn.memory_status == "skipped" and turn.user_text is not None:
+        count_skipped_context()
+    forwarded = _forwarded_body(body, turn)
+    stream = bool(body.get("stream"))
+
+    def outcome(kind: str, status: int | None, answer: str = "", first: float | None = None):
+        return ChatOutcome(
+            outcome=kind,  # type: ignore[arg-type]
+            stream=stream,
+            model=body["model"],
+            upstream_model=forwarded["model"],
+            upstream_status=status,
+            answer=answer,
+            first_chunk_ms=None if first is None else (first - started) * 1000,
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
+
+    try:
+        upstream_response = forward(upstream, forwarded)
+        if upstream_response.status_code != 200 or not stream:
+            content = read_all(upstream_response)
+    except UpstreamUnreachable as exc:
+        logger.warning("chat %s: %s", turn.call_id, exc)
+        error = openai_error(str(exc), code="upstream_unreachable")
+        failed = exc.status
+        response = _json_response(error, failed, turn, {})
+        return _after(response, turn, lambda: outcome("upstream_unreachable", failed))
+    status = upstream_response.status_code
+    headers = passed_headers(upstream_response)
+    if status != 200:
+        response = _raw_response(content, status, upstream_response, turn, headers)
+        return _after(response, turn, lambda: outcome("upstream_error", status))
+    if not stream:
+        response = _raw_response(content, status, upstream_response, turn, headers)
+        text = answer_text(content)
+        return _after(response, turn, lambda: outcome("answered", status, text))
+    return _relay(upstream_response, turn, headers, finish=outcome)
+
+
+def memory_fields(metadata: Any, request: HttpRequest) -> ChatMemory:
+    """The memory fields from `metadata` (which wins) or the `X-Memory-*` headers."""
+    metadata = metadata if isinstance(metadata, dict) else {}
+    values: dict[str, Any] = {}
+    for name, header in MEMORY_HEADERS.items():
+        value = metadata.get(name)
+        values[name] = value if value not in (None, "") else request.headers.get(header)
+    details = []
+    for name in ("user_id", "session_id"):
+        value = values[name]
+        if not isinstance(value, str) or not 1 <= len(value) <= 128:
+            details.append(
+                {
+                    "field": f"metadata.{name}",
+                    "message": f"required: a string of 1..128 characters in `metadata` "
+                    f"or the {MEMORY_HEADERS[name]} header",
+                }
+            )
+    user_name = values["user_name"]
+    if user_name is not None and (not isinstance(user_name, str) or len(user_name) > 200):
+        details.append({"field": "metadata.user_name", "message": "at most 200 characters"})
+    groups = _groups(values["groups"])
+    if groups is None:
+        details.append(
+            {
+                "field": "metadata.groups",
+                "message": f"`g1=Name,g2` or a JSON list of ids or {{id, name}}; "
+                f"at most {MAX_GROUPS}, ids of 1..128 characters",
+            }
+        )
+    if details:
+        raise InvalidInput("memory fields are missing or invalid", details=details)
+    return ChatMemory(
+        user_id=values["user_id"],
+        session_id=values["session_id"],
+        user_name=(user_name or "").strip() or None,
+        groups=tuple(groups or ()),
+    )
+
+
+def _groups(value: Any) -> list[tuple[str, str | None]] | None:
+    """Groups as `[(id, name)]`; None when malformed."""
+    if value in (None, ""):
+        return []
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    groups: list[tuple[str, str | None]] = []
+    if isinstance(value, str):
+        for part in value.split(","):
+            group_id, _, name = part.partition("=")
+            if group_id.strip():
+                groups.append((group_id.strip(), name.strip() or None))
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                groups.append((item, None))
+            elif isinstance(item, dict) and isinstance(item.get("id"), str):
+                name = item.get("name")
+                groups.append((item["id"], name if isinstance(name, str) and name else None))
+            else:
+                return None
+    else:
+        return None
+    if len(groups) > MAX_GROUPS or any(not 1 <= len(g) <= 128 for g, _ in groups):
+        return None
+    return list(dict.fromkeys(groups))
+
+
+def _forwarded_body(body: dict[str, Any], turn: ChatTurn) -> dict[str, Any]:
+    """The request as the upstream gets it: mapped model, memory injected, our keys removed."""
+    forwarded = {**body, "model": upstream_model(body["model"]), "messages": turn.messages}
+    metadata = {k: v for k, v in (body.get("metadata") or {}).items() if k not in MEMORY_HEADERS}
+    if metadata:
+        forwarded["metadata"] = metadata
+    else:
+        forwarded.pop("metadata", None)
+    return forwarded
+
+
+def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTurn) -> None:
+    response["X-Memory-Context"] = turn.memory_status
+    response["X-Memory-Call-Id"] = turn.call_id
+
+
+def _json_response(
+    body: dict[str, Any], status: int, turn: ChatTurn, headers: dict[str, str]
+) -> _AfterSendResponse:
+    response = _AfterSendResponse(json.dumps(body), status=status, headers=headers)
+    response["Content-Type"] = "application/json"
+    response.relays_upstream_error = status >= 400  # type: ignore[attr-defined]
+    _memory_headers(response, turn)
+    return response
+
+
+def _raw_response(
+    content: bytes,
+    status: int,
+    upstream_response: httpx.Response,
+    turn: ChatTurn,
+    headers: dict[str, str],
+) -> _AfterSendResponse:
+    content_type = upstream_response.headers.get("content-type", "application/json")
+    response = _AfterSendResponse(content, status=status, headers=headers)
+    response["Content-Type"] = content_type
+    response.relays_upstream_error = status >= 400  # type: ignore[attr-defined]
+    _memory_headers(response, turn)
+    return response
+
+
+class _AfterSendResponse(HttpResponse):
+    """An HttpResponse that runs a hook once the server has sent it (`close()`)."""
+
+    after_send: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            hook, self.after_send = self.after_send, None
+            if hook is not None:
+                hook()
+
+
+def _after(
+    response: _AfterSendResponse, turn: ChatTurn, outcome: Callable[[], ChatOutcome]
+) -> HttpResponse:
+    response.after_send = lambda: _finish_later(turn, outcome())
+    return response
+
+
+def _relay(
+    upstream_response: httpx.Response,
+    turn: ChatTurn,
+    headers: dict[str, str],
+    *,
+    finish: Callable[..., ChatOutcome],
+) -> StreamingHttpResponse:
+    """SSE chunks relayed as they arrive; the turn is finished when the stream ends.
+
+    A client that hangs up makes the server close the response, which closes this
+    generator (GeneratorExit at the `yield`): the upstream stream is closed and the
+    user turn is still ingested. A response closed before it was ever iterated is
+    finished by `_RelayResponse.close` instead.
+    """
+    finished = threading.Event()
+
+    def done(kind: str, text: str, first: float | None) -> None:
+        if finished.is_set():
+            return
+        finished.set()
+        upstream_response.close()
+        _finish_later(turn, finish(kind, 200, text, first))
+
+    def chunks() -> Iterator[bytes]:
+        answer = SseAnswer()
+        kind, first = "client_disconnected", None
+        try:
+            for chunk in iter_chunks(upstream_response):
+                first = first or time.monotonic()
+                answer.feed(chunk)
+                yield chunk
+            kind = "answered"
+        except httpx.HTTPError as exc:
+            logger.warning("chat %s: the upstream broke off its stream: %s", turn.call_id, exc)
+            kind = "upstream_unreachable"
+        finally:
+            done(kind, answer.text, first)
+
+    content_type = upstream_response.headers.get("content-type", "text/event-stream")
+    response = _RelayResponse(chunks(), content_type=content_type, headers=headers)
+    response.on_close = lambda: done("client_disconnected", "", None)
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx: pass chunks on, do not buffer
+    _memory_headers(response, turn)
+    return response
+
+
+class _RelayResponse(StreamingHttpResponse):
+    """Closing it closes the relay; `on_close` finishes a turn whose relay never started."""
+
+    on_close: Callable[[], None] | None = None
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            hook, self.on_close = self.on_close, None
+            if hook is not None:
+                hook()
+
+
+def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
+    """Hand the after-answer work to this process's small pool, off the request thread.
+
+    On the request thread it would hold the connection: a client's next call on the
+    same keep-alive connection would wait for the previous turn's ingest. The pool's
+    threads are joined at interpreter exit, so a graceful shutdown still finishes them.
+    """
+    _AFTER_SEND.submit(_finish, get_store(), turn, outcome)  # the store as configured now
+
+
+def _finish(store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome) -> None:
+    """Record the call and queue its ingest; never raises (the answer is already out)."""
+    try:
+        job = chat_turn_finish(store=store, turn=turn, outcome=outcome)
+    except Exception:
+        logger.exception("chat %s: recording the call and its ingest failed", turn.call_id)
+        return
+    if job is not None:
+        try:
+            dispatch_now(job)
+        except Exception:
+            logger.exception("chat %s: queueing ingest job %s failed", turn.call_id, job.id)

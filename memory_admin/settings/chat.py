@@ -1,0 +1,16 @@
+"""The chat proxy (`POST /api/v1/agents/{id}/chat/completions`): where it forwards to.
+
+Unset, the upstream falls back to the LLM settings (`OPENAI_BASE_URL`, `OPENAI_API_KEY`);
+the fallback is resolved per request in `memory_admin.chat_upstream`.
+"""
+
+from __future__ import annotations
+
+from memory_admin.settings.env import env_float, env_optional, env_str
+
+MEMORY_CHAT_UPSTREAM_BASE_URL: str | None = env_optional("MEMORY_CHAT_UPSTREAM_BASE_URL")
+MEMORY_CHAT_UPSTREAM_API_KEY: str | None = env_optional("MEMORY_CHAT_UPSTREAM_API_KEY")
+# "alias=upstream-model,other=upstream-2": a model the caller names is sent as its mapped
+# name; a model not in the map is passed through unchanged.
+MEMORY_CHAT_MODEL_MAP: str = env_str("MEMORY_CHAT_MODEL_MAP", "")
+MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS = env_float("MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS", 120.0)

@@ -1,0 +1,48 @@
+"""A session's page: every call through the chat endpoint, with the memory it was given.
+
+"Why did the agent say that?": per call, the context injected (its XML and size in
+tokens), whether retrieval fired and why, the observations it retrieved, how the
+upstream answered, and the job that ingested the turn.
+"""
+
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.http import require_GET
+
+from memory_admin.stores import get_store
+from memory_admin.ui.common import param
+from memory_admin.ui.htmx import render_page
+from memory_admin.ui.roles import Role, role_required
+from streams.chat import chat_session_page
+from streams.exceptions import InvalidInput
+from streams.pagination import Page
+
+PAGE_SIZE = 20
+
+
+@require_GET
+@role_required(Role.VIEWER)
+def session_detail(request: HttpRequest, agent_id: str, session_id: str) -> HttpResponse:
+    cursor = param(request, "cursor")
+    error = None
+    try:
+        page = chat_session_page(
+            store=get_store(),
+            agent_id=agent_id[:128],
+            session_id=session_id[:128],
+            cursor=cursor,
+            limit=PAGE_SIZE,
+        )
+    except InvalidInput as exc:
+        error, page = exc.message, Page(items=[], next_cursor=None)
+    context = {
+        "agent_id": agent_id,
+        "session_id": session_id,
+        "page": page,
+        "cursor": cursor,
+        "error": error,
+    }
+    return render_page(
+        request, page="ui/session_detail.html", partial="ui/_chat_calls.html", context=context
+    )

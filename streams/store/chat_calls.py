@@ -1,0 +1,48 @@
+"""`memory_chat_calls`: one record per proxied chat completion, for "why did the agent say that?".
+
+Each record says which memory context was injected (its text and size in tokens),
+whether retrieval fired and why, which observations it retrieved, how the upstream
+answered, and which ingest job learns from the turn. Written once, after the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bson import ObjectId
+from pymongo import DESCENDING
+from pymongo.database import Database
+
+from streams.store.indexes import IndexSpec, index
+
+COLLECTION = "memory_chat_calls"
+INDEXES: list[IndexSpec] = [
+    # A session's calls, newest first (the session page), paged below an _id.
+    index(COLLECTION, "agent_id", "session_id", ("_id", -1)),
+    # A user's recent calls with an agent (the search inspector).
+    index(COLLECTION, "agent_id", "user_id", ("_id", -1)),
+]
+
+
+class ChatCallRepository:
+    def __init__(self, db: Database) -> None:
+        self.collection = db[COLLECTION]
+
+    def insert(self, doc: dict[str, Any]) -> None:
+        self.collection.insert_one(doc)
+
+    def for_session(
+        self, *, agent_id: str, session_id: str, before: ObjectId | None, limit: int
+    ) -> list[dict[str, Any]]:
+        query: dict[str, Any] = {"agent_id": agent_id, "session_id": session_id}
+        if before is not None:
+            query["_id"] = {"$lt": before}
+        return list(self.collection.find(query).sort("_id", DESCENDING).limit(limit))
+
+    def for_user(self, *, agent_id: str, user_id: str, limit: int) -> list[dict[str, Any]]:
+        query = {"agent_id": agent_id, "user_id": user_id}
+        return list(self.collection.find(query).sort("_id", DESCENDING).limit(limit))
+
+    def delete_for_user(self, *, agent_id: str, user_id: str) -> int:
+        """Forgetting a user: their calls hold their messages and their memory context."""
+        return self.collection.delete_many({"agent_id": agent_id, "user_id": user_id}).deleted_count
