@@ -47,6 +47,7 @@ def formation_settings() -> FormationSettings:
         max_tokens=settings.MEMORY_FORMATION_MAX_TOKENS,
         min_messages=settings.MEMORY_FORMATION_MIN_MESSAGES,
         cold_minutes=settings.MEMORY_COLD_SESSION_MINUTES,
+        lease_seconds=settings.MEMORY_JOB_STALE_SECONDS,
     )
 
 
@@ -152,10 +153,9 @@ def retry_failed_jobs() -> int:
         if store.jobs.requeue(job.id_oid):
             enqueue(job)
             dispatched += 1
-    for job in store.jobs.page(status="running", agent_id=None, before=None, limit=100):
-        if job.started_at is not None and job.started_at < stale_before:
-            enqueue(job)
-            dispatched += 1
+    for job in store.jobs.stale_running(stale_before=stale_before, limit=100):
+        enqueue(job)
+        dispatched += 1
     for job in store.jobs.page(status="queued", agent_id=None, before=None, limit=100):
         if job.created_at < stale_before:
             enqueue(job)  # a duplicate delivery is harmless: a job runs once
