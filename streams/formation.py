@@ -259,7 +259,7 @@ def _form(
         "observations": created,
         "dropped": dropped,
         "dropped_paused": paused,
-        "speakers": [s.user_id for s in plan.speakers],
+        "speakers": len(plan.speakers),
         "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
         "model": answer.model,
         "prompt_tokens": answer.prompt_tokens,
