@@ -130,9 +130,7 @@ def plan_extraction(
     known: dict[str, Scope | None] = {}
     for speaker in speakers:
         label = "individual" if len(speakers) == 1 else speaker.label
-        known[label] = store.scopes.find_by_identity(
-            **routes[speaker.label.lower()].key.identity()
-        )
+        known[label] = store.scopes.find_by_identity(**routes[speaker.label.lower()].key.identity())
     for label, route in routes.items():
         if label.startswith("group:") or label == "collective":
             known[label] = store.scopes.find_by_identity(**route.key.identity())

@@ -190,7 +190,9 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
     ):
         run.result = {"messages": 0, "observations": 0, "dropped": 0, "note": "superseded"}
         return
-    run.renewals.append(lambda at: store.sessions.renew_claim(buffer["_id"], job_id=job_oid, now=at))
+    run.renewals.append(
+        lambda at: store.sessions.renew_claim(buffer["_id"], job_id=job_oid, now=at)
+    )
     try:
         _form(store, run, buffer, settings)
     except BaseException:
@@ -251,7 +253,9 @@ def _form(
         activity_record(store=store, agent_id=job.agent_id, now=now, observations=created)
     speaker_groups = {s.user_id: s.groups for s in plan.speakers}
     for scope, _ in by_scope.values():
-        groups = speaker_groups.get(scope.user_id or "") if scope.scope_type == "individual" else None
+        groups = (
+            speaker_groups.get(scope.user_id or "") if scope.scope_type == "individual" else None
+        )
         if groups:
             store.scopes.remember_groups(ObjectId(scope.id), groups)
     run.result = {

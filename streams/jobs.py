@@ -161,9 +161,7 @@ def job_execute(
     return run
 
 
-def job_retry(
-    *, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None
-) -> Job:
+def job_retry(*, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None) -> Job:
     """Put a failed job back in the queue (the caller enqueues it again); 409 otherwise."""
     job = job_get(store=store, job_id=job_id, agent_ids=agent_ids)
     if not store.jobs.requeue(require_object_id(job_id, what="job")):

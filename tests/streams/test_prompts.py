@@ -171,7 +171,9 @@ def test_default_extraction_says_what_the_domain_asks():
         '"collective"',
         "JSON only",
         '{{"observations": [{{"content": "...", "scope": '
-        '"individual|group:<group name>|collective|shard:<shard name>"}}]}}',
+        '"individual:<user id>|group:<group name>|collective|shard:<shard name>", '
+        '"about": ["<user id>"]}}]}}',
+        '"individual:<user id>"',
     ):
         assert phrase in text, phrase
 

@@ -91,7 +91,9 @@ def test_two_speakers_with_groups_then_forget_one(store, fake_openai):
     assert "- Eden" in prompt and "- Ops" in prompt  # the groups of both speakers
     # Plain "individual" is ambiguous with two people: dropped, not credited to either.
     assert run.result["observations"] == 4 and run.result["dropped"] == 1
-    assert observations(store, individual("alice")) == [("Alice is allergic to peanuts.", ["alice"])]
+    assert observations(store, individual("alice")) == [
+        ("Alice is allergic to peanuts.", ["alice"])
+    ]
     assert observations(store, individual("bob")) == [("Bob only drinks oolong tea.", ["bob"])]
     assert observations(store, ScopeKey.group(AGENT, "g-eden")) == [
         ("Eden orders no peanuts.", ["alice"])
@@ -161,7 +163,9 @@ def test_three_speakers_in_one_request_then_forget_one(store, fake_openai):
     forget(store, "bob")
 
     assert "oolong" not in every_memory_document(store)
-    assert observations(store, individual("alice")) == [("Alice is allergic to peanuts.", ["alice"])]
+    assert observations(store, individual("alice")) == [
+        ("Alice is allergic to peanuts.", ["alice"])
+    ]
     assert observations(store, individual("carol")) == [("Carol paddles a kayak.", ["carol"])]
     assert observations(store, individual("bob")) == []
     assert store.db["memory_messages"].count_documents({"agent_id": AGENT, "user_id": "bob"}) == 0

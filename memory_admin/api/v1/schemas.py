@@ -240,8 +240,9 @@ class MessageIn(InSchema):
         "memory, and forgetting them removes what they said.",
     )
     user_name: DisplayName | None = Field(
-        None, description="That speaker's display name; default the request's `user_name` "
-        "when the speaker is the request's user."
+        None,
+        description="That speaker's display name; default the request's `user_name` "
+        "when the speaker is the request's user.",
     )
 
 
