@@ -1,9 +1,10 @@
 """Celery tasks: thin, idempotent wrappers that take a job id, re-fetch, and call one service.
 
 With a broker, real workers run them and retry failures with backoff. On the
-embedded default they run in-process right after the request's transaction
-commits; a failed job is then retried by the periodic `retry_failed_jobs`
-sweep instead of inline, so a failing LLM never stalls a request.
+embedded default they run in a bounded pool of background threads
+(`memory_admin.inprocess`), never in the request; a failed job is then retried
+by the periodic `retry_failed_jobs` sweep. MEMORY_INPROCESS_WORKERS=0 runs them
+synchronously right after the request's transaction commits (the test suite).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
@@ -52,9 +54,13 @@ def formation_settings() -> FormationSettings:
 
 
 def enqueue(job: Job) -> None:
-    """Queue a job's task once the current transaction (if any) commits."""
+    """Queue a job's task once the current transaction (if any) commits: to the broker,
+    or, on the embedded default, to the in-process pool (never run in the request)."""
     task = TASKS_BY_KIND[job.kind]
-    transaction.on_commit(lambda: task.delay(job.id))
+    if inprocess.enabled():
+        transaction.on_commit(lambda: inprocess.submit(task, job.id))
+    else:
+        transaction.on_commit(lambda: task.delay(job.id))
 
 
 def enqueue_all(jobs: list[Job]) -> None:

@@ -22,6 +22,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 # Periodic work, in both modes: `celery beat` with a broker, a thread in-process otherwise.
 CELERY_BEAT_SCHEDULE = {
     "sweep-cold-sessions": {"task": "memory_admin.tasks.sweep_cold_sessions", "schedule": 60.0},
-    "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 60.0},
+    # Every 15 s: a job whose worker died is re-dispatched soon after its lease lapses.
+    "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 15.0},
     "compute-embeddings": {"task": "memory_admin.tasks.compute_embeddings", "schedule": 60.0},
 }
