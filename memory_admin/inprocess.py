@@ -12,6 +12,7 @@ so on a busy machine the request threads get the CPU first.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -58,10 +59,9 @@ def _run(task: Any, job_id: str, slots: threading.BoundedSemaphore) -> None:
 
 
 def _lower_priority() -> None:
-    try:
+    # Not Linux, or not allowed: the thread runs at normal priority.
+    with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-    except (AttributeError, OSError):  # not Linux, or not allowed: run at normal priority
-        pass
 
 
 def _get_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:

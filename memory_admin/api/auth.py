@@ -6,6 +6,7 @@ exist, so every "not yours" is answered exactly like "not there" (404).
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 from django.db import OperationalError
@@ -36,10 +37,9 @@ class ApiKeyAuth(HttpBearer):
         check_rate(key.pk)
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-            try:
+            # SQLite locked by a concurrent request: skip this beat, the next one writes.
+            with contextlib.suppress(OperationalError):
                 ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
-            except OperationalError:  # SQLite locked by a concurrent request: skip a beat
-                pass
             key.last_used_at = now
         return key
 
