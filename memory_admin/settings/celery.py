@@ -8,6 +8,8 @@ CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
 # In-process mode: tasks run eagerly, right after the request's transaction commits.
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+# The queue tasks are sent to and workers consume (one broker shared by several deployments).
+CELERY_TASK_DEFAULT_QUEUE = env_optional("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
