@@ -197,7 +197,7 @@ class SessionRepository:
 
     def buffer_ids(self, *, after: ObjectId | None, limit: int) -> list[ObjectId]:
         """Every buffer's id, in pages (the `recount` command)."""
-        query: dict[str, Any] = {"_id": {"$gt": after}} if after is not None else {}
+        query = {"_id": {"$gt": after if after is not None else ObjectId("0" * 24)}}
         cursor = self.buffers.find(query, {"_id": 1}).sort("_id", ASCENDING).limit(limit)
         return [d["_id"] for d in cursor]
 
