@@ -38,9 +38,14 @@ def recount(*, store: MemoryStore, min_messages: int) -> RecountReport:
                 attempts=5,
             )
             report.sessions += 1
-            if before and after_count and (
-                before.get("unformed_count") != after_count["unformed_count"]
-                or abs(before.get("unformed_tokens", 0.0) - after_count["unformed_tokens"]) > 1e-6
+            if (
+                before
+                and after_count
+                and (
+                    before.get("unformed_count") != after_count["unformed_count"]
+                    or abs(before.get("unformed_tokens", 0.0) - after_count["unformed_tokens"])
+                    > 1e-6
+                )
             ):
                 report.sessions_changed += 1
         if len(ids) < PAGE:

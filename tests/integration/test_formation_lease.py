@@ -74,8 +74,9 @@ def test_worker_killed_mid_formation_is_taken_over_within_the_lease(
         wait_for(lambda: len(fake_openai.chat_requests) == 1, 60, "the extraction call")
         first_beat = store.jobs.collection.find_one({"_id": job.id_oid})["heartbeat_at"]
         wait_for(
-            lambda: store.jobs.collection.find_one({"_id": job.id_oid})["heartbeat_at"]
-            > first_beat,
+            lambda: (
+                store.jobs.collection.find_one({"_id": job.id_oid})["heartbeat_at"] > first_beat
+            ),
             LEASE_SECONDS * 2,
             "the running job to renew its lease",
         )

@@ -14,7 +14,11 @@ from tests.streams.test_speakers import form, say
 def test_the_write_path_leaves_nothing_to_correct(store, fake_openai):
     say(store, "alice", [("m1", None, "I am allergic to peanuts."), ("m2", "bob", "I like tea.")])
     fake_openai.reply_json(
-        {"observations": [{"content": "Alice is allergic to peanuts.", "scope": "individual:alice"}]}
+        {
+            "observations": [
+                {"content": "Alice is allergic to peanuts.", "scope": "individual:alice"}
+            ]
+        }
     )
     form(store)
     say(store, "alice", [("m3", None, "Still here.")])
