@@ -15,8 +15,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import time
 from typing import Any
 
 from django.conf import settings
@@ -25,8 +26,8 @@ from django.db import close_old_connections
 logger = logging.getLogger("memory_admin.inprocess")
 WORKER_NICENESS = 10
 _lock = threading.Lock()
-_pool: ThreadPoolExecutor | None = None
-_slots: threading.BoundedSemaphore | None = None
+_queue: queue.Queue[tuple[Any, str]] | None = None
+_pending = 0  # jobs submitted and not finished
 
 
 def enabled() -> bool:
@@ -36,64 +37,59 @@ def enabled() -> bool:
 
 def submit(task: Any, job_id: str) -> bool:
     """Queue the task for a worker thread; False when the queue is full (the sweep will)."""
-    pool, slots = _get_pool()
-    if not slots.acquire(blocking=False):
-        logger.warning("in-process queue full; job %s waits for the retry sweep", job_id)
-        return False
+    global _pending
+    jobs = _get_queue()
+    with _lock:
+        _pending += 1
     try:
-        pool.submit(_run, task, job_id, slots)
-    except RuntimeError:  # shutting down
-        slots.release()
+        jobs.put_nowait((task, job_id))
+    except queue.Full:
+        with _lock:
+            _pending -= 1
+        logger.warning("in-process queue full; job %s waits for the retry sweep", job_id)
         return False
     return True
 
 
-def _run(task: Any, job_id: str, slots: threading.BoundedSemaphore) -> None:
-    try:
-        task.apply(args=[job_id])
-    except Exception:
-        logger.exception("in-process job %s failed", job_id)
-    finally:
-        slots.release()
-        close_old_connections()
-
-
-def _lower_priority() -> None:
-    # Not Linux, or not allowed: the thread runs at normal priority.
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-
-
-def _get_pool() -> tuple[ThreadPoolExecutor, threading.BoundedSemaphore]:
-    global _pool, _slots
-    with _lock:
-        if _pool is None or _slots is None:
-            workers = max(settings.MEMORY_INPROCESS_WORKERS, 1)
-            _pool = ThreadPoolExecutor(
-                max_workers=workers, thread_name_prefix="memory-job", initializer=_lower_priority
-            )
-            _slots = threading.BoundedSemaphore(workers + settings.MEMORY_INPROCESS_QUEUE)
-        return _pool, _slots
-
-
 def wait_idle(timeout: float = 30.0) -> bool:
-    """Tests and benchmarks: wait until no job is queued or running in the pool."""
-    import time
-
+    """Tests and benchmarks: wait until no job is waiting or running in the pool."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with _lock:
-            pool = _pool
-        if pool is None or pool._work_queue.qsize() == 0 and not _busy(pool):
+            idle = _pending == 0
+        if idle:
             return True
         time.sleep(0.02)
     return False
 
 
-def _busy(pool: ThreadPoolExecutor) -> bool:
-    slots = _slots
-    if slots is None:
-        return False
-    return slots._value < max(settings.MEMORY_INPROCESS_WORKERS, 1) + (
-        settings.MEMORY_INPROCESS_QUEUE
-    )
+def _get_queue() -> queue.Queue[tuple[Any, str]]:
+    """Start the threads on first use. They are daemons: a process that exits does not wait
+    for the backlog (those jobs stay queued in the store, and a job cut off mid-run is
+    taken over when its lease lapses)."""
+    global _queue
+    with _lock:
+        if _queue is None:
+            _queue = queue.Queue(maxsize=max(settings.MEMORY_INPROCESS_QUEUE, 1))
+            for n in range(max(settings.MEMORY_INPROCESS_WORKERS, 1)):
+                threading.Thread(
+                    target=_work, args=(_queue,), name=f"memory-job-{n}", daemon=True
+                ).start()
+        return _queue
+
+
+def _work(jobs: queue.Queue[tuple[Any, str]]) -> None:
+    global _pending
+    # Linux priorities are per thread: requests get the CPU before background jobs.
+    with contextlib.suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+    while True:
+        task, job_id = jobs.get()
+        try:
+            task.apply(args=[job_id])
+        except Exception:
+            logger.exception("in-process job %s failed", job_id)
+        finally:
+            with _lock:
+                _pending -= 1
+            close_old_connections()
