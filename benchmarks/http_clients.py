@@ -33,7 +33,10 @@ class Tally:
 class Client:
     def __init__(self, web: WebProcess) -> None:
         self.conn = http.client.HTTPConnection("127.0.0.1", web.port, timeout=120)
-        self.headers = {"Authorization": f"Bearer {web.api_key}", "Content-Type": "application/json"}
+        self.headers = {
+            "Authorization": f"Bearer {web.api_key}",
+            "Content-Type": "application/json",
+        }
 
     def post(self, path: str, body: dict) -> tuple[float, int]:
         data = json.dumps(body)
@@ -93,7 +96,9 @@ def drive(
             tally.add(*loop(client, n))
             n += 1
 
-    threads = [threading.Thread(target=worker, args=pair) for pair in zip(loops, tallies)]
+    threads = [
+        threading.Thread(target=worker, args=pair) for pair in zip(loops, tallies, strict=True)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
