@@ -4,7 +4,7 @@ every request starts a formation), in one run. The ratio is the figure (goal: < 
 
 Two gunicorn sync workers on embedded defaults (formation in the in-process pool, the
 offline provider), a store seeded with 1,000 observations. BENCH_SECONDS sets each
-phase's length (default 15).
+phase's length (default 15); BENCH_WEB_ENV="K=V,K=V" adds settings to the web process.
 """
 
 from __future__ import annotations
@@ -30,7 +30,10 @@ def run(sizes: list[int] | None = None) -> None:
         client = MongoClient(server.uri, tz_aware=True)
         store = MemoryStore(client, db)
         seed(store, agent_id=AGENT, scopes=100, observations=(sizes or [OBSERVATIONS])[0])
-        with web_process(server.uri, db, workers=2) as web:
+        extra = dict(
+            item.split("=", 1) for item in os.environ.get("BENCH_WEB_ENV", "").split(",") if item
+        )
+        with web_process(server.uri, db, workers=2, extra_env=extra) as web:
             drive(web, 2, [context_call])  # warm-up
             (quiet,) = drive(web, seconds, [context_call])
 
@@ -41,6 +44,7 @@ def run(sizes: list[int] | None = None) -> None:
 
             loaded, first, second = drive(web, seconds, [context_call, sender("a"), sender("b")])
         formations = store.jobs.collection.count_documents({"kind": "formation"})
+        formed = store.jobs.collection.count_documents({"kind": "formation", "status": "succeeded"})
         client.close()
     q50, q95, _ = summary_ms(quiet.latencies)
     l50, l95, _ = summary_ms(loaded.latencies)
@@ -55,7 +59,7 @@ def run(sizes: list[int] | None = None) -> None:
     ]  # fmt: skip
     print_table(
         f"Fairness: 2 gunicorn workers, embedded store, {seconds:.0f} s per phase, "
-        f"{formations} formations started; context p95 ratio loaded/quiet = {l95 / q95:.2f}x",
+        f"{formations} formations started, {formed} done by the end; context p95 ratio loaded/quiet = {l95 / q95:.2f}x",
         ["calls", "requests", "p50 ms", "p95 ms", "errors"],
         rows,
     )
