@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 _lock = threading.Lock()
 _queue: queue.Queue[tuple[Any, str]] | None = None
 _pending = 0  # jobs submitted and not finished
+_threads = 0  # threads of the current pool
 
 
 def enabled() -> bool:
@@ -70,15 +71,26 @@ def wait_idle(timeout: float = 30.0) -> bool:
     return False
 
 
+def reset() -> None:
+    """Tests: the next job starts a fresh pool (with the settings of that moment)."""
+    global _queue
+    with _lock:
+        if _queue is not None:
+            for _ in range(_threads):
+                _queue.put((None, ""))  # each thread of the old pool stops (`_work`)
+        _queue = None
+
+
 def _get_queue() -> queue.Queue[tuple[Any, str]]:
     """Start the threads on first use. They are daemons: a process that exits does not wait
     for the backlog (those jobs stay queued in the store, and a job cut off mid-run is
     taken over when its lease lapses)."""
-    global _queue
+    global _queue, _threads
     with _lock:
         if _queue is None:
             _queue = queue.Queue(maxsize=max(settings.MEMORY_INPROCESS_QUEUE, 1))
-            for n in range(max(settings.MEMORY_INPROCESS_WORKERS, 1)):
+            _threads = max(settings.MEMORY_INPROCESS_WORKERS, 1)
+            for n in range(_threads):
                 threading.Thread(
                     target=_work, args=(_queue,), name=f"memory-job-{n}", daemon=True
                 ).start()
@@ -93,6 +105,10 @@ def _work(jobs: queue.Queue[tuple[Any, str]]) -> None:
     runner = _Runner() if settings.MEMORY_INPROCESS_ISOLATION == "process" else None
     while True:
         task, job_id = jobs.get()
+        if task is None:  # `reset`
+            if runner is not None and runner.process is not None:
+                runner.process.kill()
+            return
         try:
             if runner is not None:
                 runner.run(task.name, job_id)

@@ -18,6 +18,7 @@ def main() -> None:
     import django
 
     django.setup()
+    import memory_admin.tasks  # noqa: F401 (registers the tasks)
     from memory_admin.celery import app
 
     for line in sys.stdin:
