@@ -59,7 +59,8 @@ def run(sizes: list[int] | None = None) -> None:
     ]  # fmt: skip
     print_table(
         f"Fairness: 2 gunicorn workers, embedded store, {seconds:.0f} s per phase, "
-        f"{formations} formations started, {formed} done by the end; context p95 ratio loaded/quiet = {l95 / q95:.2f}x",
+        f"{formations} formations started, {formed} done by the end; "
+        f"context p95 ratio loaded/quiet = {l95 / q95:.2f}x",
         ["calls", "requests", "p50 ms", "p95 ms", "errors"],
         rows,
     )

@@ -29,8 +29,11 @@ def main() -> None:
             app.tasks[name].apply(args=[job_id])
         except Exception as exc:  # recorded on the job; the runner keeps serving
             print(f"job {job_id} failed: {exc}", file=sys.stderr, flush=True)
-        sys.stdout.write("done\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write("done\n")
+            sys.stdout.flush()
+        except BrokenPipeError:  # the web process is gone: so is the reason to run
+            return
 
 
 if __name__ == "__main__":
