@@ -113,13 +113,16 @@ class SessionRepository:
         }
         speakers = sorted({m.user_id for m in messages if m.user_id} | {user_id})
         update["$addToSet"] = {"speaker_ids": {"$each": speakers}}
-        buffer = self.buffers.find_one_and_update(
-            {"agent_id": agent_id, "session_id": session_id},
-            update,
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-            session=session,
-        )
+        try:
+            buffer = self.buffers.find_one_and_update(
+                {"agent_id": agent_id, "session_id": session_id},
+                update,
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+                session=session,
+            )
+        except DuplicateKeyError as exc:  # two first requests of a session at once
+            raise Conflict("the session was created concurrently") from exc
         formable = buffer["unformed_count"] >= min_messages
         if formable != buffer["formable"]:
             self.buffers.update_one(
