@@ -199,7 +199,7 @@ def test_rendered_extraction_carries_the_whole_context():
     for shard in context.shards:
         assert f"Shard: {shard.name}\n{shard.guidance}" in prompt
     assert "- Eden Team\n- Billing Squad" in prompt
-    assert "# The user\nGene\n" in prompt
+    assert "# Who is talking\nGene\n" in prompt
     conversation = "\n".join(
         [
             "[user] Gene: We moved the Eden launch to June 3.",
