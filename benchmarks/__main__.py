@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild.
+legacy, rebuild, fairness, load.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def main() -> None:
             "privacy",
             "legacy",
             "rebuild",
+            "fairness",
+            "load",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
