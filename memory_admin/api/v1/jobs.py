@@ -29,7 +29,7 @@ class JobPageOut(Schema):
     next_cursor: str | None
 
 
-@router.get("/jobs", response={200: JobPageOut, **error_responses(401, 422)})
+@router.get("/jobs", response={200: JobPageOut, **error_responses(401, 422, 429)})
 def list_jobs(request: HttpRequest, filters: Query[JobListQuery]) -> dict[str, Any]:
     """Jobs newest first, filtered by status, kind and agent; a key limited to agents sees
     only its agents' jobs (another agent's id gives an empty page)."""
@@ -51,7 +51,7 @@ def get_job(request: HttpRequest, job_id: str) -> Job:
     return job_get(store=get_store(), job_id=job_id, agent_ids=visible_agents(request))
 
 
-@router.post("/jobs/{job_id}/retry", response={202: JobOut, **error_responses(401, 404, 409)})
+@router.post("/jobs/{job_id}/retry", response={202: JobOut, **error_responses(401, 404, 409, 429)})
 def retry_job(request: HttpRequest, job_id: str) -> Status[Job]:
     """Run a failed job again now (409 for a job that is not failed). A formation retried
     after another formation of its session started finishes with nothing to do."""

@@ -21,7 +21,7 @@ router = Router(tags=["sessions"])
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/messages",
-    response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 503)},
+    response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 429, 503)},
 )
 def ingest_messages(
     request: HttpRequest,
@@ -93,7 +93,7 @@ def ingest_messages(
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/form",
-    response={202: JobIdOut, **error_responses(401, 404, 409, 422, 503)},
+    response={202: JobIdOut, **error_responses(401, 404, 409, 422, 429, 503)},
 )
 def form_session(
     request: HttpRequest, agent_id: Path[ExternalId], session_id: Path[ExternalId]
