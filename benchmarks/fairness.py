@@ -35,7 +35,8 @@ def run(sizes: list[int] | None = None) -> None:
         extra = dict(
             item.split("=", 1) for item in os.environ.get("BENCH_WEB_ENV", "").split(",") if item
         )
-        with web_process(server.uri, db, workers=2, extra_env=extra) as web:
+        threads = int(os.environ.get("BENCH_THREADS", "1"))
+        with web_process(server.uri, db, workers=2, threads=threads, extra_env=extra) as web:
             drive(web, 2, [context_call])  # warm-up
             (quiet,) = drive(web, seconds, [context_call])
 

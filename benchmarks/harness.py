@@ -106,7 +106,12 @@ class WebProcess:
 
 @contextmanager
 def web_process(
-    mongo_uri: str, db: str, *, workers: int = 1, extra_env: dict[str, str] | None = None
+    mongo_uri: str,
+    db: str,
+    *,
+    workers: int = 1,
+    threads: int = 1,
+    extra_env: dict[str, str] | None = None,
 ) -> Iterator[WebProcess]:
     """`workers` gunicorn sync workers (default one) on embedded defaults over `db`, with an
     API key, until exit; `extra_env` adds or overrides settings."""
@@ -143,6 +148,8 @@ def web_process(
             "memory_admin.wsgi",
             "-w",
             str(workers),
+            "--threads",
+            str(threads),
             "-b",
             bind,
             "--log-level",
