@@ -15,6 +15,9 @@ import sys
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
+    # Follow-up jobs (a consolidation a formation made due) run in this process's own
+    # pool threads, already at its low priority, not in yet another child.
+    os.environ["MEMORY_INPROCESS_ISOLATION"] = "thread"
     import django
 
     django.setup()
