@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ def main() -> None:
             "rebuild",
             "write_throughput",
             "chat_proxy",
+            "fairness",
+            "load",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

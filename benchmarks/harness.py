@@ -106,8 +106,16 @@ class WebProcess:
 
 
 @contextmanager
-def web_process(mongo_uri: str, db: str) -> Iterator[WebProcess]:
-    """One gunicorn sync worker on embedded defaults over `db`, with an API key, until exit."""
+def web_process(
+    mongo_uri: str,
+    db: str,
+    *,
+    workers: int = 1,
+    threads: int = 1,
+    extra_env: dict[str, str] | None = None,
+) -> Iterator[WebProcess]:
+    """`workers` gunicorn sync workers (default one) on embedded defaults over `db`, with an
+    API key, until exit; `extra_env` adds or overrides settings."""
     env = {
         **os.environ,
         "MONGODB_URI": mongo_uri,
@@ -120,6 +128,7 @@ def web_process(mongo_uri: str, db: str) -> Iterator[WebProcess]:
     }
     env.pop("OPENAI_API_KEY", None)
     env.pop("CELERY_BROKER_URL", None)
+    env.update(extra_env or {})
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     created = subprocess.run(
@@ -139,7 +148,9 @@ def web_process(mongo_uri: str, db: str) -> Iterator[WebProcess]:
             "gunicorn",
             "memory_admin.wsgi",
             "-w",
-            "1",
+            str(workers),
+            "--threads",
+            str(threads),
             "-b",
             bind,
             "--log-level",

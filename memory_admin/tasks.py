@@ -1,9 +1,10 @@
 """Celery tasks: thin, idempotent wrappers that take a job id, re-fetch, and call one service.
 
 With a broker, real workers run them and retry failures with backoff. On the
-embedded default they run in-process right after the request's transaction
-commits; a failed job is then retried by the periodic `retry_failed_jobs`
-sweep instead of inline, so a failing LLM never stalls a request.
+embedded default they run in a bounded pool of background threads
+(`memory_admin.inprocess`), never in the request; a failed job is then retried
+by the periodic `retry_failed_jobs` sweep. MEMORY_INPROCESS_WORKERS=0 runs them
+synchronously right after the request's transaction commits (the test suite).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import transaction
 
+from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
@@ -48,13 +50,18 @@ def formation_settings() -> FormationSettings:
         max_tokens=settings.MEMORY_FORMATION_MAX_TOKENS,
         min_messages=settings.MEMORY_FORMATION_MIN_MESSAGES,
         cold_minutes=settings.MEMORY_COLD_SESSION_MINUTES,
+        lease_seconds=settings.MEMORY_JOB_STALE_SECONDS,
     )
 
 
 def enqueue(job: Job) -> None:
-    """Queue a job's task once the current transaction (if any) commits."""
+    """Queue a job's task once the current transaction (if any) commits: to the broker,
+    or, on the embedded default, to the in-process pool (never run in the request)."""
     task = TASKS_BY_KIND[job.kind]
-    transaction.on_commit(lambda: task.delay(job.id))
+    if inprocess.enabled():
+        transaction.on_commit(lambda: inprocess.submit(task, job.id))
+    else:
+        transaction.on_commit(lambda: task.delay(job.id))
 
 
 def dispatch_now(job: Job) -> None:
@@ -171,10 +178,9 @@ def retry_failed_jobs() -> int:
         if store.jobs.requeue(job.id_oid):
             enqueue(job)
             dispatched += 1
-    for job in store.jobs.page(status="running", agent_id=None, before=None, limit=100):
-        if job.started_at is not None and job.started_at < stale_before:
-            enqueue(job)
-            dispatched += 1
+    for job in store.jobs.stale_running(stale_before=stale_before, limit=100):
+        enqueue(job)
+        dispatched += 1
     for job in store.jobs.page(status="queued", agent_id=None, before=None, limit=100):
         if job.created_at < stale_before:
             enqueue(job)  # a duplicate delivery is harmless: a job runs once

@@ -481,6 +481,9 @@ class BufferedMessage:
     weighted_tokens: float = 0.0
     formed: bool = False
     id: str = field(default_factory=lambda: str(ObjectId()))
+    # Who said it (per message in a group chat) and that speaker's groups at the time.
+    user_name: str | None = None
+    groups: list[dict[str, str]] = field(default_factory=list)
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -495,6 +498,8 @@ class BufferedMessage:
             "user_id": self.user_id,
             "weighted_tokens": self.weighted_tokens,
             "formed": self.formed,
+            "user_name": self.user_name,
+            "groups": self.groups,
         }
 
     @classmethod
@@ -511,4 +516,6 @@ class BufferedMessage:
             user_id=doc.get("user_id"),
             weighted_tokens=doc.get("weighted_tokens", 0.0),
             formed=doc.get("formed", False),
+            user_name=doc.get("user_name"),
+            groups=doc.get("groups") or [],
         )

@@ -12,7 +12,7 @@ an unknown scope, empty or over-long content is dropped and counted.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streams.documents import BufferedMessage, Scope
@@ -29,6 +29,28 @@ MAX_SHARDS = 50
 class Route:
     key: ScopeKey
     display_name: str | None
+    user_id: str | None = None  # an individual route: whose scope it is
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """One person who spoke in the messages of a formation, with their groups."""
+
+    user_id: str
+    name: str
+    groups: list[dict[str, str]]
+
+    @property
+    def label(self) -> str:
+        return f"individual:{self.user_id}"
+
+
+@dataclass(frozen=True)
+class ExtractedItem:
+    key: ScopeKey
+    display_name: str | None
+    content: str
+    related_user_ids: list[str]
 
 
 @dataclass(frozen=True)
@@ -37,6 +59,37 @@ class ExtractionPlan:
     context: ExtractionContext
     routes: dict[str, Route]  # lower-cased scope label -> where it goes
     resolved: ResolvedPrompt  # every text in `prompt` and where it came from
+    speakers: list[Speaker] = field(default_factory=list)
+
+
+def session_speakers(buffer: dict[str, Any], messages: list[BufferedMessage]) -> list[Speaker]:
+    """The people whose `user` lines are in `messages`, in order of first word.
+
+    A message without its own speaker is the request's user (`buffer["user_id"]`); a
+    speaker's groups are those sent with their messages (the buffer's for old messages).
+    """
+    default_id = buffer["user_id"]
+    names: dict[str, str] = {}
+    groups: dict[str, dict[str, dict[str, str]]] = {}
+    for message in messages:
+        uid = message.user_id or default_id
+        if message.role != "user":
+            continue
+        name = message.user_name or (buffer.get("user_name") if uid == default_id else None)
+        if uid not in names or message.user_name:
+            names[uid] = name or names.get(uid) or uid
+        own = groups.setdefault(uid, {})
+        for group in message.groups:
+            own.setdefault(group["id"], {}).update(group)
+    if not names:
+        names[default_id] = buffer.get("user_name") or default_id
+    speakers = []
+    for uid, name in names.items():
+        own_groups = list(groups.get(uid, {}).values())
+        if not own_groups and uid == default_id:
+            own_groups = list(buffer.get("groups") or [])
+        speakers.append(Speaker(user_id=uid, name=name, groups=own_groups))
+    return speakers
 
 
 def plan_extraction(
@@ -48,16 +101,24 @@ def plan_extraction(
     draft: Draft | None = None,
 ) -> ExtractionPlan:
     """The prompt of one formation; with a `draft`, the prompt it would be after a save."""
-    agent_id, user_id = buffer["agent_id"], buffer["user_id"]
-    user_name = buffer.get("user_name") or user_id
-    groups: list[dict[str, str]] = buffer.get("groups") or []
+    agent_id = buffer["agent_id"]
+    speakers = session_speakers(buffer, messages)
+    by_id = {s.user_id: s for s in speakers}
+    primary = by_id.get(buffer["user_id"]) or speakers[0]
+    groups: dict[str, dict[str, str]] = {}
+    for speaker in speakers:
+        for group in speaker.groups:
+            groups.setdefault(group["id"], {}).update(group)
     shards = store.scopes.active_shards(agent_id, limit=MAX_SHARDS)
 
-    routes: dict[str, Route] = {
-        "individual": Route(ScopeKey.individual(agent_id, user_id), user_name),
-        "collective": Route(ScopeKey.collective(agent_id), None),
-    }
-    for group in groups:
+    routes: dict[str, Route] = {"collective": Route(ScopeKey.collective(agent_id), None)}
+    for speaker in speakers:
+        routes[speaker.label.lower()] = Route(
+            ScopeKey.individual(agent_id, speaker.user_id), speaker.name, speaker.user_id
+        )
+    if len(speakers) == 1:
+        routes["individual"] = routes[primary.label.lower()]
+    for group in groups.values():
         name = group.get("name") or group["id"]
         routes[f"group:{name}".lower()] = Route(ScopeKey.group(agent_id, group["id"]), name)
     for shard in shards:
@@ -66,8 +127,10 @@ def plan_extraction(
             ScopeKey.collective(agent_id, shard.name), shard.name
         )
 
-    individual = store.scopes.find_by_identity(**routes["individual"].key.identity())
-    known: dict[str, Scope | None] = {"individual": individual}
+    known: dict[str, Scope | None] = {}
+    for speaker in speakers:
+        label = "individual" if len(speakers) == 1 else speaker.label
+        known[label] = store.scopes.find_by_identity(**routes[speaker.label.lower()].key.identity())
     for label, route in routes.items():
         if label.startswith("group:") or label == "collective":
             known[label] = store.scopes.find_by_identity(**route.key.identity())
@@ -78,7 +141,8 @@ def plan_extraction(
         for label, scope in known.items()
         if scope is not None and scope.consolidation
     }
-    group_names = [g.get("name") or g["id"] for g in groups]
+    individual = known.get("individual", known.get(primary.label))
+    group_names = [g.get("name") or g["id"] for g in groups.values()]
     resolved = resolve_extraction(
         store=store,
         agent_id=agent_id,
@@ -88,18 +152,24 @@ def plan_extraction(
         shards=shards,
         draft=draft,
     )
+    default_id = buffer["user_id"]
     context = extraction_context(
         resolved,
         lines=[
             ConversationLine(
                 role=m.role,
-                speaker=user_name if m.role == "user" else m.role,
+                speaker=by_id[m.user_id or default_id].name
+                if m.role == "user" and (m.user_id or default_id) in by_id
+                else m.role,
                 content=m.content,
                 created_at=m.created_at,
+                user_id=(m.user_id or default_id) if m.role == "user" else None,
             )
             for m in messages
         ],
-        user_name=user_name,
+        user_name=primary.name
+        if len(speakers) == 1
+        else ", ".join(f"{s.name} ({s.user_id})" for s in speakers),
         group_names=group_names,
         shard_names=[s.name or "" for s in shards],
         consolidations=consolidations,
@@ -111,6 +181,7 @@ def plan_extraction(
         context=context,
         routes=routes,
         resolved=resolved,
+        speakers=speakers,
     )
 
 
@@ -149,13 +220,30 @@ def parse_extraction(
     text: str, *, plan: ExtractionPlan, max_items: int, max_words: int
 ) -> tuple[list[tuple[ScopeKey, str | None, str]], int]:
     """The items to store (scope key, display name, content) and how many were dropped."""
+    items, dropped = parse_extraction_items(
+        text, plan=plan, max_items=max_items, max_words=max_words
+    )
+    return [(i.key, i.display_name, i.content) for i in items], dropped
+
+
+def parse_extraction_items(
+    text: str, *, plan: ExtractionPlan, max_items: int, max_words: int
+) -> tuple[list[ExtractedItem], int]:
+    """The items to store, each with who it is about, and how many were dropped.
+
+    An item in `individual:<id>` is about that person, plus any other speaker its
+    optional `about` list names; any other item is about the speakers its `about`
+    names, or, when it names none, about every speaker (so forgetting any of them
+    removes it: the safe reading of an unattributed line of a group chat).
+    """
     try:
         answer = json.loads(text)
     except (TypeError, ValueError) as exc:
         raise LLMError("the extraction answer is not valid JSON") from exc
     if not isinstance(answer, dict) or not isinstance(answer.get("observations"), list):
         raise LLMError('the extraction answer has no "observations" list')
-    items: list[tuple[ScopeKey, str | None, str]] = []
+    speaker_ids = [s.user_id for s in plan.speakers]
+    items: list[ExtractedItem] = []
     seen: set[tuple[str, str]] = set()
     dropped = 0
     for raw in answer["observations"]:
@@ -168,7 +256,13 @@ def parse_extraction(
             dropped += 1
             continue
         seen.add(identity)
-        items.append((route.key, route.display_name, content))
+        about = raw.get("about") if isinstance(raw.get("about"), list) else []
+        named = [uid for uid in speaker_ids if uid in about]
+        if route.user_id is not None:
+            related = [route.user_id, *(uid for uid in named if uid != route.user_id)]
+        else:
+            related = named or speaker_ids
+        items.append(ExtractedItem(route.key, route.display_name, content, related))
     return items, dropped
 
 
@@ -186,7 +280,7 @@ def _checked_item(raw: Any, *, plan: ExtractionPlan, max_words: int) -> tuple[Ro
 
 def _display_label(label: str, routes: dict[str, Route]) -> str:
     route = routes.get(label.lower())
-    if route is None or label in ("individual", "collective"):
+    if route is None or label in ("individual", "collective") or route.user_id is not None:
         return label
     kind = label.split(":", 1)[0]
     return f"{kind}:{route.display_name}"

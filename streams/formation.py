@@ -20,7 +20,7 @@ from streams.activity import activity_record
 from streams.consolidation_runs import consolidation_due
 from streams.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict
-from streams.extraction import ExtractionPlan, parse_extraction, plan_extraction
+from streams.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
 from streams.jobs import JobRun, job_create
 from streams.llm.port import LLMRequest
 from streams.observations import observations_append
@@ -30,7 +30,6 @@ from streams.store import MemoryStore, StoreSession
 ROLE_WEIGHTS = {"user": 1.0, "tool": 0.5, "assistant": 0.2}
 OTHER_ROLE_WEIGHT = 0.5
 MAX_MESSAGES_PER_FORMATION = 200
-STALE_CLAIM_AFTER = timedelta(minutes=15)
 COMMIT_ATTEMPTS = 5
 
 
@@ -42,6 +41,8 @@ class FormationSettings:
     cold_minutes: int = 10
     max_observations: int = 5
     max_words: int = 50
+    # A formation's claim on its session lapses this long after its last renewal.
+    lease_seconds: int = 30
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class IncomingMessage:
     role: str
     content: str
     created_at: datetime | None = None
+    # The speaker of this message in a group chat; None: the request's user.
+    user_id: str | None = None
+    user_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -76,17 +80,13 @@ def messages_ingest(
     messages: list[IncomingMessage],
     settings: FormationSettings,
 ) -> IngestResult:
-    """Buffer the messages (re-sent ids are duplicates) and start a formation if one is due."""
+    """Buffer the messages (re-sent ids are duplicates) and start a formation if one is due.
+
+    The messages and the session's counters change in one transaction, so the counters
+    are what is stored; the trigger reads the counters that transaction wrote.
+    """
     now = utcnow()
     store.agents.ensure(agent_id, now=now)
-    store.sessions.upsert_buffer(
-        agent_id=agent_id,
-        session_id=session_id,
-        user_id=user_id,
-        user_name=user_name,
-        groups=groups,
-        now=now,
-    )
     buffered = [
         BufferedMessage(
             agent_id=agent_id,
@@ -96,24 +96,30 @@ def messages_ingest(
             content=m.content,
             created_at=m.created_at or now,
             received_at=now,
-            user_id=user_id,
+            user_id=m.user_id or user_id,
+            user_name=m.user_name or (user_name if (m.user_id or user_id) == user_id else None),
+            groups=groups,
             weighted_tokens=weighted_tokens(m.role, m.content),
         )
         for m in _first_of_each_id(messages)
     ]
-    accepted = store.sessions.insert_messages(buffered)
-    buffer = store.sessions.add_unformed(
-        agent_id=agent_id,
-        session_id=session_id,
-        count=len(accepted),
-        tokens=sum(m.weighted_tokens for m in accepted),
-        min_messages=settings.min_messages,
-        now=now,
+    accepted, buffer = store.in_transaction(
+        lambda session: store.sessions.ingest(
+            buffered,
+            agent_id=agent_id,
+            session_id=session_id,
+            user_id=user_id,
+            user_name=user_name,
+            groups=groups,
+            min_messages=settings.min_messages,
+            now=now,
+            session=session,
+        ),
+        attempts=COMMIT_ATTEMPTS,
     )
-    assert buffer is not None
     job = None
     if accepted and _formation_due(buffer, settings):
-        job = _claim_and_create(store, buffer, trigger="threshold", now=now)
+        job = _claim_and_create(store, buffer, trigger="threshold", now=now, settings=settings)
     return IngestResult(
         accepted=len(accepted),
         duplicates=len(messages) - len(accepted),
@@ -122,12 +128,23 @@ def messages_ingest(
     )
 
 
-def formation_request(*, store: MemoryStore, agent_id: str, session_id: str, trigger: str) -> Job:
-    """Form now whatever is unformed (end of a conversation, cold session); 409 if nothing is."""
+def formation_request(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    session_id: str,
+    trigger: str,
+    settings: FormationSettings | None = None,
+) -> Job:
+    """Form now whatever is unformed (end of a conversation), even fewer messages than the
+    automatic minimum: the caller knows the conversation is over. 409 if nothing is
+    unformed or a formation of the session is running (a failed one holds nothing)."""
     buffer = store.sessions.get_buffer(agent_id, session_id)
     if buffer is None or buffer["unformed_count"] <= 0:
         raise Conflict("nothing to form: the session has no unformed messages")
-    job = _claim_and_create(store, buffer, trigger=trigger, now=utcnow())
+    job = _claim_and_create(
+        store, buffer, trigger=trigger, now=utcnow(), settings=settings or FormationSettings()
+    )
     if job is None:
         raise Conflict("a formation of this session is already under way")
     return job
@@ -142,24 +159,58 @@ def cold_sessions_sweep(
     jobs = []
     for buffer in store.sessions.cold_buffers(idle_before=idle_before, limit=limit):
         if buffer["unformed_count"] >= settings.min_messages:
-            job = _claim_and_create(store, buffer, trigger="cold_session", now=now)
+            job = _claim_and_create(
+                store, buffer, trigger="cold_session", now=now, settings=settings
+            )
             if job is not None:
                 jobs.append(job)
     return jobs
 
 
 def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSettings) -> None:
-    """The work of a formation job: one extraction call, then one all-or-nothing commit."""
+    """The work of a formation job: one extraction call, then one all-or-nothing commit.
+
+    The job (re-)claims its session first: a retried job whose claim lapsed takes it
+    back, unless another formation holds it (this one then has nothing to do). A failure
+    releases the session at once, so `/form` can start again without waiting.
+    """
     job = run.job
     assert job.session_id is not None
     buffer = store.sessions.get_buffer(job.agent_id, job.session_id)
+    if buffer is None:
+        run.result = {"messages": 0, "observations": 0, "dropped": 0, "note": "nothing unformed"}
+        return
+    now = utcnow()
+    job_oid = ObjectId(job.id)
+    if not store.sessions.claim_formation(
+        buffer["_id"],
+        job_id=job_oid,
+        now=now,
+        stale_before=now - timedelta(seconds=settings.lease_seconds),
+    ):
+        run.result = {"messages": 0, "observations": 0, "dropped": 0, "note": "superseded"}
+        return
+    run.renewals.append(
+        lambda at: store.sessions.renew_claim(buffer["_id"], job_id=job_oid, now=at)
+    )
+    try:
+        _form(store, run, buffer, settings)
+    except BaseException:
+        store.sessions.release_claim(buffer["_id"], job_id=job_oid)
+        raise
+
+
+def _form(
+    store: MemoryStore, run: JobRun, buffer: dict[str, Any], settings: FormationSettings
+) -> None:
+    job = run.job
+    assert job.session_id is not None
     messages = store.sessions.unformed(
         job.agent_id, job.session_id, limit=MAX_MESSAGES_PER_FORMATION
     )
-    if buffer is None or not messages:
+    if not messages:
         run.result = {"messages": 0, "observations": 0, "dropped": 0, "note": "nothing unformed"}
-        if buffer is not None:
-            store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
+        store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
         return
     plan: ExtractionPlan = plan_extraction(
         store=store, buffer=buffer, messages=messages, settings=settings
@@ -173,26 +224,26 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
             tier="fast",
         )
     )
-    items, dropped = parse_extraction(
+    items, dropped = parse_extraction_items(
         answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
     )
     now = utcnow()
     by_scope: dict[str, tuple[Scope, list[Observation]]] = {}
     paused = 0
-    for key, display_name, content in items:
-        scope, _ = scope_get_or_create(store=store, key=key, display_name=display_name)
+    for item in items:
+        scope, _ = scope_get_or_create(store=store, key=item.key, display_name=item.display_name)
         if not scope.is_active:
             paused += 1  # a paused scope receives nothing new; its data is kept
             continue
         observation = Observation(
             scope_id=scope.id,
             agent_id=job.agent_id,
-            content=content,
+            content=item.content,
             observed_at=max(m.created_at for m in messages),
             created_at=now,
             source_session_id=job.session_id,
             source_message_ids=[m.message_id for m in messages],
-            related_user_ids=[buffer["user_id"]],
+            related_user_ids=item.related_user_ids,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
     _commit_formation(store, job, buffer, messages, by_scope, settings=settings, now=now)
@@ -200,14 +251,19 @@ def formation_run(*, store: MemoryStore, run: JobRun, settings: FormationSetting
     if created:
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
         activity_record(store=store, agent_id=job.agent_id, now=now, observations=created)
+    speaker_groups = {s.user_id: s.groups for s in plan.speakers}
     for scope, _ in by_scope.values():
-        if scope.scope_type == "individual" and buffer.get("groups"):
-            store.scopes.remember_groups(ObjectId(scope.id), buffer["groups"])
+        groups = (
+            speaker_groups.get(scope.user_id or "") if scope.scope_type == "individual" else None
+        )
+        if groups:
+            store.scopes.remember_groups(ObjectId(scope.id), groups)
     run.result = {
         "messages": len(messages),
         "observations": created,
         "dropped": dropped,
         "dropped_paused": paused,
+        "speakers": len(plan.speakers),
         "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
         "model": answer.model,
         "prompt_tokens": answer.prompt_tokens,
@@ -258,12 +314,21 @@ def _formation_due(buffer: dict[str, Any], settings: FormationSettings) -> bool:
 
 
 def _claim_and_create(
-    store: MemoryStore, buffer: dict[str, Any], *, trigger: str, now: datetime
+    store: MemoryStore,
+    buffer: dict[str, Any],
+    *,
+    trigger: str,
+    now: datetime,
+    settings: FormationSettings,
 ) -> Job | None:
-    """Claim the session for one formation and create its job; None if another run holds it."""
+    """Claim the session for one formation and create its job; None if another run holds it
+    (a claim lapses `lease_seconds` after its last renewal: a dead worker's is taken over)."""
     job_oid = ObjectId()
     claimed = store.sessions.claim_formation(
-        buffer["_id"], job_id=job_oid, now=now, stale_before=now - STALE_CLAIM_AFTER
+        buffer["_id"],
+        job_id=job_oid,
+        now=now,
+        stale_before=now - timedelta(seconds=settings.lease_seconds),
     )
     if not claimed:
         return None

@@ -9,9 +9,10 @@ is taken over once its claim is stale.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from streams.documents import Job, JobKind, utcnow
@@ -22,7 +23,7 @@ from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore
 
 logger = logging.getLogger("streams.jobs")
-STALE_RUNNING_AFTER = timedelta(minutes=15)
+STALE_RUNNING_AFTER = timedelta(seconds=30)
 
 
 @dataclass
@@ -33,6 +34,9 @@ class JobRun:
     llm: CountingLLM
     result: dict[str, Any] = field(default_factory=dict)
     follow_ups: list[Job] = field(default_factory=list)  # jobs to enqueue once this one is done
+    # Leases the work holds besides the job's own (a formation's claim on its session),
+    # renewed with it: each is called with the time of the heartbeat.
+    renewals: list[Callable[[datetime], object]] = field(default_factory=list)
 
 
 class CountingLLM:
@@ -92,13 +96,25 @@ def job_list(
     agent_id: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
+    kind: str | None = None,
+    agent_ids: frozenset[str] | None = None,
 ) -> Page[Job]:
+    """A page of jobs, newest first; `agent_ids` (an agent key's agents) bounds what is seen."""
+    if agent_ids is not None and agent_id is not None and agent_id not in agent_ids:
+        return Page(items=[], next_cursor=None)
     page_size = clamp_limit(limit)
     position = decode_cursor(cursor, required_keys=("before",))
     before = parse_object_id(position["before"]) if position else None
     if position and before is None:
         raise InvalidInput("malformed cursor", details=[{"field": "cursor"}])
-    items = store.jobs.page(status=status, agent_id=agent_id, before=before, limit=page_size)
+    items = store.jobs.page(
+        status=status,
+        agent_id=agent_id,
+        before=before,
+        limit=page_size,
+        kind=kind,
+        agent_ids=sorted(agent_ids) if agent_ids is not None and agent_id is None else None,
+    )
     next_cursor = encode_cursor({"before": items[-1].id}) if len(items) == page_size else None
     return Page(items=items, next_cursor=next_cursor)
 
@@ -121,9 +137,12 @@ def job_execute(
     job = store.jobs.get(oid)
     assert job is not None
     run = JobRun(job=job, llm=CountingLLM(llm))
+    heartbeat = _Heartbeat(store, run, interval=stale_after.total_seconds() / 3)
+    heartbeat.start()
     try:
         work(run)
     except Exception as exc:
+        heartbeat.stop()
         store.jobs.finish(
             oid,
             status="failed",
@@ -134,18 +153,48 @@ def job_execute(
         )
         logger.warning("job %s (%s) failed: %s", job_id, job.kind, _describe(exc))
         raise
+    finally:
+        heartbeat.stop()
     store.jobs.finish(
         oid, status="succeeded", now=utcnow(), result=run.result, llm_calls=run.llm.calls
     )
     return run
 
 
-def job_retry(*, store: MemoryStore, job_id: str) -> Job:
-    """Put a failed job back in the queue (the caller enqueues it again)."""
-    job = job_get(store=store, job_id=job_id)
+def job_retry(*, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None) -> Job:
+    """Put a failed job back in the queue (the caller enqueues it again); 409 otherwise."""
+    job = job_get(store=store, job_id=job_id, agent_ids=agent_ids)
     if not store.jobs.requeue(require_object_id(job_id, what="job")):
         raise Conflict(f"only a failed job can be retried; this one is {job.status}")
     return job_get(store=store, job_id=job_id)
+
+
+class _Heartbeat:
+    """Renews a running job's lease (and the leases its work holds) every `interval`
+    seconds while it works, so a job whose worker died is taken over within
+    MEMORY_JOB_STALE_SECONDS instead of a fixed long timeout."""
+
+    def __init__(self, store: MemoryStore, run: JobRun, *, interval: float) -> None:
+        self.store, self.run, self.interval = store, run, max(interval, 0.05)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="job-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def _loop(self) -> None:
+        oid = self.run.job.id
+        while not self.stopped.wait(self.interval):
+            try:
+                now = utcnow()
+                self.store.jobs.renew(require_object_id(oid, what="job"), now=now)
+                for renew in list(self.run.renewals):
+                    renew(now)
+            except Exception:  # a missed beat only shortens the lease
+                logger.warning("job %s: lease renewal failed", oid, exc_info=True)
 
 
 def _describe(exc: Exception) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 from bson import ObjectId
 
 from streams.documents import Job, Observation, Scope, utcnow
+from streams.formation import FormationSettings
 from streams.jobs import JobRun, job_create
 from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.store import MemoryStore
@@ -34,6 +35,7 @@ from streams.user_audit import check_user_ids, user_individual_scope
 
 REDACTED = "[redacted: this version held content of a user who was forgotten]"
 LEASE = timedelta(minutes=5)
+MAX_BUFFER_PAGES = 1000
 
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
@@ -66,6 +68,10 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     user_id = str(job.payload["user_id"])
     agent_id = job.agent_id
     repo = _repo(store)
+    # What they said goes first: a formation still holding their messages then fails
+    # its commit (and forms the rest later) instead of storing new memories of them
+    # after the scan below.
+    said = _forget_messages(store, repo, agent_id, user_id)
     individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
     elsewhere, own = _observations_of(repo, agent_id, user_id, individual)
     by_scope: dict[str, list[Observation]] = {}
@@ -125,7 +131,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
                 observations=-removed["memory_observations"],
                 pending=-individual.pending_count,
             )
-    for collection, count in repo.delete_user_messages(agent_id, user_id).items():
+    for collection, count in said.items():
         deleted[collection] += count
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
@@ -139,6 +145,29 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "redacted_versions": redacted,
         "reconsolidated_scopes": rebuilt,
     }
+
+
+def _forget_messages(
+    store: MemoryStore, repo: PrivacyRepository, agent_id: str, user_id: str
+) -> dict[str, int]:
+    """Delete every message the person sent; recount the sessions they spoke in (others'
+    messages stay), dropping a session's buffer when nothing is left in it."""
+    counts = {"memory_messages": repo.delete_user_messages(agent_id, user_id)}
+    dropped = 0
+    min_messages = FormationSettings().min_messages
+    for _ in range(MAX_BUFFER_PAGES):
+        buffer_ids = store.sessions.speaker_buffer_ids(agent_id, user_id, limit=BATCH)
+        for buffer_id in buffer_ids:
+            dropped += store.in_transaction(
+                lambda session, bid=buffer_id: store.sessions.forget_speaker(
+                    bid, user_id, min_messages=min_messages, session=session
+                ),
+                attempts=5,
+            )
+        if len(buffer_ids) < BATCH:
+            break
+    counts["memory_session_buffers"] = dropped
+    return counts
 
 
 def _observations_of(

@@ -39,6 +39,10 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     """Every test gets a fresh database of its own, with the declared indexes applied."""
     db_name = f"t_{uuid.uuid4().hex[:16]}"
     settings.MONGODB_URI = embedded_mongo.uri
+    # Jobs run synchronously after the request, as before the in-process pool existed,
+    # so tests stay deterministic; tests/api/test_never_block.py turns the pool on.
+    settings.MEMORY_INPROCESS_WORKERS = 0
+    settings.MEMORY_INPROCESS_ISOLATION = "thread"
     settings.MONGODB_DB = db_name
     client = get_client(embedded_mongo.uri)
     MemoryStore(client, db_name).ensure_indexes()

@@ -6,12 +6,15 @@ exist, so every "not yours" is answered exactly like "not there" (404).
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
+from django.db import OperationalError
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
+from memory_admin.api.ratelimit import check_rate
 from memory_admin.models import ApiKey, hash_api_key
 from streams.exceptions import NotFound
 
@@ -31,9 +34,12 @@ class ApiKeyAuth(HttpBearer):
         key = ApiKey.objects.active().filter(key_hash=hash_api_key(token)).first()
         if key is None:
             return None
+        check_rate(key.pk)
         now = timezone.now()
         if key.last_used_at is None or now - key.last_used_at >= LAST_USED_RESOLUTION:
-            ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+            # SQLite locked by a concurrent request: skip this beat, the next one writes.
+            with contextlib.suppress(OperationalError):
+                ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
             key.last_used_at = now
         return key
 

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from memory_admin.api.ratelimit import RateLimited
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound, Unavailable
 
 logger = logging.getLogger("memory_admin.api")
@@ -45,6 +46,7 @@ DOMAIN_STATUSES: dict[type[MemoryServiceError], int] = {
     Conflict: 409,
     InvalidInput: 422,
     Unavailable: 503,
+    RateLimited: 429,
 }
 
 
@@ -136,7 +138,12 @@ def _on_domain_error(request: HttpRequest, exc: MemoryServiceError) -> HttpRespo
     )
     if status == 503:
         logger.warning("unavailable: %s %s: %s", request.method, request.path, exc.message)
-    return error_response(status, code=exc.code, message=exc.message, details=domain_details(exc))
+    response = error_response(
+        status, code=exc.code, message=exc.message, details=domain_details(exc)
+    )
+    if isinstance(exc, RateLimited):
+        response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 def _on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:

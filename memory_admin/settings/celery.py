@@ -8,6 +8,8 @@ CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
 # In-process mode: tasks run eagerly, right after the request's transaction commits.
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+# The queue tasks are sent to and workers consume (one broker shared by several deployments).
+CELERY_TASK_DEFAULT_QUEUE = env_optional("CELERY_TASK_DEFAULT_QUEUE") or "celery"
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -22,6 +24,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 # Periodic work, in both modes: `celery beat` with a broker, a thread in-process otherwise.
 CELERY_BEAT_SCHEDULE = {
     "sweep-cold-sessions": {"task": "memory_admin.tasks.sweep_cold_sessions", "schedule": 60.0},
-    "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 60.0},
+    # Every 15 s: a job whose worker died is re-dispatched soon after its lease lapses.
+    "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 15.0},
     "compute-embeddings": {"task": "memory_admin.tasks.compute_embeddings", "schedule": 60.0},
 }

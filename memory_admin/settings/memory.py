@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_int
+from memory_admin.settings.env import env_int, env_str
 
 MEMORY_FORMATION_MAX_MESSAGES = env_int("MEMORY_FORMATION_MAX_MESSAGES", 45)
 MEMORY_FORMATION_MAX_TOKENS = env_int("MEMORY_FORMATION_MAX_TOKENS", 1000)
@@ -14,4 +14,18 @@ MEMORY_CONSOLIDATION_MAX_WORDS = env_int("MEMORY_CONSOLIDATION_MAX_WORDS", 500)
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.
 MEMORY_CONSOLIDATION_LEASE_SECONDS = env_int("MEMORY_CONSOLIDATION_LEASE_SECONDS", 300)
-MEMORY_JOB_STALE_SECONDS = env_int("MEMORY_JOB_STALE_SECONDS", 900)
+# A running job renews its lease (and a formation its session's claim) every third of
+# this; a job not renewed for this long is taken over (its worker died).
+MEMORY_JOB_STALE_SECONDS = env_int("MEMORY_JOB_STALE_SECONDS", 30)
+# Ingest: one message's content at most this many characters (422 naming the message).
+MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 32000)
+# Requests per minute per API key (429 with Retry-After); 0 = no limit (the default).
+MEMORY_API_RATE_LIMIT = env_int("MEMORY_API_RATE_LIMIT", 0)
+# Embedded default (no broker): jobs run in this many background threads of the web
+# process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).
+# 0 runs them synchronously after the request (the test suite's mode).
+MEMORY_INPROCESS_WORKERS = env_int("MEMORY_INPROCESS_WORKERS", 1)
+MEMORY_INPROCESS_QUEUE = env_int("MEMORY_INPROCESS_QUEUE", 1000)
+# "process": each pool thread runs its jobs in a low-priority child process (no GIL or
+# core taken from requests); "thread": in the thread itself (tests).
+MEMORY_INPROCESS_ISOLATION = env_str("MEMORY_INPROCESS_ISOLATION", "process")

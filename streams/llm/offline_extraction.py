@@ -12,6 +12,7 @@ reads it later.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from streams.llm.offline_text import (
     capitalise,
@@ -123,15 +124,18 @@ _OBJECT_PRONOUNS = [
 ]
 
 
-def extract_observations(context: ExtractionContext) -> list[dict[str, str]]:
+def extract_observations(context: ExtractionContext) -> list[dict[str, Any]]:
     """The observations of one formation, in conversation order, at most `max_observations`."""
-    name = clean(context.user_name) or "The user"
+    default_name = clean(context.user_name) or "The user"
     known = [text for text in context.consolidations.values() if text]
     seen: set[str] = set()
-    found: list[dict[str, str]] = []
+    found: list[dict[str, Any]] = []
     for line in context.lines:
         if line.role != "user":
             continue
+        # A line with its speaker's id (a formation) is about that speaker: their name,
+        # their scope `individual:<id>`, and `about` names them for any other scope.
+        name = (clean(line.speaker) or default_name) if line.user_id else default_name
         for raw in split_sentences(line.content):
             if len(found) >= max(context.max_observations, 0):
                 return found
@@ -146,7 +150,12 @@ def extract_observations(context: ExtractionContext) -> list[dict[str, str]]:
             if any(contains(text, content) or contains(text, sentence) for text in known):
                 continue
             seen.add(key)
-            found.append({"content": content, "scope": scope})
+            if line.user_id:
+                if scope == "individual":
+                    scope = f"individual:{line.user_id}"
+                found.append({"content": content, "scope": scope, "about": [line.user_id]})
+            else:
+                found.append({"content": content, "scope": scope})
     return found
 
 

@@ -24,6 +24,7 @@ class ConversationLine:
     speaker: str  # the user's display name, or the role for non-user lines
     content: str
     created_at: datetime | None = None
+    user_id: str | None = None  # who spoke a user line: the prompt shows "name (id)"
 
 
 @dataclass(frozen=True)

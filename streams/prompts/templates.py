@@ -269,8 +269,13 @@ def _conversation(lines: list[ConversationLine]) -> str:
     if all(line.created_at is not None for line in lines):
         lines = sorted(lines, key=lambda line: cast(datetime, line.created_at))
     return "\n".join(
-        f"[{line.role}] {line.speaker}: {_indent_continuation(line.content)}" for line in lines
+        f"[{line.role}] {_speaker(line)}: {_indent_continuation(line.content)}" for line in lines
     )
+
+
+def _speaker(line: ConversationLine) -> str:
+    """A person's line names them and their id, the id the answer's scope label uses."""
+    return f"{line.speaker} ({line.user_id})" if line.user_id else line.speaker
 
 
 def _groups(context: ExtractionContext) -> str:

@@ -21,6 +21,8 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", ("_id", -1)),
     # Failed jobs per agent (the dashboard's column): only the failed ones are read.
     index(COLLECTION, "agent_id", "status"),
+    # `GET /jobs?kind=`: one kind, newest first.
+    index(COLLECTION, "kind", ("_id", -1)),
 ]
 ACTIVE = ["queued", "running"]
 
@@ -45,21 +47,50 @@ class JobRepository:
         return Job.from_mongo(doc) if doc else None
 
     def start(self, job_id: ObjectId, *, now: datetime, stale_before: datetime) -> bool:
-        """queued/failed (or running since before `stale_before`: its worker died) → running.
+        """queued/failed (or running without a heartbeat since `stale_before`: its worker
+        died) → running.
 
         False when the job is finished or running elsewhere.
         """
         update = {
-            "$set": {"status": "running", "started_at": now, "error": None},
+            "$set": {"status": "running", "started_at": now, "heartbeat_at": now, "error": None},
             "$inc": {"attempts": 1},
         }
         for claim in (
             {"_id": job_id, "status": {"$in": ["queued", "failed"]}},
-            {"_id": job_id, "status": "running", "started_at": {"$lt": stale_before}},
+            {"_id": job_id, "status": "running", "heartbeat_at": {"$lt": stale_before}},
+            {
+                "_id": job_id,
+                "status": "running",
+                "heartbeat_at": {"$exists": False},
+                "started_at": {"$lt": stale_before},
+            },
         ):
             if self.collection.update_one(claim, update).matched_count == 1:
                 return True
         return False
+
+    def renew(self, job_id: ObjectId, *, now: datetime) -> bool:
+        """A running job's heartbeat (its lease): False once it is no longer running."""
+        result = self.collection.update_one(
+            {"_id": job_id, "status": "running"}, {"$set": {"heartbeat_at": now}}
+        )
+        return result.matched_count == 1
+
+    def stale_running(self, *, stale_before: datetime, limit: int) -> list[Job]:
+        """Running jobs whose worker stopped renewing their lease (it died)."""
+        found = []
+        for query in (
+            {"status": "running", "heartbeat_at": {"$lt": stale_before}},
+            {
+                "status": "running",
+                "heartbeat_at": {"$exists": False},
+                "started_at": {"$lt": stale_before},
+            },
+        ):
+            cursor = self.collection.find(query).sort("_id", DESCENDING).limit(limit)
+            found += [Job.from_mongo(d) for d in cursor]
+        return found[:limit]
 
     def finish(
         self,
@@ -95,17 +126,31 @@ class JobRepository:
         return result.matched_count == 1
 
     def page(
-        self, *, status: str | None, agent_id: str | None, before: ObjectId | None, limit: int
+        self,
+        *,
+        status: str | None,
+        agent_id: str | None,
+        before: ObjectId | None,
+        limit: int,
+        kind: str | None = None,
+        agent_ids: list[str] | None = None,
     ) -> list[Job]:
+        """Newest first; `agent_ids` limits the page to these agents (an agent key's)."""
         query: dict[str, Any] = {}
         if status:
             query["status"] = status
-        elif agent_id:
-            query["agent_id"] = agent_id
+        elif agent_id or agent_ids is not None:
+            pass
+        elif kind:
+            query["kind"] = kind
         else:
             query["status"] = {"$in": ["queued", "running", "succeeded", "failed"]}
         if agent_id:
             query["agent_id"] = agent_id
+        elif agent_ids is not None:
+            query["agent_id"] = {"$in": agent_ids}
+        if kind:
+            query["kind"] = kind
         if before is not None:
             query["_id"] = {"$lt": before}
         cursor = self.collection.find(query).sort("_id", DESCENDING).limit(limit)

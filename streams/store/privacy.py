@@ -157,13 +157,7 @@ class PrivacyRepository:
             "memory_scopes": self.scopes.delete_one({"_id": scope_id}).deleted_count,
         }
 
-    def delete_user_messages(self, agent_id: str, user_id: str) -> dict[str, int]:
-        """The user's buffered messages (formed or not) and the buffers of their sessions."""
-        return {
-            "memory_messages": self.messages.delete_many(
-                {"agent_id": agent_id, "user_id": user_id}
-            ).deleted_count,
-            "memory_session_buffers": self.buffers.delete_many(
-                {"agent_id": agent_id, "user_id": user_id}
-            ).deleted_count,
-        }
+    def delete_user_messages(self, agent_id: str, user_id: str) -> int:
+        """The user's buffered messages, formed or not, in every session (the buffers are
+        then recounted or dropped one by one: `SessionRepository.forget_speaker`)."""
+        return self.messages.delete_many({"agent_id": agent_id, "user_id": user_id}).deleted_count

@@ -11,12 +11,13 @@ from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.documents import EPOCH, BufferedMessage
+from streams.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
 
 BUFFERS = "memory_session_buffers"
@@ -31,7 +32,10 @@ INDEXES: list[IndexSpec] = [
     index(MESSAGES, "agent_id", "session_id", "formed", "created_at"),
     # Forget user: a user's buffered messages.
     index(MESSAGES, "agent_id", "user_id"),
+    # Forget user: the sessions a person spoke in (one buffer, several speakers).
+    index(BUFFERS, "agent_id", "speaker_ids"),
 ]
+RECOUNT_WINDOW = 1000
 DUPLICATE_KEY = 11000
 
 
@@ -39,37 +43,6 @@ class SessionRepository:
     def __init__(self, db: Database) -> None:
         self.buffers = db[BUFFERS]
         self.messages = db[MESSAGES]
-
-    def upsert_buffer(
-        self,
-        *,
-        agent_id: str,
-        session_id: str,
-        user_id: str,
-        user_name: str | None,
-        groups: list[dict[str, str]],
-        now: datetime,
-    ) -> None:
-        """Create the session's buffer on first use; remember who talks in it and their groups."""
-        fields: dict[str, Any] = {"user_id": user_id, "groups": groups, "updated_at": now}
-        if user_name:
-            fields["user_name"] = user_name
-        self.buffers.update_one(
-            {"agent_id": agent_id, "session_id": session_id},
-            {
-                "$set": fields,
-                "$setOnInsert": {
-                    "unformed_count": 0,
-                    "unformed_tokens": 0.0,
-                    "formable": False,
-                    "last_message_at": now,
-                    "formation_job_id": None,
-                    "formation_claimed_at": EPOCH,
-                    "created_at": now,
-                },
-            },
-            upsert=True,
-        )
 
     def get_buffer(self, agent_id: str, session_id: str) -> dict[str, Any] | None:
         return self.buffers.find_one({"agent_id": agent_id, "session_id": session_id})
@@ -88,40 +61,165 @@ class SessionRepository:
                 raise
             return [m for i, m in enumerate(messages) if i not in failed]
 
-    def add_unformed(
+    def ingest(
         self,
+        messages: list[BufferedMessage],
         *,
         agent_id: str,
         session_id: str,
-        count: int,
-        tokens: float,
+        user_id: str,
+        user_name: str | None,
+        groups: list[dict[str, str]],
         min_messages: int,
         now: datetime,
-    ) -> dict[str, Any] | None:
-        """Count new messages into the buffer and return it as it is now."""
-        key = {"agent_id": agent_id, "session_id": session_id}
-        self.buffers.update_one(
-            key,
-            {
-                "$inc": {"unformed_count": count, "unformed_tokens": tokens},
-                "$set": {"last_message_at": now},
+        session: ClientSession,
+    ) -> tuple[list[BufferedMessage], dict[str, Any]]:
+        """Within one transaction: insert the new messages and count exactly those into the
+        session's buffer (created on first use); the accepted messages and the buffer.
+
+        A concurrent request that inserted one of the same ids makes this raise `Conflict`
+        (the caller retries the transaction, which then sees it as a duplicate).
+        """
+        ids = [m.message_id for m in messages]
+        seen = {
+            d["message_id"]
+            for d in self.messages.find(
+                {"agent_id": agent_id, "session_id": session_id, "message_id": {"$in": ids}},
+                {"message_id": 1},
+                session=session,
+            ).limit(len(ids))
+        }
+        accepted = [m for m in messages if m.message_id not in seen]
+        if accepted:
+            try:
+                self.messages.insert_many([m.to_mongo() for m in accepted], session=session)
+            except (BulkWriteError, DuplicateKeyError) as exc:
+                raise Conflict("a message of this request was stored concurrently") from exc
+        fields: dict[str, Any] = {"user_id": user_id, "groups": groups, "updated_at": now}
+        if user_name:
+            fields["user_name"] = user_name
+        update: dict[str, Any] = {
+            "$set": {**fields, "last_message_at": now},
+            "$inc": {
+                "unformed_count": len(accepted),
+                "unformed_tokens": sum(m.weighted_tokens for m in accepted),
             },
+            "$setOnInsert": {
+                "formable": False,
+                "formation_job_id": None,
+                "formation_claimed_at": EPOCH,
+                "created_at": now,
+            },
+        }
+        speakers = sorted({m.user_id for m in messages if m.user_id} | {user_id})
+        update["$addToSet"] = {"speaker_ids": {"$each": speakers}}
+        try:
+            buffer = self.buffers.find_one_and_update(
+                {"agent_id": agent_id, "session_id": session_id},
+                update,
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+                session=session,
+            )
+        except DuplicateKeyError as exc:  # two first requests of a session at once
+            raise Conflict("the session was created concurrently") from exc
+        formable = buffer["unformed_count"] >= min_messages
+        if formable != buffer["formable"]:
+            self.buffers.update_one(
+                {"_id": buffer["_id"]}, {"$set": {"formable": formable}}, session=session
+            )
+            buffer["formable"] = formable
+        return accepted, buffer
+
+    def recount(
+        self, buffer_id: ObjectId, *, min_messages: int, session: ClientSession | None = None
+    ) -> dict[str, Any] | None:
+        """Set a buffer's counters to what its stored unformed messages say (bounded by
+        RECOUNT_WINDOW messages; the trigger forms long before that). None: no buffer."""
+        buffer = self.buffers.find_one({"_id": buffer_id}, session=session)
+        if buffer is None:
+            return None
+        unformed = list(
+            self.messages.find(
+                {
+                    "agent_id": buffer["agent_id"],
+                    "session_id": buffer["session_id"],
+                    "formed": False,
+                },
+                {"weighted_tokens": 1},
+                session=session,
+            )
+            .sort([("created_at", ASCENDING), ("_id", ASCENDING)])
+            .limit(RECOUNT_WINDOW)
         )
-        buffer = self.buffers.find_one(key)
-        if (
-            buffer is not None
-            and buffer["unformed_count"] >= min_messages
-            and not buffer["formable"]
+        counters = {
+            "unformed_count": len(unformed),
+            "unformed_tokens": float(sum(d.get("weighted_tokens", 0.0) for d in unformed)),
+            "formable": len(unformed) >= min_messages,
+        }
+        self.buffers.update_one({"_id": buffer_id}, {"$set": counters}, session=session)
+        return {**buffer, **counters}
+
+    def speaker_buffer_ids(self, agent_id: str, user_id: str, *, limit: int) -> list[ObjectId]:
+        """Buffers of sessions the person spoke in (or was the request's user of)."""
+        found: list[ObjectId] = []
+        for query in (
+            {"agent_id": agent_id, "speaker_ids": user_id},
+            {"agent_id": agent_id, "user_id": user_id},
         ):
-            self.buffers.update_one({"_id": buffer["_id"]}, {"$set": {"formable": True}})
-        return buffer
+            found += [d["_id"] for d in self.buffers.find(query, {"_id": 1}).limit(limit)]
+        return list(dict.fromkeys(found))[:limit]
+
+    def forget_speaker(
+        self, buffer_id: ObjectId, user_id: str, *, min_messages: int, session: ClientSession
+    ) -> bool:
+        """Within a transaction, once the person's messages are gone: drop the buffer if no
+        message is left, else take the person out of it and recount. True: dropped."""
+        buffer = self.buffers.find_one({"_id": buffer_id}, session=session)
+        if buffer is None:
+            return False
+        key = {"agent_id": buffer["agent_id"], "session_id": buffer["session_id"]}
+        self.messages.delete_many({**key, "user_id": user_id}, session=session)
+        left = self.messages.find_one(key, {"user_id": 1}, session=session)
+        if left is None:
+            self.buffers.delete_one({"_id": buffer_id}, session=session)
+            return True
+        others = [s for s in buffer.get("speaker_ids") or [] if s != user_id]
+        fields: dict[str, Any] = {"speaker_ids": others}
+        unset: dict[str, str] = {}
+        if buffer.get("user_id") == user_id:
+            fields["user_id"] = others[0] if others else left.get("user_id") or ""
+            fields["groups"] = []
+            unset["user_name"] = ""
+        update: dict[str, Any] = {"$set": fields}
+        if unset:
+            update["$unset"] = unset
+        self.buffers.update_one({"_id": buffer_id}, update, session=session)
+        self.recount(buffer_id, min_messages=min_messages, session=session)
+        return False
+
+    def buffer_ids(self, *, after: ObjectId | None, limit: int) -> list[ObjectId]:
+        """Every buffer's id, in pages (the `recount` command)."""
+        query = {"_id": {"$gt": after if after is not None else ObjectId("0" * 24)}}
+        cursor = self.buffers.find(query, {"_id": 1}).sort("_id", ASCENDING).limit(limit)
+        return [d["_id"] for d in cursor]
+
+    def renew_claim(self, buffer_id: ObjectId, *, job_id: ObjectId, now: datetime) -> bool:
+        """The running formation's heartbeat: its claim on the session stays fresh."""
+        result = self.buffers.update_one(
+            {"_id": buffer_id, "formation_job_id": job_id},
+            {"$set": {"formation_claimed_at": now}},
+        )
+        return result.matched_count == 1
 
     def claim_formation(
         self, buffer_id: ObjectId, *, job_id: ObjectId, now: datetime, stale_before: datetime
     ) -> bool:
-        """Claim the session for one formation; a claim older than `stale_before` is taken over."""
+        """Claim the session for one formation (or re-claim it for the same job, a retry); a
+        claim not renewed since `stale_before` (its worker died) is taken over."""
         for claim_filter in (
             {"_id": buffer_id, "formation_job_id": None},
+            {"_id": buffer_id, "formation_job_id": job_id},
             {"_id": buffer_id, "formation_claimed_at": {"$lt": stale_before}},
         ):
             result = self.buffers.update_one(

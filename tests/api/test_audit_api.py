@@ -11,6 +11,7 @@ from django.core.management import call_command
 from memory_admin.api.v1 import api as ninja_api
 from streams.audit import audit_page, audit_record
 from streams.documents import utcnow
+from streams.jobs import job_create
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 
@@ -144,6 +145,10 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
          check, 201, "prompt_check.create")  # fmt: skip
     step("DELETE", "/agents/{agent_id}/prompt-checks/{check_id}",
          "/agents/a1/prompt-checks/{cid}", None, 204, "prompt_check.delete")  # fmt: skip
+    failed = job_create(store=store, kind="consolidation", agent_id="a1", scope_id=scope.id)
+    store.jobs.start(failed.id_oid, now=utcnow(), stale_before=utcnow())
+    store.jobs.finish(failed.id_oid, status="failed", now=utcnow(), error="LLMError: down")
+    step("POST", "/jobs/{job_id}/retry", f"/jobs/{failed.id}/retry", None, 202, "job.retry")
     step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
          None, 202, "user.forget")  # fmt: skip
 

@@ -171,7 +171,9 @@ def test_default_extraction_says_what_the_domain_asks():
         '"collective"',
         "JSON only",
         '{{"observations": [{{"content": "...", "scope": '
-        '"individual|group:<group name>|collective|shard:<shard name>"}}]}}',
+        '"individual:<user id>|group:<group name>|collective|shard:<shard name>", '
+        '"about": ["<user id>"]}}]}}',
+        '"individual:<user id>"',
     ):
         assert phrase in text, phrase
 
@@ -197,7 +199,7 @@ def test_rendered_extraction_carries_the_whole_context():
     for shard in context.shards:
         assert f"Shard: {shard.name}\n{shard.guidance}" in prompt
     assert "- Eden Team\n- Billing Squad" in prompt
-    assert "# The user\nGene\n" in prompt
+    assert "# Who is talking\nGene\n" in prompt
     conversation = "\n".join(
         [
             "[user] Gene: We moved the Eden launch to June 3.",

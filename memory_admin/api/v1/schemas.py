@@ -280,9 +280,24 @@ class GroupIn(InSchema):
 class MessageIn(InSchema):
     id: ExternalId
     role: Literal["user", "assistant", "tool", "system"]
-    content: str
+    content: str = Field(
+        ...,
+        description="At most MEMORY_MESSAGE_MAX_CHARS characters (default 32,000); a longer "
+        "message answers 422 naming its index.",
+    )
     created_at: AwareDatetime | None = Field(
         None, description="When it was said (ISO 8601 with a timezone); default now."
+    )
+    user_id: ExternalId | None = Field(
+        None,
+        description="Who said it, in a conversation with several people; default the "
+        "request's `user_id`. Each speaker's observations go to their own individual "
+        "memory, and forgetting them removes what they said.",
+    )
+    user_name: DisplayName | None = Field(
+        None,
+        description="That speaker's display name; default the request's `user_name` "
+        "when the speaker is the request's user.",
     )
 
 

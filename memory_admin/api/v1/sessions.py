@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Path, Router, Status
 
@@ -12,6 +13,7 @@ from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
 from memory_admin.stores import get_store
 from memory_admin.tasks import enqueue, formation_settings
+from streams.exceptions import InvalidInput
 from streams.formation import IncomingMessage, formation_request, messages_ingest
 
 router = Router(tags=["sessions"])
@@ -19,7 +21,7 @@ router = Router(tags=["sessions"])
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/messages",
-    response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 503)},
+    response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 429, 503)},
 )
 def ingest_messages(
     request: HttpRequest,
@@ -30,9 +32,16 @@ def ingest_messages(
     """Buffer the messages (ids already received count as duplicates and are ignored).
 
     A formation starts once the session's unformed messages reach the thresholds;
-    its job id is in the answer.
+    its job id is in the answer. The answer never waits for the formation: it runs
+    in a worker (with a broker) or a background thread of the server (embedded).
+
+    Several people can talk in one session: a message's own `user_id`/`user_name`
+    name its speaker (default: the request's). The request's `groups` are the
+    speakers' groups. A message longer than MEMORY_MESSAGE_MAX_CHARS characters
+    answers 422 naming it (`messages[i].content`).
     """
     require_agent(request, agent_id)
+    _check_lengths(payload)
     store = get_store()
     result = messages_ingest(
         store=store,
@@ -42,7 +51,14 @@ def ingest_messages(
         user_name=payload.user_name,
         groups=_groups(payload),
         messages=[
-            IncomingMessage(id=m.id, role=m.role, content=m.content, created_at=m.created_at)
+            IncomingMessage(
+                id=m.id,
+                role=m.role,
+                content=m.content,
+                created_at=m.created_at,
+                user_id=m.user_id,
+                user_name=m.user_name,
+            )
             for m in payload.messages
         ],
         settings=formation_settings(),
@@ -77,15 +93,28 @@ def ingest_messages(
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/form",
-    response={202: JobIdOut, **error_responses(401, 404, 409, 422, 503)},
+    response={202: JobIdOut, **error_responses(401, 404, 409, 422, 429, 503)},
 )
 def form_session(
     request: HttpRequest, agent_id: Path[ExternalId], session_id: Path[ExternalId]
 ) -> Status[dict[str, str]]:
-    """Form now whatever is unformed (e.g. at the end of a conversation); 409 if nothing is."""
+    """Form now whatever is unformed (e.g. at the end of a conversation), even fewer
+    messages than the automatic minimum (MEMORY_FORMATION_MIN_MESSAGES, which only
+    applies to formations the server starts itself) — a single message forms.
+
+    409 if nothing is unformed or a formation of the session is running. A failed
+    formation holds nothing: `/form` right after it starts a new one. A formation whose
+    worker died is taken over once its lease (MEMORY_JOB_STALE_SECONDS) lapses.
+    """
     require_agent(request, agent_id)
     store = get_store()
-    job = formation_request(store=store, agent_id=agent_id, session_id=session_id, trigger="api")
+    job = formation_request(
+        store=store,
+        agent_id=agent_id,
+        session_id=session_id,
+        trigger="api",
+        settings=formation_settings(),
+    )
     api_audit(
         request,
         store=store,
@@ -97,6 +126,18 @@ def form_session(
     )
     enqueue(job)
     return Status(202, {"job_id": job.id})
+
+
+def _check_lengths(payload: IngestIn) -> None:
+    """422 naming the first message over MEMORY_MESSAGE_MAX_CHARS characters."""
+    limit = settings.MEMORY_MESSAGE_MAX_CHARS
+    for index, message in enumerate(payload.messages):
+        if len(message.content) > limit:
+            raise InvalidInput(
+                f"message {index} ({message.id}) has {len(message.content)} characters; "
+                f"at most {limit} are accepted",
+                details=[{"field": f"messages[{index}].content"}],
+            )
 
 
 def _groups(payload: IngestIn) -> list[dict[str, str]]:

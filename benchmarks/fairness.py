@@ -1,0 +1,84 @@
+"""One caller cannot stall everyone: context p95 on a quiet server beside context p95 while
+two clients send maximum-size messages (4 x MEMORY_MESSAGE_MAX_CHARS each request, so
+every request starts a formation), in one run. The ratio is the figure (goal: < 2x).
+
+Two gunicorn sync workers on embedded defaults (formation in the in-process pool, the
+offline provider), a store seeded with 1,000 observations. BENCH_SECONDS sets each
+phase's length (default 15); BENCH_WEB_ENV="K=V,K=V" adds settings to the web process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from pymongo import MongoClient
+
+from benchmarks.harness import embedded_server, print_table, summary_ms, web_process
+from benchmarks.http_clients import AGENT, context_call, drive, ingest_call
+from benchmarks.seed import seed
+from streams.store import MemoryStore
+
+OBSERVATIONS = 1_000
+MAX_CHARS = 32_000
+MESSAGES_PER_REQUEST = 4
+DRAIN_SECONDS = 120
+
+
+def run(sizes: list[int] | None = None) -> None:
+    seconds = float(os.environ.get("BENCH_SECONDS", "15"))
+    with embedded_server() as server:
+        db = "bench_fairness"
+        client = MongoClient(server.uri, tz_aware=True)
+        store = MemoryStore(client, db)
+        seed(store, agent_id=AGENT, scopes=100, observations=(sizes or [OBSERVATIONS])[0])
+        extra = dict(
+            item.split("=", 1) for item in os.environ.get("BENCH_WEB_ENV", "").split(",") if item
+        )
+        threads = int(os.environ.get("BENCH_THREADS", "1"))
+        with web_process(server.uri, db, workers=2, threads=threads, extra_env=extra) as web:
+            drive(web, 2, [context_call])  # warm-up
+            (quiet,) = drive(web, seconds, [context_call])
+
+            def sender(name: str):
+                return lambda c, n: ingest_call(
+                    c, f"{name}-{n}", n, size=MAX_CHARS, count=MESSAGES_PER_REQUEST
+                )
+
+            loaded, first, second = drive(web, seconds, [context_call, sender("a"), sender("b")])
+            formed = store.jobs.collection.count_documents(
+                {"kind": "formation", "status": "succeeded"}
+            )
+            drain_started = time.monotonic()
+            while (
+                time.monotonic() - drain_started < DRAIN_SECONDS
+                and store.jobs.collection.find_one(
+                    {"kind": "formation", "status": {"$in": ["queued", "running"]}}
+                )
+            ):
+                time.sleep(0.5)
+            drained = time.monotonic() - drain_started
+        formations = store.jobs.collection.count_documents({"kind": "formation"})
+        formed_after = store.jobs.collection.count_documents(
+            {"kind": "formation", "status": "succeeded"}
+        )
+        client.close()
+    q50, q95, _ = summary_ms(quiet.latencies)
+    l50, l95, _ = summary_ms(loaded.latencies)
+    senders = first.latencies + second.latencies
+    s50, s95, _ = summary_ms(senders)
+    rows = [
+        ["context, quiet", len(quiet.latencies), f"{q50:.1f}", f"{q95:.1f}", quiet.errors],
+        ["context, 2 max-size senders", len(loaded.latencies), f"{l50:.1f}", f"{l95:.1f}",
+         loaded.errors],
+        ["ingest 4 x 32,000 chars", len(senders), f"{s50:.1f}", f"{s95:.1f}",
+         first.errors + second.errors],
+    ]  # fmt: skip
+    print_table(
+        f"Fairness: 2 gunicorn workers, embedded store, {seconds:.0f} s per phase, "
+        f"{formations} formations started, {formed} done during the phase, {formed_after} "
+        f"{drained:.0f} s later; "
+        f"context p95 ratio loaded/quiet = {l95 / q95:.2f}x",
+        ["calls", "requests", "p50 ms", "p95 ms", "errors"],
+        rows,
+    )
