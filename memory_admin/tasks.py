@@ -67,7 +67,11 @@ def enqueue(job: Job) -> None:
 def dispatch_now(job: Job) -> None:
     """Queue a job's task at once, for work outside any request or transaction (the chat
     proxy's after-answer thread): no `on_commit`, so no database connection is needed."""
-    TASKS_BY_KIND[job.kind].delay(job.id)
+    task = TASKS_BY_KIND[job.kind]
+    if inprocess.enabled():
+        inprocess.submit(task, job.id)
+    else:
+        task.delay(job.id)
 
 
 def enqueue_all(jobs: list[Job]) -> None:

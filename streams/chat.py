@@ -263,11 +263,17 @@ def chat_turn_messages(payload: dict[str, Any]) -> list[IncomingMessage]:
     """The `IncomingMessage`s of a chat turn's ingest, built in this one place.
 
     Each payload message carries its speaker (`user_id`, `user_name`; None for the
-    assistant): once messages can name their own speaker, pass them on here.
+    assistant, which then falls back to the session's caller), so a group chat's turns
+    are filed per speaker.
     """
     return [
         IncomingMessage(
-            id=m["id"], role=m["role"], content=m["content"], created_at=m.get("created_at")
+            id=m["id"],
+            role=m["role"],
+            content=m["content"],
+            created_at=m.get("created_at"),
+            user_id=m.get("user_id"),
+            user_name=m.get("user_name"),
         )
         for m in payload.get("messages", [])
     ]
