@@ -52,6 +52,7 @@ MIDDLEWARE = [
     "memory_admin.api.middleware.ApiExemptLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "memory_admin.middleware.StoreUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.urls"

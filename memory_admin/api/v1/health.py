@@ -8,9 +8,9 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
-from memory_admin.api.errors import error_response
+from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
-from memory_admin.stores import get_store, store_mode
+from memory_admin.stores import get_store, store_mode, store_unreachable
 from streams.exceptions import Unavailable
 
 logger = logging.getLogger("memory_admin.api")
@@ -32,10 +32,13 @@ def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
     except Unavailable as exc:
         # The reason (hosts, driver text) goes to the log, not to anonymous callers.
         logger.warning("health: %s", exc.message)
-        return error_response(
-            503,
-            code="unavailable",
-            message="the memory store is unreachable",
-            details={**report, "status": "unavailable", "store": "unavailable"},
+        store_unreachable(exc)  # an embedded store that died is restarted meanwhile
+        return with_retry_after(
+            error_response(
+                503,
+                code="unavailable",
+                message="the memory store is unreachable",
+                details={**report, "status": "unavailable", "store": "unavailable"},
+            )
         )
     return report
