@@ -66,7 +66,7 @@ def run_schemathesis(base_url: str, raw_key: str, report_dir: Path) -> tuple[int
             "--report-dir",
             str(report_dir),
         ],
-        cwd=ROOT,
+        cwd=report_dir,  # its caches (.hypothesis, .schemathesis) stay out of the repository
         env=env,
         capture_output=True,
         text=True,
