@@ -146,6 +146,7 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         + urllib.parse.quote("ü" * 128)
         + "&group_id="
         + urllib.parse.quote("ß" * 128),
+        "/api/v1/agents/a1/search?q=" + urllib.parse.quote("😀" * 1000),  # 12,000 bytes
         "/api/v1/scopes/" + "x" * 20_000 + "/observations",
     ],
 )

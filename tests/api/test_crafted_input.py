@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from streams.pagination import CURSOR_PATTERN
 from tests.api.conftest import API, assert_error
 
 
@@ -118,3 +119,41 @@ def test_observation_bodies_the_schema_refuses_are_refused(api, scope_id, body):
         f"{API}/scopes/{scope_id}/observations", data=body, content_type="application/json"
     )
     assert_error(response, 422, "validation_error")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("get", "/agents/a1/search?q=%20%20%20", None),
+        (
+            "post",
+            "/agents/a1/scopes",
+            {"scope_type": "group", "group_id": "g2", "display_name": " "},
+        ),
+    ],
+)
+def test_whitespace_only_text_is_refused_as_the_schema_says(api, method, path, body):
+    kwargs = {"data": body, "content_type": "application/json"} if body else {}
+    response = getattr(api, method)(API + path, **kwargs)
+    assert_error(response, 422, "validation_error")
+
+
+def test_the_openapi_states_the_limits_and_formats(api):
+    document = api.get(f"{API}/openapi.json").json()
+    text = json.dumps(document)
+    assert (
+        CURSOR_PATTERN.replace("\\", "\\\\") in text
+        or '"pattern": "^[A-Za-z0-9_-]{1,512}$"' in text
+    )
+    schemas = document["components"]["schemas"]
+    version = schemas["ScopePatchIn"]["properties"]["expected_version"]
+    version_schema = next(s for s in version.get("anyOf", [version]) if s.get("type") == "integer")
+    assert version_schema["maximum"] == 2**53
+    content = schemas["ObservationIn"]["properties"]["content"]
+    assert content["pattern"] == "\\S"
+    observed = schemas["ObservationIn"]["properties"]["observed_at"]
+    formats = [s.get("format") for s in observed.get("anyOf", [observed])]
+    assert "date-time" in formats
+    for path_item in document["paths"].values():
+        for operation in path_item.values():
+            assert {"422", "503"} <= set(operation["responses"]), operation["operationId"]

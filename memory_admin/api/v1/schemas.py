@@ -29,7 +29,11 @@ from streams.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT
 
 # External ids (agent, user, group, session, message): strings of 1..128 characters.
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+# Text the domain strips must hold something besides whitespace; the schema says so.
+NOT_BLANK = r"\S"
+DisplayName = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NOT_BLANK)
+]
 Prompt = Annotated[str, StringConstraints(max_length=20_000)]
 MAX_MESSAGES = 500  # per ingest request
 MAX_VERSION = 2**53  # version numbers: far beyond any real history, well inside BSON int64
@@ -179,7 +183,7 @@ class ScopePatchIn(InSchema):
     is_active: StrictBool = None  # type: ignore[assignment]
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
-    consolidation: Annotated[str, StringConstraints(max_length=20_000)] = Field(
+    consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
         description="A hand edit of the consolidation text; needs `expected_version`.",
     )
@@ -197,8 +201,6 @@ class ObservationListQuery(PageQuery):
     include_deleted: bool = False
 
 
-# Text the domain strips must hold something besides whitespace; the schema says so.
-NOT_BLANK = r"\S"
 ObservationContent = Annotated[
     str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NOT_BLANK)
 ]

@@ -9,13 +9,21 @@ from ninja import Field, Path, Query, Router, Schema
 from pydantic import StringConstraints
 
 from memory_admin.api.auth import require_agent
-from memory_admin.api.v1.schemas import ExternalId, IsoTime, ObservationOut, error_responses
+from memory_admin.api.v1.schemas import (
+    NOT_BLANK,
+    ExternalId,
+    IsoTime,
+    ObservationOut,
+    error_responses,
+)
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.exceptions import InvalidInput
 from streams.search import MAX_LIMIT, search_observations
 
-SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+SearchText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NOT_BLANK)
+]
 
 
 class SearchQuery(Schema):
