@@ -56,6 +56,17 @@ def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
     return server.uri
 
 
+def restart_if_dead(*, data_dir: Path, start_timeout: float = 60.0) -> str | None:
+    """Replace the recorded server if it died; its URI, or None if none is recorded.
+
+    A data directory with no recorded server was stopped on purpose: left alone.
+    """
+    with _locked(data_dir / LOCK_FILE):
+        if recorded_server(data_dir) is None:
+            return None
+    return embedded_server_uri(data_dir=data_dir, start_timeout=start_timeout)
+
+
 def stop_embedded_server(*, data_dir: Path) -> bool:
     """Stop the data directory's server if it runs; True when one was stopped."""
     with _locked(data_dir / LOCK_FILE):
@@ -131,13 +142,22 @@ def stop_server(server: EmbeddedServer, *, timeout: float = 15.0) -> None:
             os.kill(server.pid, signal.SIGKILL)
 
 
-def _running_server(data_dir: Path) -> EmbeddedServer | None:
+def recorded_server(data_dir: Path) -> EmbeddedServer | None:
+    """The server the state file names, alive or not."""
     try:
         state = json.loads((data_dir / STATE_FILE).read_text())
-        server = EmbeddedServer(pid=int(state["pid"]), port=int(state["port"]))
+        return EmbeddedServer(pid=int(state["pid"]), port=int(state["port"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if _pid_alive(server.pid) and _port_open(server.port):
+
+
+def server_alive(server: EmbeddedServer) -> bool:
+    return _pid_alive(server.pid) and _port_open(server.port)
+
+
+def _running_server(data_dir: Path) -> EmbeddedServer | None:
+    server = recorded_server(data_dir)
+    if server is not None and server_alive(server):
         return server
     return None
 

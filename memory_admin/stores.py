@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import logging
+import os
+import threading
+
 from django.conf import settings
 
-from memory_admin.embedded_store import embedded_server_uri
+from memory_admin import store_supervisor
+from streams.exceptions import IndexesMissing, Unavailable
 from streams.store import MemoryStore
-from streams.store.client import get_client
+from streams.store.client import get_client, is_unreachable
 
-_embedded_uri: str | None = None
+logger = logging.getLogger("memory_admin.store")
+
+# (process, URI, database) whose declared indexes this process has made sure of.
+_indexed: set[tuple[int, str, str]] = set()
+_index_lock = threading.Lock()
 
 
 def mongodb_uri() -> str:
-    """The configured URI, or the embedded server's (started on first need)."""
-    global _embedded_uri
+    """The configured URI, or the embedded server's (started on first need, then supervised)."""
     if settings.MONGODB_URI:
         return settings.MONGODB_URI
-    if _embedded_uri is None:
-        _embedded_uri = embedded_server_uri(
-            data_dir=settings.MEMORY_DATA_DIR,
-            start_timeout=settings.MEMORY_EMBEDDED_START_TIMEOUT,
-        )
-    return _embedded_uri
+    return store_supervisor.supervised_uri(
+        data_dir=settings.MEMORY_DATA_DIR,
+        start_timeout=settings.MEMORY_EMBEDDED_START_TIMEOUT,
+    )
 
 
 def store_mode() -> str:
@@ -29,12 +35,56 @@ def store_mode() -> str:
 
 
 def get_store() -> MemoryStore:
-    """The store for the configured database; cheap to call on every request."""
-    return MemoryStore(
-        get_client(mongodb_uri()),
+    """The store for the configured database; cheap to call on every request.
+
+    The first call of a process (and after the embedded server is replaced) creates any
+    missing declared index, so idempotent ingest never depends on someone having run
+    `ensure_indexes`.
+    """
+    uri = mongodb_uri()
+    store = MemoryStore(
+        get_client(uri, server_selection_timeout_ms=settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS),
         settings.MONGODB_DB,
         scope_defaults={
             "consolidation_threshold": settings.MEMORY_CONSOLIDATION_THRESHOLD,
             "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
         },
     )
+    _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
+    return store
+
+
+def _ensure_indexes_once(store: MemoryStore, key: tuple[int, str, str]) -> None:
+    if key in _indexed:
+        return
+    with _index_lock:
+        if key in _indexed:
+            return
+        try:
+            store.ensure_indexes()
+        except Exception as exc:
+            if is_unreachable(exc):
+                raise Unavailable("the memory store is unreachable") from exc
+            logger.exception("the store's indexes could not be created: refusing to use it")
+            raise IndexesMissing(
+                "the memory store's indexes are missing and could not be created; "
+                "see the log and run `manage.py ensure_indexes`"
+            ) from exc
+        _indexed.add(key)
+
+
+def indexes_ensured(uri: str, db_name: str) -> None:
+    """Record that `db_name`'s indexes exist (tests create them with each database)."""
+    _indexed.add((os.getpid(), uri, db_name))
+
+
+def store_unreachable(exc: BaseException) -> bool:
+    """Whether `exc` means the store is down; if so, an embedded one is checked and restarted."""
+    if not is_unreachable(exc):
+        return False
+    if not settings.MONGODB_URI:
+        store_supervisor.store_failed(
+            data_dir=settings.MEMORY_DATA_DIR,
+            start_timeout=settings.MEMORY_EMBEDDED_START_TIMEOUT,
+        )
+    return True

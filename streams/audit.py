@@ -95,8 +95,12 @@ def audit_page(
     log and says where to go on (see `streams.store.audit`).
     """
     limit = clamp_limit(limit)
+    now = now or utcnow()
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)  # a time without a zone is read as UTC
+    if since is not None and since > now:
+        # Nothing is logged in the future (and ids cannot name times past 2106).
+        return Page(items=[], next_cursor=None)
     filters = {"object_id": object_id, "actor": actor, "action": action, "agent_id": agent_id}
     for name, value in filters.items():
         if value is not None and (not value or len(value) > MAX_FILTER_CHARS):
@@ -111,7 +115,7 @@ def audit_page(
         extra=extra,
         before=_cursor_before(cursor),
         since=since,
-        now=now or utcnow(),
+        now=now,
         limit=limit,
     )
     next_cursor = encode_cursor({"before": str(window.next_before)}) if window.next_before else None

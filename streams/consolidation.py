@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
 from bson import ObjectId
 
@@ -59,6 +60,7 @@ def consolidation_commit(
     newly_absorbed_ids: list[str] | None = None,
     warning: str | None = None,
     also: Callable[[StoreSession], None] | None = None,
+    at: datetime | None = None,
 ) -> ConsolidationVersion:
     """Store `text` as version `expected_version + 1`; Conflict if the scope moved on.
 
@@ -67,8 +69,9 @@ def consolidation_commit(
     rebuilt without (`rebuilt_ids`, out of the scope's rebuild list in the same
     update) and redacts the old versions in `also`, inside the same transaction;
     `newly_absorbed_ids` are those of its absorbed still to mark consolidated (default all).
+    `at` backdates the version (a legacy migration keeps the old `last_updated_at`).
     """
-    now = utcnow()
+    now = at or utcnow()
     run = run or RunDetails()
     scope_oid = require_object_id(scope.id, what="scope")
     absorbed = [ObjectId(i) for i in absorbed_ids]

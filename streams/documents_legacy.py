@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bson import ObjectId
+
 LEGACY_MEMORY_TYPES = ("episode", "directive", "fact", "suggestion")
 
 
@@ -23,9 +25,18 @@ def _strings(value: Any) -> list[str]:
     return [str(v) for v in value if v is not None]
 
 
+def _id(value: Any) -> str | None:
+    """An id as text: the legacy ids are ObjectIds (their 24-hex form), sometimes strings."""
+    if isinstance(value, ObjectId):
+        return str(value)
+    return value if isinstance(value, str) else None
+
+
 def _ids(value: Any) -> list[str]:
-    """Ids as 24-hex strings (the legacy lists hold ObjectIds, sometimes their strings)."""
-    return [str(v) for v in value] if isinstance(value, list) else []
+    """A list of ids as text (the legacy lists hold ObjectIds, sometimes their strings)."""
+    if not isinstance(value, list):
+        return []
+    return [text for text in (_id(v) for v in value) if text is not None]
 
 
 def _time(value: Any) -> datetime | None:
@@ -50,16 +61,15 @@ class LegacyItem:
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> LegacyItem:
-        shard = doc.get("shard_id")
         return cls(
             id=str(doc["_id"]),
-            agent_id=_text(doc.get("agent_id")),
+            agent_id=_id(doc.get("agent_id")),
             memory_type=_text(doc.get("memory_type")),
             content=_text(doc.get("content")),
-            source_session_id=_text(doc.get("source_session_id")),
+            source_session_id=_id(doc.get("source_session_id")),
             source_message_ids=_strings(doc.get("source_message_ids")),
-            related_users=_strings(doc.get("related_users")),
-            shard_id=str(shard) if shard is not None else None,
+            related_users=_ids(doc.get("related_users")),
+            shard_id=_id(doc.get("shard_id")),
             created_at=_time(doc.get("created_at")),
         )
 
@@ -73,16 +83,17 @@ class LegacyUser:
     user_id: str | None
     content: str | None
     unabsorbed_memory_ids: list[str]
+    last_updated_at: datetime | None = None
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> LegacyUser:
-        user = doc.get("user_id")
         return cls(
             id=str(doc["_id"]),
-            agent_id=_text(doc.get("agent_id")),
-            user_id=str(user) if user is not None else None,
+            agent_id=_id(doc.get("agent_id")),
+            user_id=_id(doc.get("user_id")),
             content=_text(doc.get("content")),
             unabsorbed_memory_ids=_ids(doc.get("unabsorbed_memory_ids")),
+            last_updated_at=_time(doc.get("last_updated_at")),
         )
 
 
@@ -98,18 +109,20 @@ class LegacyShard:
     content: str | None
     unabsorbed_memory_ids: list[str]
     facts: list[str]
+    last_updated_at: datetime | None = None
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> LegacyShard:
         return cls(
             id=str(doc["_id"]),
-            agent_id=_text(doc.get("agent_id")),
+            agent_id=_id(doc.get("agent_id")),
             shard_name=_text(doc.get("shard_name")),
             extraction_prompt=_text(doc.get("extraction_prompt")),
             is_active=doc.get("is_active", True) is not False,
             content=_text(doc.get("content")),
             unabsorbed_memory_ids=_ids(doc.get("unabsorbed_memory_ids")),
             facts=_ids(doc.get("facts")),
+            last_updated_at=_time(doc.get("last_updated_at")),
         )
 
 

@@ -34,3 +34,10 @@ class Unavailable(MemoryServiceError):
     """The store or the LLM cannot be reached; the caller may retry later."""
 
     code = "unavailable"
+
+
+class IndexesMissing(Unavailable):
+    """The store's indexes could not be created: writes would break their guarantees
+    (idempotent ingest rests on unique indexes), so the store is not used until they are."""
+
+    code = "indexes_missing"

@@ -58,6 +58,7 @@ class _ScopePlan:
     report: CollectionReport | None = None  # the collection whose document owns the text
     content: str | None = None
     absorbed: list[str] = field(default_factory=list)
+    updated_at: datetime | None = None  # the legacy `last_updated_at`: the version's time
 
     @property
     def has_legacy_text(self) -> bool:
@@ -113,7 +114,12 @@ class _Migration:
         return self.plans[key], created
 
     def claim(
-        self, report: CollectionReport, key: ScopeKey, content: str | None, defaults: dict
+        self,
+        report: CollectionReport,
+        key: ScopeKey,
+        content: str | None,
+        defaults: dict,
+        updated_at: datetime | None = None,
     ) -> _ScopePlan | None:
         """A legacy consolidation document's scope; None (skipped) if another claimed it."""
         existing = self.plans.get(key)
@@ -122,6 +128,7 @@ class _Migration:
             return None
         plan, created = self.plan_for(key, defaults=defaults)
         plan.report, plan.content = report, (content or "").strip() or None
+        plan.updated_at = updated_at
         if created:
             report.written += 1
         else:
@@ -139,7 +146,7 @@ class _Migration:
                 self.users.skip("no valid user_id")
                 continue
             key = ScopeKey.individual(user.agent_id, user.user_id)
-            if self.claim(self.users, key, user.content, {}) is None:
+            if self.claim(self.users, key, user.content, {}, user.last_updated_at) is None:
                 continue
             for item_id in user.unabsorbed_memory_ids:
                 self.unabsorbed[item_id] = key
@@ -158,7 +165,8 @@ class _Migration:
                 continue
             key = ScopeKey.collective(shard.agent_id, name)
             defaults = {"extraction_prompt": shard.extraction_prompt, "is_active": shard.is_active}
-            if self.claim(self.shards, key, shard.content, defaults) is None:
+            claimed = self.claim(self.shards, key, shard.content, defaults, shard.last_updated_at)
+            if claimed is None:
                 continue
             self.shard_keys[shard.id] = key
             for item_id in shard.unabsorbed_memory_ids:
@@ -302,6 +310,7 @@ class _Migration:
                     trigger=LEGACY_TRIGGER,
                     actor=self.actor,
                     absorbed_were_pending=False,
+                    at=plan.updated_at,
                 )
             except Conflict:  # someone committed a version since we read the scope
                 plan.report.consolidations -= 1

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from memory_admin.stores import indexes_ensured
 from streams.store import DECLARED_INDEXES, MemoryStore
 from streams.store.client import close_clients, get_client
 from streams.store.query_guard import QueryGuard
@@ -46,6 +47,7 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     settings.MONGODB_DB = db_name
     client = get_client(embedded_mongo.uri)
     MemoryStore(client, db_name).ensure_indexes()
+    indexes_ensured(embedded_mongo.uri, db_name)  # so the app does not create them again
     yield db_name
     client.drop_database(db_name)
 

@@ -81,3 +81,38 @@ def test_the_oplog_is_bounded_by_settings(monkeypatch, tmp_path):
         monkeypatch.setenv("MEMORY_STORE_OPLOG_ENTRIES", bad)
         with pytest.raises(ImproperlyConfigured, match="MEMORY_STORE_OPLOG_ENTRIES"):
             oplog_args()
+
+
+def test_restart_if_dead_replaces_a_dead_server_but_not_a_stopped_one(tmp_path):
+    import json
+    import os
+    import signal
+
+    from memory_admin.embedded_store import restart_if_dead
+
+    assert restart_if_dead(data_dir=tmp_path) is None  # never started: left alone
+    uri = embedded_server_uri(data_dir=tmp_path)
+    try:
+        assert restart_if_dead(data_dir=tmp_path) == uri  # alive: kept
+        state = json.loads((tmp_path / "secantus-server.json").read_text())
+        os.kill(state["pid"], signal.SIGKILL)
+        while _pid_alive(state["pid"]):
+            pass
+        replaced = restart_if_dead(data_dir=tmp_path)
+        assert replaced is not None and replaced != uri
+    finally:
+        assert stop_embedded_server(data_dir=tmp_path)
+    assert restart_if_dead(data_dir=tmp_path) is None  # stopped on purpose: stays stopped
+
+
+def test_the_supervised_uri_follows_a_server_another_process_started(tmp_path):
+    from memory_admin import store_supervisor
+
+    first = store_supervisor.supervised_uri(data_dir=tmp_path, start_timeout=60)
+    try:
+        assert store_supervisor.supervised_uri(data_dir=tmp_path, start_timeout=60) == first
+        stop_embedded_server(data_dir=tmp_path)
+        second = embedded_server_uri(data_dir=tmp_path)  # as another process would
+        assert store_supervisor.supervised_uri(data_dir=tmp_path, start_timeout=60) == second
+    finally:
+        stop_embedded_server(data_dir=tmp_path)

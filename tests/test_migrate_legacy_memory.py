@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from pymongo import MongoClient
 
-from tests.fakes.legacy_data import LegacyDataset, legacy_dataset_write
+from tests.fakes.legacy_data import AGENTS, LegacyDataset, legacy_dataset_write
 
 
 @pytest.fixture
@@ -39,13 +39,7 @@ def table_rows(output: str) -> dict[str, list[int]]:
 
 
 def scope_count(store) -> int:
-    return len(
-        list(
-            store.scopes.collection.find({"agent_id": {"$in": ["support-bot", "sales-bot"]}}).limit(
-                100
-            )
-        )
-    )
+    return len(list(store.scopes.collection.find({"agent_id": {"$in": list(AGENTS)}}).limit(100)))
 
 
 def test_dry_run_then_run_then_rerun(store, source_db):
@@ -98,3 +92,48 @@ def test_the_memory_database_is_the_default_source(store):
 def test_bad_options_are_refused(store, args, message):
     with pytest.raises(CommandError, match=message):
         migrate(*args)
+
+
+def test_objectid_data_as_domain_md_shapes_it(store, source_db):
+    """ids are ObjectIds in the legacy collections: kept as strings, the item id as the id."""
+    from datetime import UTC
+
+    from streams.consolidation import consolidation_history
+    from streams.observations import observation_list
+    from streams.scopes import ScopeKey, scope_get_or_create
+    from tests.fakes.legacy_data import AGENT_OIDS, USER_OIDS
+
+    name, dataset = source_db
+    output = migrate("--source-db", name)
+    assert "no valid agent_id" not in output and "validation: OK" in output
+    legacy_user = next(
+        u for u in dataset.users if (u["agent_id"], u["user_id"]) == (AGENT_OIDS[0], USER_OIDS[0])
+    )
+    key = ScopeKey.individual(str(AGENT_OIDS[0]), str(USER_OIDS[0]))
+    scope, created = scope_get_or_create(store=store, key=key)
+    assert not created and (scope.agent_id, scope.user_id) == (key.agent_id, key.user_id)
+    assert scope.consolidation == legacy_user["content"]
+    [version] = consolidation_history(store=store, scope=scope).items
+    assert version.created_at == legacy_user["last_updated_at"].replace(tzinfo=UTC)
+    observations = observation_list(store=store, scope=scope).items
+    unabsorbed = {str(oid) for oid in legacy_user["unabsorbed_memory_ids"]}
+    assert unabsorbed & {o.id for o in observations}  # the legacy ObjectId is the id
+    assert all(o.related_user_ids == [str(USER_OIDS[0])] for o in observations)
+
+
+def test_string_and_objectid_ids_are_both_read():
+    from bson import ObjectId
+
+    from streams.documents_legacy import LegacyItem, LegacyShard, LegacyUser
+
+    oid = ObjectId()
+    for value, text in ((oid, str(oid)), ("u-1", "u-1")):
+        item = LegacyItem.from_mongo(
+            {"_id": ObjectId(), "agent_id": value, "related_users": [value, 7], "shard_id": value}
+        )
+        assert (item.agent_id, item.related_users, item.shard_id) == (text, [text], text)
+        user = LegacyUser.from_mongo({"_id": oid, "agent_id": value, "user_id": value})
+        assert (user.agent_id, user.user_id) == (text, text)
+        shard = LegacyShard.from_mongo({"_id": oid, "agent_id": value, "facts": [value]})
+        assert (shard.agent_id, shard.facts) == (text, [text])
+    assert LegacyUser.from_mongo({"_id": oid, "agent_id": 12}).agent_id is None

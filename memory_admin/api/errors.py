@@ -20,6 +20,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory_admin.api.ratelimit import RateLimited
+from memory_admin.stores import store_unreachable
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound, Unavailable
 
 logger = logging.getLogger("memory_admin.api")
@@ -138,11 +139,31 @@ def _on_domain_error(request: HttpRequest, exc: MemoryServiceError) -> HttpRespo
     )
     if status == 503:
         logger.warning("unavailable: %s %s: %s", request.method, request.path, exc.message)
+        store_unreachable(exc)  # an embedded store that died is restarted meanwhile
+        return with_retry_after(
+            error_response(status, code=exc.code, message=exc.message, details=domain_details(exc))
+        )
     response = error_response(
         status, code=exc.code, message=exc.message, details=domain_details(exc)
     )
     if isinstance(exc, RateLimited):
         response["Retry-After"] = str(exc.retry_after)
+    return response
+
+
+def store_unavailable_response() -> HttpResponse:
+    """503 for a store that cannot be reached: the client retries after a short wait."""
+    return with_retry_after(
+        error_response(
+            503,
+            code="unavailable",
+            message="the memory store is unreachable; retry shortly",
+        )
+    )
+
+
+def with_retry_after(response: HttpResponse) -> HttpResponse:
+    response["Retry-After"] = str(settings.MEMORY_STORE_RETRY_AFTER_SECONDS)
     return response
 
 
@@ -185,6 +206,9 @@ def _on_request_data_too_big(request: HttpRequest, exc: RequestDataTooBig) -> Ht
 
 
 def _on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
+    if store_unreachable(exc):
+        logger.warning("store unreachable: %s %s: %s", request.method, request.path, exc)
+        return store_unavailable_response()
     # The trace goes to the log, never to the caller.
     logger.exception("unhandled error in %s %s", request.method, request.path, exc_info=exc)
     return error_response(500, code="internal_error", message="an internal error occurred")

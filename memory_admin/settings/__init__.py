@@ -44,6 +44,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "memory_admin.security.ContentSecurityPolicyMiddleware",
+    # Static files under gunicorn (hashed and compressed when DEBUG is off).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "memory_admin.api.middleware.ApiErrorEnvelopeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -52,6 +55,7 @@ MIDDLEWARE = [
     "memory_admin.api.middleware.ApiExemptLoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "memory_admin.middleware.StoreUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.urls"
@@ -96,7 +100,17 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = MEMORY_DATA_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(MEMORY_DATA_DIR / "staticfiles")))
+# Off DEBUG: `manage.py collectstatic` writes hashed, compressed copies that whitenoise
+# serves with far-future caching; the manifest maps each name to its hashed file.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 # Request bodies: the API answers 413 past this, in its own envelope.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1_048_576
@@ -120,3 +134,4 @@ from memory_admin.settings.chat import *  # noqa: E402,F403
 from memory_admin.settings.llm import *  # noqa: E402,F403
 from memory_admin.settings.memory import *  # noqa: E402,F403
 from memory_admin.settings.mongo import *  # noqa: E402,F403
+from memory_admin.settings.production import *  # noqa: E402,F403

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_optional, env_str
+from memory_admin.settings.env import env_int, env_optional, env_str
 
 MONGODB_URI: str | None = env_optional("MONGODB_URI")
 MONGODB_DB: str = env_str("MONGODB_DB", "memory")
 # Embedded store only: how long to wait for a freshly started server to answer.
 MEMORY_EMBEDDED_START_TIMEOUT = 60.0
+# How long a store call waits for a reachable server: short, so that while the store is
+# down requests answer 503 (with Retry-After) within about a second instead of hanging.
+MONGODB_SERVER_SELECTION_TIMEOUT_MS: int = env_int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 1000)
+# The Retry-After (seconds) of those 503s.
+MEMORY_STORE_RETRY_AFTER_SECONDS = 2

@@ -7,13 +7,15 @@ repository module declares the indexes its queries need (`INDEXES`), and
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from pymongo import MongoClient
 from pymongo.client_session import ClientSession
-from pymongo.errors import PyMongoError
+from pymongo.errors import ConnectionFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
@@ -111,21 +113,73 @@ class MemoryStore:
         """
         for attempt in range(attempts):
             try:
-                with self.client.start_session() as session:
-                    return session.with_transaction(
-                        work,
-                        read_concern=ReadConcern("snapshot"),
-                        write_concern=WriteConcern(w="majority", j=True),
-                    )
+                return self._transaction(work)
             except Conflict:
                 if attempt == attempts - 1:
                     raise
         raise AssertionError("unreachable: attempts must be at least 1")
 
+    def _transaction(self, work: Callable[[ClientSession], T]) -> T:
+        """pymongo's `with_transaction` loop, except that a store that cannot be reached fails
+        at once: `with_transaction` retries those for up to 120 s, so a dead server would hold
+        every writing request for two minutes instead of answering 503.
+        """
+        deadline = time.monotonic() + TRANSACTION_RETRY_SECONDS
+        with self.client.start_session() as session:
+            retry = 0
+            while True:
+                if retry:
+                    time.sleep(random.random() * min(0.005 * 1.5**retry, 0.5))
+                retry += 1
+                session.start_transaction(
+                    read_concern=ReadConcern("snapshot"),
+                    write_concern=WriteConcern(w="majority", j=True),
+                )
+                try:
+                    result = work(session)
+                except BaseException as exc:
+                    if session.in_transaction:
+                        session.abort_transaction()
+                    if _retryable(exc, "TransientTransactionError", deadline):
+                        continue
+                    raise
+                try:
+                    _commit(session, deadline)
+                except PyMongoError as exc:
+                    if _retryable(exc, "TransientTransactionError", deadline):
+                        continue
+                    raise
+                return result
+
     @contextmanager
     def session(self) -> Iterator[ClientSession]:
         with self.client.start_session() as session:
             yield session
+
+
+# How long a transaction that keeps meeting write conflicts is retried (pymongo: 120 s).
+TRANSACTION_RETRY_SECONDS = 30.0
+
+
+def _retryable(exc: BaseException, label: str, deadline: float) -> bool:
+    return (
+        isinstance(exc, PyMongoError)
+        and not isinstance(exc, ConnectionFailure)
+        and exc.has_error_label(label)
+        and time.monotonic() < deadline
+    )
+
+
+def _commit(session: ClientSession, deadline: float) -> None:
+    """Commit, retrying a commit whose outcome is unknown while the server is reachable."""
+    while True:
+        try:
+            session.commit_transaction()
+            return
+        except PyMongoError as exc:
+            if _retryable(exc, "UnknownTransactionCommitResult", deadline):
+                continue
+            raise
 
 
 __all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]

@@ -43,8 +43,12 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    """A fresh browser context (no cookies) at a laptop's viewport."""
-    context = browser.new_context(viewport={"width": 1366, "height": 800})
+    """A fresh browser context (no cookies) at a laptop's viewport.
+
+    `bypass_csp`: Playwright's `wait_for_function` evaluates strings, which the app's
+    Content-Security-Policy (no eval) refuses; test_csp.py drives the app with the CSP on.
+    """
+    context = browser.new_context(viewport={"width": 1366, "height": 800}, bypass_csp=True)
     context.set_default_timeout(10_000)
     tab = context.new_page()
     yield tab

@@ -21,8 +21,12 @@ from bson import ObjectId
 from pymongo.database import Database
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
-AGENTS = ("support-bot", "sales-bot")
-USERS = ("u-gene", "u-ada", "u-linus", "u-grace")
+# The old system's agent and user ids are ObjectIds (domain.md "Legacy data"); the new
+# collections keep their 24-hex strings, which is what AGENTS and USERS hold.
+AGENT_OIDS = (ObjectId("65e1a0000000000000000a01"), ObjectId("65e1a0000000000000000a02"))
+USER_OIDS = tuple(ObjectId(f"65e1a0000000000000000b0{n}") for n in range(1, 5))
+AGENTS = tuple(str(oid) for oid in AGENT_OIDS)
+USERS = tuple(str(oid) for oid in USER_OIDS)
 SHARDS = {
     "product-feedback": "Feedback about the product: what users like, dislike, or ask for.",
     "bugs": "Defects users ran into, with the steps and versions they mention.",
@@ -80,7 +84,7 @@ def legacy_dataset_write(db: Database, *, seed: int = 7) -> LegacyDataset:
     users: list[dict[str, Any]] = []
     shards: list[dict[str, Any]] = []
 
-    def item(agent: str, memory_type: str, content: str, **extra: Any) -> dict[str, Any]:
+    def item(agent: ObjectId | str, memory_type: str, content: str, **extra: Any) -> dict[str, Any]:
         oid = ids.next()
         doc = {
             "_id": oid,
@@ -98,11 +102,11 @@ def legacy_dataset_write(db: Database, *, seed: int = 7) -> LegacyDataset:
         items.append(doc)
         return doc
 
-    for agent in AGENTS:
+    for agent in AGENT_OIDS:
         shard_ids = {name: ids.next() for name in SHARDS}
         unabsorbed_by_shard: dict[str, list[ObjectId]] = {name: [] for name in SHARDS}
         facts_by_shard: dict[str, list[ObjectId]] = {name: [] for name in SHARDS}
-        for user in USERS:
+        for user in USER_OIDS:
             directives = [
                 item(agent, "directive", text.format(user=user), related_users=[user])
                 for text in rng.sample(DIRECTIVES, 3)
@@ -127,7 +131,7 @@ def legacy_dataset_write(db: Database, *, seed: int = 7) -> LegacyDataset:
         for name in SHARDS:
             for text in SUGGESTIONS[:3]:
                 doc = item(agent, "suggestion", text, shard_id=shard_ids[name])
-                doc["related_users"] = [rng.choice(USERS)]
+                doc["related_users"] = [rng.choice(USER_OIDS)]
             newest = items[-1]["_id"]
             unabsorbed_by_shard[name].append(newest)
             out.items["consolidated"] += 2
@@ -143,7 +147,7 @@ def legacy_dataset_write(db: Database, *, seed: int = 7) -> LegacyDataset:
                     "agent_id": agent,
                     "shard_name": name,
                     "extraction_prompt": SHARDS[name],
-                    "is_active": name != "bugs" or agent == AGENTS[0],
+                    "is_active": name != "bugs" or agent == AGENT_OIDS[0],
                     "content": f"What {agent} users said about {name}: dark mode, CSV export.",
                     "unabsorbed_memory_ids": unabsorbed_by_shard[name],
                     "facts": facts_by_shard[name],
@@ -155,14 +159,15 @@ def legacy_dataset_write(db: Database, *, seed: int = 7) -> LegacyDataset:
             )
 
     # The awkward cases of real data.
-    item(AGENTS[0], "directive", "   ", related_users=["u-gene"])
+    item(AGENT_OIDS[0], "directive", "   ", related_users=[USER_OIDS[0]])
     out.items["empty content"] += 1
-    item(AGENTS[0], "directive", "Be formal with whoever this is.")
+    item(AGENT_OIDS[0], "directive", "Be formal with whoever this is.")
     out.items["directive without a user"] += 1
-    item(AGENTS[1], "suggestion", "A mobile app would help field staff.")  # no shard: collective
+    # No shard (so the collective scope), and an agent id written as a string, as some were.
+    item(AGENTS[1], "suggestion", "A mobile app would help field staff.")
     out.items["pending"] += 1
     users[0]["unabsorbed_memory_ids"].append(ObjectId())  # listed, but no such item
-    shards.append({"_id": ids.next(), "agent_id": AGENTS[1], "shard_name": "", "content": "x"})
+    shards.append({"_id": ids.next(), "agent_id": AGENT_OIDS[1], "shard_name": "", "content": "x"})
 
     db["memory_sessions"].insert_many(items)
     db["memory_user"].insert_many(users)

@@ -80,16 +80,18 @@ def test_the_report_counts_every_legacy_document_once(store, dataset, source_db)
 
 def test_users_become_individual_scopes_with_their_directives(store, dataset, source_db):
     legacy_migrate(store=store, source_db=source_db)
-    scope, created = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], "u-gene"))
+    scope, created = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], USERS[0]))
     assert not created
-    legacy = next(u for u in dataset.users if (u["agent_id"], u["user_id"]) == scope_key(scope))
+    legacy = next(
+        u for u in dataset.users if (str(u["agent_id"]), str(u["user_id"])) == scope_key(scope)
+    )
     assert scope.consolidation == legacy["content"] and scope.consolidation_version == 1
     observations = observation_list(store=store, scope=scope).items
     assert len(observations) == 3
     pending = [o for o in observations if o.status == "pending"]
     assert [o.id for o in pending] == [str(legacy["unabsorbed_memory_ids"][0])]
     assert scope.pending_observation_ids == [pending[0].id]
-    assert all(o.related_user_ids == ["u-gene"] and o.source_session_id for o in observations)
+    assert all(o.related_user_ids == [USERS[0]] and o.source_session_id for o in observations)
     assert all(len(o.source_message_ids) == 2 and o.observed_at.tzinfo for o in observations)
     [version] = consolidation_history(store=store, scope=scope).items
     assert (version.version, version.trigger, version.actor) == (1, "legacy", "cli")
@@ -106,7 +108,7 @@ def scope_key(scope) -> tuple[str, str | None]:
 def test_shards_keep_their_prompt_activity_text_and_facts_stay_pending(store, dataset, source_db):
     legacy_migrate(store=store, source_db=source_db)
     for legacy in dataset.shards[:-1]:
-        key = ScopeKey.collective(legacy["agent_id"], legacy["shard_name"])
+        key = ScopeKey.collective(str(legacy["agent_id"]), legacy["shard_name"])
         shard, created = scope_get_or_create(store=store, key=key)
         assert not created and shard.is_shard
         assert shard.extraction_prompt == legacy["extraction_prompt"]
@@ -160,10 +162,10 @@ def test_a_dry_run_writes_nothing_and_reports_what_a_run_would(
 
 def test_a_scope_edited_since_the_first_run_keeps_its_text(store, dataset, source_db):
     legacy_migrate(store=store, source_db=source_db, batch_size=7)
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], "u-ada"))
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], USERS[1]))
     consolidation_edit(store=store, scope=scope, text="Edited.", expected_version=1, actor="op")
     legacy_migrate(store=store, source_db=source_db, batch_size=7)
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], "u-ada"))
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENTS[0], USERS[1]))
     assert (scope.consolidation, scope.consolidation_version) == ("Edited.", 2)
 
 

@@ -6,6 +6,7 @@ from ninja import NinjaAPI
 
 from memory_admin.api.auth import ApiKeyAuth
 from memory_admin.api.errors import install_exception_handlers
+from memory_admin.api.openapi import document_common_errors
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
     audit,
@@ -31,6 +32,7 @@ api = NinjaAPI(
     urls_namespace="api-v1",
 )
 install_exception_handlers(api)
+document_common_errors(api)
 api.add_router("", health.router)
 api.add_router("", scopes.router)
 api.add_router("", observations.router)

@@ -10,7 +10,7 @@ from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
 from memory_admin.api.auth import visible_agents
-from memory_admin.api.v1.schemas import PageQuery, error_responses
+from memory_admin.api.v1.schemas import IsoTime, PageQuery, error_responses
 from memory_admin.stores import get_store
 from streams.audit import audit_page
 from streams.documents_audit import AuditEntry
@@ -23,7 +23,7 @@ class AuditQuery(PageQuery):
     actor: str | None = Field(None, min_length=1, max_length=200, description="e.g. `api:ci`")
     object_id: str | None = Field(None, min_length=1, max_length=200)
     action: str | None = Field(None, min_length=1, max_length=100, description="e.g. `user.forget`")
-    since: datetime | None = Field(None, description="Entries at or after this time.")
+    since: IsoTime | None = Field(None, description="Entries at or after this time.")
 
 
 class AuditEntryOut(Schema):

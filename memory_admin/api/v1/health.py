@@ -8,10 +8,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
-from memory_admin.api.errors import error_response
+from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
-from memory_admin.stores import get_store, store_mode
-from streams.exceptions import Unavailable
+from memory_admin.stores import get_store, store_mode, store_unreachable
+from streams.exceptions import IndexesMissing, Unavailable
 
 logger = logging.getLogger("memory_admin.api")
 router = Router(tags=["health"])
@@ -29,13 +29,26 @@ def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
     }
     try:
         get_store().ping()
+    except IndexesMissing as exc:
+        logger.error("health: %s", exc.message)
+        return with_retry_after(
+            error_response(
+                503,
+                code=exc.code,
+                message=exc.message,
+                details={**report, "status": "unavailable", "store": "indexes_missing"},
+            )
+        )
     except Unavailable as exc:
         # The reason (hosts, driver text) goes to the log, not to anonymous callers.
         logger.warning("health: %s", exc.message)
-        return error_response(
-            503,
-            code="unavailable",
-            message="the memory store is unreachable",
-            details={**report, "status": "unavailable", "store": "unavailable"},
+        store_unreachable(exc)  # an embedded store that died is restarted meanwhile
+        return with_retry_after(
+            error_response(
+                503,
+                code="unavailable",
+                message="the memory store is unreachable",
+                details={**report, "status": "unavailable", "store": "unavailable"},
+            )
         )
     return report

@@ -7,12 +7,14 @@ than a silently ignored setting. Outputs mirror the "Objects" of
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import (
     AwareDatetime,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     PlainSerializer,
@@ -26,13 +28,18 @@ from memory_admin.api.errors import register_union_tags
 from streams.documents import JobKind, JobStatus, ScopeType
 from streams.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 from streams.observations import MAX_CONTENT_CHARS
-from streams.pagination import DEFAULT_LIMIT, MAX_LIMIT
+from streams.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
 
 # External ids (agent, user, group, session, message): strings of 1..128 characters.
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=128)]
-DisplayName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+# Text the domain strips must hold something besides whitespace; the schema says so.
+NOT_BLANK = r"\S"
+DisplayName = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NOT_BLANK)
+]
 Prompt = Annotated[str, StringConstraints(max_length=20_000)]
 MAX_MESSAGES = 500  # per ingest request
+MAX_VERSION = 2**53  # version numbers: far beyond any real history, well inside BSON int64
 MAX_GROUPS = 100
 
 
@@ -44,6 +51,22 @@ def iso_utc(value: datetime) -> str:
 
 # Output times: ISO 8601 in UTC, millisecond precision (MongoDB's own).
 Time = Annotated[datetime, PlainSerializer(iso_utc, return_type=str)]
+
+_ISO_TIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([Zz]|[+-]\d{2}:?\d{2})$"
+)
+
+
+def _iso_text(value: Any) -> Any:
+    """Times come as ISO 8601 text with a zone, as the OpenAPI says (`format: date-time`);
+    pydantic alone would also take numbers and digit strings as Unix times."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _ISO_TIME.match(value)):
+        return value
+    raise ValueError("must be an ISO 8601 date-time with a timezone, e.g. 2024-05-01T12:00:00Z")
+
+
+# Input times: ISO 8601 date-times with a timezone, nothing else.
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
 
 
 class InSchema(Schema):
@@ -83,7 +106,9 @@ class PageQuery(Schema):
     """`?limit=&cursor=` of every list; a cursor is opaque and only ever passed back."""
 
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
-    cursor: str | None = Field(None, max_length=512)
+    cursor: str | None = Field(
+        None, max_length=512, pattern=CURSOR_PATTERN, description=CURSOR_DESCRIPTION
+    )
 
 
 # -- scopes ------------------------------------------------------------------------------
@@ -161,11 +186,11 @@ class ScopePatchIn(InSchema):
     is_active: StrictBool = None  # type: ignore[assignment]
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
-    consolidation: Annotated[str, StringConstraints(max_length=20_000)] = Field(
+    consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
         description="A hand edit of the consolidation text; needs `expected_version`.",
     )
-    expected_version: Annotated[StrictInt, Field(ge=0)] = Field(
+    expected_version: Annotated[StrictInt, Field(ge=0, le=MAX_VERSION)] = Field(
         None,  # type: ignore[arg-type]
         description="The `consolidation_version` the edit started from (409 if it moved on).",
     )
@@ -179,13 +204,15 @@ class ObservationListQuery(PageQuery):
     include_deleted: bool = False
 
 
-ObservationContent = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS)]
+ObservationContent = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NOT_BLANK)
+]
 
 
 class ObservationIn(InSchema):
     content: ObservationContent
     private: StrictBool = False
-    observed_at: AwareDatetime | None = Field(
+    observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
     )
 
@@ -223,7 +250,7 @@ class ObservationBatchItemIn(InSchema):
     )
     content: ObservationContent
     private: StrictBool = False
-    observed_at: AwareDatetime | None = Field(
+    observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
     )
 
@@ -285,7 +312,7 @@ class MessageIn(InSchema):
         description="At most MEMORY_MESSAGE_MAX_CHARS characters (default 32,000); a longer "
         "message answers 422 naming its index.",
     )
-    created_at: AwareDatetime | None = Field(
+    created_at: IsoTime | None = Field(
         None, description="When it was said (ISO 8601 with a timezone); default now."
     )
     user_id: ExternalId | None = Field(

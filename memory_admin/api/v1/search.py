@@ -6,16 +6,24 @@ from typing import Annotated, Any
 
 from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Schema
-from pydantic import AwareDatetime, StringConstraints
+from pydantic import StringConstraints
 
 from memory_admin.api.auth import require_agent
-from memory_admin.api.v1.schemas import ExternalId, ObservationOut, error_responses
+from memory_admin.api.v1.schemas import (
+    NOT_BLANK,
+    ExternalId,
+    IsoTime,
+    ObservationOut,
+    error_responses,
+)
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.exceptions import InvalidInput
 from streams.search import MAX_LIMIT, search_observations
 
-SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+SearchText = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NOT_BLANK)
+]
 
 
 class SearchQuery(Schema):
@@ -30,10 +38,10 @@ class SearchQuery(Schema):
     min_score: float | None = Field(
         None, ge=0, le=1e9, allow_inf_nan=False, description="Leave out weaker hits."
     )
-    observed_after: AwareDatetime | None = Field(
+    observed_after: IsoTime | None = Field(
         None, description="Only observations observed at or after this time (with a zone)."
     )
-    observed_before: AwareDatetime | None = Field(
+    observed_before: IsoTime | None = Field(
         None, description="Only observations observed before this time (with a zone)."
     )
 

@@ -1,0 +1,55 @@
+"""Indexes are never optional: the app creates missing ones at first use, or refuses to serve."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.test import Client
+
+from streams.store import DECLARED_INDEXES
+from streams.store.client import get_client
+from tests.api.conftest import API, assert_error
+
+MESSAGES = {"user_id": "u1", "messages": [{"id": "m-1", "role": "user", "content": "I like tea."}]}
+
+
+@pytest.fixture
+def bare_db(embedded_mongo, settings):
+    """A database nobody ran `ensure_indexes` on."""
+    name = f"bare_{uuid.uuid4().hex[:12]}"
+    settings.MONGODB_DB = name
+    client = get_client(embedded_mongo.uri)
+    yield client[name]
+    client.drop_database(name)
+
+
+def ingest(api):
+    return api.post(
+        f"{API}/agents/a1/sessions/s1/messages", data=MESSAGES, content_type="application/json"
+    )
+
+
+def test_the_first_request_creates_the_indexes_so_ingest_stays_idempotent(api, bare_db):
+    first = ingest(api)
+    assert first.status_code == 202, first.content
+    declared = {spec.model().document["name"] for spec in DECLARED_INDEXES}
+    present = {
+        name
+        for collection in bare_db.list_collection_names()
+        for name in bare_db[collection].index_information()
+    }
+    assert declared <= present
+    again = ingest(api)
+    assert again.status_code == 202 and again.json()["duplicates"] == 1, again.content
+
+
+def test_indexes_that_cannot_be_created_refuse_service_and_health_says_why(api, bare_db):
+    spec = DECLARED_INDEXES[0]
+    name = spec.model().document["name"]
+    # Someone made an index of the same name on other keys: creating ours fails.
+    bare_db[spec.collection].create_index([("something_else", 1)], name=name)
+    health = Client().get(f"{API}/health")
+    error = assert_error(health, 503, "indexes_missing")
+    assert error["details"]["store"] == "indexes_missing"
+    assert_error(ingest(api), 503, "indexes_missing")
