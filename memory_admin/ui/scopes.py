@@ -215,6 +215,13 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     if wants_partial(request) and request.GET.get("part") == "pending":
         return render(request, "ui/_pending.html", {"scope": scope, **_pending(store, scope)})
+    if wants_partial(request) and request.GET.get("part") == "head":
+        # The header's counts and the "Consolidate now" button follow a finished job too.
+        active = store.jobs.active_for_scope(
+            require_object_id(scope.id, what="scope"), "consolidation"
+        )
+        context = {"scope": scope, "can_edit": can_edit(request), "job_active": bool(active)}
+        return render(request, "ui/_scope_head.html", context)
     context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
     if wants_partial(request):
         return render(request, "ui/_consolidation.html", context)

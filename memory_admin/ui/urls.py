@@ -102,6 +102,7 @@ urlpatterns = [
     ),
     path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),
+    path("jobs/<str:job_id>/", job_views.job_detail, name="job_detail"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
     path("users/", audit_views.user_audit_view, name="user_audit"),
