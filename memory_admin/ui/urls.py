@@ -9,6 +9,7 @@ from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
+from memory_admin.ui import people as people_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
@@ -109,4 +110,11 @@ urlpatterns = [
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
     path("audit/", audit_views.audit_log, name="audit_log"),
+    path("people/", people_views.people_list, name="people"),
+    path("people/create/", people_views.person_create, name="person_create"),
+    path("people/<int:user_id>/role/", people_views.person_role, name="person_role"),
+    path("people/<int:user_id>/active/", people_views.person_active, name="person_active"),
+    path("keys/", people_views.key_list, name="api_keys"),
+    path("keys/create/", people_views.key_create, name="api_key_create"),
+    path("keys/<int:key_id>/revoke/", people_views.key_revoke, name="api_key_revoke"),
 ]

@@ -49,3 +49,25 @@
     if (close) close.addEventListener("click", hide);
   });
 })();
+
+// Copy buttons: `data-copy-from="<element id>"` copies that element's text (a new API key,
+// a one-time password) and says so on the button.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-copy-from]");
+  if (!button) return;
+  const source = document.getElementById(button.dataset.copyFrom);
+  if (!source) return;
+  const text = source.textContent.trim();
+  const done = () => { button.textContent = "Copied"; };
+  if (navigator.clipboard && window.isSecureContext) {
+    navigator.clipboard.writeText(text).then(done, () => { button.textContent = "Select and copy"; });
+  } else {
+    const range = document.createRange();
+    range.selectNodeContents(source);
+    const selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    done();
+    if (document.execCommand) document.execCommand("copy");
+  }
+});
