@@ -124,6 +124,8 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             )
     for collection, count in repo.delete_user_messages(agent_id, user_id).items():
         deleted[collection] += count
+    # The findable name (streams/user_find.py) is personal data too.
+    deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
     run.result = {
         "agent_id": agent_id,
         "user_id": user_id,

@@ -33,6 +33,7 @@ from streams.store import (
     search,
     session_samples,
     sessions,
+    user_names,
     visible_scopes,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
@@ -56,6 +57,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *search.INDEXES,
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
+    *user_names.INDEXES,
 ]
 
 
@@ -83,6 +85,7 @@ class MemoryStore:
         self.visible_scopes = visible_scopes.VisibleScopeReader(self.db)
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
+        self.user_names = user_names.UserNameRepository(self.db)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
