@@ -37,4 +37,5 @@ def get_store() -> MemoryStore:
             "consolidation_threshold": settings.MEMORY_CONSOLIDATION_THRESHOLD,
             "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
         },
+        prices=settings.MEMORY_LLM_PRICES,
     )

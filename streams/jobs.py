@@ -20,6 +20,7 @@ from streams.ids import parse_object_id, require_object_id
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore
+from streams.usage import usage_record
 
 logger = logging.getLogger("streams.jobs")
 STALE_RUNNING_AFTER = timedelta(minutes=15)
@@ -133,10 +134,12 @@ def job_execute(
             result=run.result,
         )
         logger.warning("job %s (%s) failed: %s", job_id, job.kind, _describe(exc))
+        usage_record(store=store, job=job, results=run.llm.results, result=run.result, failed=True)
         raise
     store.jobs.finish(
         oid, status="succeeded", now=utcnow(), result=run.result, llm_calls=run.llm.calls
     )
+    usage_record(store=store, job=job, results=run.llm.results, result=run.result, failed=False)
     return run
 
 

@@ -33,6 +33,7 @@ from streams.store import (
     search,
     session_samples,
     sessions,
+    usage,
     user_names,
     visible_scopes,
 )
@@ -58,6 +59,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
     *user_names.INDEXES,
+    *usage.INDEXES,
 ]
 
 
@@ -65,7 +67,12 @@ class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
     def __init__(
-        self, client: MongoClient, db_name: str, *, scope_defaults: dict[str, Any] | None = None
+        self,
+        client: MongoClient,
+        db_name: str,
+        *,
+        scope_defaults: dict[str, Any] | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
     ) -> None:
         self.client = client
         self.db = client[db_name]
@@ -86,6 +93,9 @@ class MemoryStore:
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
         self.user_names = user_names.UserNameRepository(self.db)
+        self.usage = usage.UsageRepository(self.db)
+        # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
+        self.prices = dict(prices or {})
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
