@@ -6,7 +6,7 @@ reprs (`{'version': 3, ...}`). This turns keys into words and values into short 
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import template
@@ -67,3 +67,19 @@ def _more(total: int) -> str:
 
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_CHARS else text[: MAX_CHARS - 1] + "…"
+
+
+@register.filter
+def age(value: timedelta | None) -> str:
+    """A timedelta as "3 days 4 h", "2 h 5 min" or "40 s"."""
+    if value is None:
+        return "–"
+    seconds = max(0, int(value.total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    if days:
+        return f"{days} day{'s' if days != 1 else ''} {hours} h"
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else f"{seconds} s"

@@ -36,6 +36,7 @@ NAV_ITEMS: tuple[NavItem, ...] = (
     NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
     NavItem("Users", "ui:user_audit", Role.VIEWER, ("ui:user_",)),
     NavItem("Audit", "ui:audit_log", Role.VIEWER),
+    NavItem("Usage", "ui:usage", Role.VIEWER),
     NavItem("People", "ui:people", Role.ADMIN, ("ui:person_",)),
     NavItem("API keys", "ui:api_keys", Role.ADMIN, ("ui:api_key",)),
 )

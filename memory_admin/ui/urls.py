@@ -14,6 +14,7 @@ from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
+from memory_admin.ui import usage as usage_views
 
 app_name = "ui"
 
@@ -110,6 +111,7 @@ urlpatterns = [
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
     path("audit/", audit_views.audit_log, name="audit_log"),
+    path("usage/", usage_views.usage_page, name="usage"),
     path("people/", people_views.people_list, name="people"),
     path("people/create/", people_views.person_create, name="person_create"),
     path("people/<int:user_id>/role/", people_views.person_role, name="person_role"),

@@ -19,6 +19,7 @@ from memory_admin.api.v1 import (
     scopes,
     search,
     sessions,
+    usage,
 )
 
 api = NinjaAPI(
@@ -41,5 +42,6 @@ api.add_router("", search.router)
 api.add_router("", privacy.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
+api.add_router("", usage.router)
 
 __all__ = ["api"]
