@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild.
+legacy, rebuild, usage_pages.
 """
 
 from __future__ import annotations
