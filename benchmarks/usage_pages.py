@@ -79,8 +79,10 @@ def seed_usage(store: MemoryStore, scope_ids: list[str]) -> float:
                 "items": [{"scope_id": s, "agent_id": AGENT, "value": v} for s, v in top],
             }
         )
-    for start in range(0, len(docs), 5_000):
-        store.usage.collection.insert_many(docs[start : start + 5_000])
+    scoped = [d for d in docs if d["dim"] == "scope"]
+    store.usage.collection.insert_many([d for d in docs if d["dim"] != "scope"])
+    for start in range(0, len(scoped), 5_000):
+        store.usage.scopes.insert_many(scoped[start : start + 5_000])
     backlog = [{"scope_id": s, "agent_id": AGENT, "value": 5} for s in scope_ids[:TOP_KEPT]]
     store.usage.top.insert_one({"_id": BACKLOG, "version": 1, "items": backlog})
     return time.perf_counter() - started
@@ -112,7 +114,7 @@ def run(sizes: list[int] | None = None) -> None:
         client = get_client(server.uri, event_listeners=[counter])
         settings.MONGODB_URI = server.uri
         for scopes, observations in chosen:
-            db = f"bench_usage_{observations}"
+            db = f"bench_usage2_{observations}"
             settings.MONGODB_DB = db
             store = MemoryStore(client, db)
             if store.agents.get(AGENT) is None:

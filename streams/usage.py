@@ -204,8 +204,8 @@ def agent_usage(*, store: MemoryStore, agent_id: str, days: int, today: date) ->
 
 def scope_usage(*, store: MemoryStore, scope_id: str, today: date) -> dict[int, Usage]:
     """A scope's usage over 1, 7 and 30 days (one read of at most 30 documents)."""
-    docs = store.usage.for_key(
-        dim="scope", key=scope_id, first=_first(today, MAX_DAYS), last=today.isoformat(), days=30
+    docs = store.usage.for_scope(
+        scope_id=scope_id, first=_first(today, MAX_DAYS), last=today.isoformat(), days=MAX_DAYS
     )
     windows = {days: Usage() for days in WINDOWS}
     for doc in docs:

@@ -1,8 +1,9 @@
 """`memory_usage` and `memory_usage_top`: LLM usage counters, written as each job finishes.
 
 `memory_usage` holds one document per (agent, UTC day, dimension, key), where the
-dimension is "agent" (key ""), "scope" (a scope id), "prompt" ("<kind> v<version>")
-or "model". A job increments at most four of them, by `_id`, with `$inc`. Every read
+dimension is "agent" (key ""), "prompt" ("<kind> v<version>") or "model";
+`memory_usage_scopes` the same per scope (dimension "scope", key the scope id).
+A job increments at most four of them, by `_id`, with `$inc`. Every read
 is bounded by the number of days asked for: an agent's totals over 30 days are 30
 documents, a scope's are 30, whatever the number of scopes.
 
@@ -21,13 +22,16 @@ from pymongo.errors import DuplicateKeyError
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_usage"
+# Per-scope counters live apart, so an agent's own counters stay a few documents a day
+# however many scopes it has (measured: a shared collection made the agent reads grow).
+SCOPES = "memory_usage_scopes"
 TOP = "memory_usage_top"
 TOP_KEPT = 50
 INDEXES: list[IndexSpec] = [
     # An agent's documents of one dimension over a closed range of days.
     index(COLLECTION, "agent_id", "dim", "day"),
-    # One scope's (or prompt's) documents over a closed range of days.
-    index(COLLECTION, "dim", "key", "day"),
+    # One scope's documents over a closed range of days.
+    index(SCOPES, "key", "day"),
 ]
 
 
@@ -38,12 +42,16 @@ def usage_id(agent_id: str, day: str, dim: str, key: str) -> str:
 class UsageRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
+        self.scopes = db[SCOPES]
         self.top = db[TOP]
+
+    def _of(self, dim: str) -> Any:
+        return self.scopes if dim == "scope" else self.collection
 
     def increment(
         self, *, agent_id: str, day: str, dim: str, key: str, counts: dict[str, int | float]
     ) -> None:
-        self.collection.update_one(
+        self._of(dim).update_one(
             {"_id": usage_id(agent_id, day, dim, key)},
             {
                 "$inc": counts,
@@ -53,7 +61,7 @@ class UsageRepository:
         )
 
     def get(self, agent_id: str, day: str, dim: str, key: str) -> dict[str, Any] | None:
-        return self.collection.find_one({"_id": usage_id(agent_id, day, dim, key)})
+        return self._of(dim).find_one({"_id": usage_id(agent_id, day, dim, key)})
 
     def for_agent(
         self, *, agent_id: str, dim: str, first: str, last: str, limit: int
@@ -61,9 +69,9 @@ class UsageRepository:
         query = {"agent_id": agent_id, "dim": dim, "day": {"$gte": first, "$lte": last}}
         return list(self.collection.find(query).limit(limit))
 
-    def for_key(self, *, dim: str, key: str, first: str, last: str, days: int) -> list[dict]:
-        query = {"dim": dim, "key": key, "day": {"$gte": first, "$lte": last}}
-        return list(self.collection.find(query).limit(days))
+    def for_scope(self, *, scope_id: str, first: str, last: str, days: int) -> list[dict]:
+        query = {"key": scope_id, "day": {"$gte": first, "$lte": last}}
+        return list(self.scopes.find(query).limit(days))
 
     # -- the per-day rankings ------------------------------------------------------
 
