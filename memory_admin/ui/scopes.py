@@ -217,6 +217,9 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     if wants_partial(request) and request.GET.get("part") == "pending":
         return render(request, "ui/_pending.html", {"scope": scope, **_pending(store, scope)})
+    if wants_partial(request) and request.GET.get("part") == "usage":
+        context = {"scope": scope, **scope_usage_context(store, scope)}
+        return render(request, "ui/_scope_usage.html", context)
     if wants_partial(request) and request.GET.get("part") == "head":
         # The header's counts and the "Consolidate now" button follow a finished job too.
         active = store.jobs.active_for_scope(

@@ -82,3 +82,6 @@ def test_the_header_and_button_follow_a_finished_consolidation(
     page.locator('#job-status[data-status="succeeded"]').wait_for(timeout=15_000)
     page.wait_for_function("document.querySelector('#head-pending').textContent === '0'")
     assert page.locator("#consolidate-button").is_disabled()
+    # The cost-and-health panel follows too: the run is counted.
+    runs = "#scope-usage [data-runs-days='1']"
+    page.wait_for_function(f"document.querySelector(\"{runs}\").textContent.trim() === '1'")
