@@ -66,6 +66,7 @@ class RankedScope:
     scope_id: str
     agent_id: str
     value: int  # micro-dollars, or pending observations
+    tokens: int = 0  # tokens in and out: ranks scopes of unpriced or free models too
 
 
 def _day(when: datetime | date) -> str:
@@ -156,23 +157,33 @@ def _update_rankings(store: MemoryStore, job: Job, day: str, grown: dict[str, An
     """Today's costliest scopes, and the largest backlogs as the jobs last saw them."""
     if job.scope_id:
         doc = store.usage.get(job.agent_id, day, "scope", job.scope_id) or {}
-        if doc.get("cost_micro"):
-            _rank(store, day, {job.scope_id: (job.agent_id, int(doc["cost_micro"]))})
+        tokens = int(doc.get("prompt_tokens", 0)) + int(doc.get("completion_tokens", 0))
+        if doc.get("cost_micro") or tokens:
+            cost = int(doc.get("cost_micro", 0))
+            _rank(store, day, {job.scope_id: (job.agent_id, cost, tokens)})
     touched = [*grown, *([job.scope_id] if job.scope_id else [])]
     if touched:
         ids = [ObjectId(s) for s in dict.fromkeys(touched) if ObjectId.is_valid(s)]
         scopes = store.scopes.get_many(ids)
-        _rank(store, BACKLOG, {s.id: (s.agent_id, s.pending_count) for s in scopes})
+        _rank(store, BACKLOG, {s.id: (s.agent_id, s.pending_count, 0) for s in scopes})
 
 
-def _rank(store: MemoryStore, key: str, values: dict[str, tuple[str, int]]) -> None:
+def _rank(store: MemoryStore, key: str, values: dict[str, tuple[str, int, int]]) -> None:
+    """Merge `scope_id → (agent_id, value, tokens)` into the kept ranking `key`."""
     for _ in range(TOP_RETRIES):
         doc = store.usage.top_get(key) or {"version": 0, "items": []}
         items = {i["scope_id"]: i for i in doc["items"]}
-        for scope_id, (agent_id, value) in values.items():
-            items[scope_id] = {"scope_id": scope_id, "agent_id": agent_id, "value": value}
+        for scope_id, (agent_id, value, tokens) in values.items():
+            items[scope_id] = {
+                "scope_id": scope_id,
+                "agent_id": agent_id,
+                "value": value,
+                "tokens": tokens,
+            }
         kept = sorted(
-            (i for i in items.values() if i["value"] > 0), key=lambda i: i["value"], reverse=True
+            (i for i in items.values() if i["value"] > 0 or i.get("tokens", 0) > 0),
+            key=lambda i: (i["value"], i.get("tokens", 0)),
+            reverse=True,
         )[:TOP_KEPT]
         if store.usage.top_replace(key, version=doc["version"], fields={"items": kept}):
             return
@@ -250,9 +261,14 @@ def top_scopes_by_cost(
     for doc in store.usage.top_days(names):
         for item in doc.get("items", []):
             seen = sums.get(item["scope_id"])
-            value = item["value"] + (seen.value if seen else 0)
-            sums[item["scope_id"]] = RankedScope(item["scope_id"], item["agent_id"], value)
-    return sorted(sums.values(), key=lambda r: r.value, reverse=True)[:limit]
+            sums[item["scope_id"]] = RankedScope(
+                item["scope_id"],
+                item["agent_id"],
+                item["value"] + (seen.value if seen else 0),
+                item.get("tokens", 0) + (seen.tokens if seen else 0),
+            )
+    ranked = sorted(sums.values(), key=lambda r: (r.value, r.tokens), reverse=True)
+    return ranked[:limit]
 
 
 def top_scopes_by_backlog(*, store: MemoryStore, limit: int = 10) -> list[tuple[Scope, int]]:

@@ -42,7 +42,7 @@ def ranked_scopes(store: MemoryStore, *, days: int, agent_id: str | None = None)
         backlog = [(s, n) for s, n in backlog if s.agent_id == agent_id]
     return {
         "top_cost": [
-            {"scope": scopes[r.scope_id], "cost_usd": r.value / 1_000_000}
+            {"scope": scopes[r.scope_id], "cost_usd": r.value / 1_000_000, "tokens": r.tokens}
             for r in costly
             if r.scope_id in scopes
         ],

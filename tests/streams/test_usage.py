@@ -122,3 +122,12 @@ def test_backlog_ranking_follows_the_jobs(priced):
         usage=scope_usage(store=store, scope_id=big.id, today=utcnow().date()),
     )
     assert health.backlog_age is not None and health.backlog_age >= timedelta(0)
+
+
+def test_a_free_model_still_ranks_scopes_by_tokens(store):
+    store.prices = {OFFLINE_MODEL: (0.0, 0.0)}  # the offline demo provider costs nothing
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    ObservationFactory.create(store=store, scope=scope)
+    _consolidate(store, scope)
+    [ranked] = top_scopes_by_cost(store=store, days=7, today=utcnow().date())
+    assert (ranked.scope_id, ranked.value) == (scope.id, 0) and ranked.tokens > 0

@@ -35,6 +35,7 @@ class NamedUsageOut(UsageOut):
 class RankedScopeOut(Schema):
     scope_id: str
     estimated_cost_usd: float | None = None
+    tokens: int | None = None
     pending: int | None = None
 
 
@@ -92,7 +93,7 @@ def get_usage(
         "by_prompt": [_out(u, name) for name, u in usage.by_prompt],
         "by_model": [_out(u, name) for name, u in usage.by_model],
         "top_scopes_by_cost": [
-            {"scope_id": r.scope_id, "estimated_cost_usd": r.value / 1_000_000}
+            {"scope_id": r.scope_id, "estimated_cost_usd": r.value / 1_000_000, "tokens": r.tokens}
             for r in costly
             if r.agent_id == agent_id
         ][:TOP_SHOWN],
