@@ -89,5 +89,9 @@ def test_readme_screenshots_show_the_seeded_demo(
     page.goto(f"{live_server.url}/users/?agent={agent}&user=user-gene")
     _shot(page, shots, "users")
 
+    page.goto(f"{live_server.url}/usage/?agent={agent}&days=7")
+    assert page.locator('#by-prompt tr[data-prompt="consolidation v0"]').count() == 1
+    _shot(page, shots, "usage")
+
     page.goto(f"{live_server.url}/people/")
     _shot(page, shots, "people")
