@@ -98,6 +98,9 @@ def user_set_role(*, actor: str, user: Any, role: str) -> None:
     before = role_of(user)
     if before == role:
         return
+    if user.is_superuser:
+        # Django superusers are admins whatever their groups: say so rather than pretend.
+        raise Conflict(f"{user.get_username()} is a Django superuser and always an admin")
     if role != Role.ADMIN.label and _would_remove_last_admin(user):
         raise Conflict("this is the last active admin: make someone else admin first")
     with transaction.atomic():

@@ -135,3 +135,9 @@ def test_create_user_command_prints_the_password_last(db, audit_entries):
 def test_user_create_refuses_an_unknown_role(db):
     with pytest.raises(InvalidInput):
         user_create(actor="cli", username="x", role="root")
+
+
+def test_a_superusers_role_cannot_be_lowered_by_groups(db, django_user_model):
+    root = django_user_model.objects.create_superuser(username="root", password="x")
+    with pytest.raises(Conflict, match="superuser"):
+        user_set_role(actor="cli", user=root, role="viewer")
