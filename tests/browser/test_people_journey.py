@@ -38,7 +38,7 @@ def test_admin_creates_an_operator_and_a_bound_key_then_revokes_it(
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     page.screenshot(path=str(artifacts_dir / "people.png"), full_page=True)
 
-    page.click("nav.mainnav >> text=API keys")
+    page.click("#tab-keys")
     page.wait_for_url(re.compile(r"/keys/$"))
     page.fill("#id_key_name", "support-bot prod")
     page.check('input[name="agents"][value="support-bot"]')
