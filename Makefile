@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench stop-store clean
+.PHONY: help install run test lint format bench stop-store clean screenshots
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ format: install ## Apply ruff's fixes and formatting
 
 bench: install ## Run the benchmarks and print their tables
 	$(PY) -m benchmarks
+
+screenshots: install ## Retake docs/ui-*.png from the demo data `make run` seeds (headless Chromium)
+	MEMORY_SCREENSHOTS_DIR=docs $(PY) -m pytest tests/browser/test_screenshots.py -q
 
 stop-store: install ## Stop the embedded store server of ./var
 	$(PY) manage.py stop_embedded_store

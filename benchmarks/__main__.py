@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def main() -> None:
             "chat_proxy",
             "fairness",
             "load",
+            "usage_pages",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 from datetime import timedelta
 
+from streams.activity import activity_record
 from streams.consolidation import consolidation_commit
 from streams.documents import Observation, Scope, utcnow
 from streams.observations import append_in_transaction
@@ -210,6 +211,12 @@ def _fill(
         scope.agent_id, now=now, observations=len(observations), pending=len(observations)
     )
     counts.observations += len(observations)
+    # The dashboard's chart reads the daily counters: count each observation on its own day,
+    # as formation does when it writes one, so the seeded weeks show on the chart.
+    for observation in observations:
+        activity_record(
+            store=store, agent_id=scope.agent_id, now=observation.created_at, observations=1
+        )
     # Version 1 absorbs the older half, version 2 most of the rest; the newest stay pending.
     first, second = len(texts) // 2, len(texts) - 2
     for absorbed in (observations[:first], observations[first:second]):

@@ -49,6 +49,7 @@ def get_store() -> MemoryStore:
             "consolidation_threshold": settings.MEMORY_CONSOLIDATION_THRESHOLD,
             "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
         },
+        prices=settings.MEMORY_LLM_PRICES,
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

@@ -121,6 +121,7 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
         "model": details.model,
         "prompt_tokens": details.prompt_tokens,
         "completion_tokens": details.completion_tokens,
+        "prompt_version": details.prompt_version or 0,  # v0: the code default
     }
     if _propagates(scope, live):
         run.follow_ups.append(

@@ -21,6 +21,7 @@ from streams.ids import parse_object_id, require_object_id
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore
+from streams.usage import usage_record
 
 logger = logging.getLogger("streams.jobs")
 STALE_RUNNING_AFTER = timedelta(seconds=30)
@@ -152,12 +153,14 @@ def job_execute(
             result=run.result,
         )
         logger.warning("job %s (%s) failed: %s", job_id, job.kind, _describe(exc))
+        usage_record(store=store, job=job, results=run.llm.results, result=run.result, failed=True)
         raise
     finally:
         heartbeat.stop()
     store.jobs.finish(
         oid, status="succeeded", now=utcnow(), result=run.result, llm_calls=run.llm.calls
     )
+    usage_record(store=store, job=job, results=run.llm.results, result=run.result, failed=False)
     return run
 
 

@@ -136,6 +136,8 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
     )
+    # The findable name (streams/user_find.py) is personal data too.
+    deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
     run.result = {
         "agent_id": agent_id,
         "user_id": user_id,

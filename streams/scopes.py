@@ -12,6 +12,7 @@ from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
 from streams.store import MemoryStore
+from streams.user_find import user_name_record
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,7 @@ def scope_get_or_create(
                 require_object_id(existing.id, what="scope"),
                 {"display_name": display_name, "label_text": existing.label_text},
             )
+            user_name_record(store=store, scope=existing)
         return existing, False
     now = utcnow()
     store.agents.ensure(key.agent_id, now=now)
@@ -84,6 +86,7 @@ def scope_get_or_create(
             raise Conflict("scope creation raced and lost")
         return winner, False
     store.agents.adjust_counters(key.agent_id, now=now, scopes=1)
+    user_name_record(store=store, scope=scope)
     return scope, True
 
 

@@ -7,7 +7,9 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from memory_admin.demo import AGENTS
+from streams.activity import activity_days
 from streams.consolidation import consolidation_history
+from streams.documents import utcnow
 from streams.observations import observation_list
 from streams.scopes import scope_list
 
@@ -60,3 +62,14 @@ def test_demo_login_is_created_once_and_printed(settings, tmp_path, capsys):
     admin = authenticate(username="admin", password=password)
     assert admin is not None and admin.groups.filter(name="admin").exists()
     assert authenticate(username="viewer", password=password).groups.get().name == "viewer"
+
+
+def test_seed_demo_counts_its_observations_on_the_dashboard_chart(store):
+    """The chart reads daily counters: the seed writes them, day by day, as formation does."""
+    call_command("seed_demo")
+    agent = store.agents.get(AGENTS[0])
+    year = activity_days(store=store, agent_id=agent.id, last=utcnow().date(), days=366)
+    assert sum(d.observations for d in year) == agent.observation_count
+    month = year[-30:]
+    assert 0 < sum(d.observations for d in month) < agent.observation_count
+    assert len({d.day for d in month if d.observations}) > 5  # spread over the weeks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from memory_admin.settings.env import env_float, env_int, env_optional, env_str
 
 OPENAI_API_KEY: str | None = env_optional("OPENAI_API_KEY")
@@ -12,3 +14,20 @@ MEMORY_LLM_MODEL_SLOW = env_str("MEMORY_LLM_MODEL_SLOW", "gpt-4o")
 MEMORY_LLM_TIMEOUT_SECONDS = env_float("MEMORY_LLM_TIMEOUT_SECONDS", 60.0)
 MEMORY_LLM_MAX_RETRIES = env_int("MEMORY_LLM_MAX_RETRIES", 2)
 MEMORY_EMBEDDING_MODEL: str | None = env_optional("MEMORY_EMBEDDING_MODEL")
+
+# Estimated cost on the usage pages: USD per million tokens (input, output) per model.
+# Override with JSON, e.g. MEMORY_LLM_PRICES='{"gpt-4o-mini": [0.15, 0.6]}'; a model
+# missing from the table is counted as "unpriced" tokens, never guessed.
+DEFAULT_LLM_PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "offline-rules": (0.0, 0.0),  # the offline demo provider costs nothing
+}
+MEMORY_LLM_PRICES: dict[str, tuple[float, float]] = {
+    model: (float(price[0]), float(price[1]))
+    for model, price in (
+        json.loads(env_optional("MEMORY_LLM_PRICES") or "null") or DEFAULT_LLM_PRICES
+    ).items()
+}

@@ -28,6 +28,7 @@ from streams.observations import observation_list
 from streams.pagination import Page
 from streams.privacy import forget_user_request
 from streams.user_audit import user_audit, user_export
+from streams.user_find import user_find
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 200
@@ -150,12 +151,31 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
             context.update(_user_context(request, store, agent_id, user_id))
         except InvalidInput as exc:
             context["error"] = exc.message
+    context.update(_find_context(request, store, context))
     part = param(request, "part")
     partial = {
         "observations": "ui/_user_observations.html",
         "related": "ui/_user_related.html",
     }.get(part or "", "ui/_user_observations.html")
     return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
+
+
+def _find_context(request: HttpRequest, store: Any, context: dict[str, Any]) -> dict[str, Any]:
+    """ "Find a user" by the start of a name or id, in one agent or all; an unknown exact id
+    gets the same search as suggestions instead of an empty audit with Export and Forget."""
+    text = param(request, "q")
+    in_agent = param(request, "in") or None
+    if text is None and context.get("audit") is not None and not context.get("known"):
+        text, in_agent = context["user_id"], None
+    if text is None:
+        return {"find_text": None, "in_agent": in_agent}
+    try:
+        matches = user_find(store=store, text=text, agent_id=in_agent)
+        error = None
+    except InvalidInput as exc:
+        matches, error = [], exc.message
+    rows = [{"m": m, "url": _user_url(m.agent_id, m.user_id)} for m in matches]
+    return {"find_text": text, "in_agent": in_agent, "matches": rows, "find_error": error}
 
 
 def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str) -> dict[str, Any]:
@@ -177,6 +197,8 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         )
     return {
         "audit": found,
+        # An id nothing is remembered about: say so, and offer nothing to export or forget.
+        "known": found.individual is not None or bool(found.related.items),
         "related_rows": [
             {"o": o, "scope": found.scopes.get(o.scope_id)} for o in found.related.items
         ],

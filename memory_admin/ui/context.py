@@ -36,6 +36,9 @@ NAV_ITEMS: tuple[NavItem, ...] = (
     NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
     NavItem("Users", "ui:user_audit", Role.VIEWER, ("ui:user_",)),
     NavItem("Audit", "ui:audit_log", Role.VIEWER),
+    NavItem("Usage", "ui:usage", Role.VIEWER),
+    # People and their API keys share one item (tabs on both pages), to keep the bar short.
+    NavItem("People", "ui:people", Role.ADMIN, ("ui:person_", "ui:api_key")),
 )
 
 

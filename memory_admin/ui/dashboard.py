@@ -13,6 +13,7 @@ from memory_admin.stores import get_store, store_mode
 from memory_admin.ui.chart import activity_chart
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
+from memory_admin.ui.usage import ranked_scopes
 from streams.activity import activity_days
 from streams.documents import Agent, Job, utcnow
 from streams.store import MemoryStore
@@ -22,6 +23,7 @@ MAX_CURSOR_CHARS = 200  # agent ids are short; a longer `after` is not one of ou
 CHART_DAYS = 30
 QUEUE_SHOWN = 10
 FAILED_SHOWN = 5
+TOP_DAYS = 7
 
 STORE_LABELS = {
     "embedded": "Embedded MongoDB-wire store (local development)",
@@ -111,6 +113,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
                 "failed": store.jobs.page(
                     status="failed", agent_id=None, before=None, limit=FAILED_SHOWN
                 ),
+                # Cost and backlog rankings, from the usage counters (bounded reads).
+                **ranked_scopes(store, days=TOP_DAYS),
             }
         )
     return render_page(

@@ -56,6 +56,20 @@ def job_index(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @role_required(Role.VIEWER)
+def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
+    """One job: what it was asked to do, by whom, how it went, its result as labelled values."""
+    job = found(job_get, store=get_store(), job_id=job_id)
+    role = request_role(request)
+    context = {
+        "job": job,
+        "active": job.status in ("queued", "running"),
+        "can_edit": role is not None and role >= Role.OPERATOR,
+    }
+    return render(request, "ui/job_detail.html", context)
+
+
+@require_GET
+@role_required(Role.VIEWER)
 def job_status(request: HttpRequest, job_id: str) -> HttpResponse:
     """The job's status box; it polls itself until the job is done, then tells the page
     (`HX-Trigger: scope-changed`) so the consolidation and its history refresh."""

@@ -22,6 +22,7 @@ from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeS
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
+from memory_admin.ui.usage import scope_usage_context
 from streams.consolidation import consolidation_edit, consolidation_history, restore_preview
 from streams.consolidation_runs import consolidation_request
 from streams.documents import Job, Scope
@@ -138,6 +139,7 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         "settings_form": _settings_form(scope),
         "can_edit": can_edit(request),
         **history_context(store, scope),
+        **scope_usage_context(store, scope),
         **log,
     }
     return render(request, "ui/scope_detail.html", context)
@@ -215,6 +217,16 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     if wants_partial(request) and request.GET.get("part") == "pending":
         return render(request, "ui/_pending.html", {"scope": scope, **_pending(store, scope)})
+    if wants_partial(request) and request.GET.get("part") == "usage":
+        context = {"scope": scope, **scope_usage_context(store, scope)}
+        return render(request, "ui/_scope_usage.html", context)
+    if wants_partial(request) and request.GET.get("part") == "head":
+        # The header's counts and the "Consolidate now" button follow a finished job too.
+        active = store.jobs.active_for_scope(
+            require_object_id(scope.id, what="scope"), "consolidation"
+        )
+        context = {"scope": scope, "can_edit": can_edit(request), "job_active": bool(active)}
+        return render(request, "ui/_scope_head.html", context)
     context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
     if wants_partial(request):
         return render(request, "ui/_consolidation.html", context)

@@ -17,6 +17,7 @@ from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from streams.chat import chat_calls_for_user
 from streams.context import context_assemble
+from streams.context_tokens import context_sections, estimate_tokens
 from streams.search import search_observations
 
 AGENT_CHOICES = 100
@@ -89,6 +90,9 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
             "user_id": user_id,
             "chat_calls": chat_calls,
         }
+        if context is not None:
+            result["sections"] = context_sections(context.xml)
+            result["context_tokens"] = estimate_tokens(context.xml)
     return render_page(
         request,
         page="ui/search.html",

@@ -9,11 +9,13 @@ from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
+from memory_admin.ui import people as people_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
+from memory_admin.ui import usage as usage_views
 
 app_name = "ui"
 
@@ -103,6 +105,7 @@ urlpatterns = [
     ),
     path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),
+    path("jobs/<str:job_id>/", job_views.job_detail, name="job_detail"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
     path("users/", audit_views.user_audit_view, name="user_audit"),
@@ -114,4 +117,12 @@ urlpatterns = [
         session_views.session_detail,
         name="session_detail",
     ),
+    path("usage/", usage_views.usage_page, name="usage"),
+    path("people/", people_views.people_list, name="people"),
+    path("people/create/", people_views.person_create, name="person_create"),
+    path("people/<int:user_id>/role/", people_views.person_role, name="person_role"),
+    path("people/<int:user_id>/active/", people_views.person_active, name="person_active"),
+    path("keys/", people_views.key_list, name="api_keys"),
+    path("keys/create/", people_views.key_create, name="api_key_create"),
+    path("keys/<int:key_id>/revoke/", people_views.key_revoke, name="api_key_revoke"),
 ]

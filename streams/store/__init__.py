@@ -37,6 +37,8 @@ from streams.store import (
     search,
     session_samples,
     sessions,
+    usage,
+    user_names,
     visible_scopes,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
@@ -65,6 +67,8 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *visible_scopes.INDEXES,
     *client_ids.INDEXES,
     *chat_calls.INDEXES,
+    *user_names.INDEXES,
+    *usage.INDEXES,
 ]
 
 
@@ -72,7 +76,12 @@ class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
     def __init__(
-        self, client: MongoClient, db_name: str, *, scope_defaults: dict[str, Any] | None = None
+        self,
+        client: MongoClient,
+        db_name: str,
+        *,
+        scope_defaults: dict[str, Any] | None = None,
+        prices: dict[str, tuple[float, float]] | None = None,
     ) -> None:
         self.client = client
         self.db = client[db_name]
@@ -94,6 +103,10 @@ class MemoryStore:
         self.audit = audit.AuditRepository(self.db)
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
+        self.user_names = user_names.UserNameRepository(self.db)
+        self.usage = usage.UsageRepository(self.db)
+        # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
+        self.prices = dict(prices or {})
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -116,7 +116,8 @@ def test_the_parts_swap_as_partials(client_as, gene):
 def test_an_unknown_user_and_bad_ids(client_as):
     client = client_as("viewer")
     html = client.get(user_url()).content.decode()
-    assert "No individual memory" in html and "Nothing from this user" in html
+    # Nothing is remembered: the page says so and offers nothing to export or forget.
+    assert "remembers nothing" in html and "Export JSON" not in html
     long = client.get(reverse("ui:user_audit"), {"agent": AGENT, "user": "x" * 200})
     assert long.status_code == 200 and "form-error" in long.content.decode()
     assert client.get(reverse("ui:user_audit")).status_code == 200

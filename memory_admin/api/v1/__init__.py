@@ -21,6 +21,7 @@ from memory_admin.api.v1 import (
     scopes,
     search,
     sessions,
+    usage,
 )
 
 api = NinjaAPI(
@@ -45,5 +46,6 @@ api.add_router("", privacy.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
+api.add_router("", usage.router)
 
 __all__ = ["api"]

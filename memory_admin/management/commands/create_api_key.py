@@ -10,9 +10,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memory_admin.accounts.actions import api_key_create
 from memory_admin.models import ApiKey
-from memory_admin.stores import get_store
-from streams.audit import audit_record
+from streams.exceptions import Conflict, InvalidInput
 
 MAX_AGENT_ID_CHARS = 128
 
@@ -38,17 +38,10 @@ class Command(BaseCommand):
         for agent_id in agents:
             if not 1 <= len(agent_id) <= MAX_AGENT_ID_CHARS:
                 raise CommandError(f"agent ids are 1 to {MAX_AGENT_ID_CHARS} characters")
-        if ApiKey.objects.filter(name=name).exists():
-            raise CommandError(f"an API key named {name!r} exists already")
-        key, raw = ApiKey.generate(name=name, agent_ids=agents)
-        audit_record(
-            store=get_store(),
-            actor="cli",
-            action="apikey.create",
-            object_type="apikey",
-            object_id=key.name,
-            summary={"agent_ids": list(key.agent_ids)},
-        )
+        try:
+            key, raw = api_key_create(actor="cli", name=name, agent_ids=agents)
+        except (InvalidInput, Conflict) as exc:
+            raise CommandError(exc.message) from exc
         scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent"
         self.stdout.write(f"Created API key {key.name!r} for {scope}. It is shown only once:")
         self.stdout.write(raw)

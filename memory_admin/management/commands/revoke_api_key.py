@@ -5,11 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.utils import timezone
 
+from memory_admin.accounts.actions import api_key_revoke
 from memory_admin.models import ApiKey
-from memory_admin.stores import get_store
-from streams.audit import audit_record
 
 
 class Command(BaseCommand):
@@ -25,12 +23,5 @@ class Command(BaseCommand):
         if not key.is_active:
             self.stdout.write(f"API key {name!r} was already revoked on {key.revoked_at:%Y-%m-%d}")
             return
-        ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
-        audit_record(
-            store=get_store(),
-            actor="cli",
-            action="apikey.revoke",
-            object_type="apikey",
-            object_id=key.name,
-        )
+        api_key_revoke(actor="cli", key=key)
         self.stdout.write(f"Revoked API key {name!r}")

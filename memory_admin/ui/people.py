@@ -1,0 +1,180 @@
+"""People and API keys, for admins: list, create, change role, deactivate; keys created
+(shown once), bound to agents, revoked. Every write goes through `accounts.actions`,
+which records the audit entry; these views only parse, call and render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memory_admin.accounts.actions import (
+    ROLE_NAMES,
+    api_key_create,
+    api_key_revoke,
+    role_of,
+    user_create,
+    user_set_active,
+    user_set_role,
+)
+from memory_admin.models import ApiKey
+from memory_admin.stores import get_store
+from memory_admin.ui.common import actor, flash_error, form_errors
+from memory_admin.ui.roles import Role, role_required
+from streams.exceptions import Conflict, InvalidInput
+
+PAGE_SIZE = 25
+AGENT_CHOICES = 200
+ROLE_CHOICES = [(name, name) for name in ROLE_NAMES]
+
+
+class PersonForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    email = forms.EmailField(required=False)
+    role = forms.ChoiceField(choices=ROLE_CHOICES, initial="viewer")
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=ROLE_CHOICES)
+
+
+class KeyForm(forms.Form):
+    name = forms.CharField(max_length=100)
+    agents = forms.MultipleChoiceField(required=False, choices=[])
+
+    def __init__(self, *args: Any, agent_ids: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["agents"].choices = [(a, a) for a in agent_ids]
+
+
+def _agent_ids() -> list[str]:
+    return [a.id for a in get_store().agents.list_page(after=None, limit=AGENT_CHOICES)]
+
+
+def _page(request: HttpRequest, queryset: Any) -> Any:
+    return Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
+
+
+# -- people ---------------------------------------------------------------------------
+
+
+def _people_context(request: HttpRequest, form: PersonForm | None = None) -> dict[str, Any]:
+    people = _page(request, get_user_model().objects.order_by("username"))
+    rows = [{"person": p, "role": role_of(p)} for p in people]
+    return {"people": people, "rows": rows, "form": form or PersonForm(), "roles": ROLE_NAMES}
+
+
+@require_GET
+@role_required(Role.ADMIN)
+def people_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "ui/people.html", _people_context(request))
+
+
+@never_cache
+@require_POST
+@role_required(Role.ADMIN)
+def person_create(request: HttpRequest) -> HttpResponse:
+    """Create an account; its one-time password is shown on this answer only."""
+    form = PersonForm(request.POST)
+    if form.is_valid():
+        try:
+            person, password = user_create(actor=actor(request), **form.cleaned_data)
+        except (InvalidInput, Conflict) as exc:
+            form_errors(form, exc, default_field="username")  # type: ignore[arg-type]
+        else:
+            context = _people_context(request)
+            context["created"] = {"person": person, "password": password}
+            return render(request, "ui/people.html", context)
+    return render(request, "ui/people.html", _people_context(request, form), status=422)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def person_role(request: HttpRequest, user_id: int) -> HttpResponse:
+    person = get_object_or_404(get_user_model(), pk=user_id)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Pick a role: viewer, operator or admin.")
+        return redirect("ui:people")
+    try:
+        user_set_role(actor=actor(request), user=person, role=form.cleaned_data["role"])
+    except (InvalidInput, Conflict) as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, f"{person.username} is now {form.cleaned_data['role']}.")
+    return redirect("ui:people")
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ADMIN)
+def person_active(request: HttpRequest, user_id: int) -> HttpResponse:
+    """Deactivate behind a confirmation page; reactivate directly."""
+    person = get_object_or_404(get_user_model(), pk=user_id)
+    if request.method == "GET":
+        return render(request, "ui/person_deactivate.html", {"person": person})
+    active = request.POST.get("active") == "true"
+    try:
+        user_set_active(actor=actor(request), user=person, active=active)
+    except Conflict as exc:
+        flash_error(request, exc)
+    else:
+        verb = "reactivated" if active else "deactivated: they can no longer sign in"
+        messages.success(request, f"{person.username} was {verb}.")
+    return redirect("ui:people")
+
+
+# -- API keys -------------------------------------------------------------------------
+
+
+def _keys_context(request: HttpRequest, form: KeyForm | None = None) -> dict[str, Any]:
+    agent_ids = _agent_ids()
+    keys = _page(request, ApiKey.objects.order_by("revoked_at", "name"))
+    return {"keys": keys, "form": form or KeyForm(agent_ids=agent_ids), "agent_ids": agent_ids}
+
+
+@require_GET
+@role_required(Role.ADMIN)
+def key_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "ui/api_keys.html", _keys_context(request))
+
+
+@never_cache
+@require_POST
+@role_required(Role.ADMIN)
+def key_create(request: HttpRequest) -> HttpResponse:
+    """Create a key; the raw key is on this answer only (stored as a hash), with a copy button."""
+    form = KeyForm(request.POST, agent_ids=_agent_ids())
+    if form.is_valid():
+        try:
+            key, raw = api_key_create(
+                actor=actor(request),
+                name=form.cleaned_data["name"],
+                agent_ids=form.cleaned_data["agents"],
+            )
+        except (InvalidInput, Conflict) as exc:
+            form_errors(form, exc, default_field="name")  # type: ignore[arg-type]
+        else:
+            context = _keys_context(request)
+            context["created"] = {"key": key, "raw": raw}
+            return render(request, "ui/api_keys.html", context)
+    return render(request, "ui/api_keys.html", _keys_context(request, form), status=422)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ADMIN)
+def key_revoke(request: HttpRequest, key_id: int) -> HttpResponse:
+    key = get_object_or_404(ApiKey, pk=key_id)
+    if request.method == "GET":
+        return render(request, "ui/api_key_revoke.html", {"key": key})
+    if api_key_revoke(actor=actor(request), key=key):
+        messages.success(request, f"Revoked {key.name}: it answers 401 from now on.")
+    else:
+        messages.info(request, f"{key.name} was revoked already.")
+    return redirect("ui:api_keys")

@@ -1,0 +1,107 @@
+"""Find a user of an agent (or of every agent) by the start of their display name or id.
+
+Operators know "Gene" or the first characters of an id, not the exact id and agent the
+Users page needed. Each individual scope's user is kept in `memory_user_names` with
+normalized keys (written when the scope is created or renamed; `backfill_user_names`
+fills it for older data), and a search is two indexed prefix ranges.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from streams.documents import Scope
+from streams.exceptions import InvalidInput
+from streams.store import MemoryStore
+
+MIN_CHARS = 2
+MAX_CHARS = 128
+MAX_RESULTS = 25
+BACKFILL_PAGE = 200
+
+
+@dataclass(frozen=True)
+class UserMatch:
+    agent_id: str
+    user_id: str
+    display_name: str | None
+    scope_id: str
+    matched: str  # "name" or "id"
+
+
+def normalize(text: str) -> str:
+    """Case-, accent- and space-insensitive: "  Génè  W." → "gene w."."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split())
+
+
+def name_keys(display_name: str | None) -> list[str]:
+    """The whole normalized name and each tail starting at a later word."""
+    words = normalize(display_name or "").split(" ")
+    return [" ".join(words[i:]) for i in range(len(words)) if words[i]]
+
+
+def user_name_record(*, store: MemoryStore, scope: Scope) -> None:
+    """Keep the findable name of an individual scope's user (other scopes have none)."""
+    if scope.scope_type != "individual" or not scope.user_id:
+        return
+    store.user_names.upsert(
+        agent_id=scope.agent_id,
+        user_id=scope.user_id,
+        scope_id=scope.id,
+        display_name=scope.display_name,
+        name_keys=name_keys(scope.display_name),
+        user_key=normalize(scope.user_id),
+    )
+
+
+def user_find(
+    *, store: MemoryStore, text: str, agent_id: str | None = None, limit: int = MAX_RESULTS
+) -> list[UserMatch]:
+    """Users whose display name (any word of it) or id starts with `text`; names first."""
+    prefix = normalize(text)
+    if not MIN_CHARS <= len(prefix) <= MAX_CHARS:
+        raise InvalidInput(
+            f"type {MIN_CHARS} to {MAX_CHARS} characters of a name or id",
+            details=[{"field": "q"}],
+        )
+    limit = max(1, min(limit, MAX_RESULTS))
+    found: dict[tuple[str, str], UserMatch] = {}
+    for field, matched in (("name_key", "name"), ("user_key", "id")):
+        docs = store.user_names.by_prefix(
+            field=field, prefix=prefix, agent_id=agent_id, limit=limit
+        )
+        for doc in docs:
+            key = (doc["agent_id"], doc["user_id"])
+            if key not in found:
+                found[key] = UserMatch(
+                    agent_id=doc["agent_id"],
+                    user_id=doc["user_id"],
+                    display_name=doc.get("display_name"),
+                    scope_id=doc["scope_id"],
+                    matched=matched,
+                )
+    return list(found.values())[:limit]
+
+
+def user_names_backfill(*, store: MemoryStore, agent_id: str) -> int:
+    """Record every individual scope of an agent (data from before the names were kept)."""
+    from streams.scopes import scope_list  # scopes records names through this module
+
+    count, cursor = 0, None
+    while True:
+        page = scope_list(
+            store=store,
+            agent_id=agent_id,
+            scope_type="individual",
+            cursor=cursor,
+            limit=BACKFILL_PAGE,
+        )
+        for scope in page.items:
+            user_name_record(store=store, scope=scope)
+            count += 1
+        if not page.next_cursor:
+            return count
+        cursor = page.next_cursor
