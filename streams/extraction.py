@@ -175,6 +175,7 @@ def plan_extraction(
         consolidations=consolidations,
         max_observations=settings.max_observations,
         max_words=settings.max_words,
+        paused=_paused_labels(known, speakers),
     )
     return ExtractionPlan(
         prompt=render_extraction(resolved.template.text, context),
@@ -183,6 +184,18 @@ def plan_extraction(
         resolved=resolved,
         speakers=speakers,
     )
+
+
+def _paused_labels(known: dict[str, Scope | None], speakers: list[Speaker]) -> list[str]:
+    """Labels of the paused scopes this conversation could reach, as the model sees them."""
+    paused = []
+    for label, scope in known.items():
+        if scope is None or scope.is_active:
+            continue
+        if label == "individual" and speakers:
+            label = speakers[0].label
+        paused.append(label)
+    return paused
 
 
 def extraction_context(
@@ -195,6 +208,7 @@ def extraction_context(
     consolidations: dict[str, str],
     max_observations: int = 5,
     max_words: int = 50,
+    paused: list[str] | None = None,
 ) -> ExtractionContext:
     """The data of one extraction call, its guidance exactly the parts the resolver says
     are in effect (formation, dry runs and prompt checks all build it here)."""
@@ -213,6 +227,7 @@ def extraction_context(
             name: text for name in group_names if (text := resolved.guidance_text(f"group:{name}"))
         },
         collective_guidance=resolved.guidance_text("collective"),
+        paused=list(paused or []),
     )
 
 

@@ -46,6 +46,9 @@ class ExtractionContext:
     # scope's section of the one extraction prompt (`streams.prompts.resolver`).
     group_guidance: dict[str, str] = field(default_factory=dict)
     collective_guidance: str = ""
+    # Paused scopes, by label ("group:Eden", "individual:u-9"): the model is told to record
+    # nothing for them (anything it still files there is dropped and counted).
+    paused: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

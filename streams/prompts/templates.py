@@ -205,7 +205,7 @@ def render_extraction(template: str, context: ExtractionContext) -> str:
         "extraction",
         template,
         conversation=_conversation(context.lines),
-        user_name=context.user_name.strip() or "(unknown)",
+        user_name=_user_names(context),
         groups=_groups(context) or NO_GROUPS,
         collective=context.collective_guidance.strip() or NO_COLLECTIVE_GUIDANCE,
         shards="\n\n".join(
@@ -278,13 +278,26 @@ def _speaker(line: ConversationLine) -> str:
     return f"{line.speaker} ({line.user_id})" if line.user_id else line.speaker
 
 
+PAUSED_NOTE = "(paused: record nothing for it)"
+
+
+def _user_names(context: ExtractionContext) -> str:
+    """Who the conversation is with; a paused person's memory is named so, to record nothing."""
+    names = context.user_name.strip() or "(unknown)"
+    paused = [label.split(":", 1)[1] for label in context.paused if label.startswith("individual:")]
+    if paused:
+        names += "\nPaused memory (record nothing about them): " + ", ".join(paused)
+    return names
+
+
 def _groups(context: ExtractionContext) -> str:
     """One line per group; its guidance, if any, indented under its name."""
     lines = []
     for name in context.group_names:
         if not name.strip():
             continue
-        lines.append(f"- {_one_line(name)}")
+        paused = f"group:{name}".lower() in {label.lower() for label in context.paused}
+        lines.append(f"- {_one_line(name)}" + (f" {PAUSED_NOTE}" if paused else ""))
         guidance = context.group_guidance.get(name, "").strip()
         if guidance:
             lines.append("  What belongs here: " + _indent_continuation(guidance))

@@ -259,6 +259,8 @@ def test_a_paused_scope_is_not_routed_to_consolidated_searched_nor_in_the_contex
         work=lambda r: formation_run(store=store, run=r, settings=formation_settings()),
     )
     assert run.result["dropped_paused"] == 1 and run.result["observations"] == 1
+    prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+    assert "- Eden (paused: record nothing for it)" in prompt  # the model is told
     assert scope_get(store=store, scope_id=group_id).observation_count == 2
     assert scope_get(store=store, scope_id=individual.id).observation_count == 1
 
@@ -274,6 +276,42 @@ def test_a_paused_scope_is_not_routed_to_consolidated_searched_nor_in_the_contex
 
 
 # -- settings ----------------------------------------------------------------------------------
+
+
+def test_the_extraction_call_is_told_which_speakers_memory_is_paused(store, fake_openai):
+    bob, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, "bob"))
+    scope_update(store=store, scope=bob, changes={"is_active": False}, actor="t", follow_ups=[])
+    messages_ingest(
+        store=store,
+        agent_id=AGENT,
+        session_id="s-pair",
+        user_id="alice",
+        user_name="Alice",
+        groups=[],
+        messages=[
+            IncomingMessage(id="m1", role="user", content="I sail.", user_id="alice"),
+            IncomingMessage(id="m2", role="user", content="I row.", user_id="bob"),
+        ],
+        settings=formation_settings(),
+    )
+    job = formation_request(store=store, agent_id=AGENT, session_id="s-pair", trigger="end")
+    fake_openai.reply_json(
+        {
+            "observations": [
+                {"content": "Alice sails.", "scope": "individual:alice"},
+                {"content": "Bob rows.", "scope": "individual:bob"},
+            ]
+        }
+    )
+    run = run_job(
+        store=store,
+        job_id=job.id,
+        work=lambda r: formation_run(store=store, run=r, settings=formation_settings()),
+    )
+    prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
+    assert "Paused memory (record nothing about them): bob" in prompt
+    assert "alice" not in prompt.split("Paused memory", 1)[1].splitlines()[0]
+    assert run.result["dropped_paused"] == 1 and run.result["observations"] == 1
 
 
 def test_new_scopes_start_with_the_configured_threshold_and_word_limit(store):
