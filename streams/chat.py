@@ -113,7 +113,7 @@ def last_user_message(messages: Sequence[dict[str, Any]]) -> tuple[int, str] | N
 
 def chat_prepare(
     *,
-    store: MemoryStore,
+    store: MemoryStore | None,
     agent_id: str,
     memory: ChatMemory,
     messages: list[dict[str, Any]],
@@ -121,8 +121,9 @@ def chat_prepare(
 ) -> ChatTurn:
     """The messages to forward, with the memory context injected before the last user message.
 
-    Never raises for the store: a failing store gives the messages unchanged and
-    `memory_status="skipped"` (logged; the interface counts it and says so in a header).
+    Never raises for the store: a failing store (or none: it could not be opened) gives
+    the messages unchanged and `memory_status="skipped"` (logged; the interface counts it
+    and says so in a header).
     """
     call_id = str(ObjectId())
     found = last_user_message(messages)
@@ -148,6 +149,8 @@ def chat_prepare(
         memory_status="skipped",
     )
     try:
+        if store is None:
+            raise Unavailable("the memory store is unreachable")
         result = context_assemble(
             store=store,
             agent_id=agent_id,

@@ -46,7 +46,7 @@ from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from memory_admin.tasks import dispatch_now
 from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare, chat_turn_finish
-from streams.exceptions import InvalidInput, Unavailable
+from streams.exceptions import InvalidInput, MemoryServiceError, Unavailable
 from streams.store import MemoryStore
 
 logger = logging.getLogger("memory_admin.chat")
@@ -109,7 +109,7 @@ def chat_completions(
     if upstream is None:
         raise Unavailable("no chat upstream is configured (MEMORY_CHAT_UPSTREAM_BASE_URL)")
     turn = chat_prepare(
-        store=get_store(),
+        store=_store_or_none(),
         agent_id=agent_id,
         memory=memory,
         messages=body["messages"],
@@ -355,13 +355,23 @@ def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
     same keep-alive connection would wait for the previous turn's ingest. The pool's
     threads are joined at interpreter exit, so a graceful shutdown still finishes them.
     """
-    _AFTER_SEND.submit(_finish, get_store(), turn, outcome)  # the store as configured now
+    _AFTER_SEND.submit(_finish, turn, outcome)
 
 
-def _finish(store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome) -> None:
+def _store_or_none() -> MemoryStore | None:
+    """The store, or None when it cannot be used now (down, or its indexes cannot be made):
+    the answer then goes upstream without memory."""
+    try:
+        return get_store()
+    except MemoryServiceError as exc:
+        logger.warning("chat: the memory store cannot be used: %s", exc)
+        return None
+
+
+def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
     """Record the call and queue its ingest; never raises (the answer is already out)."""
     try:
-        job = chat_turn_finish(store=store, turn=turn, outcome=outcome)
+        job = chat_turn_finish(store=get_store(), turn=turn, outcome=outcome)
     except Exception:
         logger.exception("chat %s: recording the call and its ingest failed", turn.call_id)
         return
