@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
+from streams.audit import audit_record
 from streams.context import context_assemble
 from streams.documents import Job, utcnow
 from streams.embeddings import SemanticRanker
@@ -71,6 +72,7 @@ class ChatTurn:
     retrieval_reason: str = ""
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # {"id", "score"}
     started_at: datetime = field(default_factory=utcnow)
+    actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ def chat_prepare(
     memory: ChatMemory,
     messages: list[dict[str, Any]],
     semantic: SemanticRanker | None = None,
+    actor: str = "api",
 ) -> ChatTurn:
     """The messages to forward, with the memory context injected before the last user message.
 
@@ -137,6 +140,7 @@ def chat_prepare(
             user_message_id=None,
             memory_status="empty",
             retrieval_reason="no user message with text",
+            actor=actor,
         )
     index, text = found
     turn = ChatTurn(
@@ -147,6 +151,7 @@ def chat_prepare(
         user_text=text,
         user_message_id=turn_message_id(session_id=memory.session_id, index=index, text=text),
         memory_status="skipped",
+        actor=actor,
     )
     try:
         if store is None:
@@ -203,6 +208,7 @@ def chat_turn_finish(*, store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome
             trigger="chat",
             payload={
                 "call_id": turn.call_id,
+                "actor": turn.actor,
                 "user_id": turn.memory.user_id,
                 "user_name": turn.memory.user_name,
                 "groups": [{"id": g, "name": n} for g, n in turn.memory.groups],
@@ -303,6 +309,16 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
         "duplicates": result.duplicates,
         "formation_job_id": result.formation_job.id if result.formation_job else None,
     }
+    # The same entry an ingest through `POST .../messages` records, naming the chat call.
+    audit_record(
+        store=store,
+        actor=payload.get("actor") or "api",
+        action="session.ingest",
+        object_type="session",
+        object_id=job.session_id,
+        agent_id=job.agent_id,
+        summary={"user_id": payload["user_id"], "via": "chat", **run.result},
+    )
     if result.formation_job is not None:
         run.follow_ups.append(result.formation_job)
     # The text now lives in the session's buffer (which forgetting a user deletes);

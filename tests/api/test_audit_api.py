@@ -22,6 +22,9 @@ ACTOR = "api:test-key"
 NOT_WRITES = {
     ("POST", "/agents/{agent_id}/context"),
     ("POST", "/agents/{agent_id}/prompt-checks/run"),
+    # The chat proxy writes through its ingest job, which records `session.ingest` itself
+    # (tests/api/test_chat_group.py checks that entry).
+    ("POST", "/agents/{agent_id}/chat/completions"),
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import openai
 
 from memory_admin.tasks import formation_settings
+from streams.audit import audit_page
 from streams.formation import formation_request, formation_run
 from streams.jobs import job_get
 from streams.observations import observation_list
@@ -72,6 +73,14 @@ def test_a_two_person_group_chat_is_filed_per_speaker_and_forgetting_one_keeps_t
     buffered = eventually(
         lambda: store.sessions.unformed(AGENT, SESSION, limit=50), until=lambda m: len(m) == 4
     )
+    entries = eventually(
+        lambda: audit_page(store=store, action="session.ingest", limit=10).items,
+        until=lambda items: len(items) == 2,
+    )
+    assert {(e.actor, e.summary["user_id"], e.summary["via"]) for e in entries} == {
+        ("api:chat-agent", "alice", "chat"),
+        ("api:chat-agent", "bob", "chat"),
+    }
     said = {(m.role, m.content): m.user_id for m in buffered}
     assert said[("user", "I am allergic to peanuts.")] == "alice"
     assert said[("user", "I only drink oolong tea.")] == "bob"

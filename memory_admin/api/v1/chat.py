@@ -27,6 +27,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Path, Router, Schema
 from pydantic import ConfigDict, StrictBool, StringConstraints
 
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.chat_upstream import (
@@ -114,6 +115,7 @@ def chat_completions(
         memory=memory,
         messages=body["messages"],
         semantic=semantic_ranker(),
+        actor=api_actor(request),
     )
     if turn.memory_status == "skipped" and turn.user_text is not None:
         count_skipped_context()
