@@ -49,6 +49,14 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     MemoryStore(client, db_name).ensure_indexes()
     indexes_ensured(embedded_mongo.uri, db_name)  # so the app does not create them again
     yield db_name
+    # Background work still writing (a chat turn being filed, a pooled job) would race
+    # the drop, and the embedded store can deadlock on a drop that meets an open
+    # transaction: wait for it first.
+    from memory_admin import inprocess
+    from memory_admin.api.v1.chat import after_send_drain
+
+    after_send_drain()
+    inprocess.wait_idle()
     client.drop_database(db_name)
 
 

@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Annotated, Any
 
 import httpx2 as httpx
@@ -62,6 +62,8 @@ MAX_CHAT_MESSAGES = 2_000
 MAX_GROUPS = 100
 # Threads start on first use (after a fork), so a preloaded app is safe.
 _AFTER_SEND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chat-after-send")
+_in_flight: set[Future[None]] = set()
+_in_flight_lock = threading.Lock()
 
 
 class ChatMessageIn(Schema):
@@ -357,7 +359,26 @@ def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
     same keep-alive connection would wait for the previous turn's ingest. The pool's
     threads are joined at interpreter exit, so a graceful shutdown still finishes them.
     """
-    _AFTER_SEND.submit(_finish, turn, outcome)
+    future = _AFTER_SEND.submit(_finish, turn, outcome)
+    with _in_flight_lock:
+        _in_flight.add(future)
+    future.add_done_callback(_forget_future)
+
+
+def _forget_future(future: Future[None]) -> None:
+    with _in_flight_lock:
+        _in_flight.discard(future)
+
+
+def after_send_drain(timeout: float = 30.0) -> bool:
+    """Wait for the after-answer work already handed over (recording calls, ingests).
+
+    For whoever is about to pull the store away (a test dropping its database, a
+    shutdown): a turn still being filed would otherwise race it. True if all finished.
+    """
+    with _in_flight_lock:
+        pending = list(_in_flight)
+    return not wait(pending, timeout=timeout).not_done
 
 
 def _store_or_none() -> MemoryStore | None:
