@@ -12,18 +12,16 @@ from typing import Any
 
 import openai
 
-from memory_admin.tasks import formation_settings
 from streams.audit import audit_page
-from streams.formation import formation_request, formation_run
 from streams.jobs import job_get
-from streams.observations import observation_list
 from streams.privacy import forget_user_request, forget_user_run
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.scopes import ScopeKey
 from streams.store import MemoryStore
 from tests.chat_support import AGENT, chat_clients, chat_key, upstream
 from tests.eventually import eventually
 from tests.fakes.openai_server import FakeOpenAI
 from tests.streams.test_privacy import every_memory_document
+from tests.streams.test_speakers import form, observations
 from tests.task_mode import run_job, settle
 
 __all__ = ["chat_clients", "chat_key", "upstream"]  # fixtures, imported for this module
@@ -40,26 +38,6 @@ def turn(client: openai.OpenAI, upstream: FakeOpenAI, user: str, name: str, text
         metadata={"user_id": user, "user_name": name, "session_id": SESSION, "groups": GROUPS},
     )
     assert answer.choices[0].message.content == f"Noted, {name}."
-
-
-def form(store: MemoryStore) -> Any:
-    job = formation_request(store=store, agent_id=AGENT, session_id=SESSION, trigger="api")
-    run = run_job(
-        store=store,
-        job_id=job.id,
-        work=lambda r: formation_run(store=store, run=r, settings=formation_settings()),
-    )
-    settle(store)
-    done = job_get(store=store, job_id=job.id)
-    assert done.status == "succeeded", done.error
-    return run
-
-
-def memories(store: MemoryStore, key: ScopeKey) -> list[tuple[str, list[str]]]:
-    scope, _ = scope_get_or_create(store=store, key=key)
-    return sorted(
-        (o.content, o.related_user_ids) for o in observation_list(store=store, scope=scope).items
-    )
 
 
 def test_a_two_person_group_chat_is_filed_per_speaker_and_forgetting_one_keeps_the_other(
@@ -94,15 +72,15 @@ def test_a_two_person_group_chat_is_filed_per_speaker_and_forgetting_one_keeps_t
             ]
         }
     )
-    run = form(store)
+    run = form(store, session=SESSION, agent=AGENT)
     prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
     assert "[user] Alice (alice): I am allergic to peanuts." in prompt
     assert "[user] Bob (bob): I only drink oolong tea." in prompt
     assert run.result["observations"] == 3
-    assert memories(store, ScopeKey.individual(AGENT, "alice")) == [
+    assert observations(store, ScopeKey.individual(AGENT, "alice")) == [
         ("Alice is allergic to peanuts.", ["alice"])
     ]
-    assert memories(store, ScopeKey.individual(AGENT, "bob")) == [
+    assert observations(store, ScopeKey.individual(AGENT, "bob")) == [
         ("Bob only drinks oolong tea.", ["bob"])
     ]
 
@@ -112,6 +90,6 @@ def test_a_two_person_group_chat_is_filed_per_speaker_and_forgetting_one_keeps_t
     assert job_get(store=store, job_id=job.id).status == "succeeded"
 
     assert "peanuts" not in every_memory_document(store)
-    assert memories(store, ScopeKey.individual(AGENT, "bob")) == [
+    assert observations(store, ScopeKey.individual(AGENT, "bob")) == [
         ("Bob only drinks oolong tea.", ["bob"])
     ]

@@ -46,8 +46,8 @@ def say(store: MemoryStore, request_user: str, lines: list[tuple[str, str | None
     )
 
 
-def form(store: MemoryStore, session: str = "chat") -> Any:
-    job = formation_request(store=store, agent_id=AGENT, session_id=session, trigger="api")
+def form(store: MemoryStore, session: str = "chat", agent: str = AGENT) -> Any:
+    job = formation_request(store=store, agent_id=agent, session_id=session, trigger="api")
     run = run_job(
         store=store,
         job_id=job.id,
