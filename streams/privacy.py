@@ -106,7 +106,11 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
-        count = repo.delete_observations([ObjectId(o.id) for o in observations])
+        count = store.in_transaction(
+            lambda session, gone=observations: repo.delete_observations(
+                [ObjectId(o.id) for o in gone], session=session
+            )
+        )
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
         if count:
             repo.unlink_observations(
@@ -119,7 +123,9 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         # scans the whole index on the embedded store (3 s at 10,000 observations).
         forget_in_search(store=store, scope_id=individual.id, observations=own)
         repo.drop_search_totals(ObjectId(individual.id))
-        removed = repo.delete_scope(ObjectId(individual.id))
+        removed = store.in_transaction(
+            lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
+        )
         store.client_ids.forget_scope(ObjectId(individual.id))
         for collection, count in removed.items():
             deleted[collection] += count
@@ -154,7 +160,11 @@ def _forget_messages(
 ) -> dict[str, int]:
     """Delete every message the person sent; recount the sessions they spoke in (others'
     messages stay), dropping a session's buffer when nothing is left in it."""
-    counts = {"memory_messages": repo.delete_user_messages(agent_id, user_id)}
+    counts = {
+        "memory_messages": store.in_transaction(
+            lambda session: repo.delete_user_messages(agent_id, user_id, session=session)
+        )
+    }
     dropped = 0
     min_messages = FormationSettings().min_messages
     for _ in range(MAX_BUFFER_PAGES):

@@ -140,24 +140,42 @@ class PrivacyRepository:
     def drop_search_totals(self, scope_id: ObjectId) -> int:
         return self.search_terms.delete_one({"_id": search.totals_key(scope_id)}).deleted_count
 
-    def delete_observations(self, observation_ids: list[ObjectId]) -> int:
+    # Multi-document deletes run inside the caller's transaction (`session`): on the
+    # embedded store a deleteMany outside one retries a write conflict with a concurrent
+    # transaction (an ingest or a formation) while holding the collection's lock, and the
+    # two wait on each other for ever. In a transaction the conflict surfaces at once and
+    # the whole transaction is retried.
+
+    def delete_observations(
+        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+    ) -> int:
         if not observation_ids:
             return 0
-        return self.observations.delete_many({"_id": {"$in": observation_ids}}).deleted_count
+        return self.observations.delete_many(
+            {"_id": {"$in": observation_ids}}, session=session
+        ).deleted_count
 
-    def delete_scope(self, scope_id: ObjectId) -> dict[str, int]:
+    def delete_scope(
+        self, scope_id: ObjectId, *, session: ClientSession | None = None
+    ) -> dict[str, int]:
         """A whole scope: its observations, its history, the scope itself."""
         return {
             "memory_observations": self.observations.delete_many(
-                {"scope_id": scope_id}
+                {"scope_id": scope_id}, session=session
             ).deleted_count,
             "memory_consolidations": self.consolidations.delete_many(
-                {"scope_id": scope_id}
+                {"scope_id": scope_id}, session=session
             ).deleted_count,
-            "memory_scopes": self.scopes.delete_one({"_id": scope_id}).deleted_count,
+            "memory_scopes": self.scopes.delete_one(
+                {"_id": scope_id}, session=session
+            ).deleted_count,
         }
 
-    def delete_user_messages(self, agent_id: str, user_id: str) -> int:
+    def delete_user_messages(
+        self, agent_id: str, user_id: str, *, session: ClientSession | None = None
+    ) -> int:
         """The user's buffered messages, formed or not, in every session (the buffers are
         then recounted or dropped one by one: `SessionRepository.forget_speaker`)."""
-        return self.messages.delete_many({"agent_id": agent_id, "user_id": user_id}).deleted_count
+        return self.messages.delete_many(
+            {"agent_id": agent_id, "user_id": user_id}, session=session
+        ).deleted_count
