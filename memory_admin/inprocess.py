@@ -6,11 +6,8 @@ behind it). Now the request only queues the job here and answers. At most
 MEMORY_INPROCESS_QUEUE jobs wait; beyond that a job stays `queued` in the store
 and the periodic `retry_failed_jobs` sweep dispatches it later, so nothing is lost.
 
-With MEMORY_INPROCESS_ISOLATION=process (the default) each pool thread hands its
-jobs to a child process (`memory_admin.job_runner`) running at a lower OS priority:
-a formation's CPU work then neither holds the web process's GIL nor takes a core
-the requests need. `thread` runs them in the pool thread itself (lower priority
-too, but sharing the GIL): the test suite's mode, where settings live in-process.
+The pool threads run at a lower OS priority than the request threads (they still
+share the GIL with them).
 """
 
 from __future__ import annotations
@@ -19,19 +16,15 @@ import contextlib
 import logging
 import os
 import queue
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
 
 logger = logging.getLogger("memory_admin.inprocess")
 WORKER_NICENESS = 19
-ROOT = Path(__file__).resolve().parent.parent
 _lock = threading.Lock()
 _queue: queue.Queue[tuple[Any, str]] | None = None
 _pending = 0  # jobs submitted and not finished
@@ -102,60 +95,15 @@ def _work(jobs: queue.Queue[tuple[Any, str]]) -> None:
     # Linux priorities are per thread: requests get the CPU before background jobs.
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-    runner = _Runner() if settings.MEMORY_INPROCESS_ISOLATION == "process" else None
     while True:
         task, job_id = jobs.get()
         if task is None:  # `reset`
-            if runner is not None and runner.process is not None:
-                runner.process.kill()
             return
         try:
-            if runner is not None:
-                runner.run(task.name, job_id)
-            else:
-                task.apply(args=[job_id])
+            task.apply(args=[job_id])
         except Exception:
             logger.exception("in-process job %s failed", job_id)
         finally:
             with _lock:
                 _pending -= 1
             close_old_connections()
-
-
-class _Runner:
-    """One `memory_admin.job_runner` child per pool thread, started on first use at a lower
-    priority and restarted if it dies (its job is then taken over when its lease lapses)."""
-
-    def __init__(self) -> None:
-        self.process: subprocess.Popen[str] | None = None
-
-    def run(self, task_name: str, job_id: str) -> None:
-        process = self._process()
-        stdin, stdout = _pipes(process)
-        try:
-            stdin.write(f"{task_name} {job_id}\n")
-            stdin.flush()
-            answer = stdout.readline()
-        except OSError:
-            answer = ""
-        if not answer:
-            logger.warning("job runner exited during job %s; restarting it", job_id)
-            process.kill()
-            self.process = None
-
-    def _process(self) -> subprocess.Popen[str]:
-        if self.process is None or self.process.poll() is not None:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "memory_admin.job_runner"],
-                cwd=ROOT,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-                preexec_fn=lambda: os.nice(WORKER_NICENESS),  # noqa: PLW1509 (no threads yet)
-            )
-        return self.process
-
-
-def _pipes(process: subprocess.Popen[str]) -> tuple[IO[str], IO[str]]:
-    assert process.stdin is not None and process.stdout is not None
-    return process.stdin, process.stdout

@@ -191,27 +191,3 @@ def _oid(job_id: str):
 def _no_pool_leftovers():
     yield
     inprocess.wait_idle(timeout=20)
-
-
-def test_the_pool_runs_jobs_in_a_low_priority_child_process(
-    api, settings, monkeypatch, embedded_mongo, memory_db, run_tasks
-):
-    # The child reads its settings from the environment, as a deployment's does.
-    monkeypatch.setenv("MONGODB_URI", embedded_mongo.uri)
-    monkeypatch.setenv("MONGODB_DB", memory_db)
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
-    settings.MEMORY_INPROCESS_WORKERS = 1
-    settings.MEMORY_INPROCESS_ISOLATION = "process"
-    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
-    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
-    inprocess.reset()
-    try:
-        with run_tasks():
-            body = ingest(api, [msg(1)]).json()
-        assert inprocess.wait_idle(timeout=60)
-        done = job(api, body["formation_job_id"])
-        assert done["status"] == "succeeded", done
-        assert done["result"]["observations"] == 1  # the offline provider, in the child
-    finally:
-        inprocess.reset()
