@@ -72,3 +72,17 @@ def query_guard(memory_db: str) -> Iterator[QueryGuard]:
 @pytest.fixture
 def store(embedded_mongo: EmbeddedServer, memory_db: str) -> MemoryStore:
     return MemoryStore(get_client(embedded_mongo.uri), memory_db)
+
+
+@pytest.fixture(autouse=True)
+def celery_join_state() -> Iterator[None]:
+    """Undo a flag eager Celery can leak between tests.
+
+    Eager `apply_async` sets a process-global "inside a task" flag and restores the
+    value it saw on entry; two threads doing so at once (a request and a pooled job)
+    can leave it set, and every later `result.get()` then refuses to run.
+    """
+    from celery.result import _set_task_join_will_block
+
+    yield
+    _set_task_join_will_block(False)
