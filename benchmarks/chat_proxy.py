@@ -13,26 +13,19 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import httpx2 as httpx
 import openai
 from pymongo import MongoClient
 
 from benchmarks.harness import (
-    ROOT,
-    _free_port,
-    _wait_for_port,
     embedded_server,
     print_row,
     print_table,
     summary_ms,
+    web_process,
 )
 from streams.consolidation import consolidation_edit
 from streams.observations import observation_add
@@ -59,10 +52,14 @@ def run(sizes: list[int] | None = None) -> None:
         db = "bench_chat_proxy"
         _seed(MemoryStore(MongoClient(server.uri, tz_aware=True), db))
         direct = openai.OpenAI(base_url=upstream.base_url, api_key="x", max_retries=0)
-        with _web(server.uri, db, upstream.base_url) as (port, key):
+        upstream_env = {
+            "MEMORY_CHAT_UPSTREAM_BASE_URL": upstream.base_url,
+            "MEMORY_CHAT_UPSTREAM_API_KEY": "upstream",
+        }
+        with web_process(server.uri, db, threads=8, extra_env=upstream_env) as web:
             proxy = openai.OpenAI(
-                base_url=f"http://127.0.0.1:{port}/api/v1/agents/{AGENT}",
-                api_key=key,
+                base_url=f"http://127.0.0.1:{web.port}/api/v1/agents/{AGENT}",
+                api_key=web.api_key,
                 max_retries=0,
             )
             cases: list[tuple[str, openai.OpenAI, str]] = [
@@ -71,8 +68,8 @@ def run(sizes: list[int] | None = None) -> None:
                 ("proxy, retrieval on", proxy, RECALL),
             ]
             context = httpx.Client(
-                base_url=f"http://127.0.0.1:{port}/api/v1/agents/{AGENT}",
-                headers={"Authorization": f"Bearer {key}"},
+                base_url=f"http://127.0.0.1:{web.port}/api/v1/agents/{AGENT}",
+                headers={"Authorization": f"Bearer {web.api_key}"},
             )
             for label, message in (("retrieval off", GREETING), ("retrieval on", RECALL)):
                 samples = _sample(lambda i, c=context, m=message: _context(c, m, i), calls)
@@ -167,46 +164,3 @@ def _seed(store: MemoryStore) -> None:
         observation_add(
             store=store, scope=scope, content=f"Gene talked about the {topics[n % 7]} ({n})."
         )
-
-
-@contextmanager
-def _web(mongo_uri: str, db: str, upstream_url: str) -> Iterator[tuple[int, str]]:
-    env = {
-        **os.environ,
-        "MONGODB_URI": mongo_uri,
-        "MONGODB_DB": db,
-        "MEMORY_DATA_DIR": tempfile.mkdtemp(prefix="bench-chat-"),
-        "DJANGO_DEBUG": "false",
-        "DJANGO_SECRET_KEY": "bench-only",
-        "LOG_LEVEL": "WARNING",
-        "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "MEMORY_CHAT_UPSTREAM_BASE_URL": upstream_url,
-        "MEMORY_CHAT_UPSTREAM_API_KEY": "upstream",
-    }
-    env.pop("OPENAI_API_KEY", None)
-    env.pop("CELERY_BROKER_URL", None)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    created = subprocess.run(
-        [*manage, "create_api_key", "--name", "bench"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    port = _free_port()
-    gunicorn = [sys.executable, "-m", "gunicorn", "memory_admin.wsgi"]
-    options = ["--worker-class", "gthread", "--threads", "8", "-w", "1"]
-    web = subprocess.Popen(
-        [*gunicorn, *options, "-b", f"127.0.0.1:{port}", "--log-level", "warning"],
-        cwd=ROOT,
-        env=env,
-    )
-    try:
-        _wait_for_port(port)
-        yield port, created.stdout.strip().splitlines()[-1]
-    finally:
-        web.terminate()
-        web.wait(timeout=30)
-        shutil.rmtree(env["MEMORY_DATA_DIR"], ignore_errors=True)

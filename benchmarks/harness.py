@@ -114,8 +114,8 @@ def web_process(
     threads: int = 1,
     extra_env: dict[str, str] | None = None,
 ) -> Iterator[WebProcess]:
-    """`workers` gunicorn sync workers (default one) on embedded defaults over `db`, with an
-    API key, until exit; `extra_env` adds or overrides settings."""
+    """`workers` gunicorn workers of `threads` threads each on embedded defaults over `db`,
+    with an API key, until exit; `extra_env` adds or overrides settings."""
     env = {
         **os.environ,
         "MONGODB_URI": mongo_uri,

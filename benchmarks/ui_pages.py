@@ -95,7 +95,8 @@ def _prepare(store: MemoryStore, scopes: int) -> tuple[str, str]:
     return scope.id, scope.user_id or ""
 
 
-def _measure(call: Callable[[], Any], counter: CommandCounter) -> tuple[list[float], float]:
+def measure(call: Callable[[], Any], counter: CommandCounter) -> tuple[list[float], float]:
+    """CALLS timed calls after a warm-up, and the store commands each sent on average."""
     call()  # warm templates and connections
     samples: list[float] = []
     counter.reset()
@@ -104,6 +105,17 @@ def _measure(call: Callable[[], Any], counter: CommandCounter) -> tuple[list[flo
         call()
         samples.append(time.perf_counter() - started)
     return samples, counter.count / CALLS
+
+
+def seeded_store(client: Any, db: str, scopes: int, observations: int) -> MemoryStore:
+    """The benchmark database, seeded on first use (kept between runs: seeding is slow)."""
+    store = MemoryStore(client, db)
+    if store.agents.get(AGENT) is None:
+        seconds = seed(
+            store, agent_id=AGENT, scopes=scopes, observations=observations, search_index=False
+        )
+        print(f"seeded {scopes:,} scopes, {observations:,} observations in {seconds:.0f} s")
+    return store
 
 
 def run(sizes: list[int] | None = None) -> None:
@@ -119,19 +131,10 @@ def run(sizes: list[int] | None = None) -> None:
         for scopes, observations in chosen:
             db = f"bench_ui_{observations}"
             settings.MONGODB_DB = db
-            store = MemoryStore(client, db)
-            if store.agents.get(AGENT) is None:
-                seconds = seed(
-                    store,
-                    agent_id=AGENT,
-                    scopes=scopes,
-                    observations=observations,
-                    search_index=False,
-                )
-                print(f"seeded {scopes:,} scopes, {observations:,} observations in {seconds:.0f} s")
+            store = seeded_store(client, db, scopes, observations)
             scope_id, user = _prepare(store, scopes)
             for label, (path, headers) in pages(scope_id, user).items():
-                samples, commands = _measure(
+                samples, commands = measure(
                     lambda p=path, h=headers: render(factory, p, h), counter
                 )
                 p50, p95, mean = summary_ms(samples)

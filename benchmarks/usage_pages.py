@@ -20,8 +20,7 @@ from django.conf import settings
 from django.test import RequestFactory
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
-from benchmarks.seed import seed
-from benchmarks.ui_pages import AGENT, CALLS, render
+from benchmarks.ui_pages import AGENT, CALLS, measure, render, seeded_store
 from memory_admin.api.v1.usage import UsageQuery, get_usage
 from streams.documents import utcnow
 from streams.store import MemoryStore
@@ -93,17 +92,6 @@ def _api_call() -> Any:
     return get_usage(request, AGENT, UsageQuery(days=30))  # type: ignore[arg-type]
 
 
-def _measure(call: Any, counter: CommandCounter) -> tuple[list[float], float]:
-    call()
-    samples: list[float] = []
-    counter.reset()
-    for _ in range(CALLS):
-        started = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - started)
-    return samples, counter.count / CALLS
-
-
 def run(sizes: list[int] | None = None) -> None:
     chosen = [(max(1, n // 10), n) for n in sizes] if sizes else SIZES
     rows: list[list[object]] = []
@@ -116,23 +104,15 @@ def run(sizes: list[int] | None = None) -> None:
         for scopes, observations in chosen:
             db = f"bench_usage2_{observations}"
             settings.MONGODB_DB = db
-            store = MemoryStore(client, db)
-            if store.agents.get(AGENT) is None:
-                seconds = seed(
-                    store,
-                    agent_id=AGENT,
-                    scopes=scopes,
-                    observations=observations,
-                    search_index=False,
-                )
+            store = seeded_store(client, db, scopes, observations)
+            if store.usage.top.find_one({"_id": BACKLOG}) is None:
                 ids = [
                     str(d["_id"])
                     for d in store.scopes.collection.find(
                         {"agent_id": AGENT, "seq": {"$gte": 1, "$lte": scopes}}, {"_id": 1}
                     ).limit(scopes)
                 ]
-                seconds += seed_usage(store, ids)
-                print(f"seeded {scopes:,} scopes and 30 days of usage in {seconds:.0f} s")
+                print(f"seeded 30 days of usage in {seed_usage(store, ids):.0f} s")
             some = store.scopes.collection.find_one({"agent_id": AGENT, "seq": scopes // 2})
             detail = f"/scopes/{some['_id']}/"
             pages = {
@@ -145,7 +125,7 @@ def run(sizes: list[int] | None = None) -> None:
             }
             calls["GET /agents/{id}/usage?days=30"] = _api_call
             for label, call in calls.items():
-                samples, commands = _measure(call, counter)
+                samples, commands = measure(call, counter)
                 p50, p95, mean = summary_ms(samples)
                 rows.append(
                     [

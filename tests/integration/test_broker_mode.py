@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.services import REDIS_URL, needs_redis
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKER_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/12"  # 13: benchmarks, 14: crash test
+BROKER_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/12"  # runs are kept apart by their queue
 WRITE_PATH_SUITE = [
     "tests/streams/test_formation.py",
     "tests/streams/test_consolidation_runs.py",

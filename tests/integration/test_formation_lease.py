@@ -19,20 +19,11 @@ from celery import Celery
 from memory_admin.tasks import formation_settings
 from streams.formation import IncomingMessage, formation_request, messages_ingest
 from streams.jobs import job_get
-from tests.integration.workers import kill_worker, start_worker
+from tests.integration.workers import kill_worker, start_worker, wait_for
 from tests.services import REDIS_URL, needs_redis
 
 LEASE_SECONDS = 3
 ANSWER = json.dumps({"observations": [{"content": "Gene prefers tea.", "scope": "individual"}]})
-
-
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @needs_redis

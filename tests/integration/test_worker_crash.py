@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 
 from celery import Celery
@@ -17,36 +18,25 @@ from streams.consolidation_runs import consolidation_request
 from streams.jobs import job_get
 from streams.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
-from tests.integration.workers import kill_worker, start_worker
+from tests.integration.workers import kill_worker, start_worker, wait_for
 from tests.services import REDIS_URL, needs_redis
 from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
 
 ROOT = Path(__file__).resolve().parents[2]
-CRASH_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/14"
-
-
-def wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @needs_redis
 def test_worker_killed_mid_consolidation_loses_nothing(
     store, fake_openai, memory_db, embedded_mongo
 ):
-    import redis
-
-    redis.Redis.from_url(CRASH_REDIS_URL).flushdb()
+    queue = f"memory-crash-{uuid.uuid4().hex[:12]}"  # this run's own queue
     scope = ScopeFactory.create(store=store)
     for _ in range(4):
         ObservationFactory.create(store=store, scope=scope)
     env = {
         **os.environ,
-        "CELERY_BROKER_URL": CRASH_REDIS_URL,
+        "CELERY_BROKER_URL": REDIS_URL,
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
         "CELERY_VISIBILITY_TIMEOUT": "3",
         "MEMORY_CONSOLIDATION_LEASE_SECONDS": "2",
         "MEMORY_JOB_STALE_SECONDS": "2",
@@ -61,7 +51,8 @@ def test_worker_killed_mid_consolidation_loses_nothing(
     job = consolidation_request(
         store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="test"
     )
-    client = Celery(broker=CRASH_REDIS_URL)
+    client = Celery(broker=REDIS_URL)
+    client.conf.task_default_queue = queue
     client.conf.broker_transport_options = {"visibility_timeout": 3}
     worker = start_worker(env)
     try:

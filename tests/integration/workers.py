@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,3 +52,13 @@ def kill_worker(worker: subprocess.Popen) -> None:
     if worker.poll() is None:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
+
+
+def wait_for(condition: Callable[[], object], timeout: float, what: str) -> None:
+    """Poll `condition` every 0.1 s until it holds; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

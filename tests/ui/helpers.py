@@ -32,3 +32,19 @@ def scope_with_history(store: MemoryStore, *, agent_id: str = "support-bot") -> 
     fresh = store.scopes.get(ObjectId(scope.id))
     assert fresh is not None
     return fresh
+
+
+def recall_search_params(store: MemoryStore) -> dict[str, str]:
+    """The search inspector's form for Gene (with history) in the Eden team, asking a recall."""
+    gene = scope_with_history(store)
+    team = ScopeFactory.create(
+        store=store, agent_id="support-bot", group=True, group_id="eden", display_name="Eden"
+    )
+    ObservationFactory.create(store=store, scope=team, content="The Eden team deploys on Fridays.")
+    return {
+        "agent": "support-bot",
+        "user": gene.user_id or "",
+        "user_name": "Gene",
+        "groups": "eden=Eden Team",
+        "message": "What did I tell you about Rust?",
+    }

@@ -6,8 +6,7 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.ui.search import parse_groups
-from tests.factories import ObservationFactory, ScopeFactory
-from tests.ui.helpers import HTMX, scope_with_history
+from tests.ui.helpers import HTMX, recall_search_params, scope_with_history
 
 pytestmark = pytest.mark.django_db
 
@@ -20,18 +19,7 @@ def test_empty_form_page(client_as, store):
 
 
 def test_a_recall_message_fires_retrieval_and_shows_the_context(client_as, store):
-    gene = scope_with_history(store)
-    team = ScopeFactory.create(
-        store=store, agent_id="support-bot", group=True, group_id="eden", display_name="Eden"
-    )
-    ObservationFactory.create(store=store, scope=team, content="The Eden team deploys on Fridays.")
-    params = {
-        "agent": "support-bot",
-        "user": gene.user_id,
-        "user_name": "Gene",
-        "groups": "eden=Eden Team",
-        "message": "What did I tell you about Rust?",
-    }
+    params = recall_search_params(store)
     client = client_as("viewer")
     html = client.get(reverse("ui:search"), params).content.decode()
     assert 'data-triggered="true"' in html and "recall phrase" in html

@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from tests.factories import ObservationFactory, ScopeFactory
-from tests.ui.helpers import scope_with_history
+from tests.ui.helpers import recall_search_params
 
 
 def test_the_inspector_lists_tokens_per_context_section(client_as, store):
-    gene = scope_with_history(store)
-    team = ScopeFactory.create(
-        store=store, agent_id="support-bot", group=True, group_id="eden", display_name="Eden"
-    )
-    ObservationFactory.create(store=store, scope=team, content="The Eden team deploys on Fridays.")
-    params = {
-        "agent": "support-bot",
-        "user": gene.user_id,
-        "groups": "eden=Eden Team",
-        "message": "What did I tell you about Rust?",
-    }
+    params = recall_search_params(store)
     html = client_as("viewer").get(reverse("ui:search"), params).content.decode()
     table = html.split('id="context-tokens"')[1].split("</section>")[0]
     assert 'data-section="UserMemory" class="section-depth-0"' in table
