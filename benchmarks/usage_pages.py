@@ -102,7 +102,7 @@ def run(sizes: list[int] | None = None) -> None:
         client = get_client(server.uri, event_listeners=[counter])
         settings.MONGODB_URI = server.uri
         for scopes, observations in chosen:
-            db = f"bench_usage2_{observations}"
+            db = f"bench_ui_{observations}"  # the ui_pages database: one seed serves both
             settings.MONGODB_DB = db
             store = seeded_store(client, db, scopes, observations)
             if store.usage.top.find_one({"_id": BACKLOG}) is None:

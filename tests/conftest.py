@@ -86,3 +86,10 @@ def celery_join_state() -> Iterator[None]:
 
     yield
     _set_task_join_will_block(False)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start the PostgreSQL re-run of the Django suites now, to run beside this one."""
+    from tests.integration.postgres_suite import start_early
+
+    start_early(session)

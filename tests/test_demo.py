@@ -39,6 +39,14 @@ def test_seed_demo_builds_a_believable_data_set_through_the_services(store, caps
         for s in scope_list(store=store, agent_id=a, limit=200).items
     )
 
+    # The dashboard chart reads daily counters: the seed writes them, day by day, as
+    # formation does (one seed for both checks: seeding takes most of this test's time).
+    year = activity_days(store=store, agent_id=agents[0].id, last=utcnow().date(), days=366)
+    assert sum(d.observations for d in year) == agents[0].observation_count
+    month = year[-30:]
+    assert 0 < sum(d.observations for d in month) < agents[0].observation_count
+    assert len({d.day for d in month if d.observations}) > 5  # spread over the weeks
+
 
 def test_seed_demo_if_empty_is_idempotent(store, capsys):
     call_command("seed_demo", "--if-empty")
@@ -62,14 +70,3 @@ def test_demo_login_is_created_once_and_printed(settings, tmp_path, capsys):
     admin = authenticate(username="admin", password=password)
     assert admin is not None and admin.groups.filter(name="admin").exists()
     assert authenticate(username="viewer", password=password).groups.get().name == "viewer"
-
-
-def test_seed_demo_counts_its_observations_on_the_dashboard_chart(store):
-    """The chart reads daily counters: the seed writes them, day by day, as formation does."""
-    call_command("seed_demo")
-    agent = store.agents.get(AGENTS[0])
-    year = activity_days(store=store, agent_id=agent.id, last=utcnow().date(), days=366)
-    assert sum(d.observations for d in year) == agent.observation_count
-    month = year[-30:]
-    assert 0 < sum(d.observations for d in month) < agent.observation_count
-    assert len({d.day for d in month if d.observations}) > 5  # spread over the weeks

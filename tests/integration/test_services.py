@@ -7,46 +7,24 @@ Run whenever the services are present; CI makes them present and demands them
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
-import uuid
 from pathlib import Path
 
 from celery import Celery
 
+from tests.integration.postgres_suite import postgres_suite
 from tests.integration.workers import kill_worker, start_worker
-from tests.services import POSTGRES_URL, REDIS_URL, needs_postgres, needs_redis
+from tests.services import REDIS_URL, needs_postgres, needs_redis
 
 ROOT = Path(__file__).resolve().parents[2]
-DJANGO_SUITES = ["tests/api", "tests/ui", "tests/test_demo.py"]
 
 
 @needs_postgres
 def test_django_suites_pass_on_postgresql():
     """The API and UI suites again, with Django's tables in PostgreSQL instead of SQLite."""
-    database = f"memory_admin_ci_{uuid.uuid4().hex[:8]}"
-    env = {**os.environ, "DATABASE_URL": POSTGRES_URL.rsplit("/", 1)[0] + f"/{database}"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-x",
-            "-m",
-            "not browser",
-            "--create-db",
-            *[s for s in DJANGO_SUITES if (ROOT / s).exists()],
-        ],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout.splitlines()[-1]
+    code, output = postgres_suite().result()
+    assert code == 0, output[-4000:]
+    assert " passed" in output.strip().splitlines()[-1]
 
 
 @needs_redis
