@@ -16,21 +16,21 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue, enqueue_all
-from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from memory_admin.ui.usage import scope_usage_context
-from streams.consolidation import consolidation_edit, consolidation_history, restore_preview
-from streams.consolidation_runs import consolidation_request
-from streams.documents import Job, Scope
+from streams.actions.consolidations import do_consolidation_trigger
+from streams.actions.scopes import do_consolidation_edit, do_scope_update
+from streams.consolidation import consolidation_history, restore_preview
+from streams.documents import Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.ids import require_object_id
 from streams.pagination import Page
 from streams.prompts import prompt_role, resolve_for_scope
-from streams.scopes import scope_get, scope_list, scope_update
+from streams.scopes import scope_get, scope_list
 from streams.store import MemoryStore
 
 PAGE_SIZE = 25
@@ -243,12 +243,12 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
         form = ConsolidationEditForm(request.POST)
         if form.is_valid():
             try:
-                entry = consolidation_edit(
+                edited = do_consolidation_edit(
                     store=store,
+                    actor=actor(request),
                     scope=scope,
                     text=form.cleaned_data["text"],
                     expected_version=form.cleaned_data["expected_version"],
-                    actor=actor(request),
                 )
             except Conflict:
                 messages.error(
@@ -269,16 +269,8 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
             except InvalidInput as exc:
                 form_errors(form, exc, default_field="text")
             else:
-                audit(
-                    request,
-                    store=store,
-                    action="consolidation.edit",
-                    object_type="scope",
-                    object_id=scope.id,
-                    agent_id=scope.agent_id,
-                    summary={"version": entry.version},
-                )
-                messages.success(request, f"Saved the consolidation as version {entry.version}.")
+                version = edited.consolidation_version
+                messages.success(request, f"Saved the consolidation as version {version}.")
                 return redirect("ui:scope_detail", scope_id=scope.id)
     else:
         form = ConsolidationEditForm(
@@ -308,20 +300,10 @@ def consolidate_now(request: HttpRequest, scope_id: str) -> HttpResponse:
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
     try:
-        job = consolidation_request(store=store, scope=scope, trigger="ui", actor=actor(request))
+        job = do_consolidation_trigger(store=store, actor=actor(request), scope=scope)
     except Conflict as exc:
         flash_error(request, exc)
         return redirect("ui:scope_detail", scope_id=scope.id)
-    audit(
-        request,
-        store=store,
-        action="consolidation.trigger",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"job_id": job.id},
-    )
-    enqueue(job)
     if wants_partial(request):
         return redirect(reverse("ui:job_status", args=[job.id]))
     messages.success(request, "Consolidation queued; this page follows the job.")
@@ -337,23 +319,10 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     if form.is_valid():
         changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
         try:
-            jobs: list[Job] = []
-            scope_update(
-                store=store, scope=scope, changes=changes, actor=actor(request), follow_ups=jobs
-            )
-            enqueue_all(jobs)
+            do_scope_update(store=store, actor=actor(request), scope=scope, changes=changes)
         except InvalidInput as exc:
             form_errors(form, exc)
         else:
-            audit(
-                request,
-                store=store,
-                action="scope.update",
-                object_type="scope",
-                object_id=scope.id,
-                agent_id=scope.agent_id,
-                summary={"fields": sorted(changes)},
-            )
             messages.success(
                 request, "Settings saved." if changes else "Nothing changed in the settings."
             )
