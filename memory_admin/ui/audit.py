@@ -26,6 +26,7 @@ from streams.exceptions import InvalidInput, NotFound
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
+from streams.selectors import agents_page
 from streams.user_audit import user_audit
 from streams.user_find import user_find
 
@@ -139,7 +140,7 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
     role = request_role(request)
     context: dict[str, Any] = {
         "form": form,
-        "agents": store.agents.list_page(after=None, limit=AGENT_CHOICES),
+        "agents": agents_page(store=store, limit=AGENT_CHOICES),
         "agent_id": agent_id or param(request, "agent"),
         "user_id": user_id,
         "is_admin": role is not None and role >= Role.ADMIN,

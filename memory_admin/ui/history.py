@@ -16,8 +16,8 @@ from memory_admin.ui.scopes import can_edit, history_context
 from streams.actions.consolidations import do_consolidation_restore
 from streams.consolidation import restore_returns
 from streams.exceptions import MemoryServiceError, NotFound
-from streams.ids import require_object_id
 from streams.scopes import scope_get
+from streams.selectors import consolidation_version
 
 
 @require_GET
@@ -26,12 +26,11 @@ def consolidation_compare(request: HttpRequest, scope_id: str) -> HttpResponse:
     """Two versions side by side (`?a=3&b=5`; default: the two newest)."""
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
-    oid = require_object_id(scope.id, what="scope")
     newest = scope.consolidation_version
     a = _int_param(request, "a", default=max(newest - 1, 0))
     b = _int_param(request, "b", default=newest)
-    old = store.consolidations.get(oid, a) if a else None
-    new = store.consolidations.get(oid, b) if b else None
+    old = consolidation_version(store=store, scope=scope, version=a) if a else None
+    new = consolidation_version(store=store, scope=scope, version=b) if b else None
     missing = [v for v, doc in ((a, old), (b, new)) if v and doc is None]
     context = {
         "scope": scope,

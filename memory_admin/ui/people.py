@@ -30,6 +30,7 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
 from memory_admin.ui.roles import Role, role_required
 from streams.exceptions import Conflict, InvalidInput
+from streams.selectors import agents_page
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 200
@@ -56,7 +57,7 @@ class KeyForm(forms.Form):
 
 
 def _agent_ids() -> list[str]:
-    return [a.id for a in get_store().agents.list_page(after=None, limit=AGENT_CHOICES)]
+    return [a.id for a in agents_page(store=get_store(), limit=AGENT_CHOICES)]
 
 
 def _page(request: HttpRequest, queryset: Any) -> Any:

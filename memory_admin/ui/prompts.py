@@ -40,6 +40,7 @@ from streams.prompts import (
     validate_prompt,
 )
 from streams.scopes import scope_get
+from streams.selectors import active_shards, agents_page, shard_find
 from streams.store import MemoryStore
 
 AGENT_CHOICES = 100
@@ -57,7 +58,7 @@ GUIDANCE_SECTION = {"group": "{groups}", "collective": "{collective}", "shard": 
 def prompt_index(request: HttpRequest) -> HttpResponse:
     """Per agent: each kind's template in effect, and each shard's guidance with its version."""
     store = get_store()
-    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = param(request, "agent") or (agents[0].id if agents else None)
     rows = []
     shards: list[dict[str, Any]] = []
@@ -67,12 +68,10 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
             current = prompt_current(store=store, agent_id=agent_id, kind=kind)
             part = resolve_template(store=store, agent_id=agent_id, kind=kind)
             rows.append({"kind": kind, "part": part, "current": current})
-        for shard in store.scopes.active_shards(agent_id, limit=MAX_SHARDS):
+        for shard in active_shards(store=store, agent_id=agent_id, limit=MAX_SHARDS):
             guidance = level_part(store, agent_id, "extraction", shard)
             shards.append({"scope": shard, "part": guidance})
-        collective = store.scopes.find_by_identity(
-            agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=None
-        )
+        collective = shard_find(store=store, agent_id=agent_id, name=None)
     context = {
         "agents": agents,
         "agent_id": agent_id,
