@@ -10,7 +10,6 @@ are compared with the same domain action called directly as `cli`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,55 +19,35 @@ from django.test import Client
 from django.urls import reverse
 
 from memory_admin.models import ApiKey
-from memory_admin.stores import get_store
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions.observations import do_observation_add_batch
 from streams.actions.privacy import do_user_export
 from streams.actions.prompts import do_prompt_save
 from streams.actions.scopes import do_scope_create
-from streams.actions.sessions import do_messages_ingest, do_session_form
+from streams.actions.sessions import do_messages_ingest
 from streams.audit import audit_page
-from streams.documents import Job, Observation, Scope, utcnow
-from streams.formation import IncomingMessage, messages_ingest
-from streams.jobs import job_create
+from streams.documents import Job
+from streams.formation import IncomingMessage
 from streams.observation_batch import BatchItem
-from streams.observations import observation_list
 from streams.scopes import ScopeKey
 from streams.store import MemoryStore
-from tests.ui.helpers import scope_with_history
 from tests.ui.people import create_user
+from tests.write_paths import (
+    API,
+    API_ACTOR,
+    JSON,
+    MESSAGE,
+    TEMPLATE,
+    UI_ACTOR,
+    World,
+    api_form,
+    cli_form,
+    make_world,
+    masked,
+)
 
 pytestmark = pytest.mark.django_db
-API = "/api/v1"
-API_ACTOR = "api:parity-key"
-UI_ACTOR = "ui:parity-admin"
-JSON = "application/json"
-OBJECT_ID = re.compile(r"[0-9a-f]{24}")
-
-
-@dataclass
-class World:
-    """What a case acts on: a scope with two versions and three pending observations
-    (user `u-gene`), one of its observations and a failed job of its agent."""
-
-    agent_id: str
-    scope: Scope
-    observation: Observation
-    failed_job: Job
-
-    def ids(self) -> set[str]:
-        return {self.scope.id, self.observation.id, self.failed_job.id}
-
-
-def _world(store: MemoryStore, agent_id: str) -> World:
-    scope = scope_with_history(store, agent_id=agent_id)
-    observation = observation_list(store=store, scope=scope, limit=1).items[0]
-    job = job_create(store=store, kind="consolidation", agent_id=agent_id, trigger="threshold")
-    store.jobs.start(job.id_oid, now=utcnow(), stale_before=utcnow())
-    store.jobs.finish(job.id_oid, status="failed", now=utcnow(), error="LLMError", llm_calls=1)
-    return World(agent_id=agent_id, scope=scope, observation=observation, failed_job=job)
-
 
 Call = Callable[[Client, World], Any]
 
@@ -235,22 +214,10 @@ def ui_client(db, django_user_model) -> Client:
     return client
 
 
-def _masked(value: Any, ids: set[str]) -> Any:
-    """The summary with the world's, the jobs' and new objects' ids replaced, so two
-    worlds compare."""
-    if isinstance(value, dict):
-        return {k: _masked(v, ids) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_masked(v, ids) for v in value]
-    if isinstance(value, str) and (value in ids or OBJECT_ID.fullmatch(value)):
-        return "<id>"
-    return value
-
-
 def _perform(
     store: MemoryStore, client: Client, call: Call, actor: str, agent_id: str, scheduled: list
 ) -> tuple[World, Any, list[Job]]:
-    world = _world(store, agent_id)
+    world = make_world(store, agent_id)
     before = len(scheduled)
     response = call(client, world)
     assert response.status_code < 400, response.content[:500]
@@ -282,7 +249,7 @@ def test_api_and_ui_record_the_same_entry_and_schedule_the_same_jobs(
             world.agent_id,
         )
         ids = world.ids() | {j.id for j in jobs} | {entry.object_id or ""}
-        seen.append((_masked(entry.summary, ids), sorted(j.kind for j in jobs)))
+        seen.append((masked(entry.summary, ids), sorted(j.kind for j in jobs)))
     assert seen[0] == seen[1]
     assert seen[0][0], "every write of both interfaces says what it changed"
 
@@ -304,42 +271,6 @@ def test_every_write_action_of_both_interfaces_is_covered():
 
 
 # -- actions only one interface offers: the same entry as the action called as `cli` ----
-
-TEMPLATE = (
-    "Fold these into the memory of {scope} in at most {max_words} words.\n"
-    "Current: {consolidation}\nNew:\n{observations}"
-)
-MESSAGE = {"id": "m1", "role": "user", "content": "I moved to Porto."}
-
-
-def _ingest_one(store: MemoryStore, w: World, message_id: str = "m0") -> None:
-    """A buffered, unformed message in session s1 (no audit: the service, not the action)."""
-    messages_ingest(
-        store=store,
-        agent_id=w.agent_id,
-        session_id="s1",
-        user_id="u-gene",
-        user_name="Gene",
-        groups=[],
-        messages=[IncomingMessage(id=message_id, role="user", content="I like tea.")],
-        settings=formation_settings(),
-    )
-
-
-def _api_form(c: Client, w: World) -> Any:
-    _ingest_one(get_store(), w)
-    return c.post(f"{API}/agents/{w.agent_id}/sessions/s1/form")
-
-
-def _cli_form(store: MemoryStore, w: World) -> Any:
-    _ingest_one(store, w)
-    return do_session_form(
-        store=store,
-        actor=Actor.cli(),
-        agent_id=w.agent_id,
-        session_id="s1",
-        settings=formation_settings(),
-    )
 
 
 @dataclass(frozen=True)
@@ -402,7 +333,7 @@ ONE_SIDED = [
             settings=formation_settings(),
         ),
     ),
-    OneSided("session.form", "session", "api", _api_form, _cli_form),
+    OneSided("session.form", "session", "api", api_form, cli_form),
     OneSided(
         "user.export",
         "user",
@@ -443,7 +374,7 @@ def test_an_action_of_one_interface_records_what_the_action_records(
         ("cli", "cli-bot", lambda w: case.cli(store, w)),
     ):
         before = len(scheduled)
-        world = _world(store, agent_id)
+        world = make_world(store, agent_id)
         response = perform(world)
         if who != "cli":
             assert response.status_code < 400, response.content[:500]
@@ -456,6 +387,6 @@ def test_an_action_of_one_interface_records_what_the_action_records(
             agent_id,
         )
         ids = world.ids() | {j.id for j in jobs} | {entry.object_id or ""}
-        summary = _masked(entry.summary, ids)
-        seen.append((_masked(entry.object_id, ids), summary, sorted(j.kind for j in jobs)))
+        summary = masked(entry.summary, ids)
+        seen.append((masked(entry.object_id, ids), summary, sorted(j.kind for j in jobs)))
     assert seen[0] == seen[1]
