@@ -1,7 +1,9 @@
 """The audit log: who changed what, when, with a before/after summary.
 
 Every write through the API (actor `api:<key name>`), the UI (`ui:<username>`)
-and the management commands (`cli`) records exactly one entry. Personal content
+and the management commands (`cli`) records exactly one entry, written by the
+domain action that does the write (`streams/actions`), so it is the same whichever
+interface called it. Personal content
 that is deleted or forgotten is summarised by `content_digest` (hash prefix and
 length), never kept, so the log itself never holds what a user asked us to forget.
 """

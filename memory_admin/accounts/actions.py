@@ -4,7 +4,7 @@ People, roles (Django groups) and API keys live in Django's SQL database, so the
 are Django-side actions rather than `streams/` services; like the domain's actions
 they take the actor, do the write and record the one audit entry themselves, so the
 pages, the management commands and the tests cannot record them differently.
-Actors are named as everywhere else: `ui:<username>`, `api:<key name>` or `cli`.
+The actor is the domain's `Actor` (`ui:<username>`, `api:<key name>` or `cli`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from django.utils import timezone
 from memory_admin.models import ApiKey
 from memory_admin.stores import get_store
 from memory_admin.ui.roles import Role, user_role
-from streams.audit import audit_record
+from streams.actions import Actor
+from streams.actions.base import record
 from streams.exceptions import Conflict, InvalidInput
 
 ROLE_NAMES = tuple(role.label for role in Role)
@@ -28,8 +29,8 @@ MAX_AGENT_ID_CHARS = 128
 MAX_KEY_AGENTS = 50
 
 
-def _audit(actor: str, action: str, object_type: str, object_id: str, **summary: Any) -> None:
-    audit_record(
+def _audit(actor: Actor, action: str, object_type: str, object_id: str, **summary: Any) -> None:
+    record(
         store=get_store(),
         actor=actor,
         action=action,
@@ -74,7 +75,7 @@ def new_password() -> str:
 
 
 def user_create(
-    *, actor: str, username: str, role: str, email: str = "", password: str | None = None
+    *, actor: Actor, username: str, role: str, email: str = "", password: str | None = None
 ) -> tuple[Any, str]:
     """Create a staff account in one role; returns it and its password (shown once)."""
     username = username.strip()
@@ -92,7 +93,7 @@ def user_create(
     return user, password
 
 
-def user_set_role(*, actor: str, user: Any, role: str) -> None:
+def user_set_role(*, actor: Actor, user: Any, role: str) -> None:
     """Move a person to exactly one role; the last active admin cannot be demoted."""
     _check_role(role)
     before = role_of(user)
@@ -109,7 +110,7 @@ def user_set_role(*, actor: str, user: Any, role: str) -> None:
     _audit(actor, "user.role", "user", user.get_username(), before=before, after=role)
 
 
-def user_set_active(*, actor: str, user: Any, active: bool) -> None:
+def user_set_active(*, actor: Actor, user: Any, active: bool) -> None:
     """Deactivate (sign-in refused, sessions end at the next request) or reactivate."""
     if user.is_active == active:
         return
@@ -121,7 +122,7 @@ def user_set_active(*, actor: str, user: Any, active: bool) -> None:
     _audit(actor, verb, "user", user.get_username())
 
 
-def api_key_create(*, actor: str, name: str, agent_ids: list[str]) -> tuple[ApiKey, str]:
+def api_key_create(*, actor: Actor, name: str, agent_ids: list[str]) -> tuple[ApiKey, str]:
     """Create a key bound to `agent_ids` (none: every agent); the raw key is returned once."""
     name = name.strip()
     if not name or len(name) > 100:
@@ -139,7 +140,7 @@ def api_key_create(*, actor: str, name: str, agent_ids: list[str]) -> tuple[ApiK
     return key, raw
 
 
-def api_key_revoke(*, actor: str, key: ApiKey) -> bool:
+def api_key_revoke(*, actor: Actor, key: ApiKey) -> bool:
     """Revoke at once (the next request answers 401); False when it was revoked already."""
     changed = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(
         revoked_at=timezone.now()

@@ -15,10 +15,10 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
-from memory_admin.ui.common import actor, audit, param
+from memory_admin.ui.common import actor, param
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
+from streams.actions.privacy import do_user_export, do_user_forget
 from streams.audit import audit_page
 from streams.documents import Job, Observation
 from streams.documents_audit import AuditEntry
@@ -26,8 +26,8 @@ from streams.exceptions import InvalidInput, NotFound
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
-from streams.privacy import forget_user_request
-from streams.user_audit import user_audit, user_export
+from streams.selectors import agents_page
+from streams.user_audit import user_audit
 from streams.user_find import user_find
 
 PAGE_SIZE = 25
@@ -140,7 +140,7 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
     role = request_role(request)
     context: dict[str, Any] = {
         "form": form,
-        "agents": store.agents.list_page(after=None, limit=AGENT_CHOICES),
+        "agents": agents_page(store=store, limit=AGENT_CHOICES),
         "agent_id": agent_id or param(request, "agent"),
         "user_id": user_id,
         "is_admin": role is not None and role >= Role.ADMIN,
@@ -232,18 +232,10 @@ def user_export_view(request: HttpRequest) -> HttpResponse:
         return redirect("ui:user_audit")
     store = get_store()
     try:
-        data = user_export(store=store, agent_id=agent_id, user_id=user_id)
+        data = do_user_export(store=store, actor=actor(request), agent_id=agent_id, user_id=user_id)
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("ui:user_audit")
-    audit(
-        request,
-        store=store,
-        action="user.export",
-        object_type="user",
-        object_id=user_id,
-        agent_id=agent_id,
-    )
     response = HttpResponse(
         json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json"
     )
@@ -263,19 +255,7 @@ def user_forget_view(request: HttpRequest) -> HttpResponse:
     store = get_store()
     form = ForgetForm(request.POST or None, user_id=user_id)
     if request.method == "POST" and form.is_valid():
-        job = forget_user_request(
-            store=store, agent_id=agent_id, user_id=user_id, actor=actor(request)
-        )
-        audit(
-            request,
-            store=store,
-            action="user.forget",
-            object_type="user",
-            object_id=user_id,
-            agent_id=agent_id,
-            summary={"job_id": job.id},
-        )
-        enqueue(job)
+        job = do_user_forget(store=store, actor=actor(request), agent_id=agent_id, user_id=user_id)
         messages.success(
             request,
             f"Forgetting user {user_id} of {agent_id}: the receipt below lists what was removed.",

@@ -1,5 +1,6 @@
-"""What every page family shares: the acting user's name, domain errors as pages and
-form errors, the audit call, and reading ids and cursors from the query string."""
+"""What every page family shares: the acting user, domain errors as pages and form
+errors, and reading ids and cursors from the query string. (Audit entries are recorded
+by the domain's actions, `streams.actions`, never here.)"""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest
 
-from streams.audit import audit_record
+from streams.actions import Actor
 from streams.exceptions import InvalidInput, MemoryServiceError, NotFound
-from streams.store import MemoryStore
 
 MAX_PARAM_CHARS = 200
 
 
-def actor(request: HttpRequest) -> str:
-    """Who did it, as the history and the audit log record it."""
-    return f"ui:{request.user.get_username()}"
+def actor(request: HttpRequest) -> Actor:
+    """Who did it, as the history and the audit log record it: `ui:<username>`."""
+    return Actor.ui(request.user.get_username())
 
 
 def param(request: HttpRequest, name: str) -> str | None:
@@ -48,28 +48,6 @@ def form_errors(form: forms.Form, exc: InvalidInput, *, default_field: str | Non
 
 def flash_error(request: HttpRequest, exc: MemoryServiceError) -> None:
     messages.error(request, _sentence(exc.message))
-
-
-def audit(
-    request: HttpRequest,
-    *,
-    store: MemoryStore,
-    action: str,
-    object_type: str,
-    object_id: str,
-    agent_id: str | None = None,
-    summary: dict[str, Any] | None = None,
-) -> None:
-    """Record the one audit entry of a UI action, as `ui:<username>`."""
-    audit_record(
-        store=store,
-        actor=actor(request),
-        action=action,
-        object_type=object_type,
-        object_id=object_id,
-        agent_id=agent_id,
-        summary=summary,
-    )
 
 
 def _sentence(text: str) -> str:

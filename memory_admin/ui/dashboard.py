@@ -16,6 +16,7 @@ from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.usage import ranked_scopes
 from streams.activity import activity_days
 from streams.documents import Agent, Job, utcnow
+from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
 from streams.store import MemoryStore
 
 PAGE_SIZE = 25
@@ -56,11 +57,11 @@ def agent_page(*, store: MemoryStore, after: str | None, limit: int) -> AgentPag
     One extra agent is read to know whether a next page exists; the extra columns are
     one query each for the whole page.
     """
-    found = store.agents.list_page(after=after, limit=limit + 1)
+    found = agents_page(store=store, after=after, limit=limit + 1)
     agents = found[:limit]
     ids = [a.id for a in agents]
-    today = store.agent_days.on_day(ids, utcnow().date())
-    failed = store.jobs.failed_counts(ids)
+    today = agent_day_counters(store=store, agent_ids=ids, day=utcnow().date())
+    failed = failed_job_counts(store=store, agent_ids=ids)
     rows = [
         AgentRow(
             agent=a,
@@ -77,7 +78,7 @@ def consolidation_queue(store: MemoryStore) -> list[Job]:
     """Consolidation jobs waiting or running, oldest first (the queue as a worker sees it)."""
     jobs: list[Job] = []
     for status in ("running", "queued"):
-        page = store.jobs.page(status=status, agent_id=None, before=None, limit=QUEUE_SHOWN * 3)
+        page = jobs_newest(store=store, status=status, limit=QUEUE_SHOWN * 3)
         jobs += [j for j in page if j.kind == "consolidation"]
     return sorted(jobs, key=lambda j: j.created_at)[:QUEUE_SHOWN]
 
@@ -110,9 +111,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
                 "chart_agent": chart_agent,
                 "chart": activity_chart(days) if days else None,
                 "queue": consolidation_queue(store),
-                "failed": store.jobs.page(
-                    status="failed", agent_id=None, before=None, limit=FAILED_SHOWN
-                ),
+                "failed": jobs_newest(store=store, status="failed", limit=FAILED_SHOWN),
                 # Cost and backlog rankings, from the usage counters (bounded reads).
                 **ranked_scopes(store, days=TOP_DAYS),
             }

@@ -8,17 +8,16 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue_all
-from memory_admin.ui.common import actor, audit, flash_error, found, param
+from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.scopes import can_edit, history_context
-from streams.consolidation import consolidation_restore, restore_returns
-from streams.documents import Job
+from streams.actions.consolidations import do_consolidation_restore
+from streams.consolidation import restore_returns
 from streams.exceptions import MemoryServiceError, NotFound
-from streams.ids import require_object_id
 from streams.scopes import scope_get
+from streams.selectors import consolidation_version
 
 
 @require_GET
@@ -27,12 +26,11 @@ def consolidation_compare(request: HttpRequest, scope_id: str) -> HttpResponse:
     """Two versions side by side (`?a=3&b=5`; default: the two newest)."""
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
-    oid = require_object_id(scope.id, what="scope")
     newest = scope.consolidation_version
     a = _int_param(request, "a", default=max(newest - 1, 0))
     b = _int_param(request, "b", default=newest)
-    old = store.consolidations.get(oid, a) if a else None
-    new = store.consolidations.get(oid, b) if b else None
+    old = consolidation_version(store=store, scope=scope, version=a) if a else None
+    new = consolidation_version(store=store, scope=scope, version=b) if b else None
     missing = [v for v, doc in ((a, old), (b, new)) if v and doc is None]
     context = {
         "scope": scope,
@@ -64,25 +62,14 @@ def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int
     scope = found(scope_get, store=store, scope_id=scope_id)
     try:
         returning = restore_returns(store=store, scope=scope, version=version)
-        jobs: list[Job] = []
-        entry = consolidation_restore(
-            store=store, scope=scope, version=version, actor=actor(request), follow_ups=jobs
+        entry = do_consolidation_restore(
+            store=store, actor=actor(request), scope=scope, version=version
         )
-        enqueue_all(jobs)
     except NotFound:
         messages.error(request, f"There is no version {version} to restore.")
     except MemoryServiceError as exc:
         flash_error(request, exc)
     else:
-        audit(
-            request,
-            store=store,
-            action="consolidation.restore",
-            object_type="scope",
-            object_id=scope.id,
-            agent_id=scope.agent_id,
-            summary={"restored": version, "version": entry.version},
-        )
         back = (
             f" {len(returning)} observation(s) absorbed after v{version} went back to pending."
             if returning

@@ -11,13 +11,13 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
-from memory_admin.ui.common import audit, flash_error, found, param
+from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.forms import JobFilterForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
+from streams.actions.jobs import do_job_retry
 from streams.exceptions import Conflict, InvalidInput
-from streams.jobs import job_get, job_list, job_retry
+from streams.jobs import job_get, job_list
 from streams.pagination import Page
 
 PAGE_SIZE = 25
@@ -89,20 +89,10 @@ def job_retry_view(request: HttpRequest, job_id: str) -> HttpResponse:
     store = get_store()
     job = found(job_get, store=store, job_id=job_id)
     try:
-        job = job_retry(store=store, job_id=job.id)
+        job = do_job_retry(store=store, actor=actor(request), job_id=job.id)
     except Conflict as exc:
         flash_error(request, exc)
     else:
-        audit(
-            request,
-            store=store,
-            action="job.retry",
-            object_type="job",
-            object_id=job.id,
-            agent_id=job.agent_id,
-            summary={"kind": job.kind},
-        )
-        enqueue(job)
         messages.success(request, f"The {job.kind} job was queued again.")
     back = request.POST.get("next", "")
     if back and url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):

@@ -12,20 +12,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue_all
-from memory_admin.ui.common import audit, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, request_role, role_required
+from streams.actions.observations import (
+    do_observation_add,
+    do_observation_delete,
+    do_observation_update,
+)
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.observations import (
-    observation_add,
-    observation_delete,
-    observation_get,
-    observation_list,
-    observation_update,
-)
+from streams.observations import observation_get, observation_list
 from streams.scopes import scope_get
 from streams.store import MemoryStore
 
@@ -84,26 +82,16 @@ def observation_create(request: HttpRequest, scope_id: str) -> HttpResponse:
     form = ObservationForm(request.POST)
     if form.is_valid():
         try:
-            jobs: list[Job] = []
-            observation = observation_add(
+            do_observation_add(
                 store=store,
+                actor=actor(request),
                 scope=scope,
                 content=form.cleaned_data["content"],
                 private=form.cleaned_data["private"],
-                follow_ups=jobs,
             )
-            enqueue_all(jobs)
         except InvalidInput as exc:
             form_errors(form, exc, default_field="content")
         else:
-            audit(
-                request,
-                store=store,
-                action="observation.create",
-                object_type="observation",
-                object_id=observation.id,
-                agent_id=scope.agent_id,
-            )
             messages.success(request, "Observation added; it waits for the next consolidation.")
             return redirect(_back(scope))
     messages.error(request, "The observation was not added: see the error below.")
@@ -120,29 +108,19 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
         form = ObservationForm(request.POST)
         if form.is_valid():
             try:
-                jobs: list[Job] = []
-                fresh = observation_update(
+                fresh, _ = do_observation_update(
                     store=store,
+                    actor=actor(request),
                     observation=observation,
                     content=form.cleaned_data["content"],
                     private=form.cleaned_data["private"],
-                    follow_ups=jobs,
                 )
-                enqueue_all(jobs)
             except InvalidInput as exc:
                 form_errors(form, exc, default_field="content")
             except MemoryServiceError as exc:
                 flash_error(request, exc)
                 return redirect(_back(scope))
             else:
-                audit(
-                    request,
-                    store=store,
-                    action="observation.update",
-                    object_type="observation",
-                    object_id=observation.id,
-                    agent_id=scope.agent_id,
-                )
                 if wants_partial(request):
                     return render(
                         request,
@@ -184,21 +162,12 @@ def observation_privacy(request: HttpRequest, observation_id: str) -> HttpRespon
     observation, scope = _observation(store, observation_id)
     private = request.POST.get("private") == "true"
     try:
-        jobs: list[Job] = []
-        observation_update(store=store, observation=observation, private=private, follow_ups=jobs)
-        enqueue_all(jobs)
+        _, jobs = do_observation_update(
+            store=store, actor=actor(request), observation=observation, private=private
+        )
     except MemoryServiceError as exc:
         flash_error(request, exc)
     else:
-        audit(
-            request,
-            store=store,
-            action="observation.update",
-            object_type="observation",
-            object_id=observation.id,
-            agent_id=scope.agent_id,
-            summary={"private": private},
-        )
         note = " Consolidations that held it are being rebuilt without it." if jobs else ""
         messages.success(
             request,
@@ -214,17 +183,7 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
     store = get_store()
     observation, scope = _observation(store, observation_id)
     if request.method == "POST":
-        jobs: list[Job] = []
-        observation_delete(store=store, observation=observation, follow_ups=jobs)
-        enqueue_all(jobs)
-        audit(
-            request,
-            store=store,
-            action="observation.delete",
-            object_type="observation",
-            object_id=observation.id,
-            agent_id=scope.agent_id,
-        )
+        jobs = do_observation_delete(store=store, actor=actor(request), observation=observation)
         messages.success(request, _deleted_message(jobs))
         return redirect(_back(scope))
     return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})

@@ -4,6 +4,7 @@ which records the audit entry; these views only parse, call and render."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -29,6 +30,7 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
 from memory_admin.ui.roles import Role, role_required
 from streams.exceptions import Conflict, InvalidInput
+from streams.selectors import agents_page
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 200
@@ -55,17 +57,49 @@ class KeyForm(forms.Form):
 
 
 def _agent_ids() -> list[str]:
-    return [a.id for a in get_store().agents.list_page(after=None, limit=AGENT_CHOICES)]
+    return [a.id for a in agents_page(store=get_store(), limit=AGENT_CHOICES)]
 
 
 def _page(request: HttpRequest, queryset: Any) -> Any:
     return Paginator(queryset, PAGE_SIZE).get_page(request.GET.get("page"))
 
 
+def _created_page(
+    request: HttpRequest,
+    *,
+    template: str,
+    context: Callable[[HttpRequest, Any], dict[str, Any]],
+    form: forms.Form,
+    create: Callable[[dict[str, Any]], dict[str, Any]],
+    default_field: str,
+) -> HttpResponse:
+    """Person and key creation alike: the list again with what was created (its secret
+    shown on this answer only), or the form with its error (422)."""
+    if form.is_valid():
+        try:
+            created = create(form.cleaned_data)
+        except (InvalidInput, Conflict) as exc:
+            form_errors(form, exc, default_field=default_field)  # type: ignore[arg-type]
+        else:
+            return render(request, template, {**context(request, None), "created": created})
+    return render(request, template, context(request, form), status=422)
+
+
+def _flashed(request: HttpRequest, call: Callable[[], object], success: str) -> HttpResponse:
+    """Role and active changes alike: do it, say how it went, back to the people list."""
+    try:
+        call()
+    except (InvalidInput, Conflict) as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, success)
+    return redirect("ui:people")
+
+
 # -- people ---------------------------------------------------------------------------
 
 
-def _people_context(request: HttpRequest, form: PersonForm | None = None) -> dict[str, Any]:
+def _people_context(request: HttpRequest, form: Any = None) -> dict[str, Any]:
     people = _page(request, get_user_model().objects.order_by("username"))
     rows = [{"person": p, "role": role_of(p)} for p in people]
     return {"people": people, "rows": rows, "form": form or PersonForm(), "roles": ROLE_NAMES}
@@ -82,17 +116,16 @@ def people_list(request: HttpRequest) -> HttpResponse:
 @role_required(Role.ADMIN)
 def person_create(request: HttpRequest) -> HttpResponse:
     """Create an account; its one-time password is shown on this answer only."""
-    form = PersonForm(request.POST)
-    if form.is_valid():
-        try:
-            person, password = user_create(actor=actor(request), **form.cleaned_data)
-        except (InvalidInput, Conflict) as exc:
-            form_errors(form, exc, default_field="username")  # type: ignore[arg-type]
-        else:
-            context = _people_context(request)
-            context["created"] = {"person": person, "password": password}
-            return render(request, "ui/people.html", context)
-    return render(request, "ui/people.html", _people_context(request, form), status=422)
+    return _created_page(
+        request,
+        template="ui/people.html",
+        context=_people_context,
+        form=PersonForm(request.POST),
+        create=lambda data: dict(
+            zip(("person", "password"), user_create(actor=actor(request), **data), strict=True)
+        ),
+        default_field="username",
+    )
 
 
 @require_POST
@@ -103,13 +136,12 @@ def person_role(request: HttpRequest, user_id: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Pick a role: viewer, operator or admin.")
         return redirect("ui:people")
-    try:
-        user_set_role(actor=actor(request), user=person, role=form.cleaned_data["role"])
-    except (InvalidInput, Conflict) as exc:
-        flash_error(request, exc)
-    else:
-        messages.success(request, f"{person.username} is now {form.cleaned_data['role']}.")
-    return redirect("ui:people")
+    role = form.cleaned_data["role"]
+    return _flashed(
+        request,
+        lambda: user_set_role(actor=actor(request), user=person, role=role),
+        f"{person.username} is now {role}.",
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -120,20 +152,18 @@ def person_active(request: HttpRequest, user_id: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, "ui/person_deactivate.html", {"person": person})
     active = request.POST.get("active") == "true"
-    try:
-        user_set_active(actor=actor(request), user=person, active=active)
-    except Conflict as exc:
-        flash_error(request, exc)
-    else:
-        verb = "reactivated" if active else "deactivated: they can no longer sign in"
-        messages.success(request, f"{person.username} was {verb}.")
-    return redirect("ui:people")
+    verb = "reactivated" if active else "deactivated: they can no longer sign in"
+    return _flashed(
+        request,
+        lambda: user_set_active(actor=actor(request), user=person, active=active),
+        f"{person.username} was {verb}.",
+    )
 
 
 # -- API keys -------------------------------------------------------------------------
 
 
-def _keys_context(request: HttpRequest, form: KeyForm | None = None) -> dict[str, Any]:
+def _keys_context(request: HttpRequest, form: Any = None) -> dict[str, Any]:
     agent_ids = _agent_ids()
     keys = _page(request, ApiKey.objects.order_by("revoked_at", "name"))
     return {"keys": keys, "form": form or KeyForm(agent_ids=agent_ids), "agent_ids": agent_ids}
@@ -150,21 +180,20 @@ def key_list(request: HttpRequest) -> HttpResponse:
 @role_required(Role.ADMIN)
 def key_create(request: HttpRequest) -> HttpResponse:
     """Create a key; the raw key is on this answer only (stored as a hash), with a copy button."""
-    form = KeyForm(request.POST, agent_ids=_agent_ids())
-    if form.is_valid():
-        try:
-            key, raw = api_key_create(
-                actor=actor(request),
-                name=form.cleaned_data["name"],
-                agent_ids=form.cleaned_data["agents"],
+    return _created_page(
+        request,
+        template="ui/api_keys.html",
+        context=_keys_context,
+        form=KeyForm(request.POST, agent_ids=_agent_ids()),
+        create=lambda data: dict(
+            zip(
+                ("key", "raw"),
+                api_key_create(actor=actor(request), name=data["name"], agent_ids=data["agents"]),
+                strict=True,
             )
-        except (InvalidInput, Conflict) as exc:
-            form_errors(form, exc, default_field="name")  # type: ignore[arg-type]
-        else:
-            context = _keys_context(request)
-            context["created"] = {"key": key, "raw": raw}
-            return render(request, "ui/api_keys.html", context)
-    return render(request, "ui/api_keys.html", _keys_context(request, form), status=422)
+        ),
+        default_field="name",
+    )
 
 
 @require_http_methods(["GET", "POST"])

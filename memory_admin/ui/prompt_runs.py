@@ -159,7 +159,7 @@ def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpR
                 conversation=request.POST.get("conversation", ""),
                 user_name=request.POST.get("user_name", ""),
                 expectations=expectations,
-                author=actor(request),
+                author=str(actor(request)),
                 scope_id=scope.id if scope and scope.scope_type == "individual" else None,
             )
         except MemoryServiceError as exc:
@@ -182,7 +182,7 @@ def prompt_check_delete(
     scope = level_scope(store, request, agent_id, kind)
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     try:
-        check_delete(store=store, agent_id=agent_id, check_id=check_id, author=actor(request))
+        check_delete(store=store, agent_id=agent_id, check_id=check_id, author=str(actor(request)))
     except MemoryServiceError as exc:
         context["error"] = exc.message
     return render(request, "ui/_checks.html", _checks_context(store, context))

@@ -18,10 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
-from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.roles import Role, request_role, role_required
+from streams.actions.prompts import do_prompt_revert, do_prompt_save
 from streams.documents import PROMPT_KINDS, PromptKind, Scope
 from streams.dry_run import recent_sessions
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
@@ -32,15 +33,14 @@ from streams.prompts import (
     PromptPart,
     prompt_current,
     prompt_history,
-    prompt_revert,
     prompt_role,
-    prompt_save,
     prompt_version_text,
     resolve_for_scope,
     resolve_template,
     validate_prompt,
 )
 from streams.scopes import scope_get
+from streams.selectors import active_shards, agents_page, shard_find
 from streams.store import MemoryStore
 
 AGENT_CHOICES = 100
@@ -58,7 +58,7 @@ GUIDANCE_SECTION = {"group": "{groups}", "collective": "{collective}", "shard": 
 def prompt_index(request: HttpRequest) -> HttpResponse:
     """Per agent: each kind's template in effect, and each shard's guidance with its version."""
     store = get_store()
-    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = param(request, "agent") or (agents[0].id if agents else None)
     rows = []
     shards: list[dict[str, Any]] = []
@@ -68,12 +68,10 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
             current = prompt_current(store=store, agent_id=agent_id, kind=kind)
             part = resolve_template(store=store, agent_id=agent_id, kind=kind)
             rows.append({"kind": kind, "part": part, "current": current})
-        for shard in store.scopes.active_shards(agent_id, limit=MAX_SHARDS):
+        for shard in active_shards(store=store, agent_id=agent_id, limit=MAX_SHARDS):
             guidance = level_part(store, agent_id, "extraction", shard)
             shards.append({"scope": shard, "part": guidance})
-        collective = store.scopes.find_by_identity(
-            agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=None
-        )
+        collective = shard_find(store=store, agent_id=agent_id, name=None)
     context = {
         "agents": agents,
         "agent_id": agent_id,
@@ -245,23 +243,14 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
                     "passes. Look at the checks below; save anyway only if that is what you want.",
                 )
             else:
-                entry = prompt_save(
+                entry = do_prompt_save(
                     store=store,
+                    actor=actor(request),
                     agent_id=agent_id,
                     kind=kind,
                     text=text,
-                    author=actor(request),
                     scope_id=scope.id if scope else None,
                     expected_version=form.cleaned_data["expected_version"],
-                )
-                audit(
-                    request,
-                    store=store,
-                    action="prompt.save",
-                    object_type="prompt",
-                    object_id=entry.id,
-                    agent_id=agent_id,
-                    summary={"kind": kind, "version": entry.version, "scope_id": entry.scope_id},
                 )
                 what = prompt_role(cast(PromptKind, kind), scope).replace("template", "prompt")
                 messages.success(request, f"Saved the {kind} {what} as version {entry.version}.")
@@ -308,26 +297,17 @@ def prompt_revert_view(
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
     try:
-        entry = prompt_revert(
+        entry = do_prompt_revert(
             store=store,
+            actor=actor(request),
             agent_id=agent_id,
             kind=kind,
             version=version,
-            author=actor(request),
             scope_id=scope.id if scope else None,
         )
     except MemoryServiceError as exc:
         flash_error(request, exc)
     else:
-        audit(
-            request,
-            store=store,
-            action="prompt.revert",
-            object_type="prompt",
-            object_id=entry.id,
-            agent_id=agent_id,
-            summary={"kind": kind, "reverted_from": version, "version": entry.version},
-        )
         messages.success(
             request, f"Reverted the {kind} prompt to version {version} (saved as {entry.version})."
         )

@@ -9,11 +9,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue_all
-from memory_admin.ui.common import actor, audit, found
+from memory_admin.ui.common import actor, found
 from memory_admin.ui.roles import Role, role_required
-from streams.documents import Job
-from streams.scopes import scope_get, scope_update
+from streams.actions.scopes import do_scope_update
+from streams.scopes import scope_get
 
 
 @require_POST
@@ -24,24 +23,7 @@ def scope_active(request: HttpRequest, scope_id: str) -> HttpResponse:
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
     active = request.POST.get("active") == "true"
-    jobs: list[Job] = []
-    scope_update(
-        store=store,
-        scope=scope,
-        changes={"is_active": active},
-        actor=actor(request),
-        follow_ups=jobs,
-    )
-    enqueue_all(jobs)
-    audit(
-        request,
-        store=store,
-        action="scope.update",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"is_active": active},
-    )
+    do_scope_update(store=store, actor=actor(request), scope=scope, changes={"is_active": active})
     messages.success(
         request,
         "Memory resumed: it is routed to, consolidated, searched and in the context again."

@@ -16,21 +16,27 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue, enqueue_all
-from memory_admin.ui.common import actor, audit, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from memory_admin.ui.usage import scope_usage_context
-from streams.consolidation import consolidation_edit, consolidation_history, restore_preview
-from streams.consolidation_runs import consolidation_request
-from streams.documents import Job, Scope
+from streams.actions.consolidations import do_consolidation_trigger
+from streams.actions.scopes import do_consolidation_edit, do_scope_update
+from streams.consolidation import consolidation_history, restore_preview
+from streams.documents import Scope
 from streams.exceptions import Conflict, InvalidInput
-from streams.ids import require_object_id
 from streams.pagination import Page
 from streams.prompts import prompt_role, resolve_for_scope
-from streams.scopes import scope_get, scope_list, scope_update
+from streams.scopes import scope_get, scope_list
+from streams.selectors import (
+    agents_page,
+    job_find,
+    observations_by_ids,
+    scope_active_job,
+    shard_find,
+)
 from streams.store import MemoryStore
 
 PAGE_SIZE = 25
@@ -49,7 +55,7 @@ def scope_browser(request: HttpRequest) -> HttpResponse:
     store = get_store()
     form = ScopeFilterForm(request.GET or None)
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
-    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = filters.get("agent") or (agents[0].id if agents else None)
     page: Page[Scope] = Page(items=[], next_cursor=None)
     error = None if form.is_valid() or not request.GET else "Some filters were not valid."
@@ -80,9 +86,7 @@ def _scope_page(
     shard = filters.get("shard")
     if shard:
         # A shard is named uniquely within its agent: the identity index finds it directly.
-        scope = store.scopes.find_by_identity(
-            agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=shard
-        )
+        scope = shard_find(store=store, agent_id=agent_id, name=shard)
         return Page(items=[scope] if scope else [], next_cursor=None)
     text = filters.get("q") or None
     in_consolidation = filters.get("within") == "consolidation"
@@ -125,11 +129,9 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
     job_id = param(request, "job")
     job = None
     if job_id:
-        job = store.jobs.get(require_object_id(job_id, what="job")) if _hex(job_id) else None
+        job = job_find(store=store, job_id=job_id)
     if job is None:
-        job = store.jobs.active_for_scope(
-            require_object_id(scope.id, what="scope"), "consolidation"
-        )
+        job = scope_active_job(store=store, scope=scope, kind="consolidation")
     context = {
         "scope": scope,
         "job": job if job and job.scope_id == scope.id else None,
@@ -148,15 +150,11 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
 def _pending(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     """The newest pending observations (a bounded `_id` list) and how many more there are."""
     ids = scope.pending_observation_ids[-PENDING_SHOWN:]
-    pending = store.observations.get_many([require_object_id(i, what="observation") for i in ids])
+    pending = observations_by_ids(store=store, observation_ids=ids)
     return {
         "pending": list(reversed(pending)),
         "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
     }
-
-
-def _hex(value: str) -> bool:
-    return len(value) == 24 and all(c in "0123456789abcdef" for c in value.lower())
 
 
 def can_edit(request: HttpRequest) -> bool:
@@ -196,11 +194,7 @@ def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     versions = consolidation_history(store=store, scope=scope, limit=HISTORY_SHOWN).items
     rebuild = None
     if scope.needs_rebuild:
-        rebuild = store.jobs.active_for_scope(
-            require_object_id(scope.id, what="scope"),
-            "rebuild",
-            statuses=["queued", "running", "failed"],
-        )
+        rebuild = scope_active_job(store=store, scope=scope, kind="rebuild", statuses=REBUILD_SHOWN)
     return {
         "versions": versions,
         "history_more": scope.consolidation_version > HISTORY_SHOWN,
@@ -222,9 +216,7 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
         return render(request, "ui/_scope_usage.html", context)
     if wants_partial(request) and request.GET.get("part") == "head":
         # The header's counts and the "Consolidate now" button follow a finished job too.
-        active = store.jobs.active_for_scope(
-            require_object_id(scope.id, what="scope"), "consolidation"
-        )
+        active = scope_active_job(store=store, scope=scope, kind="consolidation")
         context = {"scope": scope, "can_edit": can_edit(request), "job_active": bool(active)}
         return render(request, "ui/_scope_head.html", context)
     context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
@@ -243,12 +235,12 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
         form = ConsolidationEditForm(request.POST)
         if form.is_valid():
             try:
-                entry = consolidation_edit(
+                edited = do_consolidation_edit(
                     store=store,
+                    actor=actor(request),
                     scope=scope,
                     text=form.cleaned_data["text"],
                     expected_version=form.cleaned_data["expected_version"],
-                    actor=actor(request),
                 )
             except Conflict:
                 messages.error(
@@ -269,16 +261,8 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
             except InvalidInput as exc:
                 form_errors(form, exc, default_field="text")
             else:
-                audit(
-                    request,
-                    store=store,
-                    action="consolidation.edit",
-                    object_type="scope",
-                    object_id=scope.id,
-                    agent_id=scope.agent_id,
-                    summary={"version": entry.version},
-                )
-                messages.success(request, f"Saved the consolidation as version {entry.version}.")
+                version = edited.consolidation_version
+                messages.success(request, f"Saved the consolidation as version {version}.")
                 return redirect("ui:scope_detail", scope_id=scope.id)
     else:
         form = ConsolidationEditForm(
@@ -308,20 +292,10 @@ def consolidate_now(request: HttpRequest, scope_id: str) -> HttpResponse:
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
     try:
-        job = consolidation_request(store=store, scope=scope, trigger="ui", actor=actor(request))
+        job = do_consolidation_trigger(store=store, actor=actor(request), scope=scope)
     except Conflict as exc:
         flash_error(request, exc)
         return redirect("ui:scope_detail", scope_id=scope.id)
-    audit(
-        request,
-        store=store,
-        action="consolidation.trigger",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"job_id": job.id},
-    )
-    enqueue(job)
     if wants_partial(request):
         return redirect(reverse("ui:job_status", args=[job.id]))
     messages.success(request, "Consolidation queued; this page follows the job.")
@@ -337,23 +311,10 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     if form.is_valid():
         changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
         try:
-            jobs: list[Job] = []
-            scope_update(
-                store=store, scope=scope, changes=changes, actor=actor(request), follow_ups=jobs
-            )
-            enqueue_all(jobs)
+            do_scope_update(store=store, actor=actor(request), scope=scope, changes=changes)
         except InvalidInput as exc:
             form_errors(form, exc)
         else:
-            audit(
-                request,
-                store=store,
-                action="scope.update",
-                object_type="scope",
-                object_id=scope.id,
-                agent_id=scope.agent_id,
-                summary={"fields": sorted(changes)},
-            )
             messages.success(
                 request, "Settings saved." if changes else "Nothing changed in the settings."
             )

@@ -19,6 +19,7 @@ from streams.chat import chat_calls_for_user
 from streams.context import context_assemble
 from streams.context_tokens import context_sections, estimate_tokens
 from streams.search import search_observations
+from streams.selectors import agents_page
 
 AGENT_CHOICES = 100
 RANKED_SHOWN = 10
@@ -47,7 +48,7 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
     observations it retrieves, as the agent's call would.
     """
     store = get_store()
-    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agents = agents_page(store=store, limit=AGENT_CHOICES)
     form = SearchForm(request.GET or None)
     if not request.GET and agents:
         form = SearchForm(initial={"agent": agents[0].id})

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson import ObjectId
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -15,6 +14,7 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import param
 from memory_admin.ui.roles import Role, role_required
 from streams.documents import Scope, utcnow
+from streams.selectors import agents_page, scopes_by_ids
 from streams.store import MemoryStore
 from streams.usage import (
     WINDOWS,
@@ -36,7 +36,8 @@ def ranked_scopes(store: MemoryStore, *, days: int, agent_id: str | None = None)
     if agent_id:
         costly = [r for r in costly if r.agent_id == agent_id]
     costly = costly[:TOP_SHOWN]
-    scopes = {s.id: s for s in store.scopes.get_many([ObjectId(r.scope_id) for r in costly])}
+    found = scopes_by_ids(store=store, scope_ids=[r.scope_id for r in costly])
+    scopes = {s.id: s for s in found}
     backlog = top_scopes_by_backlog(store=store, limit=50)
     if agent_id:
         backlog = [(s, n) for s, n in backlog if s.agent_id == agent_id]
@@ -64,7 +65,7 @@ def scope_usage_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
 @role_required(Role.VIEWER)
 def usage_page(request: HttpRequest) -> HttpResponse:
     store = get_store()
-    agents = store.agents.list_page(after=None, limit=AGENT_CHOICES)
+    agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = param(request, "agent") or (agents[0].id if agents else None)
     days = int(param(request, "days") or 7) if (param(request, "days") or "7").isdigit() else 7
     days = days if days in WINDOWS else 7

@@ -107,7 +107,7 @@ def test_a_template_is_saved_as_a_scope_override_version(api, store, scope):
     assert response.json()["consolidation_prompt"] == CONSOLIDATION_TEMPLATE
     saved = prompt_current(store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id)
     assert saved is not None
-    assert (saved.version, saved.text, saved.author) == (1, CONSOLIDATION_TEMPLATE, "test-key")
+    assert (saved.version, saved.text, saved.author) == (1, CONSOLIDATION_TEMPLATE, "api:test-key")
 
     in_effect = effective_prompt(
         store=store, agent_id="agent-1", kind="consolidation", scope_id=scope.id
@@ -164,7 +164,11 @@ def test_history_is_newest_first_and_paginated(api, scope):
     assert [e["version"] for e in first["items"]] == [3, 2]
     assert set(first["items"][0]) == VERSION_FIELDS
     entry = first["items"][0]
-    assert (entry["text"], entry["trigger"], entry["actor"]) == ("three", "hand_edit", "test-key")
+    assert (entry["text"], entry["trigger"], entry["actor"]) == (
+        "three",
+        "hand_edit",
+        "api:test-key",
+    )
     assert entry["created_at"].endswith("Z")
     cursor = first["next_cursor"]
     assert cursor
@@ -186,7 +190,7 @@ def test_restore_makes_a_new_version_with_the_old_text(api, scope):
     restored = response.json()
     assert set(restored) == VERSION_FIELDS
     assert (restored["version"], restored["text"], restored["restored_from"]) == (3, "first", 1)
-    assert (restored["trigger"], restored["actor"]) == ("restore", "test-key")
+    assert (restored["trigger"], restored["actor"]) == ("restore", "api:test-key")
     scope_now = api.get(f"{API}/scopes/{scope.id}").json()
     assert (scope_now["consolidation"], scope_now["consolidation_version"]) == ("first", 3)
 

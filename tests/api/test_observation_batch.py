@@ -181,7 +181,7 @@ def test_a_batch_reaching_the_threshold_queues_a_consolidation(api, scope, monke
         == 200
     )
     queued: list = []
-    monkeypatch.setattr("memory_admin.api.v1.observations.enqueue_all", queued.extend)
+    monkeypatch.setattr("streams.actions.base._dispatcher", queued.extend)
     post(api, scope.id, {"items": items(2)})
     assert queued == []
     post(api, scope.id, {"items": items(2, start=2)})

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from memory_admin.tasks import run_consolidation
-from memory_admin.ui import scopes as scope_views
 from streams.documents import Job
 from streams.jobs import job_create
 from tests.browser.test_journeys import _sign_in
@@ -65,11 +64,12 @@ def test_a_4000_character_word_does_not_widen_any_page(
 def test_the_header_and_button_follow_a_finished_consolidation(
     live_server, page, store, make_user, settings, monkeypatch
 ):
-    def enqueue_later(job: Job) -> None:
-        threading.Timer(1.0, run_consolidation.delay, args=[job.id]).start()
+    def enqueue_later(jobs: list[Job]) -> None:
+        for job in jobs:
+            threading.Timer(1.0, run_consolidation.delay, args=[job.id]).start()
 
     settings.MEMORY_LLM_PROVIDER = "offline"
-    monkeypatch.setattr(scope_views, "enqueue", enqueue_later)
+    monkeypatch.setattr("streams.actions.base._dispatcher", enqueue_later)
     gene = scope_with_history(store)
     make_user("operator", username="olivia")
     _sign_in(page, live_server, "olivia")

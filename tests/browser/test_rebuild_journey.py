@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from memory_admin.tasks import TASKS_BY_KIND
-from memory_admin.ui import observations as observation_views
 from streams.consolidation import consolidation_commit
 from streams.documents import Job
 from streams.scopes import scope_get
@@ -45,7 +44,7 @@ def test_delete_an_absorbed_observation_then_watch_the_rebuild(
         for job in jobs:
             threading.Timer(2.5, TASKS_BY_KIND[job.kind].delay, args=[job.id]).start()
 
-    monkeypatch.setattr(observation_views, "enqueue_all", enqueue_later)
+    monkeypatch.setattr("streams.actions.base._dispatcher", enqueue_later)
     make_user("operator", username="olivia")
     _sign_in(page, live_server, "olivia")
     page.wait_for_url(f"{live_server.url}/")

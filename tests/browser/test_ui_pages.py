@@ -12,7 +12,6 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import run_consolidation
-from memory_admin.ui import scopes as scope_views
 from streams.documents import Job
 from streams.observations import observation_list
 from streams.prompts import prompt_save
@@ -98,10 +97,11 @@ def test_consolidate_now_shows_the_job_live_then_the_new_version_and_its_diff(
     """A worker picks the job up a moment later (as with a broker): the page shows it
     queued, then done, and refreshes the consolidation, all without a reload."""
 
-    def enqueue_later(job: Job) -> None:
-        threading.Timer(1.5, run_consolidation.delay, args=[job.id]).start()
+    def enqueue_later(jobs: list[Job]) -> None:
+        for job in jobs:
+            threading.Timer(1.5, run_consolidation.delay, args=[job.id]).start()
 
-    monkeypatch.setattr(scope_views, "enqueue", enqueue_later)
+    monkeypatch.setattr("streams.actions.base._dispatcher", enqueue_later)
     gene = demo_world["gene"]
     make_user("operator", username="olivia")
     _sign_in(page, live_server, "olivia")

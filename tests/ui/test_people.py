@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from memory_admin.accounts.actions import role_of, user_create, user_set_role
 from memory_admin.models import ApiKey, hash_api_key
+from streams.actions import Actor
 from streams.audit import audit_page
 from streams.exceptions import Conflict, InvalidInput
 from tests.factories import ScopeFactory
@@ -80,9 +81,9 @@ def test_admin_changes_a_role_and_deactivates(client_as, make_user, audit_entrie
 def test_the_last_admin_cannot_be_demoted_or_deactivated(make_user):
     admin = make_user("admin", username="solo")
     with pytest.raises(Conflict):
-        user_set_role(actor="cli", user=admin, role="viewer")
+        user_set_role(actor=Actor.cli(), user=admin, role="viewer")
     make_user("admin", username="second")
-    user_set_role(actor="cli", user=admin, role="viewer")
+    user_set_role(actor=Actor.cli(), user=admin, role="viewer")
     assert role_of(admin) == "viewer"
 
 
@@ -134,10 +135,10 @@ def test_create_user_command_prints_the_password_last(db, audit_entries):
 
 def test_user_create_refuses_an_unknown_role(db):
     with pytest.raises(InvalidInput):
-        user_create(actor="cli", username="x", role="root")
+        user_create(actor=Actor.cli(), username="x", role="root")
 
 
 def test_a_superusers_role_cannot_be_lowered_by_groups(db, django_user_model):
     root = django_user_model.objects.create_superuser(username="root", password="x")
     with pytest.raises(Conflict, match="superuser"):
-        user_set_role(actor="cli", user=root, role="viewer")
+        user_set_role(actor=Actor.cli(), user=root, role="viewer")

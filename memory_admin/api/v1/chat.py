@@ -117,7 +117,7 @@ def chat_completions(
         memory=memory,
         messages=body["messages"],
         semantic=semantic_ranker(),
-        actor=api_actor(request),
+        actor=str(api_actor(request)),
     )
     if turn.memory_status == "skipped" and turn.user_text is not None:
         count_skipped_context()

@@ -7,8 +7,8 @@ from typing import Annotated
 from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Status
 
-from memory_admin.api.audit_trail import api_audit
-from memory_admin.api.auth import actor_name, visible_agents
+from memory_admin.api.audit_trail import api_actor
+from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import (
     ConsolidationPageOut,
     ConsolidationVersionOut,
@@ -17,11 +17,9 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue, enqueue_all
-from streams.audit import audit_change
-from streams.consolidation import consolidation_history, consolidation_restore
-from streams.consolidation_runs import consolidation_request
-from streams.documents import ConsolidationVersion, Job
+from streams.actions.consolidations import do_consolidation_restore, do_consolidation_trigger
+from streams.consolidation import consolidation_history
+from streams.documents import ConsolidationVersion
 from streams.pagination import Page
 from streams.scopes import scope_get
 
@@ -54,22 +52,8 @@ def restore_consolidation(
     """A new version whose text is that of `version`; the history keeps both."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
-    jobs: list[Job] = []
-    entry = consolidation_restore(
-        store=store, scope=scope, version=version, actor=actor_name(request), follow_ups=jobs
-    )
-    enqueue_all(jobs)
-    api_audit(
-        request,
-        store=store,
-        action="consolidation.restore",
-        object_type="consolidation",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={
-            "restored_version": version,
-            "consolidation_version": audit_change(scope.consolidation_version, entry.version),
-        },
+    entry = do_consolidation_restore(
+        store=store, actor=api_actor(request), scope=scope, version=version
     )
     return Status(201, entry)
 
@@ -82,15 +66,5 @@ def consolidate_scope(request: HttpRequest, scope_id: str) -> Status[dict[str, s
     """Consolidate now, even below the threshold; 409 if nothing is pending."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
-    job = consolidation_request(store=store, scope=scope, trigger="api", actor=actor_name(request))
-    api_audit(
-        request,
-        store=store,
-        action="consolidation.trigger",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"job_id": job.id},
-    )
-    enqueue(job)
+    job = do_consolidation_trigger(store=store, actor=api_actor(request), scope=scope)
     return Status(202, {"job_id": job.id})

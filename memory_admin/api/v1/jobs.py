@@ -7,13 +7,13 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from memory_admin.api.audit_trail import api_audit
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import ExternalId, JobOut, PageQuery, error_responses
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
+from streams.actions.jobs import do_job_retry
 from streams.documents import Job, JobKind, JobStatus
-from streams.jobs import job_get, job_list, job_retry
+from streams.jobs import job_get, job_list
 
 router = Router(tags=["jobs"])
 
@@ -55,16 +55,10 @@ def get_job(request: HttpRequest, job_id: str) -> Job:
 def retry_job(request: HttpRequest, job_id: str) -> Status[Job]:
     """Run a failed job again now (409 for a job that is not failed). A formation retried
     after another formation of its session started finishes with nothing to do."""
-    store = get_store()
-    job = job_retry(store=store, job_id=job_id, agent_ids=visible_agents(request))
-    api_audit(
-        request,
-        store=store,
-        action="job.retry",
-        object_type="job",
-        object_id=job.id,
-        agent_id=job.agent_id,
-        summary={"kind": job.kind},
+    job = do_job_retry(
+        store=get_store(),
+        actor=api_actor(request),
+        job_id=job_id,
+        agent_ids=visible_agents(request),
     )
-    enqueue(job)
     return Status(202, job)

@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Body, Query, Router, Status
 
-from memory_admin.api.audit_trail import api_audit
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
@@ -21,17 +21,15 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue_all
-from streams.audit import audit_changes, content_digest
-from streams.documents import Job, Observation, Scope
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import (
-    observation_add,
-    observation_delete,
-    observation_get,
-    observation_list,
-    observation_update,
+from streams.actions.observations import (
+    do_observation_add,
+    do_observation_add_batch,
+    do_observation_delete,
+    do_observation_update,
 )
+from streams.documents import Observation, Scope
+from streams.observation_batch import BatchItem
+from streams.observations import observation_get, observation_list
 from streams.pagination import Page
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -83,28 +81,13 @@ def add_observation(
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     if isinstance(payload, ObservationBatchIn):
         return _add_batch(request, store=store, scope=scope, payload=payload)
-    jobs: list[Job] = []
-    observation = observation_add(
+    observation = do_observation_add(
         store=store,
+        actor=api_actor(request),
         scope=scope,
         content=payload.content,
         private=payload.private,
         observed_at=payload.observed_at,
-        follow_ups=jobs,
-    )
-    enqueue_all(jobs)
-    api_audit(
-        request,
-        store=store,
-        action="observation.create",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=scope.agent_id,
-        summary={
-            "scope_id": scope.id,
-            "content": content_digest(observation.content),
-            "private": observation.private,
-        },
     )
     return Status(201, observation)
 
@@ -112,9 +95,9 @@ def add_observation(
 def _add_batch(
     request: HttpRequest, *, store: MemoryStore, scope: Scope, payload: ObservationBatchIn
 ) -> Status[dict[str, Any]]:
-    jobs: list[Job] = []
-    result = observation_batch_add(
+    result = do_observation_add_batch(
         store=store,
+        actor=api_actor(request),
         scope=scope,
         items=[
             BatchItem(
@@ -125,26 +108,8 @@ def _add_batch(
             )
             for item in payload.items
         ],
-        follow_ups=jobs,
     )
-    enqueue_all(jobs)
     created_ids = [o.id for o, new in zip(result.observations, result.created, strict=True) if new]
-    if created_ids:
-        api_audit(
-            request,
-            store=store,
-            action="observation.create_batch",
-            object_type="scope",
-            object_id=scope.id,
-            agent_id=scope.agent_id,
-            summary={
-                "scope_id": scope.id,
-                "items": len(result.observations),
-                "created": len(created_ids),
-                "private": sum(1 for o in result.observations if o.private),
-                "observation_ids": created_ids,
-            },
-        )
     items = [
         ObservationBatchItemOut.model_validate(
             {
@@ -183,26 +148,12 @@ def update_observation(
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
-    jobs: list[Job] = []
-    updated = observation_update(
+    updated, _ = do_observation_update(
         store=store,
+        actor=api_actor(request),
         observation=observation,
         content=payload.content,
         private=payload.private,
-        follow_ups=jobs,
-    )
-    enqueue_all(jobs)
-    api_audit(
-        request,
-        store=store,
-        action="observation.update",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary=audit_changes(
-            {"content": observation.content, "private": observation.private},
-            {"content": updated.content, "private": updated.private},
-        ),
     )
     return updated
 
@@ -217,17 +168,5 @@ def delete_observation(request: HttpRequest, observation_id: str) -> Status[None
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
-    was_deleted = observation.deleted
-    jobs: list[Job] = []
-    observation_delete(store=store, observation=observation, follow_ups=jobs)
-    enqueue_all(jobs)
-    api_audit(
-        request,
-        store=store,
-        action="observation.delete",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary={"content": content_digest(observation.content), "already_deleted": was_deleted},
-    )
+    do_observation_delete(store=store, actor=api_actor(request), observation=observation)
     return Status(204, None)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Path, Router, Status
 
-from memory_admin.api.audit_trail import api_actor, api_audit
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, JobIdOut, error_responses
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue
-from streams.privacy import forget_user_request
+from streams.actions.privacy import do_user_forget
 
 router = Router(tags=["privacy"])
 
@@ -29,18 +28,7 @@ def forget_user(
     A user nothing is known about is not an error: the receipt counts zero.
     """
     require_agent(request, agent_id)
-    store = get_store()
-    job = forget_user_request(
-        store=store, agent_id=agent_id, user_id=user_id, actor=api_actor(request)
+    job = do_user_forget(
+        store=get_store(), actor=api_actor(request), agent_id=agent_id, user_id=user_id
     )
-    api_audit(
-        request,
-        store=store,
-        action="user.forget",
-        object_type="user",
-        object_id=user_id,
-        agent_id=agent_id,
-        summary={"job_id": job.id},
-    )
-    enqueue(job)
     return Status(202, {"job_id": job.id})

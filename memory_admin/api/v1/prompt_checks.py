@@ -111,7 +111,7 @@ def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: Chec
         conversation=payload.conversation,
         user_name=payload.user_name,
         expectations=[e.model_dump() for e in payload.expectations],
-        author=api_actor(request),
+        author=str(api_actor(request)),
         scope_id=payload.scope_id,
     )
     return Status(201, _check(check))
@@ -160,7 +160,9 @@ def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn)
 )
 def delete_check(request: HttpRequest, agent_id: Path[ExternalId], check_id: str) -> Status:
     require_agent(request, agent_id)
-    check_delete(store=get_store(), agent_id=agent_id, check_id=check_id, author=api_actor(request))
+    check_delete(
+        store=get_store(), agent_id=agent_id, check_id=check_id, author=str(api_actor(request))
+    )
     return Status(204, None)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Path, Query, Router, Status
 
-from memory_admin.api.audit_trail import api_audit
-from memory_admin.api.auth import actor_name, require_agent, visible_agents
+from memory_admin.api.audit_trail import api_actor
+from memory_admin.api.auth import require_agent, visible_agents
 from memory_admin.api.v1.schemas import (
     ExternalId,
     GroupScopeIn,
@@ -18,20 +18,10 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue_all
-from streams.audit import audit_changes
-from streams.consolidation import consolidation_edit
-from streams.documents import Job, Scope
-from streams.exceptions import InvalidInput
+from streams.actions.scopes import do_scope_create, do_scope_update
+from streams.documents import Scope
 from streams.pagination import Page
-from streams.scopes import (
-    ScopeKey,
-    scope_changes_check,
-    scope_create,
-    scope_get,
-    scope_list,
-    scope_update,
-)
+from streams.scopes import ScopeKey, scope_get, scope_list
 
 router = Router(tags=["scopes"])
 
@@ -68,27 +58,19 @@ def create_scope(
     require_agent(request, agent_id)
     store = get_store()
     if isinstance(payload, GroupScopeIn):
-        scope = scope_create(
+        scope = do_scope_create(
             store=store,
+            actor=api_actor(request),
             key=ScopeKey.group(agent_id, payload.group_id),
             display_name=payload.display_name,
         )
     else:
-        scope = scope_create(
+        scope = do_scope_create(
             store=store,
+            actor=api_actor(request),
             key=ScopeKey.collective(agent_id, payload.name),
             extraction_prompt=payload.extraction_prompt,
-            author=actor_name(request),
         )
-    api_audit(
-        request,
-        store=store,
-        action="scope.create",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=agent_id,
-        summary={"scope_type": scope.scope_type, "group_id": scope.group_id, "name": scope.name},
-    )
     return Status(201, scope)
 
 
@@ -112,33 +94,11 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
     changes = payload.model_dump(exclude_unset=True)
     text = changes.pop("consolidation", None)
     expected_version = changes.pop("expected_version", None)
-    if (text is None) != (expected_version is None):
-        field = "expected_version" if text is not None else "consolidation"
-        raise InvalidInput(
-            "a hand edit of the consolidation needs both consolidation and expected_version",
-            details=[{"field": field}],
-        )
-    # Refuse invalid settings before the edit, so a 422 never leaves half a change behind.
-    scope_changes_check(scope=scope, changes=changes)
-    actor = actor_name(request)
-    if text is not None:
-        consolidation_edit(
-            store=store, scope=scope, text=text, expected_version=expected_version, actor=actor
-        )
-    jobs: list[Job] = []
-    updated = scope_update(store=store, scope=scope, changes=changes, actor=actor, follow_ups=jobs)
-    enqueue_all(jobs)
-    fields = [*changes, *(["consolidation", "consolidation_version"] if text is not None else [])]
-    api_audit(
-        request,
+    return do_scope_update(
         store=store,
-        action="consolidation.edit" if text is not None else "scope.update",
-        object_type="consolidation" if text is not None else "scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary=audit_changes(
-            {f: getattr(scope, f, None) for f in fields},
-            {f: getattr(updated, f, None) for f in fields},
-        ),
+        actor=api_actor(request),
+        scope=scope,
+        changes=changes,
+        text=text,
+        expected_version=expected_version,
     )
-    return updated

@@ -8,13 +8,14 @@ from django.conf import settings
 from django.http import HttpRequest
 from ninja import Path, Router, Status
 
-from memory_admin.api.audit_trail import api_audit
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue, formation_settings
+from memory_admin.tasks import formation_settings
+from streams.actions.sessions import do_messages_ingest, do_session_form
 from streams.exceptions import InvalidInput
-from streams.formation import IncomingMessage, formation_request, messages_ingest
+from streams.formation import IncomingMessage
 
 router = Router(tags=["sessions"])
 
@@ -43,8 +44,9 @@ def ingest_messages(
     require_agent(request, agent_id)
     _check_lengths(payload)
     store = get_store()
-    result = messages_ingest(
+    result = do_messages_ingest(
         store=store,
+        actor=api_actor(request),
         agent_id=agent_id,
         session_id=session_id,
         user_id=payload.user_id,
@@ -63,22 +65,6 @@ def ingest_messages(
         ],
         settings=formation_settings(),
     )
-    api_audit(
-        request,
-        store=store,
-        action="session.ingest",
-        object_type="session",
-        object_id=session_id,
-        agent_id=agent_id,
-        summary={
-            "user_id": payload.user_id,
-            "accepted": result.accepted,
-            "duplicates": result.duplicates,
-            "formation_job_id": result.formation_job.id if result.formation_job else None,
-        },
-    )
-    if result.formation_job is not None:
-        enqueue(result.formation_job)
     return Status(
         202,
         {
@@ -108,23 +94,13 @@ def form_session(
     """
     require_agent(request, agent_id)
     store = get_store()
-    job = formation_request(
+    job = do_session_form(
         store=store,
+        actor=api_actor(request),
         agent_id=agent_id,
         session_id=session_id,
-        trigger="api",
         settings=formation_settings(),
     )
-    api_audit(
-        request,
-        store=store,
-        action="session.form",
-        object_type="session",
-        object_id=session_id,
-        agent_id=agent_id,
-        summary={"job_id": job.id},
-    )
-    enqueue(job)
     return Status(202, {"job_id": job.id})
 
 

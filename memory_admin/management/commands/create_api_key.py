@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.accounts.actions import api_key_create
 from memory_admin.models import ApiKey
+from streams.actions import Actor
 from streams.exceptions import Conflict, InvalidInput
 
 MAX_AGENT_ID_CHARS = 128
@@ -39,7 +40,7 @@ class Command(BaseCommand):
             if not 1 <= len(agent_id) <= MAX_AGENT_ID_CHARS:
                 raise CommandError(f"agent ids are 1 to {MAX_AGENT_ID_CHARS} characters")
         try:
-            key, raw = api_key_create(actor="cli", name=name, agent_ids=agents)
+            key, raw = api_key_create(actor=Actor.cli(), name=name, agent_ids=agents)
         except (InvalidInput, Conflict) as exc:
             raise CommandError(exc.message) from exc
         scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent"

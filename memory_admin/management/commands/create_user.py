@@ -12,6 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.accounts.actions import ROLE_NAMES, user_create
+from streams.actions import Actor
 from streams.exceptions import Conflict, InvalidInput
 
 
@@ -36,7 +37,7 @@ class Command(BaseCommand):
             raise CommandError("no password on standard input")
         try:
             user, secret = user_create(
-                actor="cli", username=username, role=role, email=email, password=password
+                actor=Actor.cli(), username=username, role=role, email=email, password=password
             )
         except (InvalidInput, Conflict) as exc:
             raise CommandError(exc.message) from exc

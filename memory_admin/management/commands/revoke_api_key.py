@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.accounts.actions import api_key_revoke
 from memory_admin.models import ApiKey
+from streams.actions import Actor
 
 
 class Command(BaseCommand):
@@ -23,5 +24,5 @@ class Command(BaseCommand):
         if not key.is_active:
             self.stdout.write(f"API key {name!r} was already revoked on {key.revoked_at:%Y-%m-%d}")
             return
-        api_key_revoke(actor="cli", key=key)
+        api_key_revoke(actor=Actor.cli(), key=key)
         self.stdout.write(f"Revoked API key {name!r}")

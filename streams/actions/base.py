@@ -1,0 +1,78 @@
+"""What every action shares: who acts, the audit entry, and handing jobs to the runner."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from streams.audit import audit_record
+from streams.documents import Job
+from streams.store import MemoryStore
+
+ActorKind = Literal["api", "ui", "cli"]
+JobDispatcher = Callable[[list[Job]], None]
+
+_dispatcher: JobDispatcher | None = None
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performs an action, named the same in the audit log, job and version records:
+    `api:<key name>`, `ui:<username>` or `cli`."""
+
+    kind: ActorKind
+    name: str = ""
+
+    @classmethod
+    def api(cls, key_name: str) -> Actor:
+        return cls("api", key_name)
+
+    @classmethod
+    def ui(cls, username: str) -> Actor:
+        return cls("ui", username)
+
+    @classmethod
+    def cli(cls) -> Actor:
+        return cls("cli")
+
+    def __str__(self) -> str:
+        return "cli" if self.kind == "cli" else f"{self.kind}:{self.name}"
+
+
+def register_dispatcher(dispatcher: JobDispatcher | None) -> None:
+    """Set what runs scheduled jobs (the Django side registers its task queue once).
+
+    The domain cannot import Django or Celery, so the runner is injected.
+    """
+    global _dispatcher
+    _dispatcher = dispatcher
+
+
+def schedule(jobs: list[Job]) -> None:
+    """Hand the jobs an action created to the runner. Without one registered (a script
+    outside Django) they stay queued documents, which the periodic sweep dispatches."""
+    if jobs and _dispatcher is not None:
+        _dispatcher(list(jobs))
+
+
+def record(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    action: str,
+    object_type: str,
+    object_id: str | None,
+    agent_id: str | None = None,
+    summary: dict[str, Any] | None = None,
+) -> None:
+    """The one audit entry of an action."""
+    audit_record(
+        store=store,
+        actor=str(actor),
+        action=action,
+        object_type=object_type,
+        object_id=object_id,
+        agent_id=agent_id,
+        summary=summary,
+    )

@@ -1,0 +1,55 @@
+"""Consolidation actions: consolidate now, restore a version, edit the text by hand.
+
+All three name the scope as their object (`object_id` is the scope id); restore and
+edit change the consolidation (`object_type` "consolidation"), "consolidate now"
+queues a run of the scope (`object_type` "scope").
+"""
+
+from __future__ import annotations
+
+from streams.actions.base import Actor, record, schedule
+from streams.audit import audit_change
+from streams.consolidation import consolidation_restore
+from streams.consolidation_runs import consolidation_request
+from streams.documents import ConsolidationVersion, Job, Scope
+from streams.store import MemoryStore
+
+
+def do_consolidation_trigger(*, store: MemoryStore, actor: Actor, scope: Scope) -> Job:
+    """Queue a consolidation run even below the threshold (Conflict if nothing is pending)."""
+    job = consolidation_request(store=store, scope=scope, trigger=actor.kind, actor=str(actor))
+    record(
+        store=store,
+        actor=actor,
+        action="consolidation.trigger",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={"job_id": job.id},
+    )
+    schedule([job])
+    return job
+
+
+def do_consolidation_restore(
+    *, store: MemoryStore, actor: Actor, scope: Scope, version: int
+) -> ConsolidationVersion:
+    """A new version whose text is that of `version`; the history keeps both."""
+    jobs: list[Job] = []
+    entry = consolidation_restore(
+        store=store, scope=scope, version=version, actor=str(actor), follow_ups=jobs
+    )
+    record(
+        store=store,
+        actor=actor,
+        action="consolidation.restore",
+        object_type="consolidation",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={
+            "restored_version": version,
+            "consolidation_version": audit_change(scope.consolidation_version, entry.version),
+        },
+    )
+    schedule(jobs)
+    return entry

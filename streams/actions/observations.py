@@ -1,0 +1,125 @@
+"""Observation actions: add (one or a batch), edit or mark private, delete."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from streams.actions.base import Actor, record, schedule
+from streams.audit import audit_changes, content_digest
+from streams.documents import Job, Observation, Scope
+from streams.observation_batch import BatchItem, BatchResult, observation_batch_add
+from streams.observations import observation_add, observation_delete, observation_update
+from streams.store import MemoryStore
+
+
+def do_observation_add(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    scope: Scope,
+    content: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+) -> Observation:
+    """A manual addition; it joins the scope's pending observations."""
+    jobs: list[Job] = []
+    observation = observation_add(
+        store=store,
+        scope=scope,
+        content=content,
+        private=private,
+        observed_at=observed_at,
+        follow_ups=jobs,
+    )
+    record(
+        store=store,
+        actor=actor,
+        action="observation.create",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=scope.agent_id,
+        summary={
+            "scope_id": scope.id,
+            "content": content_digest(observation.content),
+            "private": observation.private,
+        },
+    )
+    schedule(jobs)
+    return observation
+
+
+def do_observation_add_batch(
+    *, store: MemoryStore, actor: Actor, scope: Scope, items: list[BatchItem]
+) -> BatchResult:
+    """A batch in one transaction; audited once, and only when it stored anything."""
+    jobs: list[Job] = []
+    result = observation_batch_add(store=store, scope=scope, items=items, follow_ups=jobs)
+    created_ids = [o.id for o, new in zip(result.observations, result.created, strict=True) if new]
+    if created_ids:
+        record(
+            store=store,
+            actor=actor,
+            action="observation.create_batch",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={
+                "scope_id": scope.id,
+                "items": len(result.observations),
+                "created": len(created_ids),
+                "private": sum(1 for o in result.observations if o.private),
+                "observation_ids": created_ids,
+            },
+        )
+    schedule(jobs)
+    return result
+
+
+def do_observation_update(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+) -> tuple[Observation, list[Job]]:
+    """Correct the content and/or the private flag; the summary is the before/after of
+    what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
+    jobs: list[Job] = []
+    updated = observation_update(
+        store=store, observation=observation, content=content, private=private, follow_ups=jobs
+    )
+    record(
+        store=store,
+        actor=actor,
+        action="observation.update",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary=audit_changes(
+            {"content": observation.content, "private": observation.private},
+            {"content": updated.content, "private": updated.private},
+        ),
+    )
+    schedule(jobs)
+    return updated, jobs
+
+
+def do_observation_delete(
+    *, store: MemoryStore, actor: Actor, observation: Observation
+) -> list[Job]:
+    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled."""
+    was_deleted = observation.deleted
+    jobs: list[Job] = []
+    observation_delete(store=store, observation=observation, follow_ups=jobs)
+    record(
+        store=store,
+        actor=actor,
+        action="observation.delete",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary={"content": content_digest(observation.content), "already_deleted": was_deleted},
+    )
+    schedule(jobs)
+    return jobs

@@ -1,0 +1,44 @@
+"""Privacy actions: forget one user of one agent, export what is kept about them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.actions.base import Actor, record, schedule
+from streams.documents import Job
+from streams.privacy import forget_user_request
+from streams.store import MemoryStore
+from streams.user_audit import user_export
+
+
+def do_user_forget(*, store: MemoryStore, actor: Actor, agent_id: str, user_id: str) -> Job:
+    """Queue the forgetting; the job's result is the deletion receipt."""
+    job = forget_user_request(store=store, agent_id=agent_id, user_id=user_id, actor=str(actor))
+    record(
+        store=store,
+        actor=actor,
+        action="user.forget",
+        object_type="user",
+        object_id=user_id,
+        agent_id=agent_id,
+        summary={"job_id": job.id},
+    )
+    schedule([job])
+    return job
+
+
+def do_user_export(
+    *, store: MemoryStore, actor: Actor, agent_id: str, user_id: str
+) -> dict[str, Any]:
+    """Everything kept about the user; reading someone's whole memory is itself audited."""
+    data = user_export(store=store, agent_id=agent_id, user_id=user_id)
+    record(
+        store=store,
+        actor=actor,
+        action="user.export",
+        object_type="user",
+        object_id=user_id,
+        agent_id=agent_id,
+        summary={},
+    )
+    return data

@@ -1,0 +1,107 @@
+"""Scope actions: create a group scope or collective shard, change settings (pause and
+resume included), and hand-edit the consolidation (alone or with settings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.actions.base import Actor, record, schedule
+from streams.audit import audit_changes
+from streams.consolidation import consolidation_edit
+from streams.documents import Job, Scope
+from streams.exceptions import InvalidInput
+from streams.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
+from streams.store import MemoryStore
+
+EDIT_FIELDS = ["consolidation", "consolidation_version"]
+
+
+def do_scope_create(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    key: ScopeKey,
+    display_name: str | None = None,
+    extraction_prompt: str | None = None,
+) -> Scope:
+    """Create a group scope or a collective shard (individual scopes come from conversations)."""
+    settings: dict[str, Any] = {}
+    if extraction_prompt is not None:
+        settings["extraction_prompt"] = extraction_prompt
+    scope = scope_create(
+        store=store, key=key, display_name=display_name, author=str(actor), **settings
+    )
+    record(
+        store=store,
+        actor=actor,
+        action="scope.create",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={"scope_type": scope.scope_type, "group_id": scope.group_id, "name": scope.name},
+    )
+    return scope
+
+
+def do_scope_update(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    scope: Scope,
+    changes: dict[str, Any],
+    text: str | None = None,
+    expected_version: int | None = None,
+) -> Scope:
+    """Change settings and/or hand-edit the consolidation; returns the fresh scope.
+
+    A hand edit carries the `expected_version` it started from (Conflict if the scope
+    moved on, and then nothing is applied). Invalid settings are refused before the
+    edit, so a refusal never leaves half a change. The entry is `scope.update` (object
+    type "scope") or, with a hand edit, `consolidation.edit` (object type
+    "consolidation"); its summary is the before/after of every changed field.
+    """
+    if (text is None) != (expected_version is None):
+        field = "expected_version" if text is not None else "consolidation"
+        raise InvalidInput(
+            "a hand edit of the consolidation needs both consolidation and expected_version",
+            details=[{"field": field}],
+        )
+    scope_changes_check(scope=scope, changes=changes)
+    if text is not None and expected_version is not None:
+        consolidation_edit(
+            store=store, scope=scope, text=text, expected_version=expected_version, actor=str(actor)
+        )
+    jobs: list[Job] = []
+    updated = scope_update(
+        store=store, scope=scope, changes=changes, actor=str(actor), follow_ups=jobs
+    )
+    edited = text is not None
+    fields = [*changes, *(EDIT_FIELDS if edited else [])]
+    record(
+        store=store,
+        actor=actor,
+        action="consolidation.edit" if edited else "scope.update",
+        object_type="consolidation" if edited else "scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary=audit_changes(
+            {f: getattr(scope, f, None) for f in fields},
+            {f: getattr(updated, f, None) for f in fields},
+        ),
+    )
+    schedule(jobs)
+    return updated
+
+
+def do_consolidation_edit(
+    *, store: MemoryStore, actor: Actor, scope: Scope, text: str, expected_version: int
+) -> Scope:
+    """A hand edit of the consolidation alone (the editor page)."""
+    return do_scope_update(
+        store=store,
+        actor=actor,
+        scope=scope,
+        changes={},
+        text=text,
+        expected_version=expected_version,
+    )

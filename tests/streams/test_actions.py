@@ -1,0 +1,30 @@
+"""The actions' shared parts: how an actor is named, and handing jobs to the runner."""
+
+from __future__ import annotations
+
+from streams.actions import Actor, schedule
+from streams.documents import Job
+
+
+def test_an_actor_is_named_as_the_log_names_it():
+    assert [str(Actor.api("ci-key")), str(Actor.ui("olivia")), str(Actor.cli())] == [
+        "api:ci-key",
+        "ui:olivia",
+        "cli",
+    ]
+
+
+def test_scheduled_jobs_go_to_the_registered_dispatcher(monkeypatch):
+    handed: list[list[Job]] = []
+    monkeypatch.setattr("streams.actions.base._dispatcher", handed.append)
+    job = Job(kind="consolidation", agent_id="a1")
+    schedule([])
+    schedule([job])
+    assert handed == [[job]]  # nothing is dispatched for an action that started no job
+
+
+def test_django_registers_its_task_queue_as_the_dispatcher():
+    from memory_admin.tasks import enqueue_all
+    from streams.actions import base
+
+    assert base._dispatcher is enqueue_all
