@@ -7,7 +7,7 @@ from typing import Any
 from django.http import HttpRequest
 from ninja import Body, Query, Router, Status
 
-from memory_admin.api.audit_trail import api_audit
+from memory_admin.api.audit_trail import api_actor, api_audit
 from memory_admin.api.auth import visible_agents
 from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
@@ -91,21 +91,9 @@ def add_observation(
         private=payload.private,
         observed_at=payload.observed_at,
         follow_ups=jobs,
+        actor=api_actor(request),
     )
     enqueue_all(jobs)
-    api_audit(
-        request,
-        store=store,
-        action="observation.create",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=scope.agent_id,
-        summary={
-            "scope_id": scope.id,
-            "content": content_digest(observation.content),
-            "private": observation.private,
-        },
-    )
     return Status(201, observation)
 
 
@@ -126,25 +114,10 @@ def _add_batch(
             for item in payload.items
         ],
         follow_ups=jobs,
+        actor=api_actor(request),
     )
     enqueue_all(jobs)
     created_ids = [o.id for o, new in zip(result.observations, result.created, strict=True) if new]
-    if created_ids:
-        api_audit(
-            request,
-            store=store,
-            action="observation.create_batch",
-            object_type="scope",
-            object_id=scope.id,
-            agent_id=scope.agent_id,
-            summary={
-                "scope_id": scope.id,
-                "items": len(result.observations),
-                "created": len(created_ids),
-                "private": sum(1 for o in result.observations if o.private),
-                "observation_ids": created_ids,
-            },
-        )
     items = [
         ObservationBatchItemOut.model_validate(
             {
