@@ -266,6 +266,8 @@ def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[l
         counter.bytes.clear()
         counter.micros.clear()
         for n in range(rounds):
+            scope = listened_store.scopes.get(bson.ObjectId(scope_id))  # as the handler does
+            assert scope is not None
             if per == 1:
                 observation_add(store=listened_store, scope=scope, content=content(rng))
             else:

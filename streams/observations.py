@@ -30,6 +30,7 @@ def observations_append(
     observations: list[Observation],
     session: StoreSession,
     now: datetime,
+    read_before: Scope | None = None,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending;
     returns the scope as it was before (its pending list tells the caller whether a
@@ -37,16 +38,18 @@ def observations_append(
 
     The scope's sequence counter is claimed with the version in the filter, so
     two concurrent appends cannot share sequence numbers; a miss aborts the
-    transaction and the caller retries it whole.
+    transaction and the caller retries it whole. `read_before` is the scope as the
+    caller read it an instant ago: its sequence is tried without reading the scope again
+    (one round trip fewer); if the log moved on since, the claim misses, and the retry
+    must pass None to read it inside the transaction.
     """
     oid = require_object_id(scope_id, what="scope")
-    scope = store.scopes.get(oid, session=session)
+    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
     if scope is None:
         raise NotFound("scope not found")
-    for offset, observation in enumerate(observations, start=1):
-        observation.seq = scope.observation_seq + offset
-    store.observations.insert_many(observations, session=session)
-    search_index_add(store=store, observations=observations, session=session)
+    # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
+    # append) then misses before anything is written, instead of colliding on the
+    # (scope, seq) index.
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -57,6 +60,10 @@ def observations_append(
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")
+    for offset, observation in enumerate(observations, start=1):
+        observation.seq = scope.observation_seq + offset
+    store.observations.insert_many(observations, session=session)
+    search_index_add(store=store, observations=observations, session=session)
     return scope
 
 
@@ -101,9 +108,16 @@ def observation_add(
         else ([scope.user_id] if scope.user_id else []),
     )
 
+    read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
+
     def add(session: StoreSession) -> Scope:
         before = observations_append(
-            store=store, scope_id=scope.id, observations=[observation], session=session, now=now
+            store=store,
+            scope_id=scope.id,
+            observations=[observation],
+            session=session,
+            now=now,
+            read_before=read_before.pop() if read_before else None,
         )
         if actor is not None:
             audit_record(
