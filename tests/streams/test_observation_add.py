@@ -84,3 +84,34 @@ def test_a_batch_resent_records_one_audit_entry_and_counts_once(store):
     assert len(entries) == 1 and entries[0]["summary"]["created"] == 3
     assert store.agents.get("a1").observation_count == 3
     assert _day_count(store, "a1") == 3
+
+
+def test_concurrent_adds_to_one_agent_are_each_stored_and_counted_once(store):
+    """The agent's counters are written inside every add's transaction: adds racing on
+    them conflict, are retried, and none is lost or counted twice."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    scopes = [ScopeFactory.create(store=store, agent_id="a1") for _ in range(3)]
+    before = store.agents.get("a1").observation_count
+
+    def add(n: int) -> str:
+        scope = store.scopes.get(ObjectId(scopes[n % 3].id))
+        return observation_add(store=store, scope=scope, content=f"Fact {n}.", actor="t").id
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        ids = list(pool.map(add, range(24)))
+
+    assert len(set(ids)) == 24
+    stored = store.observations.get_many([ObjectId(i) for i in ids])
+    assert len(stored) == 24
+    for scope in scopes:
+        fresh = store.scopes.get(ObjectId(scope.id))
+        seqs = sorted(o.seq for o in stored if o.scope_id == scope.id)
+        assert seqs == list(range(1, fresh.observation_seq + 1)) and len(seqs) == 8
+    assert store.agents.get("a1").observation_count == before + 24
+    assert _day_count(store, "a1") == 24
+    assert len(_audit_all(store, "observation.create")) == 24
+
+
+def _audit_all(store, action):
+    return list(store.audit.collection.find({"action": action}).limit(100))
