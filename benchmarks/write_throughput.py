@@ -266,13 +266,19 @@ def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[l
         counter.bytes.clear()
         counter.micros.clear()
         for n in range(rounds):
+            scope = listened_store.scopes.get(bson.ObjectId(scope_id))  # as the handler does
+            assert scope is not None
             if per == 1:
-                observation_add(store=listened_store, scope=scope, content=content(rng))
+                observation_add(
+                    store=listened_store, scope=scope, content=content(rng), actor="api:bench"
+                )
             else:
                 items = [
                     BatchItem(content=content(rng), client_id=f"bd-{n}-{i}") for i in range(per)
                 ]
-                observation_batch_add(store=listened_store, scope=scope, items=items)
+                observation_batch_add(
+                    store=listened_store, scope=scope, items=items, actor="api:bench"
+                )
         added = rounds * per
         for name in sorted(counter.calls, key=lambda k: -counter.micros.get(k, 0)):
             rows.append(

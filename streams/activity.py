@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 MAX_DAYS = 366
 
@@ -24,16 +24,18 @@ def activity_record(
     now: datetime,
     observations: int = 0,
     consolidations: int = 0,
+    session: StoreSession | None = None,
 ) -> None:
-    """Count what was just committed on its UTC day; called after the write, beside the
-    agent's counters, so a hot day document never makes a formation's transaction conflict."""
+    """Count what was just committed on its UTC day. Long transactions (formation) call it
+    after their commit, so a hot day document never makes them conflict; a short add
+    passes its `session` and counts inside its own transaction (one fsync, not two)."""
     counts = {
         key: value
         for key, value in (("observations", observations), ("consolidations", consolidations))
         if value
     }
     if counts:
-        store.agent_days.increment(agent_id, now.date(), counts)
+        store.agent_days.increment(agent_id, now.date(), counts, session=session)
 
 
 def activity_days(*, store: MemoryStore, agent_id: str, last: date, days: int) -> list[ActivityDay]:

@@ -21,7 +21,7 @@ from streams.documents import utcnow
 from streams.documents_audit import AuditEntry
 from streams.exceptions import InvalidInput
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 MAX_FILTER_CHARS = 200
 # The filter that leads the index a page query uses, most selective first.
@@ -38,8 +38,10 @@ def audit_record(
     agent_id: str | None = None,
     summary: dict[str, Any] | None = None,
     at: datetime | None = None,
+    session: StoreSession | None = None,
 ) -> None:
-    """Record one write. `action` is "<object_type>.<verb>", e.g. "observation.update"."""
+    """Record one write. `action` is "<object_type>.<verb>", e.g. "observation.update".
+    With `session`, the entry is part of the write's own transaction."""
     store.audit.insert(
         AuditEntry(
             actor=actor,
@@ -49,7 +51,8 @@ def audit_record(
             agent_id=agent_id,
             summary=summary or {},
             at=at or utcnow(),
-        )
+        ),
+        session=session,
     )
 
 

@@ -10,6 +10,7 @@ crash leaves all of it or none of it, and a retry never duplicates.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,7 +24,7 @@ from streams.exceptions import Conflict
 from streams.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
 from streams.jobs import JobRun, job_create
 from streams.llm.port import LLMRequest
-from streams.observations import observations_append
+from streams.observation_batch import observations_append_once
 from streams.scopes import scope_get_or_create
 from streams.store import MemoryStore, StoreSession
 
@@ -246,7 +247,19 @@ def _form(
             related_user_ids=item.related_user_ids,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
-    _commit_formation(store, job, buffer, messages, by_scope, settings=settings, now=now)
+    if not formation_commit(
+        store=store,
+        job=job,
+        buffer=buffer,
+        messages=messages,
+        by_scope=by_scope,
+        settings=settings,
+        now=now,
+    ):
+        run.result = {"messages": len(messages), "observations": 0, "dropped": dropped}
+        run.result["note"] = "already formed: an earlier commit of these messages stored them"
+        store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
+        return
     created = sum(len(obs) for _, obs in by_scope.values())
     if created:
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
@@ -275,24 +288,48 @@ def _form(
             run.follow_ups.append(follow_up)
 
 
-def _commit_formation(
+class _AlreadyFormed(Exception):
+    """Aborts a formation's transaction whose observations an earlier commit stored."""
+
+
+def formation_client_ids(messages: list[BufferedMessage], count: int) -> list[str]:
+    """The batch path's `client_id` of each of a formation's `count` observations: derived
+    from the source messages (whichever job or retry forms them) and the item's place."""
+    digest = hashlib.sha256(",".join(sorted(m.id for m in messages)).encode()).hexdigest()[:24]
+    return [f"formation:{digest}:{n}" for n in range(count)]
+
+
+def formation_commit(
+    *,
     store: MemoryStore,
     job: Job,
     buffer: dict[str, Any],
     messages: list[BufferedMessage],
     by_scope: dict[str, tuple[Scope, list[Observation]]],
-    *,
     settings: FormationSettings,
     now: datetime,
-) -> None:
+) -> bool:
+    """Store the formation's observations and mark its messages formed, in one transaction,
+    through the batch path (`observations_append_once`, keyed by `formation_client_ids`).
+
+    False, with nothing written, when an earlier commit of the same messages stored these
+    observations already (a retried job whose first commit was acknowledged too late):
+    each observation is stored once whatever is retried.
+    """
     message_ids = [ObjectId(m.id) for m in messages]
     tokens = sum(m.weighted_tokens for m in messages)
+    keys = iter(formation_client_ids(messages, sum(len(o) for _, o in by_scope.values())))
+    keyed = {
+        scope_id: [(next(keys), o) for o in observations]
+        for scope_id, (_, observations) in by_scope.items()
+    }
 
     def commit(session: StoreSession) -> None:
-        for scope_id, (_, observations) in by_scope.items():
-            observations_append(
-                store=store, scope_id=scope_id, observations=observations, session=session, now=now
-            )
+        for scope_id, pairs in keyed.items():
+            if observations_append_once(
+                store=store, scope_id=scope_id, keyed=pairs, session=session, now=now
+            ):
+                raise _AlreadyFormed
         if not store.sessions.mark_formed(
             message_ids,
             buffer_id=buffer["_id"],
@@ -303,7 +340,11 @@ def _commit_formation(
         ):
             raise Conflict("some of these messages were formed by another run")
 
-    store.in_transaction(commit, attempts=COMMIT_ATTEMPTS)
+    try:
+        store.in_transaction(commit, attempts=COMMIT_ATTEMPTS)
+    except _AlreadyFormed:
+        return False
+    return True
 
 
 def _formation_due(buffer: dict[str, Any], settings: FormationSettings) -> bool:

@@ -15,12 +15,17 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.activity import activity_record
-from streams.consolidation_runs import consolidation_due
+from streams.audit import audit_record
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import InvalidInput, NotFound
 from streams.ids import require_object_id
-from streams.observations import APPEND_ATTEMPTS, MAX_CONTENT_CHARS, observations_append
+from streams.observations import (
+    APPEND_ATTEMPTS,
+    MAX_CONTENT_CHARS,
+    counters_add,
+    observations_append,
+    threshold_check,
+)
 from streams.store import MemoryStore, StoreSession
 
 MAX_BATCH = 500
@@ -65,11 +70,25 @@ def observations_append_once(
     key an observation by its session and source messages; the legacy migration keys by
     the legacy `_id` and calls `observations_append` directly).
     """
+    return _append_once(store=store, scope_id=scope_id, keyed=keyed, session=session, now=now)[0]
+
+
+def _append_once(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    keyed: list[tuple[str, Observation]],
+    session: StoreSession,
+    now: datetime,
+) -> tuple[dict[str, ObjectId], Scope | None]:
+    """`observations_append_once`, also returning the scope as it was before the append
+    (None when every item was known and nothing was appended)."""
     oid = require_object_id(scope_id, what="scope")
     known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
     fresh = [(c, o) for c, o in keyed if c not in known]
+    before = None
     if fresh:
-        observations_append(
+        before = observations_append(
             store=store,
             scope_id=scope_id,
             observations=[o for _, o in fresh],
@@ -79,7 +98,7 @@ def observations_append_once(
         store.client_ids.insert(
             oid, [(c, ObjectId(o.id)) for c, o in fresh], now=now, session=session
         )
-    return known
+    return known, before
 
 
 def observation_batch_add(
@@ -88,11 +107,13 @@ def observation_batch_add(
     scope: Scope,
     items: list[BatchItem],
     follow_ups: list[Job] | None = None,
+    actor: str | None = None,
 ) -> BatchResult:
     """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
     `client_id` the scope already holds are not stored again. Like single adds, the new
     ones go to pending and a consolidation job is queued (in `follow_ups`) when the
-    pending list reaches the scope's threshold."""
+    pending list reaches the scope's threshold. With `actor`, the batch's audit entry
+    (one per batch that stored anything) commits in the same transaction."""
     _validate(items)
     now = utcnow()
     keyed = [
@@ -110,12 +131,37 @@ def observation_batch_add(
         )
         for item in items
     ]
-    known = store.in_transaction(
-        lambda session: observations_append_once(
+
+    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
+        known, before = _append_once(
             store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
-        ),
-        attempts=APPEND_ATTEMPTS,
-    )
+        )
+        fresh = [o for c, o in keyed if c not in known]
+        if fresh and actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.create_batch",
+                object_type="scope",
+                object_id=scope.id,
+                agent_id=scope.agent_id,
+                summary={
+                    "scope_id": scope.id,
+                    "items": len(keyed),
+                    "created": len(fresh),
+                    "private": sum(1 for o in fresh if o.private),
+                    "observation_ids": [o.id for o in fresh],
+                },
+                at=now,
+                session=session,
+            )
+        if fresh:
+            counters_add(
+                store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
+            )
+        return known, before
+
+    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -130,12 +176,8 @@ def observation_batch_add(
             observations.append(observation)
             created.append(True)
     new = sum(created)
-    if new:
-        store.agents.adjust_counters(scope.agent_id, now=now, observations=new, pending=new)
-        activity_record(store=store, agent_id=scope.agent_id, now=now, observations=new)
-        job = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
-        if job is not None and follow_ups is not None:
-            follow_ups.append(job)
+    if new and before is not None:
+        threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
     return BatchResult(observations=observations, created=created, client_ids=[c for c, _ in keyed])
 
 

@@ -8,6 +8,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.activity import activity_record
+from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
@@ -29,21 +30,26 @@ def observations_append(
     observations: list[Observation],
     session: StoreSession,
     now: datetime,
-) -> None:
-    """Within the caller's transaction: store the observations and make them pending.
+    read_before: Scope | None = None,
+) -> Scope:
+    """Within the caller's transaction: store the observations and make them pending;
+    returns the scope as it was before (its pending list tells the caller whether a
+    consolidation is due, without reading the scope again).
 
     The scope's sequence counter is claimed with the version in the filter, so
     two concurrent appends cannot share sequence numbers; a miss aborts the
-    transaction and the caller retries it whole.
+    transaction and the caller retries it whole. `read_before` is the scope as the
+    caller read it an instant ago: its sequence is tried without reading the scope again
+    (one round trip fewer); if the log moved on since, the claim misses, and the retry
+    must pass None to read it inside the transaction.
     """
     oid = require_object_id(scope_id, what="scope")
-    scope = store.scopes.get(oid, session=session)
+    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
     if scope is None:
         raise NotFound("scope not found")
-    for offset, observation in enumerate(observations, start=1):
-        observation.seq = scope.observation_seq + offset
-    store.observations.insert_many(observations, session=session)
-    search_index_add(store=store, observations=observations, session=session)
+    # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
+    # append) then misses before anything is written, instead of colliding on the
+    # (scope, seq) index.
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -54,6 +60,11 @@ def observations_append(
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")
+    for offset, observation in enumerate(observations, start=1):
+        observation.seq = scope.observation_seq + offset
+    store.observations.insert_many(observations, session=session)
+    search_index_add(store=store, observations=observations, session=session)
+    return scope
 
 
 def observation_add(
@@ -67,9 +78,14 @@ def observation_add(
     source_message_ids: list[str] | None = None,
     related_user_ids: list[str] | None = None,
     follow_ups: list[Job] | None = None,
+    actor: str | None = None,
 ) -> Observation:
     """Add one observation by hand (operator or agent); it goes to pending, and a
-    consolidation job is queued (in `follow_ups`) when that reaches the threshold."""
+    consolidation job is queued (in `follow_ups`) when that reaches the threshold.
+
+    One transaction holds the observation, its postings, the scope's log, the agent's
+    counters and (with `actor`) the audit entry: on the embedded store every write
+    outside a transaction is a journal sync of its own, which cost more than the add."""
     content = content.strip()
     if not content:
         raise InvalidInput("content must not be empty", details=[{"field": "content"}])
@@ -91,15 +107,61 @@ def observation_add(
         if related_user_ids is not None
         else ([scope.user_id] if scope.user_id else []),
     )
-    append_in_transaction(store=store, scope_id=scope.id, observations=[observation], now=now)
-    store.agents.adjust_counters(scope.agent_id, now=now, observations=1, pending=1)
-    activity_record(store=store, agent_id=scope.agent_id, now=now, observations=1)
-    _threshold_check(store, scope.id, follow_ups)
+
+    read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
+
+    def add(session: StoreSession) -> Scope:
+        before = observations_append(
+            store=store,
+            scope_id=scope.id,
+            observations=[observation],
+            session=session,
+            now=now,
+            read_before=read_before.pop() if read_before else None,
+        )
+        if actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.create",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=scope.agent_id,
+                summary={
+                    "scope_id": scope.id,
+                    "content": content_digest(observation.content),
+                    "private": observation.private,
+                },
+                at=now,
+                session=session,
+            )
+        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        return before
+
+    before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation
 
 
-def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
-    job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
+def counters_add(
+    *, store: MemoryStore, agent_id: str, added: int, now: datetime, session: StoreSession
+) -> None:
+    """The agent's counters and its day's count, inside a short add's transaction: written
+    last, so the agent's document is held only until the commit that follows."""
+    store.agents.adjust_counters(
+        agent_id, now=now, observations=added, pending=added, session=session
+    )
+    activity_record(store=store, agent_id=agent_id, now=now, observations=added, session=session)
+
+
+def threshold_check(
+    *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
+) -> None:
+    """Queue a consolidation when the add filled the pending list up to the threshold;
+    below it (almost every add) no further read."""
+    if before.pending_count + added < before.consolidation_threshold:
+        return
+    job = consolidation_due(store=store, scope_id=before.id, trigger="threshold")
     if job is not None and follow_ups is not None:
         follow_ups.append(job)
 

@@ -21,7 +21,8 @@ def do_observation_add(
     private: bool = False,
     observed_at: datetime | None = None,
 ) -> Observation:
-    """A manual addition; it joins the scope's pending observations."""
+    """A manual addition; it joins the scope's pending observations. Its audit entry
+    commits in the add's own transaction (one journal sync, and never one without the other)."""
     jobs: list[Job] = []
     observation = observation_add(
         store=store,
@@ -30,19 +31,7 @@ def do_observation_add(
         private=private,
         observed_at=observed_at,
         follow_ups=jobs,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="observation.create",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=scope.agent_id,
-        summary={
-            "scope_id": scope.id,
-            "content": content_digest(observation.content),
-            "private": observation.private,
-        },
+        actor=str(actor),
     )
     schedule(jobs)
     return observation
@@ -51,26 +40,11 @@ def do_observation_add(
 def do_observation_add_batch(
     *, store: MemoryStore, actor: Actor, scope: Scope, items: list[BatchItem]
 ) -> BatchResult:
-    """A batch in one transaction; audited once, and only when it stored anything."""
+    """A batch in one transaction with its audit entry, written only when it stored anything."""
     jobs: list[Job] = []
-    result = observation_batch_add(store=store, scope=scope, items=items, follow_ups=jobs)
-    created_ids = [o.id for o, new in zip(result.observations, result.created, strict=True) if new]
-    if created_ids:
-        record(
-            store=store,
-            actor=actor,
-            action="observation.create_batch",
-            object_type="scope",
-            object_id=scope.id,
-            agent_id=scope.agent_id,
-            summary={
-                "scope_id": scope.id,
-                "items": len(result.observations),
-                "created": len(created_ids),
-                "private": sum(1 for o in result.observations if o.private),
-                "observation_ids": created_ids,
-            },
-        )
+    result = observation_batch_add(
+        store=store, scope=scope, items=items, follow_ups=jobs, actor=str(actor)
+    )
     schedule(jobs)
     return result
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError
 
+from streams.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_agent_days"
@@ -25,10 +28,27 @@ class AgentDayRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def increment(self, agent_id: str, day: date, counts: dict[str, int]) -> None:
-        self.collection.update_one(
-            {"agent_id": agent_id, "day": day.isoformat()}, {"$inc": counts}, upsert=True
-        )
+    def increment(
+        self,
+        agent_id: str,
+        day: date,
+        counts: dict[str, int],
+        *,
+        session: ClientSession | None = None,
+    ) -> None:
+        """Inside a transaction (`session`), two first writes of a day can race on the
+        unique index: that is a `Conflict`, and the caller's transaction is retried."""
+        try:
+            self.collection.update_one(
+                {"agent_id": agent_id, "day": day.isoformat()},
+                {"$inc": counts},
+                upsert=True,
+                session=session,
+            )
+        except DuplicateKeyError as exc:
+            if session is None:
+                raise
+            raise Conflict("the day's counter was created concurrently; retry") from exc
 
     def between(self, agent_id: str, *, first: date, last: date) -> list[dict[str, Any]]:
         """The counter documents of the days in `[first, last]` that had any activity."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import DESCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.documents_audit import AuditEntry
@@ -56,14 +57,17 @@ class AuditRepository:
         self.meta = db[META]
         self._key = (id(db.client), db.name)
 
-    def insert(self, entry: AuditEntry) -> str:
+    def insert(self, entry: AuditEntry, *, session: ClientSession | None = None) -> str:
+        """With `session`, the entry commits (or not) with the write it records. The log's
+        start is moved outside it: a `$min` on one shared document would make every
+        concurrent transaction conflict, and a start a little early is harmless."""
         known = _STARTED.get(self._key)
         if known is None or entry.at < known:
             self.meta.update_one({"_id": "log"}, {"$min": {"started_at": entry.at}}, upsert=True)
             _STARTED[self._key] = entry.at
         doc = entry.to_mongo()
         doc.setdefault("_id", _id_at(entry.at))
-        self.collection.insert_one(doc)
+        self.collection.insert_one(doc, session=session)
         return str(doc["_id"])
 
     def started_at(self) -> datetime | None:

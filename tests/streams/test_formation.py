@@ -167,3 +167,74 @@ def test_form_with_nothing_unformed_is_a_conflict(store):
 
     with pytest.raises(Conflict):
         formation_request(store=store, agent_id="a1", session_id="nope", trigger="api")
+
+
+def test_formation_commit_crashed_mid_batch_then_retried_stores_each_observation_once(store):
+    """A formation's commit goes through the batch path, keyed by its source messages: a
+    commit that fails after appending to one scope stores nothing, its retry stores each
+    observation once, and a re-delivered commit (acknowledged too late) stores nothing."""
+    from bson import ObjectId
+
+    from streams.documents import Observation, utcnow
+    from streams.formation import formation_client_ids, formation_commit
+    from streams.store.client_ids import client_key
+
+    ingest(store, 5)
+    job = formation_request(store=store, agent_id="a1", session_id="s1", trigger="api")
+    buffer = store.sessions.get_buffer("a1", "s1")
+    messages = store.sessions.unformed("a1", "s1", limit=100)
+    individual, _ = scope_get_or_create(store=store, key=ScopeKey.individual("a1", "u1"))
+    collective, _ = scope_get_or_create(store=store, key=ScopeKey.collective("a1"))
+    now = utcnow()
+
+    def observation(scope, content):
+        return Observation(
+            scope_id=scope.id,
+            agent_id="a1",
+            content=content,
+            observed_at=now,
+            created_at=now,
+            source_session_id="s1",
+            source_message_ids=[m.message_id for m in messages],
+        )
+
+    def commit(by_scope):
+        return formation_commit(
+            store=store,
+            job=job,
+            buffer=buffer,
+            messages=messages,
+            by_scope=by_scope,
+            settings=formation_settings(),
+            now=now,
+        )
+
+    gone = str(ObjectId())  # a scope forgotten between extraction and commit
+    crashing = {
+        individual.id: (individual, [observation(individual, "Gene likes tea.")]),
+        gone: (individual, [observation(individual, "Lost with the crash.")]),
+    }
+    with pytest.raises(Exception, match="scope not found"):
+        commit(crashing)
+    assert scope_observations(store, ScopeKey.individual("a1", "u1")) == []
+    assert store.sessions.get_buffer("a1", "s1")["unformed_count"] == 5
+
+    def retry():
+        return {
+            individual.id: (individual, [observation(individual, "Gene likes tea.")]),
+            collective.id: (collective, [observation(collective, "Everyone likes tea.")]),
+        }
+
+    assert commit(retry()) is True
+    assert scope_observations(store, ScopeKey.individual("a1", "u1")) == ["Gene likes tea."]
+    assert scope_observations(store, ScopeKey.collective("a1")) == ["Everyone likes tea."]
+    keys = formation_client_ids(messages, 2)
+    assert store.client_ids.find(ObjectId(individual.id), keys[:1]) != {}
+    assert store.client_ids.collection.find_one(
+        {"_id": client_key(ObjectId(collective.id), keys[1])}
+    )
+
+    assert commit(retry()) is False  # the same messages again: nothing written
+    assert scope_observations(store, ScopeKey.individual("a1", "u1")) == ["Gene likes tea."]
+    assert scope_observations(store, ScopeKey.collective("a1")) == ["Everyone likes tea."]
+    assert store.sessions.get_buffer("a1", "s1")["unformed_count"] == 0
