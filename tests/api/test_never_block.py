@@ -4,6 +4,7 @@ before formation runs, and the per-message and per-key limits answer 422 and 429
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import timedelta
@@ -191,3 +192,43 @@ def _oid(job_id: str):
 def _no_pool_leftovers():
     yield
     inprocess.wait_idle(timeout=20)
+
+
+def test_the_pool_runs_jobs_in_a_child_process_with_this_process_settings(
+    api, settings, fake_openai, store, run_tasks
+):
+    """The child takes the store, database and model settings from the web process with
+    each job (not from its environment): here, this test's database and fake model."""
+    settings.MEMORY_INPROCESS_WORKERS = 1
+    settings.MEMORY_INPROCESS_ISOLATION = "process"
+    settings.MEMORY_INPROCESS_NICENESS = 0  # a loaded test machine must not starve it
+    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
+    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
+    fake_openai.reply_json(
+        {"observations": [{"content": "Gene drinks green tea.", "scope": "individual:u1"}]}
+    )
+    first = _ingest_and_wait(api, run_tasks, msg(1))
+    assert first["status"] == "succeeded", first
+    assert first["result"]["observations"] == 1
+    children = list(inprocess._runners)
+    assert len(children) == 1 and children[0].process.pid != os.getpid()
+    formed = store.db["memory_observations"].find({"agent_id": "agent-1"}).limit(5)
+    assert [o["content"] for o in formed] == ["Gene drinks green tea."]
+
+    # A child that died between jobs is replaced; the next job still runs.
+    children[0].process.kill()
+    children[0].process.wait()
+    fake_openai.reply_json({"observations": []})
+    assert _ingest_and_wait(api, run_tasks, msg(2))["status"] == "succeeded"
+
+    process = next(iter(inprocess._runners)).process
+    assert inprocess.shutdown(timeout=30)
+    assert process.poll() is not None and not inprocess._runners
+
+
+def _ingest_and_wait(api, run_tasks, message: dict) -> dict:
+    with run_tasks():  # the request's on-commit dispatch: here, to the pool
+        body = ingest(api, [message]).json()
+    assert body["formation_job_id"] is not None, body
+    assert inprocess.wait_idle(timeout=120), "the child never answered"
+    return job(api, body["formation_job_id"])
