@@ -178,16 +178,19 @@ class _Runner:
         except OSError:
             answer = None
         if answer != job_id:
-            logger.warning("job runner failed during job %s; replacing it", job_id)
-            self.stop()
+            logger.warning("job runner died or overran during job %s; replacing it", job_id)
+            self.stop(kill=True)
 
-    def stop(self) -> None:
-        """End the child: closing its stdin ends its loop; kill it if it does not end."""
+    def stop(self, *, kill: bool = False) -> None:
+        """End the child: closing its stdin ends its loop after its job; kill it if it does
+        not end (or at once: a child that overran must not write later)."""
         process, self.process = self.process, None
         if process is None:
             return
         with _lock:
             _runners.discard(self)
+        if kill:
+            process.kill()
         with contextlib.suppress(OSError):
             if process.stdin is not None:
                 process.stdin.close()

@@ -232,3 +232,25 @@ def _ingest_and_wait(api, run_tasks, message: dict) -> dict:
     assert body["formation_job_id"] is not None, body
     assert inprocess.wait_idle(timeout=120), "the child never answered"
     return job(api, body["formation_job_id"])
+
+
+def test_a_child_that_overruns_is_killed_and_its_job_left_to_its_lease(
+    api, settings, fake_openai, store, run_tasks, monkeypatch
+):
+    """No wait on a child is unbounded: past the job timeout it is killed (nothing of it
+    writes later, e.g. after the test's database is dropped) and the pool goes on."""
+    settings.MEMORY_INPROCESS_WORKERS = 1
+    settings.MEMORY_INPROCESS_ISOLATION = "process"
+    settings.MEMORY_INPROCESS_NICENESS = 0
+    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
+    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
+    settings.MEMORY_LLM_TIMEOUT_SECONDS = 30
+    monkeypatch.setattr(inprocess, "JOB_TIMEOUT_SECONDS", 2.0)
+    fake_openai.delay(8.0, then='{"observations": []}')
+    with run_tasks():
+        body = ingest(api, [msg(1)]).json()
+    assert inprocess.wait_idle(timeout=60)  # the pool gave up on the child
+    assert not inprocess._runners  # killed, not waited for
+    status = job(api, body["formation_job_id"])["status"]
+    assert status in ("queued", "running"), status  # its lease lapses; the sweep takes over
+    assert store.sessions.get_buffer("agent-1", "s1")["unformed_count"] == 1
