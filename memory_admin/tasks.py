@@ -2,7 +2,8 @@
 
 With a broker, real workers run them and retry failures with backoff. On the
 embedded default they run in a bounded pool of background threads
-(`memory_admin.inprocess`), never in the request; a failed job is then retried
+(`memory_admin.inprocess`), each handing its jobs to a low-priority child process
+(`memory_admin.job_runner`), never in the request; a failed job is then retried
 by the periodic `retry_failed_jobs` sweep. MEMORY_INPROCESS_WORKERS=0 runs them
 synchronously right after the request's transaction commits (the test suite).
 """

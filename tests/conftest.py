@@ -43,6 +43,7 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     # Jobs run synchronously after the request, as before the in-process pool existed,
     # so tests stay deterministic; tests/api/test_never_block.py turns the pool on.
     settings.MEMORY_INPROCESS_WORKERS = 0
+    settings.MEMORY_INPROCESS_ISOLATION = "thread"
     settings.MONGODB_DB = db_name
     client = get_client(embedded_mongo.uri)
     MemoryStore(client, db_name).ensure_indexes()
@@ -55,7 +56,7 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     from memory_admin.api.v1.chat import after_send_drain
 
     after_send_drain()
-    inprocess.wait_idle()
+    inprocess.shutdown()  # the pool's threads and job-runner children end here
     client.drop_database(db_name)
 
 

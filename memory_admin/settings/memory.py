@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_int
+from memory_admin.settings.env import env_int, env_str
 
 MEMORY_FORMATION_MAX_MESSAGES = env_int("MEMORY_FORMATION_MAX_MESSAGES", 45)
 MEMORY_FORMATION_MAX_TOKENS = env_int("MEMORY_FORMATION_MAX_TOKENS", 1000)
@@ -26,3 +26,8 @@ MEMORY_API_RATE_LIMIT = env_int("MEMORY_API_RATE_LIMIT", 0)
 # 0 runs them synchronously after the request (the test suite's mode).
 MEMORY_INPROCESS_WORKERS = env_int("MEMORY_INPROCESS_WORKERS", 1)
 MEMORY_INPROCESS_QUEUE = env_int("MEMORY_INPROCESS_QUEUE", 1000)
+# "process": each pool thread runs its jobs in a child process at OS niceness
+# MEMORY_INPROCESS_NICENESS (no GIL or core taken from requests); "thread": in the
+# pool thread itself.
+MEMORY_INPROCESS_ISOLATION = env_str("MEMORY_INPROCESS_ISOLATION", "process")
+MEMORY_INPROCESS_NICENESS = env_int("MEMORY_INPROCESS_NICENESS", 19)

@@ -28,6 +28,10 @@ class AgentRepository:
         self.collection = db[COLLECTION]
 
     def ensure(self, agent_id: str, *, now: datetime) -> None:
+        """Create the agent's document on first use. Every ingest calls this: a read by `_id`
+        costs the store less than an insert refused as a duplicate, which it would be."""
+        if self.collection.find_one({"_id": agent_id}, {"_id": 1}) is not None:
+            return
         with contextlib.suppress(DuplicateKeyError):
             self.collection.insert_one(
                 {

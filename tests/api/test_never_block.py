@@ -4,6 +4,7 @@ before formation runs, and the per-message and per-key limits answer 422 and 429
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import timedelta
@@ -191,3 +192,65 @@ def _oid(job_id: str):
 def _no_pool_leftovers():
     yield
     inprocess.wait_idle(timeout=20)
+
+
+def test_the_pool_runs_jobs_in_a_child_process_with_this_process_settings(
+    api, settings, fake_openai, store, run_tasks
+):
+    """The child takes the store, database and model settings from the web process with
+    each job (not from its environment): here, this test's database and fake model."""
+    settings.MEMORY_INPROCESS_WORKERS = 1
+    settings.MEMORY_INPROCESS_ISOLATION = "process"
+    settings.MEMORY_INPROCESS_NICENESS = 0  # a loaded test machine must not starve it
+    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
+    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
+    fake_openai.reply_json(
+        {"observations": [{"content": "Gene drinks green tea.", "scope": "individual:u1"}]}
+    )
+    first = _ingest_and_wait(api, run_tasks, msg(1))
+    assert first["status"] == "succeeded", first
+    assert first["result"]["observations"] == 1
+    children = list(inprocess._runners)
+    assert len(children) == 1 and children[0].process.pid != os.getpid()
+    formed = store.db["memory_observations"].find({"agent_id": "agent-1"}).limit(5)
+    assert [o["content"] for o in formed] == ["Gene drinks green tea."]
+
+    # A child that died between jobs is replaced; the next job still runs.
+    children[0].process.kill()
+    children[0].process.wait()
+    fake_openai.reply_json({"observations": []})
+    assert _ingest_and_wait(api, run_tasks, msg(2))["status"] == "succeeded"
+
+    process = next(iter(inprocess._runners)).process
+    assert inprocess.shutdown(timeout=30)
+    assert process.poll() is not None and not inprocess._runners
+
+
+def _ingest_and_wait(api, run_tasks, message: dict) -> dict:
+    with run_tasks():  # the request's on-commit dispatch: here, to the pool
+        body = ingest(api, [message]).json()
+    assert body["formation_job_id"] is not None, body
+    assert inprocess.wait_idle(timeout=120), "the child never answered"
+    return job(api, body["formation_job_id"])
+
+
+def test_a_child_that_overruns_is_killed_and_its_job_left_to_its_lease(
+    api, settings, fake_openai, store, run_tasks, monkeypatch
+):
+    """No wait on a child is unbounded: past the job timeout it is killed (nothing of it
+    writes later, e.g. after the test's database is dropped) and the pool goes on."""
+    settings.MEMORY_INPROCESS_WORKERS = 1
+    settings.MEMORY_INPROCESS_ISOLATION = "process"
+    settings.MEMORY_INPROCESS_NICENESS = 0
+    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
+    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
+    settings.MEMORY_LLM_TIMEOUT_SECONDS = 30
+    monkeypatch.setattr(inprocess, "JOB_TIMEOUT_SECONDS", 2.0)
+    fake_openai.delay(8.0, then='{"observations": []}')
+    with run_tasks():
+        body = ingest(api, [msg(1)]).json()
+    assert inprocess.wait_idle(timeout=60)  # the pool gave up on the child
+    assert not inprocess._runners  # killed, not waited for
+    status = job(api, body["formation_job_id"])["status"]
+    assert status in ("queued", "running"), status  # its lease lapses; the sweep takes over
+    assert store.sessions.get_buffer("agent-1", "s1")["unformed_count"] == 1
