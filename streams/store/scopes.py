@@ -50,8 +50,8 @@ class ScopeRepository:
 
     def ids_after(self, after: ObjectId | None, *, limit: int) -> list[ObjectId]:
         """Scope ids in `_id` order after `after` (walks every scope: maintenance only)."""
-        query = {"_id": {"$gt": after}} if after is not None else {}
-        cursor = self.collection.find(query, {"_id": 1}).sort("_id", 1).limit(limit)
+        low = after if after is not None else ObjectId("0" * 24)
+        cursor = self.collection.find({"_id": {"$gt": low}}, {"_id": 1}).sort("_id", 1).limit(limit)
         return [d["_id"] for d in cursor]
 
     def get_many(self, scope_ids: list[ObjectId]) -> list[Scope]:

@@ -29,8 +29,9 @@ are packed into binary (`ps`, 28 bytes each: the observation id, the term's freq
 and the observation's length as little-endian uint32, and a 64-bit signature of the
 observation's terms). Documents of the earlier layouts (no
 `k`: one document per term holding the newest 200 postings, as `pb` or as an array `p`)
-are read by `_id` when a scope has no converted totals, and converted on their next write;
-`streams.search_rebuild` converts whole scopes (`manage.py rebuild_search_index --all`).
+are converted on their next write, but search does not read them (a second query on
+every search of an empty scope): after upgrading, `manage.py rebuild_search_index --all`
+converts every scope (`streams.search_rebuild`).
 """
 
 from __future__ import annotations
@@ -386,8 +387,8 @@ class SearchIndexRepository:
         self, scope_ids: list[ObjectId], terms: list[str]
     ) -> tuple[list[ScopeTotals], list[TermStats]]:
         """Totals of the scopes and stats of their terms, in one query: heads and totals,
-        and the sealed chunks of rare terms (`f`). A scope not converted yet (its totals
-        without `k`) is read as before, by `_id`, in a second query."""
+        and the sealed chunks of rare terms (`f`). Documents of the earlier layout (no
+        `k`) are not read: `rebuild_search_index --all` converts them."""
         keys = [totals_key(s) for s in scope_ids] + [
             term_key(s, t) for s in scope_ids for t in terms
         ]
@@ -397,13 +398,7 @@ class SearchIndexRepository:
             docs = list(self.collection.find({"k": {"$in": keys}}, limit=10**9))
             return _stats(docs, read_all=True)
         limit = len(keys) * (RARE_CHUNKS + 2)
-        docs = list(self.collection.find({"k": {"$in": keys}, "f": True}, limit=limit))
-        converted = {d["scope_id"] for d in docs if d.get("term", "") == ""}
-        old = [s for s in scope_ids if s not in converted]
-        if old:
-            old_keys = [totals_key(s) for s in old] + [term_key(s, t) for s in old for t in terms]
-            docs += [d for d in self.collection.find({"_id": {"$in": old_keys}}) if "k" not in d]
-        return _stats(docs)
+        return _stats(list(self.collection.find({"k": {"$in": keys}, "f": True}, limit=limit)))
 
     def insert_fresh(
         self,

@@ -170,3 +170,37 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
     assert hits[0].observation.id == old.id
     head = store.search_index.collection.find_one({"_id": f"{scope.id}:coffe"})
     assert head["c"] > layout.RARE_CHUNKS  # "coffee" is common: read only in part
+
+
+def test_rebuild_all_converts_an_index_of_the_earlier_layout(store):
+    """A store written by the earlier layout (one document per term, no `k`) is invisible
+    to search until `rebuild_search_index --all` converts it."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    scope = individual(store, "u1")
+    first = observation_add(store=store, scope=scope, content="Gene prefers rust.")
+    sid = ObjectId(scope.id)
+    store.search_index.replace_scope(sid, [], session=None)
+    store.search_index.collection.insert_many(
+        [
+            {"_id": f"{sid}:", "scope_id": sid, "term": "", "docs": 1, "length": 3},
+            {
+                "_id": f"{sid}:rust",
+                "scope_id": sid,
+                "term": "rust",
+                "df": 1,
+                "p": [{"o": ObjectId(first.id), "t": 1, "n": 3}],
+            },
+        ]
+    )
+    fresh = store.scopes.get(sid)
+    assert search_in_scopes(store=store, scopes=[fresh], query="rust") == []
+    out = StringIO()
+    call_command("rebuild_search_index", "--all", stdout=out)
+    assert "scopes" in out.getvalue()
+    hits = search_in_scopes(store=store, scopes=[fresh], query="rust")
+    assert [h.observation.id for h in hits] == [first.id]
+    assert_exact(store, {scope.id}, "converted")
+    assert all("k" in d for d in store.search_index.scope_documents(sid))
