@@ -27,7 +27,7 @@ from statistics import fmean
 from bson import ObjectId
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_table
+from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
 from streams.documents import Observation
 from streams.scopes import ScopeKey, scope_get_or_create
@@ -73,6 +73,7 @@ def run(sizes: list[int] | None = None) -> None:
                     f"{max(trips)}",
                 ]
             )
+            print_row(rows[-1])
             client.drop_database(f"bench_scale_{n}")
             client.close()
     print_table(

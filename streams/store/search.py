@@ -57,9 +57,9 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "k", "f"),  # search: heads, totals and the chunks of rare terms
     index(COLLECTION, "o"),  # a delete: the sealed chunk holding an observation's posting
 ]
-CHUNK = 128  # postings per sealed chunk
-TOP = 128  # postings of highest impact copied into a term's head
-RARE_CHUNKS = 8  # sealed chunks a term may have and still be read in full
+CHUNK = 64  # postings per sealed chunk
+TOP = 64  # postings of highest impact copied into a term's head
+RARE_CHUNKS = 16  # sealed chunks a term may have and still be read in full
 # The impact order of the top block: BM25's term part at a fixed reference length (the
 # ranking's own k1, b and the scope's average length only shift it; `etf`/`elen` keep
 # the bound exact whatever they are).
@@ -172,6 +172,7 @@ class Head:
     top: list[Posting] = field(default_factory=list)
     etf: int = 0
     elen: int = 0
+    top_changed: bool = False
 
     @property
     def rare(self) -> bool:
@@ -193,6 +194,14 @@ class Head:
             etf=doc.get("etf", 0),
             elen=doc.get("elen", 0),
         )
+
+    def changes(self) -> dict[str, Any]:
+        """What an add changed: the open chunk and the count, and the top block and its
+        bound only when a posting entered it (a common term's top rarely changes)."""
+        out: dict[str, Any] = {"df": self.df, "ps": pack_postings(self.open), "c": self.chunks}
+        if self.top_changed:
+            out.update(tb=pack_postings(self.top), etf=self.etf, elen=self.elen)
+        return out
 
     def document(self) -> dict[str, Any]:
         return {
@@ -231,12 +240,16 @@ class Head:
         which then leaves it (and widens the bound of what is left out)."""
         out = posting
         if len(self.top) < TOP or impact(posting) > impact(self.top[-1]):
+            self.top_changed = True
             bisect.insort(self.top, posting, key=_descending)
             if len(self.top) <= TOP:
                 return
             out = self.top.pop()
-        self.etf = max(self.etf, out.frequency)
-        self.elen = out.length if self.elen == 0 else min(self.elen, out.length)
+        length = out.length if self.elen == 0 else min(self.elen, out.length)
+        bound = (max(self.etf, out.frequency), length)
+        if bound != (self.etf, self.elen):
+            self.etf, self.elen = bound
+            self.top_changed = True
 
 
 def _descending(posting: Posting) -> float:
@@ -311,8 +324,16 @@ class SearchIndexRepository:
                     if sealed is not None:
                         ops.append(InsertOne(sealed))
                         if head.just_turned_common:
-                            ops.append(UpdateMany({"k": key, "f": True}, {"$set": {"f": False}}))
-                ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True))
+                            ops.append(
+                                UpdateMany(
+                                    {"k": key, "f": True, "n": {"$gte": 0}},  # chunks, not the head
+                                    {"$set": {"f": False}},
+                                )
+                            )
+                if doc is None or "k" not in doc or "p" in doc:  # new, or the earlier layout
+                    ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True))
+                else:
+                    ops.append(UpdateOne({"_id": key}, {"$set": head.changes()}))
         else:
             ops += self._removals(terms, current, session)
         for scope_id, group in totals.items():
