@@ -1,7 +1,7 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale.
 """
 
 from __future__ import annotations

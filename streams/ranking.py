@@ -18,7 +18,7 @@ from bson import ObjectId
 
 from streams.documents import Observation
 from streams.search_text import STOP_WORDS, query_terms, term_counts, tokens
-from streams.store.search import ScopeTotals, TermStats
+from streams.store.search import ANY, ScopeTotals, TermStats, may_hold
 
 STAGES = ("terms", "people", "neighbours", "dates")
 # Last wave's BM25 was Lucene's classic k1 1.2, b 0.75. Observations are short and of
@@ -83,6 +83,9 @@ class Candidate:
     """One observation's evidence, per term and per mechanism, and its rank after each stage."""
 
     observation_id: ObjectId
+    scope_id: ObjectId | None = None
+    length: int = 0  # of the observation, in terms (from its postings)
+    signature: int = ANY  # which terms it may hold (from its postings)
     terms: dict[str, float] = field(default_factory=dict)
     mechanisms: dict[str, float] = field(default_factory=dict)
     ranks: dict[str, int] = field(default_factory=dict)
@@ -144,6 +147,36 @@ def says_when(content: str) -> bool:
 # -- stage 1: term weights ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class TermWeights:
+    """BM25's statistics over the union of the searched scopes."""
+
+    idf: dict[str, float]
+    average_length: float
+    k1: float
+    b: float
+
+    def gain(self, term: str, frequency: int, length: int) -> float:
+        norm = self.k1 * (1 - self.b + self.b * length / self.average_length)
+        return self.idf[term] * frequency * (self.k1 + 1) / (frequency + norm)
+
+
+def term_weights(
+    *, totals: list[ScopeTotals], stats: list[TermStats], ranking: Ranking
+) -> TermWeights | None:
+    documents = sum(t.documents for t in totals)
+    if documents <= 0:
+        return None
+    average_length = max(1.0, sum(t.length for t in totals) / documents)
+    frequency: dict[str, int] = {}
+    for stat in stats:
+        frequency[stat.term] = frequency.get(stat.term, 0) + max(0, stat.document_frequency)
+    idf = {
+        term: math.log(1 + (documents - df + 0.5) / (df + 0.5)) for term, df in frequency.items()
+    }
+    return TermWeights(idf=idf, average_length=average_length, k1=ranking.k1, b=ranking.b)
+
+
 def term_stage(
     *,
     totals: list[ScopeTotals],
@@ -152,29 +185,67 @@ def term_stage(
     exclude_ids: frozenset[str] = frozenset(),
 ) -> dict[ObjectId, Candidate]:
     """BM25 over the union of the scopes: a term's weight and each hit's share of it."""
-    documents = sum(t.documents for t in totals)
-    if documents <= 0:
+    weights = term_weights(totals=totals, stats=stats, ranking=ranking)
+    if weights is None:
         return {}
-    average_length = max(1.0, sum(t.length for t in totals) / documents)
-    frequency: dict[str, int] = {}
-    for stat in stats:
-        frequency[stat.term] = frequency.get(stat.term, 0) + max(0, stat.document_frequency)
     candidates: dict[ObjectId, Candidate] = {}
-    k1, b = ranking.k1, ranking.b
     for stat in stats:
-        df = frequency[stat.term]
-        idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
         for posting in stat.postings:
             if str(posting.observation_id) in exclude_ids:
                 continue
-            norm = k1 * (1 - b + b * posting.length / average_length)
-            gain = idf * posting.frequency * (k1 + 1) / (posting.frequency + norm)
+            gain = weights.gain(stat.term, posting.frequency, posting.length)
             candidate = candidates.get(posting.observation_id)
             if candidate is None:
-                candidate = candidates[posting.observation_id] = Candidate(posting.observation_id)
+                candidate = candidates[posting.observation_id] = Candidate(
+                    posting.observation_id,
+                    scope_id=stat.scope_id,
+                    length=posting.length,
+                    signature=posting.signature,
+                )
             candidate.terms[stat.term] = candidate.terms.get(stat.term, 0.0) + gain
     _rank(candidates.values(), "terms")
     return candidates
+
+
+def cut_terms(stats: list[TermStats]) -> dict[ObjectId, list[TermStats]]:
+    """Per scope, its common terms the index read only in part (by score bound)."""
+    cut: dict[ObjectId, list[TermStats]] = {}
+    for stat in stats:
+        if not stat.complete:
+            cut.setdefault(stat.scope_id, []).append(stat)
+    return cut
+
+
+def upper_bound(
+    candidate: Candidate, cut: dict[ObjectId, list[TermStats]], weights: TermWeights
+) -> float:
+    """The most a candidate can score once the cut terms it was not read under are
+    counted: at most the bound frequency (and its own length) at its own length."""
+    bound = candidate.score
+    for stat in cut.get(candidate.scope_id, []):
+        if stat.term not in candidate.terms and may_hold(candidate.signature, stat.term):
+            frequency = min(stat.bound_frequency, max(1, candidate.length))
+            bound += weights.gain(stat.term, frequency, max(candidate.length, stat.bound_length))
+    return bound
+
+
+def complete_terms(
+    candidates: dict[ObjectId, Candidate],
+    cut: dict[ObjectId, list[TermStats]],
+    weights: TermWeights,
+) -> None:
+    """The cut terms' share of each fetched candidate's score, from its own text: exact,
+    as if every posting had been read."""
+    for candidate in candidates.values():
+        stats = cut.get(candidate.scope_id, [])
+        if candidate.observation is None or not stats:
+            continue
+        counts = term_counts(candidate.observation.content)
+        length = sum(counts.values())
+        for stat in stats:
+            if stat.term not in candidate.terms and counts.get(stat.term):
+                candidate.terms[stat.term] = weights.gain(stat.term, counts[stat.term], length)
+    _rank(candidates.values(), "terms")
 
 
 # -- stage 2: people ---------------------------------------------------------------------

@@ -4,7 +4,9 @@ The index is built on write (`search_index_add` inside the transaction that stor
 observations, `search_index_remove` on soft delete and before a content change,
 `search_index_forget` before a hard delete), so a search costs three store round
 trips whatever the size of the logs: the statistics and postings of every
-(scope, term) by `_id`; the best candidates by `_id` (narrowed by the time window);
+(scope, term), in one query (`streams.store.search`: rare terms in full, common ones
+cut by score bound and completed from the fetched candidates' text); the best
+candidates by `_id` (narrowed by the time window);
 their session neighbours on `(scope_id, seq)`. Results then count as an access (one
 unacknowledged write). The ranking (`streams.ranking`) is BM25 over the union of the
 searched scopes, then people, neighbours and dates, identical on any MongoDB server:
@@ -28,6 +30,8 @@ from streams.ranking import (
     STAGES,
     Candidate,
     Ranking,
+    complete_terms,
+    cut_terms,
     date_stage,
     neighbour_seeds,
     neighbour_stage,
@@ -36,6 +40,8 @@ from streams.ranking import (
     people_stage,
     query_parse,
     term_stage,
+    term_weights,
+    upper_bound,
 )
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
@@ -224,7 +230,17 @@ def search_in_scopes(
         people_stage(candidates=candidates, query=parsed)
     windowed = observed_after is not None or observed_before is not None
     pool_size = WINDOW_POOL if windowed else max(POOL, limit + 5)
-    pool = ordered(candidates.values())[:pool_size]
+    cut = cut_terms(stats)
+    weights = term_weights(totals=totals, stats=stats, ranking=ranking) if cut else None
+    if weights is not None:
+        # Common terms were read only in part: the pool goes by what each candidate could
+        # still score, and the fetched ones get their exact score from their text.
+        bounds = {c.observation_id: upper_bound(c, cut, weights) for c in candidates.values()}
+        pool = sorted(
+            candidates.values(), key=lambda c: (bounds[c.observation_id], c.observation_id)
+        )[::-1][:pool_size]
+    else:
+        pool = ordered(candidates.values())[:pool_size]
     fetched = store.observations.get_many_observed(
         [c.observation_id for c in pool],
         observed_after=observed_after,
@@ -238,6 +254,10 @@ def search_in_scopes(
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
         kept[candidate.observation_id] = candidate
+    if weights is not None:
+        complete_terms(kept, cut, weights)
+        if ranking.people:
+            people_stage(candidates=kept, query=parsed)
     if ranking.neighbours and kept:
         seeds = neighbour_seeds(ordered(kept.values()))
         neighbours = [

@@ -133,9 +133,15 @@ class PrivacyRepository:
         if not terms:
             return 0
         keys = [search.term_key(scope_id, t) for t in terms]
-        return self.search_terms.delete_many(
-            {"_id": {"$in": keys}, "df": {"$lte": 0}}
-        ).deleted_count
+        dead = [
+            d["_id"]
+            for d in self.search_terms.find({"_id": {"$in": keys}, "df": {"$lte": 0}}, {"_id": 1})
+        ]
+        if not dead:
+            return 0
+        # The heads, their sealed chunks (`k`), and heads of the earlier layout (no `k`).
+        removed = self.search_terms.delete_many({"k": {"$in": dead}}).deleted_count
+        return removed + self.search_terms.delete_many({"_id": {"$in": dead}}).deleted_count
 
     def drop_search_totals(self, scope_id: ObjectId) -> int:
         return self.search_terms.delete_one({"_id": search.totals_key(scope_id)}).deleted_count

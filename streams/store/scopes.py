@@ -48,6 +48,12 @@ class ScopeRepository:
         doc = self.collection.find_one({"_id": scope_id}, session=session)
         return Scope.from_mongo(doc) if doc else None
 
+    def ids_after(self, after: ObjectId | None, *, limit: int) -> list[ObjectId]:
+        """Scope ids in `_id` order after `after` (walks every scope: maintenance only)."""
+        low = after if after is not None else ObjectId("0" * 24)
+        cursor = self.collection.find({"_id": {"$gt": low}}, {"_id": 1}).sort("_id", 1).limit(limit)
+        return [d["_id"] for d in cursor]
+
     def get_many(self, scope_ids: list[ObjectId]) -> list[Scope]:
         return [Scope.from_mongo(d) for d in self.collection.find({"_id": {"$in": scope_ids}})]
 

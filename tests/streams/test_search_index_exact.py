@@ -154,7 +154,7 @@ def test_documents_of_the_earlier_layout_are_read_and_converted_on_write(store):
     assert [h.observation.id for h in hits] == [first.id]
     second = observation_add(store=store, scope=fresh, content="Rust again.")
     doc = store.search_index.collection.find_one({"_id": key})
-    assert "p" not in doc and "pb" in doc
+    assert "p" not in doc and "ps" in doc
     assert_exact(store, {scope.id}, "converted")
     observation_delete(store=store, observation=second)
     assert_exact(store, {scope.id}, "converted, then a delete")

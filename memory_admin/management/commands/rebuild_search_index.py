@@ -1,5 +1,6 @@
-"""`rebuild_search_index --scope SCOPE_ID [...]`: a scope's search index rebuilt from its
-live observations (a repair; the write path keeps the index exact on its own)."""
+"""`rebuild_search_index --scope SCOPE_ID [...] | --all`: a scope's search index rebuilt from
+its live observations (a repair; the write path keeps the index exact on its own). `--all`
+converts a store whose index an earlier layout wrote (run it once after upgrading)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.stores import get_store
 from streams.exceptions import MemoryServiceError
-from streams.search_rebuild import rebuild_search_index
+from streams.search_rebuild import rebuild_all, rebuild_search_index
 
 
 class Command(BaseCommand):
@@ -19,14 +20,22 @@ class Command(BaseCommand):
         parser.add_argument(
             "--scope",
             action="append",
-            required=True,
+            default=[],
             dest="scopes",
             metavar="SCOPE_ID",
             help="A scope to rebuild (repeat for several).",
         )
 
+        parser.add_argument("--all", action="store_true", help="Rebuild every scope.")
+
     def handle(self, *args: Any, scopes: list[str], **options: Any) -> None:
         store = get_store()
+        if options["all"]:
+            written = rebuild_all(store=store)
+            self.stdout.write(f"{len(written)} scopes, {sum(written.values())} index documents")
+            return
+        if not scopes:
+            raise CommandError("give --scope SCOPE_ID (repeatable) or --all")
         for scope_id in scopes:
             try:
                 written = rebuild_search_index(store=store, scope_id=scope_id)

@@ -1,0 +1,176 @@
+"""Recall and latency as one scope grows: the dev conversation among N distractors.
+
+The LoCoMo dev conversation (conv-26) is placed, oldest first, in one user's scope,
+followed by N generated distractor observations, N in {0, 10K, 100K} (or `--sizes`).
+A distractor is 6 to 24 words drawn from the conversation's own word frequencies
+(so its common words, "like", "kids", "time", are common in the distractors too),
+said by one of 40 made-up speakers: the two speakers' names are not drawn. Seeding goes
+through the bulk path (observations with `insert_many`, the index built whole by
+`search_index_build`), not HTTP. Each question of categories 1 to 4 is then asked
+through `search_observations` in-process (final ranking, limit 10): recall@5 and the
+latency of the search, the finds one search sends (the scope, the index, the
+candidates, their neighbours), the index's size, and recall@5 when every chunk of
+every term is read (`READ_ALL`): what the cut of common terms costs, apart from what
+the distractors themselves cost.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections import Counter
+from datetime import timedelta
+from statistics import fmean
+
+from bson import ObjectId
+from pymongo import MongoClient
+
+from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
+from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
+from streams.documents import Observation
+from streams.scopes import ScopeKey, scope_get_or_create
+from streams.search import search_index_build, search_observations
+from streams.store import MemoryStore
+from streams.store import search as layout
+
+SIZES = [0, 10_000, 100_000]
+WORD = re.compile(r"[A-Za-z']+")
+SPEAKERS = [f"Person{chr(65 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
+BATCH = 5000
+
+
+def run(sizes: list[int] | None = None) -> None:
+    conversation = json.loads(DATA.read_text())
+    turns = _turns(conversation)
+    questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
+    rows = []
+    with embedded_server() as server:
+        for n in sizes or SIZES:
+            counter = CommandCounter()
+            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            store = MemoryStore(client, f"bench_scale_{n}")
+            seeded = _seed(store, turns, n)
+            recall, spent, trips = _ask(store, questions, counter)
+            layout.READ_ALL = True
+            try:
+                exact, _, _ = _ask(store, questions, counter)
+            finally:
+                layout.READ_ALL = False
+            spent.sort()
+            docs = store.search_index.collection.estimated_document_count()
+            rows.append(
+                [
+                    f"{n:,}",
+                    f"{n + len(turns):,}",
+                    f"{seeded:.0f}",
+                    f"{docs:,}",
+                    f"{recall:.3f}",
+                    f"{exact:.3f}",
+                    f"{spent[len(spent) // 2]:.1f}",
+                    f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
+                    f"{max(trips)}",
+                ]
+            )
+            print_row(rows[-1])
+            client.drop_database(f"bench_scale_{n}")
+            client.close()
+    print_table(
+        f"Search at scale: LoCoMo conv-26 ({len(turns)} turns, {len(questions)} questions) "
+        f"in one scope among N distractors (chunks of {layout.CHUNK}, top block {layout.TOP}, "
+        f"rare up to {layout.RARE_CHUNKS} chunks), in-process, embedded store",
+        [
+            "N distractors",
+            "scope size",
+            "seed s",
+            "index docs",
+            "recall@5",
+            "recall@5 all chunks read",
+            "p50 ms",
+            "p95 ms",
+            "finds/search",
+        ],  # fmt: skip
+        rows,
+    )
+
+
+def _ask(
+    store: MemoryStore, questions: list[dict], counter: CommandCounter
+) -> tuple[float, list[float], list[int]]:
+    """Every question through search: mean recall@5, milliseconds and finds per search."""
+    spent: list[float] = []
+    recalls: list[float] = []
+    trips: list[int] = []
+    for q in questions:
+        counter.reset()
+        started = time.perf_counter()
+        hits = search_observations(
+            store=store,
+            agent_id=AGENT,
+            user_id=USER,
+            query=q["question"],
+            limit=10,
+            record_access=False,
+        )
+        spent.append((time.perf_counter() - started) * 1000)
+        trips.append(counter.by_name.get("find", 0))
+        top = {h.observation.source_message_ids[0] for h in hits[:5]}
+        evidence = set(q["evidence"])
+        recalls.append(len(evidence & top) / len(evidence) if evidence else 0.0)
+    return fmean(recalls), spent, trips
+
+
+def _seed(store: MemoryStore, turns: list, n: int) -> float:
+    """The conversation, then `n` distractors, stored and indexed in bulk; seconds."""
+    started = time.perf_counter()
+    store.ensure_indexes()
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
+    rng = random.Random(n)
+    names = {t.split(":")[0].lower() for _, t, _ in turns}
+    words = Counter(w.lower() for _, t, _ in turns for w in WORD.findall(t.split(":", 1)[1]))
+    for name in names:
+        words.pop(name, None)
+    vocabulary, weights = list(words), list(words.values())
+    observations = [
+        Observation(
+            scope_id=scope.id,
+            agent_id=AGENT,
+            content=text,
+            observed_at=when,
+            created_at=when,
+            source_session_id=turn_id.split(":")[0],
+            source_message_ids=[turn_id],
+            related_user_ids=[USER],
+            consolidated=True,
+            seq=i + 1,
+        )
+        for i, (turn_id, text, when) in enumerate(turns)
+    ]
+    last = turns[-1][2]
+    for i in range(n):
+        body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(6, 24)))
+        observations.append(
+            Observation(
+                scope_id=scope.id,
+                agent_id=AGENT,
+                content=f"{rng.choice(SPEAKERS)}: {body}",
+                observed_at=last + timedelta(minutes=i + 1),
+                created_at=last + timedelta(minutes=i + 1),
+                source_session_id=f"X{i // 20}",
+                source_message_ids=[f"X{i // 20}:{i % 20}"],
+                related_user_ids=[USER],
+                consolidated=True,
+                seq=len(turns) + i + 1,
+            )
+        )
+    for start in range(0, len(observations), BATCH):
+        store.observations.collection.insert_many(
+            [o.to_mongo() for o in observations[start : start + BATCH]], ordered=False
+        )
+    search_index_build(store=store, observations=observations)
+    store.scopes.collection.update_one(
+        {"_id": ObjectId(scope.id)},
+        {"$set": {"observation_seq": len(observations), "observation_count": len(observations)}},
+    )
+    return time.perf_counter() - started
