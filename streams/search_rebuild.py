@@ -148,3 +148,17 @@ def rebuild_all(*, store: MemoryStore) -> dict[str, int]:
             written[str(oid)] = rebuild_search_index(store=store, scope_id=str(oid))
         after = ids[-1]
     return written
+
+
+def search_layout_ensure(*, store: MemoryStore) -> int | None:
+    """Convert an index an earlier layout wrote, once, and record that it is done.
+
+    Returns the scopes converted, or None when the layout was already recorded. A new
+    store is marked without work; a crash before the mark makes the next run convert
+    again (a rebuild is idempotent).
+    """
+    if store.search_index.layout() == layout.LAYOUT:
+        return None
+    converted = 0 if store.search_index.is_empty() else len(rebuild_all(store=store))
+    store.search_index.set_layout(layout.LAYOUT)
+    return converted

@@ -271,9 +271,25 @@ def chunk_document(head: Head, n: int, postings: list[Posting], *, full: bool) -
     }
 
 
+LAYOUT_ID = "~layout"  # sorts after every "<scope hex>:..." key; search never reads it
+LAYOUT = 2  # 1: one document per (scope, term), newest 200 postings; 2: chunks
+
+
 class SearchIndexRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
+
+    def layout(self) -> int | None:
+        """The layout the whole index is known to be in; None when not recorded (a store
+        an earlier version wrote, or a new one)."""
+        marker = self.collection.find_one({"_id": LAYOUT_ID})
+        return int(marker["layout"]) if marker else None
+
+    def set_layout(self, layout: int) -> None:
+        self.collection.update_one({"_id": LAYOUT_ID}, {"$set": {"layout": layout}}, upsert=True)
+
+    def is_empty(self) -> bool:
+        return self.collection.find_one({"_id": {"$lt": LAYOUT_ID}}, {"_id": 1}) is None
 
     def apply(self, changes: list[IndexChange], *, session: ClientSession | None = None) -> None:
         """All changes: one read of the heads they touch (and, for a delete of a posting

@@ -172,13 +172,8 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
     assert head["c"] > layout.RARE_CHUNKS  # "coffee" is common: read only in part
 
 
-def test_rebuild_all_converts_an_index_of_the_earlier_layout(store):
-    """A store written by the earlier layout (one document per term, no `k`) is invisible
-    to search until `rebuild_search_index --all` converts it."""
-    from io import StringIO
-
-    from django.core.management import call_command
-
+def _earlier_layout_scope(store):
+    """A scope whose index the earlier layout wrote (one document per term, no `k`)."""
     scope = individual(store, "u1")
     first = observation_add(store=store, scope=scope, content="Gene prefers rust.")
     sid = ObjectId(scope.id)
@@ -195,6 +190,18 @@ def test_rebuild_all_converts_an_index_of_the_earlier_layout(store):
             },
         ]
     )
+    return scope, first
+
+
+def test_rebuild_all_converts_an_index_of_the_earlier_layout(store):
+    """A store written by the earlier layout (one document per term, no `k`) is invisible
+    to search until `rebuild_search_index --all` converts it."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    scope, first = _earlier_layout_scope(store)
+    sid = ObjectId(scope.id)
     fresh = store.scopes.get(sid)
     assert search_in_scopes(store=store, scopes=[fresh], query="rust") == []
     out = StringIO()
@@ -204,3 +211,23 @@ def test_rebuild_all_converts_an_index_of_the_earlier_layout(store):
     assert [h.observation.id for h in hits] == [first.id]
     assert_exact(store, {scope.id}, "converted")
     assert all("k" in d for d in store.search_index.scope_documents(sid))
+
+
+def test_ensure_indexes_converts_an_earlier_layout_once(store):
+    """The deploy step converts an upgraded store by itself, and records that it did."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    scope, first = _earlier_layout_scope(store)
+    out = StringIO()
+    call_command("ensure_indexes", stdout=out)
+    assert "search index of 1 scopes converted" in out.getvalue()
+    fresh = store.scopes.get(ObjectId(scope.id))
+    assert [
+        h.observation.id for h in search_in_scopes(store=store, scopes=[fresh], query="rust")
+    ] == [first.id]
+    again = StringIO()
+    call_command("ensure_indexes", stdout=again)
+    assert "converted" not in again.getvalue()  # the layout is recorded: no second pass
+    assert store.search_index.layout() == 2

@@ -1,4 +1,5 @@
-"""Apply every index the code declares (idempotent: existing indexes are left alone)."""
+"""Apply every index the code declares (idempotent: existing indexes are left alone), and
+convert a search index an earlier version wrote (once; recorded in the index)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory_admin.stores import get_store
+from streams.search_rebuild import search_layout_ensure
 
 
 class Command(BaseCommand):
     help = "Create the MongoDB indexes the memory queries need (safe to run repeatedly)."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        names = get_store().ensure_indexes()
+        store = get_store()
+        names = store.ensure_indexes()
         self.stdout.write(f"{len(names)} indexes in place")
+        converted = search_layout_ensure(store=store)
+        if converted:
+            self.stdout.write(f"search index of {converted} scopes converted to the new layout")
