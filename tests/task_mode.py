@@ -168,6 +168,9 @@ def broker_worker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempP
         pool=("--pool=prefork", "--concurrency=2"),
         log_path=log_path,
     )
+    # The message carries this process's settings: without the run's store the worker
+    # would start the app's default embedded store in the checkout's var/ and leave it.
+    settings.MONGODB_URI = embedded_mongo.uri
     try:
         app.send_task("memory_admin.tasks.check_store").get(timeout=WAIT_SECONDS)
         yield worker
