@@ -27,6 +27,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from pymongo import MongoClient
 from rank_bm25 import BM25Okapi
@@ -152,12 +153,13 @@ def _baseline(turns: list[tuple[str, str, datetime]]) -> Callable[[str], list[st
     return rank
 
 
-def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
-    store.ensure_indexes()
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
-    observations = [
+def turn_observations(
+    scope_id: str, turns: list[tuple[str, str, datetime]], **extra: Any
+) -> list[Observation]:
+    """One observation per conversation turn, keeping its session and turn id."""
+    return [
         Observation(
-            scope_id=scope.id,
+            scope_id=scope_id,
             agent_id=AGENT,
             content=text,
             observed_at=when,
@@ -165,9 +167,16 @@ def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
             source_session_id=turn_id.split(":")[0],  # "D3:5": turn 5 of session 3
             source_message_ids=[turn_id],
             related_user_ids=[USER],
+            **extra,
         )
         for turn_id, text, when in turns
     ]
+
+
+def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
+    store.ensure_indexes()
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
+    observations = turn_observations(scope.id, turns)
     for start in range(0, len(observations), 25):
         batch = observations[start : start + 25]
         append_in_transaction(

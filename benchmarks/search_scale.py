@@ -28,7 +28,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
-from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
+from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from streams.documents import Observation
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_index_build, search_observations
@@ -132,21 +132,9 @@ def _seed(store: MemoryStore, turns: list, n: int) -> float:
     for name in names:
         words.pop(name, None)
     vocabulary, weights = list(words), list(words.values())
-    observations = [
-        Observation(
-            scope_id=scope.id,
-            agent_id=AGENT,
-            content=text,
-            observed_at=when,
-            created_at=when,
-            source_session_id=turn_id.split(":")[0],
-            source_message_ids=[turn_id],
-            related_user_ids=[USER],
-            consolidated=True,
-            seq=i + 1,
-        )
-        for i, (turn_id, text, when) in enumerate(turns)
-    ]
+    observations = turn_observations(scope.id, turns, consolidated=True)
+    for i, observation in enumerate(observations, start=1):
+        observation.seq = i
     last = turns[-1][2]
     for i in range(n):
         body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(6, 24)))
