@@ -26,12 +26,13 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.audit import audit_record
+from streams.actions.base import Actor
+from streams.actions.sessions import do_messages_ingest
 from streams.context import context_assemble
 from streams.documents import Job, utcnow
 from streams.embeddings import SemanticRanker
 from streams.exceptions import InvalidInput, Unavailable
-from streams.formation import FormationSettings, IncomingMessage, messages_ingest
+from streams.formation import FormationSettings, IncomingMessage
 from streams.jobs import JobRun, job_create
 from streams.pagination import Page, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreError
@@ -293,8 +294,9 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
     job = run.job
     payload = job.payload
     assert job.session_id is not None
-    result = messages_ingest(
+    result = do_messages_ingest(
         store=store,
+        actor=Actor.parse(payload.get("actor") or "api"),
         agent_id=job.agent_id,
         session_id=job.session_id,
         user_id=payload["user_id"],
@@ -302,6 +304,8 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
         groups=[{k: v for k, v in g.items() if v} for g in payload.get("groups", [])],
         messages=chat_turn_messages(payload),
         settings=settings,
+        follow_ups=run.follow_ups,
+        context={"via": "chat", "call_id": payload.get("call_id")},
     )
     run.result = {
         "call_id": payload.get("call_id"),
@@ -309,18 +313,6 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
         "duplicates": result.duplicates,
         "formation_job_id": result.formation_job.id if result.formation_job else None,
     }
-    # The same entry an ingest through `POST .../messages` records, naming the chat call.
-    audit_record(
-        store=store,
-        actor=payload.get("actor") or "api",
-        action="session.ingest",
-        object_type="session",
-        object_id=job.session_id,
-        agent_id=job.agent_id,
-        summary={"user_id": payload["user_id"], "via": "chat", **run.result},
-    )
-    if result.formation_job is not None:
-        run.follow_ups.append(result.formation_job)
     # The text now lives in the session's buffer (which forgetting a user deletes);
     # the finished job keeps no copy of it.
     store.jobs.unset_payload(ObjectId(job.id), "messages")

@@ -16,7 +16,6 @@ retries) carry its current settings on in the same way.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 import uuid
@@ -27,6 +26,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from memory_admin.inprocess import shipped_settings
 from streams import exceptions as domain_exceptions
 from streams.llm import port as llm_port
 from streams.store import MemoryStore
@@ -35,31 +35,15 @@ TASK_MODE = os.environ.get("MEMORY_TEST_TASK_MODE", "eager")
 BROKER = TASK_MODE == "broker"
 QUEUE_ENV = "MEMORY_TEST_CELERY_QUEUE"
 SETTINGS_HEADER = "memory_test_settings"
-SETTINGS_PREFIXES = ("MEMORY_", "MONGODB_", "OPENAI_")
 FINAL_TASK_STATES = {"SUCCESS", "FAILURE", "RETRY"}
 WAIT_SECONDS = 60.0
 WORKER_TASKS: list[str] = []  # ids of the tasks run_job sent (a check that the worker ran them)
 
 
-def settings_snapshot() -> dict[str, Any]:
-    """The settings a worker needs to act as this test's process (JSON values only)."""
-    snapshot: dict[str, Any] = {}
-    for name in dir(settings):
-        if not name.startswith(SETTINGS_PREFIXES):
-            continue
-        value = getattr(settings, name)
-        try:
-            json.dumps(value)
-        except TypeError:
-            continue
-        snapshot[name] = value
-    return snapshot
-
-
 def add_settings_header(headers: dict[str, Any] | None = None, **_: Any) -> None:
     """`before_task_publish` handler: every task message carries the sender's settings."""
     if headers is not None:
-        headers[SETTINGS_HEADER] = settings_snapshot()
+        headers[SETTINGS_HEADER] = shipped_settings()  # what a job-runner child gets too
 
 
 def apply_settings_header(task: Any = None, **_: Any) -> None:

@@ -36,8 +36,16 @@ class Actor:
     def cli(cls) -> Actor:
         return cls("cli")
 
+    @classmethod
+    def parse(cls, text: str) -> Actor:
+        """The actor a stored name stands for (`str(actor)` read back, e.g. from a job)."""
+        kind, _, name = text.partition(":")
+        if kind not in ("api", "ui", "cli"):
+            raise ValueError(f"not an actor: {text!r}")
+        return cls(kind, name)  # type: ignore[arg-type]
+
     def __str__(self) -> str:
-        return "cli" if self.kind == "cli" else f"{self.kind}:{self.name}"
+        return f"{self.kind}:{self.name}" if self.name else self.kind
 
 
 def register_dispatcher(dispatcher: JobDispatcher | None) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from streams.actions.base import Actor, record, schedule
 from streams.documents import Job
 from streams.formation import (
@@ -25,8 +27,14 @@ def do_messages_ingest(
     groups: list[dict[str, str]],
     messages: list[IncomingMessage],
     settings: FormationSettings,
+    follow_ups: list[Job] | None = None,
+    context: dict[str, Any] | None = None,
 ) -> IngestResult:
-    """Buffer the messages; a formation is scheduled once the thresholds are reached."""
+    """Buffer the messages; a formation is scheduled once the thresholds are reached.
+
+    Inside a running job (the chat endpoint's ingest) the formation goes to the job's
+    `follow_ups` instead, and `context` adds what the audit entry should say of the call.
+    """
     result = messages_ingest(
         store=store,
         agent_id=agent_id,
@@ -50,9 +58,14 @@ def do_messages_ingest(
             "accepted": result.accepted,
             "duplicates": result.duplicates,
             "formation_job_id": job.id if job else None,
+            **(context or {}),
         },
     )
-    schedule([job] if job else [])
+    jobs = [job] if job else []
+    if follow_ups is None:
+        schedule(jobs)
+    else:
+        follow_ups.extend(jobs)
     return result
 
 

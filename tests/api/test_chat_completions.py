@@ -328,7 +328,7 @@ def test_a_failed_ingest_is_a_visible_failed_job_and_the_answer_is_unaffected(
     def broken(**_: Any) -> None:
         raise RuntimeError("buffer is on fire")
 
-    monkeypatch.setattr("streams.chat.messages_ingest", broken)
+    monkeypatch.setattr("streams.actions.sessions.messages_ingest", broken)
     upstream.reply("Fine.")
     answer = client.chat.completions.create(model="m", messages=HISTORY, metadata=MEMORY)
     assert answer.choices[0].message.content == "Fine."

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from streams.actions import Actor, schedule
 from streams.documents import Job
 
@@ -28,3 +30,11 @@ def test_django_registers_its_task_queue_as_the_dispatcher():
     from streams.actions import base
 
     assert base._dispatcher is enqueue_all
+
+
+def test_an_actor_reads_back_from_its_stored_name():
+    for actor in (Actor.api("support"), Actor.ui("olivia"), Actor.cli()):
+        assert Actor.parse(str(actor)) == actor
+    assert str(Actor.parse("api")) == "api"  # a chat job queued before keys were named
+    with pytest.raises(ValueError):
+        Actor.parse("bench")
