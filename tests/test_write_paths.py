@@ -1,7 +1,8 @@
 """One write path per action: through the API and through the UI, every write records the
 same audit entry (action, object type and id, summary) and schedules the same jobs.
 
-Each case builds the same world twice (one agent per interface), performs the action
+Each case builds the same world twice (one agent per interface), on each scope type
+(a person's, a group's, the collective and a named shard), performs the action
 through each interface, and compares what the domain action recorded: the entries
 must be equal once ids of the world and of the scheduled jobs are masked, and the
 actor must be `api:<key>` and `ui:<username>`. Actions one interface does not offer
@@ -48,6 +49,7 @@ from tests.write_paths import (
 )
 
 pytestmark = pytest.mark.django_db
+SCOPE_TYPES = ["individual", "group", "collective", "shard"]
 
 Call = Callable[[Client, World], Any]
 
@@ -215,9 +217,15 @@ def ui_client(db, django_user_model) -> Client:
 
 
 def _perform(
-    store: MemoryStore, client: Client, call: Call, actor: str, agent_id: str, scheduled: list
+    store: MemoryStore,
+    client: Client,
+    call: Call,
+    actor: str,
+    agent_id: str,
+    scheduled: list,
+    scope_type: str,
 ) -> tuple[World, Any, list[Job]]:
-    world = make_world(store, agent_id)
+    world = make_world(store, agent_id, scope_type)
     before = len(scheduled)
     response = call(client, world)
     assert response.status_code < 400, response.content[:500]
@@ -226,12 +234,13 @@ def _perform(
     return world, entries[0], scheduled[before:]
 
 
+@pytest.mark.parametrize("scope_type", SCOPE_TYPES)
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.action}-{i}" for i, c in enumerate(CASES)])
 def test_api_and_ui_record_the_same_entry_and_schedule_the_same_jobs(
-    case: Case, store, api_client, ui_client, scheduled
+    case: Case, scope_type: str, store, api_client, ui_client, scheduled
 ):
     results = {
-        actor: _perform(store, client, call, actor, agent, scheduled)
+        actor: _perform(store, client, call, actor, agent, scheduled, scope_type)
         for actor, client, call, agent in (
             (API_ACTOR, api_client, case.api, "api-bot"),
             (UI_ACTOR, ui_client, case.ui, "ui-bot"),

@@ -41,8 +41,8 @@ class World:
         return {self.scope.id, self.observation.id, self.failed_job.id}
 
 
-def make_world(store: MemoryStore, agent_id: str) -> World:
-    scope = scope_with_history(store, agent_id=agent_id)
+def make_world(store: MemoryStore, agent_id: str, scope_type: str = "individual") -> World:
+    scope = scope_with_history(store, agent_id=agent_id, scope_type=scope_type)
     observation = observation_list(store=store, scope=scope, limit=1).items[0]
     job = job_create(store=store, kind="consolidation", agent_id=agent_id, trigger="threshold")
     store.jobs.start(job.id_oid, now=utcnow(), stale_before=utcnow())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from bson import ObjectId
 
 from streams.consolidation import consolidation_edit
@@ -12,11 +14,20 @@ from tests.factories import ObservationFactory, ScopeFactory
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-def scope_with_history(store: MemoryStore, *, agent_id: str = "support-bot") -> Scope:
-    """An individual scope with two consolidation versions and three pending observations."""
-    scope = ScopeFactory.create(
-        store=store, agent_id=agent_id, user_id="u-gene", display_name="Gene"
-    )
+SCOPE_TRAITS: dict[str, dict[str, Any]] = {
+    "individual": {"user_id": "u-gene", "display_name": "Gene"},
+    "group": {"group": True, "group_id": "g-eden"},
+    "collective": {"collective": True},
+    "shard": {"shard": True, "name": "known-issues"},
+}
+
+
+def scope_with_history(
+    store: MemoryStore, *, agent_id: str = "support-bot", scope_type: str = "individual"
+) -> Scope:
+    """A scope (Gene's by default; or a group, the collective, a shard) with two
+    consolidation versions and three pending observations."""
+    scope = ScopeFactory.create(store=store, agent_id=agent_id, **SCOPE_TRAITS[scope_type])
     consolidation_edit(
         store=store, scope=scope, text="Gene likes tea.", expected_version=0, actor="ui:seed"
     )
