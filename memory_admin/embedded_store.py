@@ -78,6 +78,16 @@ def stop_embedded_server(*, data_dir: Path) -> bool:
     return True
 
 
+# The server is Python: a thread serving a long write holds the GIL for the interpreter's
+# switch interval (5 ms) before a short read may run, and a context call's few reads queue
+# behind an ingest's large inserts. A shorter interval lets them interleave.
+_SERVER_MAIN = (
+    "import os, sys; "
+    "sys.setswitchinterval(float(os.environ.get('MEMORY_STORE_SWITCH_SECONDS', '0.0005'))); "
+    "from secantus.cli import main; raise SystemExit(main())"
+)
+
+
 def start_server(
     *, storage_path: Path | str, log_path: Path, start_timeout: float, detached: bool
 ) -> EmbeddedServer:
@@ -98,8 +108,8 @@ def start_server(
         process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "secantus",
+                "-c",
+                _SERVER_MAIN,
                 "--host",
                 "127.0.0.1",
                 "--port",

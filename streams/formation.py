@@ -11,6 +11,7 @@ crash leaves all of it or none of it, and a retry never duplicates.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -80,11 +81,14 @@ def messages_ingest(
     groups: list[dict[str, str]],
     messages: list[IncomingMessage],
     settings: FormationSettings,
+    audit: Callable[[IngestResult, StoreSession], None] | None = None,
 ) -> IngestResult:
     """Buffer the messages (re-sent ids are duplicates) and start a formation if one is due.
 
-    The messages and the session's counters change in one transaction, so the counters
-    are what is stored; the trigger reads the counters that transaction wrote.
+    The messages, the session's counters, the formation's claim and job, and the `audit`
+    entry are written in one transaction: the counters are what is stored, the trigger
+    reads the counters that transaction wrote, and the store syncs its journal once per
+    ingest, not four times (on a small host that sync is what other callers wait behind).
     """
     now = utcnow()
     store.agents.ensure(agent_id, now=now)
@@ -104,8 +108,9 @@ def messages_ingest(
         )
         for m in _first_of_each_id(messages)
     ]
-    accepted, buffer = store.in_transaction(
-        lambda session: store.sessions.ingest(
+
+    def buffer_messages(session: StoreSession) -> IngestResult:
+        accepted, buffer = store.sessions.ingest(
             buffered,
             agent_id=agent_id,
             session_id=session_id,
@@ -115,18 +120,23 @@ def messages_ingest(
             min_messages=settings.min_messages,
             now=now,
             session=session,
-        ),
-        attempts=COMMIT_ATTEMPTS,
-    )
-    job = None
-    if accepted and _formation_due(buffer, settings):
-        job = _claim_and_create(store, buffer, trigger="threshold", now=now, settings=settings)
-    return IngestResult(
-        accepted=len(accepted),
-        duplicates=len(messages) - len(accepted),
-        unformed_messages=buffer["unformed_count"],
-        formation_job=job,
-    )
+        )
+        job = None
+        if accepted and _formation_due(buffer, settings):
+            job = _claim_and_create(
+                store, buffer, trigger="threshold", now=now, settings=settings, session=session
+            )
+        result = IngestResult(
+            accepted=len(accepted),
+            duplicates=len(messages) - len(accepted),
+            unformed_messages=buffer["unformed_count"],
+            formation_job=job,
+        )
+        if audit is not None:
+            audit(result, session)
+        return result
+
+    return store.in_transaction(buffer_messages, attempts=COMMIT_ATTEMPTS)
 
 
 def formation_request(
@@ -361,6 +371,7 @@ def _claim_and_create(
     trigger: str,
     now: datetime,
     settings: FormationSettings,
+    session: StoreSession | None = None,
 ) -> Job | None:
     """Claim the session for one formation and create its job; None if another run holds it
     (a claim lapses `lease_seconds` after its last renewal: a dead worker's is taken over)."""
@@ -370,6 +381,7 @@ def _claim_and_create(
         job_id=job_oid,
         now=now,
         stale_before=now - timedelta(seconds=settings.lease_seconds),
+        session=session,
     )
     if not claimed:
         return None
@@ -380,6 +392,7 @@ def _claim_and_create(
         session_id=buffer["session_id"],
         trigger=trigger,
         job_id=str(job_oid),
+        session=session,
     )
 
 

@@ -20,7 +20,7 @@ from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import parse_object_id, require_object_id
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 from streams.usage import usage_record
 
 logger = logging.getLogger("streams.jobs")
@@ -67,6 +67,7 @@ def job_create(
     actor: str | None = None,
     payload: dict[str, Any] | None = None,
     job_id: str | None = None,
+    session: StoreSession | None = None,
 ) -> Job:
     job = Job(
         kind=kind,
@@ -79,7 +80,7 @@ def job_create(
     )
     if job_id is not None:
         job.id = job_id
-    store.jobs.insert(job)
+    store.jobs.insert(job, session=session)
     return job
 
 

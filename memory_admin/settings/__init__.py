@@ -44,6 +44,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads the body: large bodies wait for a host-wide slot.
+    "memory_admin.large_requests.LargeRequestGateMiddleware",
     "memory_admin.security.ContentSecurityPolicyMiddleware",
     # Static files under gunicorn (hashed and compressed when DEBUG is off).
     "whitenoise.middleware.WhiteNoiseMiddleware",

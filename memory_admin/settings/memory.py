@@ -21,6 +21,12 @@ MEMORY_JOB_STALE_SECONDS = env_int("MEMORY_JOB_STALE_SECONDS", 30)
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 32000)
 # Requests per minute per API key (429 with Retry-After); 0 = no limit (the default).
 MEMORY_API_RATE_LIMIT = env_int("MEMORY_API_RATE_LIMIT", 0)
+# Request bodies over this many bytes take one of MEMORY_LARGE_REQUEST_SLOTS slots shared
+# by the host's web processes, waiting up to MEMORY_LARGE_REQUEST_WAIT_SECONDS (then 503):
+# big payloads take turns and leave the other cores to everyone else. 0 slots: no gate.
+MEMORY_LARGE_REQUEST_BYTES = env_int("MEMORY_LARGE_REQUEST_BYTES", 65536)
+MEMORY_LARGE_REQUEST_SLOTS = env_int("MEMORY_LARGE_REQUEST_SLOTS", 1)
+MEMORY_LARGE_REQUEST_WAIT_SECONDS = env_int("MEMORY_LARGE_REQUEST_WAIT_SECONDS", 30)
 # Embedded default (no broker): jobs run in this many background threads of the web
 # process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).
 # 0 runs them synchronously after the request (the test suite's mode).

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from streams.audit import audit_record
 from streams.documents import Job
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 ActorKind = Literal["api", "ui", "cli"]
 JobDispatcher = Callable[[list[Job]], None]
@@ -73,8 +73,9 @@ def record(
     object_id: str | None,
     agent_id: str | None = None,
     summary: dict[str, Any] | None = None,
+    session: StoreSession | None = None,
 ) -> None:
-    """The one audit entry of an action."""
+    """The one audit entry of an action (with `session`, inside the action's transaction)."""
     audit_record(
         store=store,
         actor=str(actor),
@@ -83,4 +84,5 @@ def record(
         object_id=object_id,
         agent_id=agent_id,
         summary=summary,
+        session=session,
     )

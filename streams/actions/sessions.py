@@ -13,7 +13,7 @@ from streams.formation import (
     formation_request,
     messages_ingest,
 )
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 
 def do_messages_ingest(
@@ -35,6 +35,26 @@ def do_messages_ingest(
     Inside a running job (the chat endpoint's ingest) the formation goes to the job's
     `follow_ups` instead, and `context` adds what the audit entry should say of the call.
     """
+
+    def audit(result: IngestResult, session: StoreSession) -> None:
+        job = result.formation_job
+        record(
+            store=store,
+            actor=actor,
+            action="session.ingest",
+            object_type="session",
+            object_id=session_id,
+            agent_id=agent_id,
+            summary={
+                "user_id": user_id,
+                "accepted": result.accepted,
+                "duplicates": result.duplicates,
+                "formation_job_id": job.id if job else None,
+                **(context or {}),
+            },
+            session=session,
+        )
+
     result = messages_ingest(
         store=store,
         agent_id=agent_id,
@@ -44,23 +64,9 @@ def do_messages_ingest(
         groups=groups,
         messages=messages,
         settings=settings,
+        audit=audit,
     )
     job = result.formation_job
-    record(
-        store=store,
-        actor=actor,
-        action="session.ingest",
-        object_type="session",
-        object_id=session_id,
-        agent_id=agent_id,
-        summary={
-            "user_id": user_id,
-            "accepted": result.accepted,
-            "duplicates": result.duplicates,
-            "formation_job_id": job.id if job else None,
-            **(context or {}),
-        },
-    )
     jobs = [job] if job else []
     if follow_ups is None:
         schedule(jobs)

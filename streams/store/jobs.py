@@ -7,6 +7,7 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import DESCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.documents import Job
@@ -31,8 +32,8 @@ class JobRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, job: Job) -> None:
-        self.collection.insert_one(job.to_mongo())
+    def insert(self, job: Job, *, session: ClientSession | None = None) -> None:
+        self.collection.insert_one(job.to_mongo(), session=session)
 
     def get(self, job_id: ObjectId) -> Job | None:
         doc = self.collection.find_one({"_id": job_id})

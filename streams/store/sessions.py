@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -113,16 +113,15 @@ class SessionRepository:
         }
         speakers = sorted({m.user_id for m in messages if m.user_id} | {user_id})
         update["$addToSet"] = {"speaker_ids": {"$each": speakers}}
+        # An update then a read in the same transaction, not `find_one_and_update`: the
+        # embedded store answers that by scanning the whole collection.
+        key = {"agent_id": agent_id, "session_id": session_id}
         try:
-            buffer = self.buffers.find_one_and_update(
-                {"agent_id": agent_id, "session_id": session_id},
-                update,
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-                session=session,
-            )
+            self.buffers.update_one(key, update, upsert=True, session=session)
         except DuplicateKeyError as exc:  # two first requests of a session at once
             raise Conflict("the session was created concurrently") from exc
+        buffer = self.buffers.find_one(key, session=session)
+        assert buffer is not None  # written above, in this transaction
         formable = buffer["unformed_count"] >= min_messages
         if formable != buffer["formable"]:
             self.buffers.update_one(
@@ -213,7 +212,13 @@ class SessionRepository:
         return result.matched_count == 1
 
     def claim_formation(
-        self, buffer_id: ObjectId, *, job_id: ObjectId, now: datetime, stale_before: datetime
+        self,
+        buffer_id: ObjectId,
+        *,
+        job_id: ObjectId,
+        now: datetime,
+        stale_before: datetime,
+        session: ClientSession | None = None,
     ) -> bool:
         """Claim the session for one formation (or re-claim it for the same job, a retry); a
         claim not renewed since `stale_before` (its worker died) is taken over."""
@@ -223,7 +228,9 @@ class SessionRepository:
             {"_id": buffer_id, "formation_claimed_at": {"$lt": stale_before}},
         ):
             result = self.buffers.update_one(
-                claim_filter, {"$set": {"formation_job_id": job_id, "formation_claimed_at": now}}
+                claim_filter,
+                {"$set": {"formation_job_id": job_id, "formation_claimed_at": now}},
+                session=session,
             )
             if result.matched_count == 1:
                 return True

@@ -238,3 +238,45 @@ def test_formation_commit_crashed_mid_batch_then_retried_stores_each_observation
     assert scope_observations(store, ScopeKey.individual("a1", "u1")) == ["Gene likes tea."]
     assert scope_observations(store, ScopeKey.collective("a1")) == ["Everyone likes tea."]
     assert store.sessions.get_buffer("a1", "s1")["unformed_count"] == 0
+
+
+def test_an_ingest_that_fails_before_commit_leaves_no_message_claim_job_or_audit(store):
+    """The messages, the counters, the formation's claim and job and the audit entry are one
+    transaction: an audit that fails (after the job was created) takes everything back."""
+    ingest(store, 44)
+
+    def failing_audit(result, session):
+        assert result.formation_job is not None  # the claim and the job were written
+        raise RuntimeError("the store went away")
+
+    with pytest.raises(RuntimeError):
+        messages_ingest(
+            store=store,
+            agent_id="a1",
+            session_id="s1",
+            user_id="u1",
+            user_name="Gene",
+            groups=GROUPS,
+            messages=[IncomingMessage(id="m44", role="user", content="hello there")],
+            settings=formation_settings(),
+            audit=failing_audit,
+        )
+    buffer = store.sessions.get_buffer("a1", "s1")
+    assert buffer["unformed_count"] == 44 and buffer["formation_job_id"] is None
+    assert store.jobs.collection.count_documents({"agent_id": "a1"}) == 0
+    assert store.sessions.messages.count_documents({"agent_id": "a1", "session_id": "s1"}) == 44
+
+    audited = []
+    done = messages_ingest(
+        store=store,
+        agent_id="a1",
+        session_id="s1",
+        user_id="u1",
+        user_name="Gene",
+        groups=GROUPS,
+        messages=[IncomingMessage(id="m44", role="user", content="hello there")],
+        settings=formation_settings(),
+        audit=lambda result, session: audited.append(result.formation_job.id),
+    )
+    assert done.accepted == 1 and audited == [done.formation_job.id]
+    assert store.sessions.get_buffer("a1", "s1")["formation_job_id"] is not None

@@ -1,0 +1,109 @@
+"""Large requests take turns: a bulkhead so one caller's big payloads cannot take every core.
+
+A request whose body is over `MEMORY_LARGE_REQUEST_BYTES` (an ingest of a few maximum-size
+messages, a batch of observations, an import) first takes one of
+`MEMORY_LARGE_REQUEST_SLOTS` slots shared by every web process of the host: an exclusive
+`flock` on one of that many files under `MEMORY_DATA_DIR`. The kernel drops a lock when
+its holder dies, so a killed worker never keeps a slot. Small requests (reads, chat-sized
+messages) never wait. A large request that finds no slot within
+`MEMORY_LARGE_REQUEST_WAIT_SECONDS` answers 503 with `Retry-After`, in the API's envelope.
+
+Why: on a small host the store and the web workers share a few cores. Two clients
+sending 128 KB ingests back to back kept both cores busy, and every other caller's
+context call waited behind them (p95 five times its quiet figure). With one slot, the
+large requests use about one core between them and everyone else keeps the rest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.template.loader import render_to_string
+
+from memory_admin.api.errors import error_response
+from memory_admin.api.middleware import is_api_request
+
+POLL_SECONDS = 0.005
+_made: set[Path] = set()
+_made_lock = threading.Lock()
+
+
+def _slot_files(directory: Path, slots: int) -> list[Path]:
+    with _made_lock:
+        if directory not in _made:
+            directory.mkdir(parents=True, exist_ok=True)
+            _made.add(directory)
+    return [directory / f"large-request-{n}.lock" for n in range(slots)]
+
+
+@contextmanager
+def host_slot(directory: Path, slots: int, wait_seconds: float) -> Iterator[bool]:
+    """One of `slots` host-wide slots, waited for up to `wait_seconds`: yields whether one
+    was taken (and holds it until the block ends)."""
+    files = _slot_files(directory, slots)
+    deadline = time.monotonic() + wait_seconds
+    held: int | None = None
+    while held is None:
+        for path in files:
+            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            held = fd
+            break
+        if held is None:
+            if time.monotonic() >= deadline:
+                yield False
+                return
+            time.sleep(POLL_SECONDS)
+    try:
+        yield True
+    finally:
+        fcntl.flock(held, fcntl.LOCK_UN)
+        os.close(held)
+
+
+def _size(request: HttpRequest) -> int:
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return 0  # Django answers a malformed length itself
+
+
+class LargeRequestGateMiddleware:
+    """Large request bodies wait for a host-wide slot before they are read."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        slots = settings.MEMORY_LARGE_REQUEST_SLOTS
+        if slots < 1 or _size(request) <= settings.MEMORY_LARGE_REQUEST_BYTES:
+            return self.get_response(request)
+        directory = Path(settings.MEMORY_DATA_DIR) / "slots"
+        with host_slot(directory, slots, settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS) as taken:
+            if taken:
+                return self.get_response(request)
+        return _busy(request)
+
+
+def _busy(request: HttpRequest) -> HttpResponse:
+    retry_after = str(settings.MEMORY_STORE_RETRY_AFTER_SECONDS)
+    message = "the server is busy with other large requests; retry shortly"
+    if is_api_request(request):
+        response = error_response(503, code="busy", message=message)
+    else:
+        body = render_to_string("store_unavailable.html", {"retry_after": retry_after})
+        response = HttpResponse(body, status=503)
+    response["Retry-After"] = retry_after
+    return response
