@@ -103,7 +103,7 @@ def _busy(request: HttpRequest) -> HttpResponse:
     if is_api_request(request):
         response = error_response(503, code="busy", message=message)
     else:
-        body = render_to_string("store_unavailable.html", {"retry_after": retry_after})
+        body = render_to_string("busy.html", {"retry_after": retry_after})
         response = HttpResponse(body, status=503)
     response["Retry-After"] = retry_after
     return response
