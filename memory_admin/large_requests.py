@@ -73,6 +73,20 @@ def host_slot(directory: Path, slots: int, wait_seconds: float) -> Iterator[bool
         os.close(held)
 
 
+@contextmanager
+def large_job_slot(size: int) -> Iterator[None]:
+    """A background job's large write (`streams.large_work`) takes a slot like a large
+    request does; when none frees within the wait it goes ahead anyway (a job is never
+    failed for being patient)."""
+    slots = settings.MEMORY_LARGE_REQUEST_SLOTS
+    if slots < 1 or size <= settings.MEMORY_LARGE_REQUEST_BYTES:
+        yield
+        return
+    directory = Path(settings.MEMORY_DATA_DIR) / "slots"
+    with host_slot(directory, slots, settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS):
+        yield
+
+
 def _size(request: HttpRequest) -> int:
     try:
         return int(request.META.get("CONTENT_LENGTH") or 0)

@@ -24,6 +24,7 @@ from streams.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict
 from streams.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
 from streams.jobs import JobRun, job_create
+from streams.large_work import large_work
 from streams.llm.port import LLMRequest
 from streams.observation_batch import observations_append_once
 from streams.scopes import scope_get_or_create
@@ -257,15 +258,17 @@ def _form(
             related_user_ids=item.related_user_ids,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
-    if not formation_commit(
-        store=store,
-        job=job,
-        buffer=buffer,
-        messages=messages,
-        by_scope=by_scope,
-        settings=settings,
-        now=now,
-    ):
+    with large_work(sum(len(m.content) for m in messages)):
+        committed = formation_commit(
+            store=store,
+            job=job,
+            buffer=buffer,
+            messages=messages,
+            by_scope=by_scope,
+            settings=settings,
+            now=now,
+        )
+    if not committed:
         run.result = {"messages": len(messages), "observations": 0, "dropped": dropped}
         run.result["note"] = "already formed: an earlier commit of these messages stored them"
         store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))

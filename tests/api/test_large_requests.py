@@ -94,3 +94,66 @@ def test_a_ui_form_finding_no_slot_gets_a_page_not_json(admin_client, settings, 
     assert response.status_code == 503
     assert response["Content-Type"].startswith("text/html")
     assert b"busy with other large requests" in response.content
+
+
+def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings, tmp_path):
+    from memory_admin.large_requests import large_job_slot
+
+    gate(settings, tmp_path, wait=0)
+    with large_job_slot(5_000):
+        with host_slot(tmp_path / "slots", 1, 0) as taken:
+            assert not taken  # the job holds the one slot
+    with large_job_slot(10):
+        with host_slot(tmp_path / "slots", 1, 0) as taken:
+            assert taken  # small work takes none
+    with host_slot(tmp_path / "slots", 1, 0):
+        with large_job_slot(5_000):
+            pass  # busy: it went ahead without a slot rather than fail the job
+
+
+def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(store, fake_openai):
+    from memory_admin.tasks import formation_settings
+    from streams import large_work
+    from streams.formation import IncomingMessage, formation_run, messages_ingest
+    from tests.task_mode import run_job
+
+    sizes: list[int] = []
+    inside: list[int] = []
+
+    class Recording:
+        def __init__(self, size: int) -> None:
+            sizes.append(size)
+
+        def __enter__(self) -> None:
+            inside.append(store.observations.collection.count_documents({"agent_id": "a1"}))
+
+        def __exit__(self, *exc: object) -> None:
+            inside.append(store.observations.collection.count_documents({"agent_id": "a1"}))
+
+    fake_openai.reply_json({"observations": [{"content": "Gene likes tea.", "scope": "individual"}]})
+    result = messages_ingest(
+        store=store,
+        agent_id="a1",
+        session_id="s1",
+        user_id="u1",
+        user_name="Gene",
+        groups=[],
+        messages=[
+            IncomingMessage(id=f"m{i}", role="user", content="I like tea. " * 100)
+            for i in range(4)
+        ],
+        settings=formation_settings(),
+    )
+    large_work.register_large_work_gate(Recording)
+    try:
+        run_job(
+            store=store,
+            job_id=result.formation_job.id,
+            work=lambda run: formation_run(store=store, run=run, settings=formation_settings()),
+        )
+    finally:
+        from memory_admin.large_requests import large_job_slot
+
+        large_work.register_large_work_gate(large_job_slot)
+    assert sizes == [4 * len("I like tea. " * 100)]
+    assert inside == [0, 1]  # the commit ran inside the gate
