@@ -100,15 +100,12 @@ def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings,
     from memory_admin.large_requests import large_job_slot
 
     gate(settings, tmp_path, wait=0)
-    with large_job_slot(5_000):
-        with host_slot(tmp_path / "slots", 1, 0) as taken:
-            assert not taken  # the job holds the one slot
-    with large_job_slot(10):
-        with host_slot(tmp_path / "slots", 1, 0) as taken:
-            assert taken  # small work takes none
-    with host_slot(tmp_path / "slots", 1, 0):
-        with large_job_slot(5_000):
-            pass  # busy: it went ahead without a slot rather than fail the job
+    with large_job_slot(5_000), host_slot(tmp_path / "slots", 1, 0) as taken:
+        assert not taken  # the job holds the one slot
+    with large_job_slot(10), host_slot(tmp_path / "slots", 1, 0) as taken:
+        assert taken  # small work takes none
+    with host_slot(tmp_path / "slots", 1, 0), large_job_slot(5_000):
+        pass  # busy: it went ahead without a slot rather than fail the job
 
 
 def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(store, fake_openai):
@@ -130,7 +127,8 @@ def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(sto
         def __exit__(self, *exc: object) -> None:
             inside.append(store.observations.collection.count_documents({"agent_id": "a1"}))
 
-    fake_openai.reply_json({"observations": [{"content": "Gene likes tea.", "scope": "individual"}]})
+    item = {"content": "Gene likes tea.", "scope": "individual"}
+    fake_openai.reply_json({"observations": [item]})
     result = messages_ingest(
         store=store,
         agent_id="a1",
@@ -139,8 +137,7 @@ def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(sto
         user_name="Gene",
         groups=[],
         messages=[
-            IncomingMessage(id=f"m{i}", role="user", content="I like tea. " * 100)
-            for i in range(4)
+            IncomingMessage(id=f"m{i}", role="user", content="I like tea. " * 100) for i in range(4)
         ],
         settings=formation_settings(),
     )
