@@ -36,7 +36,7 @@ from benchmarks.harness import embedded_server, print_table
 from streams.context import context_assemble
 from streams.documents import Observation
 from streams.observations import append_in_transaction
-from streams.ranking import FINAL, LAST_WAVE, SHORT_B, SHORT_K1, Ranking
+from streams.ranking import FINAL, LAST_WAVE, POOL, PREVIOUS, SHORT_B, SHORT_K1, Ranking
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -53,10 +53,18 @@ WORD = re.compile(r"\w+")
 MECHANISMS: dict[str, Ranking] = {
     "last wave's ranking (BM25, stems, stop words)": LAST_WAVE,
     "+ term weighting (k1 0.9, b 0.4)": replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B),
+    "+ no length normalisation (k1 0.9, b 0)": replace(LAST_WAVE, k1=SHORT_K1, b=0.0),
     "+ question-form words out of the query": replace(LAST_WAVE, question_words=True),
-    "+ people named in the query (dropped)": replace(LAST_WAVE, people=True),
-    "+ session neighbours": replace(LAST_WAVE, neighbours=True),
+    "+ people named in the query": replace(LAST_WAVE, people=True),
+    "+ names weigh at most the topic's terms": replace(LAST_WAVE, names=True),
+    "+ people, names capped": replace(LAST_WAVE, people=True, names=True),
+    "+ term proximity (BM25TP)": replace(LAST_WAVE, proximity=True),
+    "+ session neighbours (of the best 10)": replace(LAST_WAVE, neighbours=True),
+    "+ session neighbours (of the pool) and their support": replace(
+        LAST_WAVE, neighbours=True, support=True, seeds=POOL
+    ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
+    "previous final ranking (before proximity, support, names)": PREVIOUS,
     "final ranking": FINAL,
 }
 BASELINE = "BM25 baseline (rank_bm25)"

@@ -15,6 +15,8 @@ from streams.documents import Scope
 from streams.ranking import (
     FINAL,
     LAST_WAVE,
+    SHORT_B,
+    SHORT_K1,
     Ranking,
     asks_when,
     query_parse,
@@ -45,7 +47,7 @@ def _add(store: MemoryStore, scope: Scope, content: str, **kwargs):
     return ObservationFactory.create(store=store, scope=scope, content=content, **kwargs)
 
 
-def test_term_weighting_punishes_length_less_than_last_wave() -> None:
+def test_term_weighting_punishes_length_less_than_last_wave_and_final_not_at_all() -> None:
     short, long = ObjectId(), ObjectId()
     scope = ObjectId()
     totals = [ScopeTotals(scope_id=scope, documents=10, length=100)]
@@ -55,7 +57,10 @@ def test_term_weighting_punishes_length_less_than_last_wave() -> None:
         found = term_stage(totals=totals, stats=stats, ranking=ranking)
         return found[long].term_score / found[short].term_score
 
-    assert ratio(LAST_WAVE) < ratio(FINAL) < 1  # still shorter first, by less
+    short_passages = replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B)
+    assert ratio(LAST_WAVE) < ratio(short_passages) < 1  # still shorter first, by less
+    # Final: a scope that fills with short texts does not push the longer ones down.
+    assert ratio(FINAL) == 1
 
 
 def test_question_form_words_leave_the_query_unless_nothing_else_is_left() -> None:
