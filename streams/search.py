@@ -9,7 +9,8 @@ cut by score bound and completed from the fetched candidates' text); the best
 candidates by `_id` (narrowed by the time window);
 their session neighbours on `(scope_id, seq)`. Results then count as an access (one
 unacknowledged write). The ranking (`streams.ranking`) is BM25 over the union of the
-searched scopes, then people, neighbours and dates, identical on any MongoDB server:
+searched scopes, then people, term proximity (in the fetched candidates' text),
+neighbours and their support, and dates, identical on any MongoDB server:
 no `$text`, no Atlas Search.
 """
 
@@ -55,8 +56,11 @@ WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
 @dataclass(frozen=True)
 class Explanation:
     """Why a hit ranks where it does: its score per query term and per mechanism, and its
-    rank after each stage (`terms`, `people`, `neighbours`, `dates`; before a stage is
-    after the one before it; 0: not a candidate yet, as a neighbour before `neighbours`).
+    rank after each stage (`terms`, `people`, `proximity`, `neighbours`, `dates`; before a
+    stage is after the one before it; 0: not a candidate yet, as a neighbour before
+    `neighbours`). Mechanisms: `people`, `proximity`, `neighbours` (a share of a
+    neighbouring match's score), `support` (a share of what its session neighbours say
+    of the query; ranked with `neighbours`), `dates`.
     With the semantic layer the score is the fused one and no longer their sum."""
 
     terms: dict[str, float]
