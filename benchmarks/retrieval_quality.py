@@ -73,6 +73,7 @@ MECHANISMS: dict[str, Ranking] = {
     "final without people": replace(FINAL, people=False),
     "final without the names cap": replace(FINAL, names=False),
     "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
+    "final + neighbours scored by their own text (dropped)": replace(FINAL, neighbour_terms=True),
 }
 BASELINE = "BM25 baseline (rank_bm25)"
 CONTEXT = "context retrieval (top 5)"

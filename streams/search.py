@@ -280,7 +280,9 @@ def search_in_scopes(
             seeds=seeds,
             neighbours=neighbours,
             query=parsed,
-            weights=weights if ranking.support else None,
+            weights=weights,
+            support=ranking.support,
+            own_terms=ranking.neighbour_terms,
         )
     if ranking.dates:
         date_stage(candidates=kept, query=parsed)

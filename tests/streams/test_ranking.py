@@ -11,7 +11,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter
-from streams.documents import Scope
+from streams.documents import Observation, Scope
 from streams.ranking import (
     FINAL,
     LAST_WAVE,
@@ -19,9 +19,11 @@ from streams.ranking import (
     PROXIMITY_REACH,
     SHORT_B,
     SHORT_K1,
+    Candidate,
     Ranking,
     TermWeights,
     asks_when,
+    neighbour_stage,
     proximity_score,
     query_parse,
     query_positions,
@@ -274,3 +276,42 @@ def test_names_a_person_asked_about_weighs_at_most_the_topic_terms() -> None:
 
 def at(when: datetime) -> dict:
     return {"observed_at": when}
+
+
+def test_neighbour_terms_a_neighbour_entering_the_candidates_scores_its_own_text() -> None:
+    scope = ObjectId()
+    seed_obs = Observation(
+        scope_id=str(scope),
+        agent_id=AGENT,
+        content="Caroline: what got you into running?",
+        observed_at=DAY,
+        source_session_id="s1",
+        seq=1,
+    )
+    answer = Observation(
+        scope_id=str(scope),
+        agent_id=AGENT,
+        content="Melanie: running clears my head",
+        observed_at=DAY,
+        source_session_id="s1",
+        seq=2,
+    )
+    seed_obs.id, answer.id = str(ObjectId()), str(ObjectId())
+    weights = TermWeights(idf={"run": 2.0, "head": 1.0}, average_length=5, k1=0.9, b=0.0)
+    query = query_parse("running head", ranking=FINAL)
+
+    def found(own_terms: bool) -> dict:
+        seed = Candidate(ObjectId(seed_obs.id), terms={"run": 2.0}, observation=seed_obs)
+        candidates = {seed.observation_id: seed}
+        neighbour_stage(
+            candidates=candidates,
+            seeds=[seed],
+            neighbours=[answer],
+            query=query,
+            weights=weights,
+            own_terms=own_terms,
+        )
+        return candidates[ObjectId(answer.id)].terms
+
+    assert found(own_terms=False) == {}  # found through its neighbour alone
+    assert set(found(own_terms=True)) == {"run", "head"}
