@@ -412,8 +412,7 @@ def neighbour_stage(
     for seed in seeds:
         if seed.observation is None:
             continue
-        base = seed.term_score + seed.mechanisms.get("people", 0.0)
-        base += seed.mechanisms.get("proximity", 0.0)
+        base = seed.score  # its terms, people, proximity and support (seeds gain no share)
         for step in neighbour_steps():
             other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
             if other is None or other.deleted or not are_neighbours(seed.observation, other):
