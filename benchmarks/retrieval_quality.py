@@ -65,6 +65,9 @@ MECHANISMS: dict[str, Ranking] = {
     "+ session neighbours (of the pool) and their support": replace(
         LAST_WAVE, neighbours=True, support=True, seeds=POOL
     ),
+    "+ session neighbours (of the pool) scored by their own text": replace(
+        LAST_WAVE, neighbours=True, neighbour_terms=True, seeds=POOL
+    ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
     "previous final ranking (before proximity, support, names)": PREVIOUS,
     "final ranking": FINAL,
@@ -73,7 +76,7 @@ MECHANISMS: dict[str, Ranking] = {
     "final without people": replace(FINAL, people=False),
     "final without the names cap": replace(FINAL, names=False),
     "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
-    "final + neighbours scored by their own text (dropped)": replace(FINAL, neighbour_terms=True),
+    "final without neighbours scored by their own text": replace(FINAL, neighbour_terms=False),
 }
 BASELINE = "BM25 baseline (rank_bm25)"
 CONTEXT = "context retrieval (top 5)"
