@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -406,10 +407,17 @@ def neighbour_stage(
     posting had been read (in a large scope its common terms were cut from the read,
     and the answer turn found as a neighbour lost what it says itself)."""
     by_slot = {(o.scope_id, o.seq): o for o in neighbours}
-    if support and weights is not None and query is not None:
-        _support(seeds, by_slot, query, weights)
-    by_slot = {k: o for k, o in by_slot.items() if ObjectId(o.id) not in candidates}
+    said: dict[str, dict[str, float]] = {}  # each neighbour's text scored once
 
+    def scored(o: Observation) -> dict[str, float]:
+        if o.id not in said:
+            assert weights is not None and query is not None
+            said[o.id] = text_terms(o.content, query, weights)
+        return said[o.id]
+
+    if support and weights is not None and query is not None:
+        _support(seeds, by_slot, scored)
+    by_slot = {k: o for k, o in by_slot.items() if ObjectId(o.id) not in candidates}
     for seed in seeds:
         if seed.observation is None:
             continue
@@ -423,7 +431,7 @@ def neighbour_stage(
             if candidate is None:
                 candidate = candidates[oid] = Candidate(oid, observation=other)
                 if own_terms and weights is not None and query is not None:
-                    candidate.terms = text_terms(other.content, query, weights)
+                    candidate.terms = dict(scored(other))
             elif candidate.observation is None:
                 candidate.observation = other
             gain = NEIGHBOUR_SHARE * base / 2 ** (abs(step) - 1)
@@ -447,8 +455,7 @@ def text_terms(content: str, query: Query, weights: TermWeights) -> dict[str, fl
 def _support(
     seeds: list[Candidate],
     by_slot: dict[tuple[str, int], Observation],
-    query: Query,
-    weights: TermWeights,
+    scored: Callable[[Observation], dict[str, float]],
 ) -> None:
     for seed in seeds:
         if seed.observation is None or not seed.terms:
@@ -458,8 +465,7 @@ def _support(
             other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
             if other is None or other.deleted or not are_neighbours(seed.observation, other):
                 continue
-            said = sum(text_terms(other.content, query, weights).values())
-            best = max(best, said / 2 ** (abs(step) - 1))
+            best = max(best, sum(scored(other).values()) / 2 ** (abs(step) - 1))
         if best > 0:
             seed.mechanisms["support"] = NEIGHBOUR_SHARE * best
 
