@@ -9,7 +9,9 @@ is asked through `search_observations`; a question's recall@k is the share of it
 evidence turns in the top k, hit@5 whether any is in the top 5. The baseline is
 `rank_bm25.BM25Okapi` over the same turns, lowercased words, no stemming, no stop
 words. Then last wave's ranking (BM25 on our index), each mechanism of
-`streams.ranking` added to it alone, and the final ranking, all on the same store.
+`streams.ranking` added to it alone, the final ranking, and the final ranking with one
+mechanism taken out (the mechanisms interact: proximity alone on last wave's length
+normalisation does not help, in the final ranking it does), all on the same store.
 Category 5 (adversarial, unanswerable) is left out, as the dataset's README asks.
 
 The context endpoint's retrieval is measured on the same questions (how often its
@@ -36,7 +38,7 @@ from benchmarks.harness import embedded_server, print_table
 from streams.context import context_assemble
 from streams.documents import Observation
 from streams.observations import append_in_transaction
-from streams.ranking import FINAL, LAST_WAVE, SHORT_B, SHORT_K1, Ranking
+from streams.ranking import FINAL, LAST_WAVE, POOL, PREVIOUS, SHORT_B, SHORT_K1, Ranking
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -53,11 +55,28 @@ WORD = re.compile(r"\w+")
 MECHANISMS: dict[str, Ranking] = {
     "last wave's ranking (BM25, stems, stop words)": LAST_WAVE,
     "+ term weighting (k1 0.9, b 0.4)": replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B),
+    "+ no length normalisation (k1 0.9, b 0)": replace(LAST_WAVE, k1=SHORT_K1, b=0.0),
     "+ question-form words out of the query": replace(LAST_WAVE, question_words=True),
-    "+ people named in the query (dropped)": replace(LAST_WAVE, people=True),
-    "+ session neighbours": replace(LAST_WAVE, neighbours=True),
+    "+ people named in the query": replace(LAST_WAVE, people=True),
+    "+ names weigh at most the topic's terms": replace(LAST_WAVE, names=True),
+    "+ people, names capped": replace(LAST_WAVE, people=True, names=True),
+    "+ term proximity (BM25TP)": replace(LAST_WAVE, proximity=True),
+    "+ session neighbours (of the best 10)": replace(LAST_WAVE, neighbours=True),
+    "+ session neighbours (of the pool) and their support": replace(
+        LAST_WAVE, neighbours=True, support=True, seeds=POOL
+    ),
+    "+ session neighbours (of the pool) scored by their own text": replace(
+        LAST_WAVE, neighbours=True, neighbour_terms=True, seeds=POOL
+    ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
+    "previous final ranking (before proximity, support, names)": PREVIOUS,
     "final ranking": FINAL,
+    "final without term proximity": replace(FINAL, proximity=False),
+    "final without neighbour support": replace(FINAL, support=False),
+    "final without people": replace(FINAL, people=False),
+    "final without the names cap": replace(FINAL, names=False),
+    "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
+    "final without neighbours scored by their own text": replace(FINAL, neighbour_terms=False),
 }
 BASELINE = "BM25 baseline (rank_bm25)"
 CONTEXT = "context retrieval (top 5)"

@@ -9,7 +9,8 @@ cut by score bound and completed from the fetched candidates' text); the best
 candidates by `_id` (narrowed by the time window);
 their session neighbours on `(scope_id, seq)`. Results then count as an access (one
 unacknowledged write). The ranking (`streams.ranking`) is BM25 over the union of the
-searched scopes, then people, neighbours and dates, identical on any MongoDB server:
+searched scopes, then people, term proximity (in the fetched candidates' text),
+neighbours and their support, and dates, identical on any MongoDB server:
 no `$text`, no Atlas Search.
 """
 
@@ -38,6 +39,7 @@ from streams.ranking import (
     neighbour_steps,
     ordered,
     people_stage,
+    proximity_stage,
     query_parse,
     term_stage,
     term_weights,
@@ -48,15 +50,17 @@ from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
 
 MAX_LIMIT = 50
-POOL = 30  # candidates fetched and reranked by the later stages
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
 
 
 @dataclass(frozen=True)
 class Explanation:
     """Why a hit ranks where it does: its score per query term and per mechanism, and its
-    rank after each stage (`terms`, `people`, `neighbours`, `dates`; before a stage is
-    after the one before it; 0: not a candidate yet, as a neighbour before `neighbours`).
+    rank after each stage (`terms`, `people`, `proximity`, `neighbours`, `dates`; before a
+    stage is after the one before it; 0: not a candidate yet, as a neighbour before
+    `neighbours`). Mechanisms: `people`, `proximity`, `neighbours` (a share of a
+    neighbouring match's score), `support` (a share of what its session neighbours say
+    of the query; ranked with `neighbours`), `dates`.
     With the semantic layer the score is the fused one and no longer their sum."""
 
     terms: dict[str, float]
@@ -225,20 +229,24 @@ def search_in_scopes(
     if not parsed.terms or not scopes:
         return []
     totals, stats = store.search_index.read([ObjectId(s.id) for s in scopes], parsed.terms)
-    candidates = term_stage(totals=totals, stats=stats, ranking=ranking, exclude_ids=exclude_ids)
+    candidates = term_stage(
+        totals=totals, stats=stats, ranking=ranking, exclude_ids=exclude_ids, names=parsed.names
+    )
     if ranking.people:
         people_stage(candidates=candidates, query=parsed)
     windowed = observed_after is not None or observed_before is not None
-    pool_size = WINDOW_POOL if windowed else max(POOL, limit + 5)
+    pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5)
     cut = cut_terms(stats)
-    weights = term_weights(totals=totals, stats=stats, ranking=ranking) if cut else None
-    if weights is not None:
+    weights = term_weights(totals=totals, stats=stats, ranking=ranking, names=parsed.names)
+    if cut and weights is not None:
         # Common terms were read only in part: the pool goes by what each candidate could
         # still score, and the fetched ones get their exact score from their text.
         bounds = {c.observation_id: upper_bound(c, cut, weights) for c in candidates.values()}
         pool = sorted(
-            candidates.values(), key=lambda c: (bounds[c.observation_id], c.observation_id)
-        )[::-1][:pool_size]
+            candidates.values(),
+            key=lambda c: (bounds[c.observation_id], c.observation_id.binary),
+            reverse=True,
+        )[:pool_size]
     else:
         pool = ordered(candidates.values())[:pool_size]
     fetched = store.observations.get_many_observed(
@@ -254,20 +262,28 @@ def search_in_scopes(
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
         kept[candidate.observation_id] = candidate
-    if weights is not None:
+    if cut and weights is not None:
         complete_terms(kept, cut, weights)
         if ranking.people:
             people_stage(candidates=kept, query=parsed)
+    if ranking.proximity:
+        proximity_stage(candidates=kept, query=parsed, weights=weights)
     if ranking.neighbours and kept:
-        seeds = neighbour_seeds(ordered(kept.values()))
+        seeds = neighbour_seeds(ordered(kept.values()), ranking)
         neighbours = [
             o
             for o in _neighbours(store=store, seeds=seeds)
-            if ObjectId(o.id) not in kept
-            and str(o.id) not in exclude_ids
-            and _in_window(o, observed_after, observed_before)
+            if str(o.id) not in exclude_ids and _in_window(o, observed_after, observed_before)
         ]
-        neighbour_stage(candidates=kept, seeds=seeds, neighbours=neighbours)
+        neighbour_stage(
+            candidates=kept,
+            seeds=seeds,
+            neighbours=neighbours,
+            query=parsed,
+            weights=weights,
+            support=ranking.support,
+            own_terms=ranking.neighbour_terms,
+        )
     if ranking.dates:
         date_stage(candidates=kept, query=parsed)
     final = [(c, c.score) for c in ordered(kept.values())]

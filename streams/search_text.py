@@ -32,7 +32,7 @@ _stemmer = snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=50_000)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
     return _stemmer.stemWord(word)
 
 
@@ -50,7 +50,7 @@ def term_counts(text: str) -> Counter[str]:
             continue
         if len(word) == 1 and not word.isdigit():
             continue
-        counts[_stem(word)] += 1
+        counts[stem(word)] += 1
     return counts
 
 

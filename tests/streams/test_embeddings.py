@@ -64,10 +64,11 @@ def test_a_failing_provider_leaves_the_window_for_the_next_run(store: MemoryStor
 
 def test_semantic_layer_reorders_text_candidates_by_rrf(store: MemoryStore) -> None:
     scope = ScopeFactory.create(store=store, user_id="u1")
-    # Text ranks: short dog line, dog shop line, long line with the kitten (longest last).
+    # Text ranks: "pet dog" together, then 3 words apart, then 4 apart with the kitten
+    # (the same terms: term proximity orders them).
     first = ObservationFactory.create(store=store, scope=scope, content="Pet dog daily.")
     second = ObservationFactory.create(
-        store=store, scope=scope, content="Dog pet shop visit again today."
+        store=store, scope=scope, content="Dog shop visit, pet food again today."
     )
     kitten = ObservationFactory.create(
         store=store, scope=scope, content="Long walks, the dog stays home; our pet kitten sleeps."

@@ -11,15 +11,25 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter
-from streams.documents import Scope
+from streams.documents import Observation, Scope
 from streams.ranking import (
     FINAL,
     LAST_WAVE,
+    POOL,
+    PROXIMITY_REACH,
+    SHORT_B,
+    SHORT_K1,
+    Candidate,
     Ranking,
+    TermWeights,
     asks_when,
+    neighbour_stage,
+    proximity_score,
     query_parse,
+    query_positions,
     says_when,
     term_stage,
+    term_weights,
 )
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -45,7 +55,7 @@ def _add(store: MemoryStore, scope: Scope, content: str, **kwargs):
     return ObservationFactory.create(store=store, scope=scope, content=content, **kwargs)
 
 
-def test_term_weighting_punishes_length_less_than_last_wave() -> None:
+def test_term_weighting_punishes_length_less_than_last_wave_and_final_not_at_all() -> None:
     short, long = ObjectId(), ObjectId()
     scope = ObjectId()
     totals = [ScopeTotals(scope_id=scope, documents=10, length=100)]
@@ -55,7 +65,10 @@ def test_term_weighting_punishes_length_less_than_last_wave() -> None:
         found = term_stage(totals=totals, stats=stats, ranking=ranking)
         return found[long].term_score / found[short].term_score
 
-    assert ratio(LAST_WAVE) < ratio(FINAL) < 1  # still shorter first, by less
+    short_passages = replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B)
+    assert ratio(LAST_WAVE) < ratio(short_passages) < 1  # still shorter first, by less
+    # Final: a scope that fills with short texts does not push the longer ones down.
+    assert ratio(FINAL) == 1
 
 
 def test_question_form_words_leave_the_query_unless_nothing_else_is_left() -> None:
@@ -176,3 +189,129 @@ def test_search_round_trips_do_not_grow_with_the_data(store: MemoryStore) -> Non
         client.close()
     assert len(hits) == 10
     assert sent == {"find": 4, "update": 1}
+
+
+def test_proximity_query_terms_said_together_beat_the_same_terms_apart(
+    store: MemoryStore,
+) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    # Same terms, same frequencies, same length: only where the words sit differs.
+    together = _add(store, scope, "a poetry reading at the library was fun, books too", **at(DAY))
+    apart = _add(store, scope, "poetry is fun, and so are books before bed and reading", **at(DAY))
+    query = "What poetry reading did she go to?"
+    alone = replace(LAST_WAVE, proximity=True)
+
+    without = _search(store, query, LAST_WAVE, record_access=False)
+    hits = _search(store, query, alone, record_access=False)
+
+    assert _contents(without)[0] == apart.content  # a tie: the newer first
+    assert _contents(hits) == [together.content, apart.content]
+    why = hits[0].explanation
+    assert why is not None and why.mechanisms["proximity"] > 0
+    assert why.ranks["terms"] == 2 and why.ranks["proximity"] == 1
+    assert hits[1].explanation is not None and "proximity" not in hits[1].explanation.mechanisms
+
+
+def test_proximity_score_counts_close_pairs_of_different_terms_only() -> None:
+    weights = TermWeights(idf={"poetri": 2.0, "read": 1.0}, average_length=10, k1=0.9, b=0.0)
+    near = proximity_score([(0, "poetri"), (1, "read")], weights, 10)
+    farther = proximity_score([(0, "poetri"), (3, "read")], weights, 10)
+    assert near > farther > 0
+    assert proximity_score([(0, "poetri"), (PROXIMITY_REACH + 1, "read")], weights, 10) == 0
+    assert proximity_score([(0, "poetri"), (1, "poetri")], weights, 10) == 0  # one term
+    # Stop words keep their place: "made for a church" is 3 words apart.
+    assert query_positions("I made it for a local church", frozenset({"made", "church"})) == [
+        (1, "made"),
+        (6, "church"),
+    ]
+
+
+def test_support_a_match_whose_session_talks_about_it_beats_a_lone_one(
+    store: MemoryStore,
+) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    _add(store, scope, "Caroline: we went to a pottery class", **session("s1", DAY))
+    backed = _add(store, scope, "Melanie: the pottery bowl came out great", **session("s1", DAY))
+    _add(store, scope, "Caroline: I love that bowl", **session("s1", DAY))
+    later = DAY + timedelta(days=3)
+    lone = _add(store, scope, "Melanie: the pottery bowl at the shop", **session("s2", later))
+    _add(store, scope, "Caroline: nice weather today", **session("s2", later))
+    query = "What pottery bowl?"
+    neighbours = replace(LAST_WAVE, neighbours=True, seeds=POOL)
+
+    without = _search(store, query, neighbours, record_access=False)
+    hits = _search(store, query, replace(neighbours, support=True), record_access=False)
+
+    assert _contents(without).index(lone.content) < _contents(without).index(backed.content)
+    assert _contents(hits).index(backed.content) < _contents(hits).index(lone.content)
+    found = {h.observation.content: h.explanation for h in hits}
+    assert found[backed.content] is not None and found[backed.content].mechanisms["support"] > 0
+    # Its neighbour says nothing of pottery or bowls: no support.
+    assert found[lone.content] is not None and "support" not in found[lone.content].mechanisms
+
+
+def test_names_a_person_asked_about_weighs_at_most_the_topic_terms() -> None:
+    scope = ObjectId()
+    totals = [ScopeTotals(scope_id=scope, documents=1000, length=10_000)]
+    stats = [
+        TermStats(scope, "melani", 20),  # rare in a scope full of other texts
+        TermStats(scope, "camp", 100),
+        TermStats(scope, "lake", 50),
+    ]
+    names = frozenset({"melani"})
+    plain = term_weights(totals=totals, stats=stats, ranking=LAST_WAVE, names=names)
+    capped = term_weights(
+        totals=totals, stats=stats, ranking=replace(LAST_WAVE, names=True), names=names
+    )
+    assert plain is not None and capped is not None
+    assert plain.idf["melani"] > plain.idf["camp"]
+    assert capped.idf["melani"] == capped.idf["camp"]  # the least weighted other term
+    assert capped.idf["lake"] == plain.idf["lake"]
+    # A name asked about alone keeps its weight: there is no topic to weigh it against.
+    only = term_weights(
+        totals=totals, stats=stats[:1], ranking=replace(LAST_WAVE, names=True), names=names
+    )
+    assert only is not None and only.idf["melani"] == plain.idf["melani"]
+
+
+def at(when: datetime) -> dict:
+    return {"observed_at": when}
+
+
+def test_neighbour_terms_a_neighbour_entering_the_candidates_scores_its_own_text() -> None:
+    scope = ObjectId()
+    seed_obs = Observation(
+        scope_id=str(scope),
+        agent_id=AGENT,
+        content="Caroline: what got you into running?",
+        observed_at=DAY,
+        source_session_id="s1",
+        seq=1,
+    )
+    answer = Observation(
+        scope_id=str(scope),
+        agent_id=AGENT,
+        content="Melanie: running clears my head",
+        observed_at=DAY,
+        source_session_id="s1",
+        seq=2,
+    )
+    seed_obs.id, answer.id = str(ObjectId()), str(ObjectId())
+    weights = TermWeights(idf={"run": 2.0, "head": 1.0}, average_length=5, k1=0.9, b=0.0)
+    query = query_parse("running head", ranking=FINAL)
+
+    def found(own_terms: bool) -> dict:
+        seed = Candidate(ObjectId(seed_obs.id), terms={"run": 2.0}, observation=seed_obs)
+        candidates = {seed.observation_id: seed}
+        neighbour_stage(
+            candidates=candidates,
+            seeds=[seed],
+            neighbours=[answer],
+            query=query,
+            weights=weights,
+            own_terms=own_terms,
+        )
+        return candidates[ObjectId(answer.id)].terms
+
+    assert found(own_terms=False) == {}  # found through its neighbour alone
+    assert set(found(own_terms=True)) == {"run", "head"}

@@ -31,7 +31,9 @@ from tests.streams.test_search_index_exact import (
     live_of,
 )
 
-TERMS_ONLY = Ranking(people=False, neighbours=False, dates=False)
+TERMS_ONLY = Ranking(
+    people=False, proximity=False, neighbours=False, support=False, names=False, dates=False
+)
 # Skewed: the first words are in most observations (common), the last in few (rare).
 WORDS = ("coffee", "team", "deploy", "rust", "tea", "berlin", "quiet", "budget", "golang")
 QUERIES = ("coffee", "coffee berlin", "team rust golang", "tea budget", "deploy quiet coffee")

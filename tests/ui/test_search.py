@@ -24,7 +24,8 @@ def test_a_recall_message_fires_retrieval_and_shows_the_context(client_as, store
     html = client.get(reverse("ui:search"), params).content.decode()
     assert 'data-triggered="true"' in html and "recall phrase" in html
     assert "Gene uses Rust." in html and '<code class="term">rust</code>' in html
-    assert "terms #1 → people #1 → neighbours #1 → dates #1" in html  # why it ranks first
+    # Why it ranks first: its rank after each stage.
+    assert "terms #1 → people #1 → proximity #1 → neighbours #1 → dates #1" in html
     assert "&lt;MemoryContext&gt;" in html and "&lt;UserMemory user=&quot;Gene&quot;&gt;" in html
     assert "Eden Team" in html
     partial = client.get(reverse("ui:search"), params, **HTMX).content.decode()
