@@ -5,8 +5,10 @@ messages, a batch of observations, an import) first takes one of
 `MEMORY_LARGE_REQUEST_SLOTS` slots shared by every web process of the host: an exclusive
 `flock` on one of that many files under `MEMORY_DATA_DIR`. The kernel drops a lock when
 its holder dies, so a killed worker never keeps a slot. Small requests (reads, chat-sized
-messages) never wait. A large request that finds no slot within
-`MEMORY_LARGE_REQUEST_WAIT_SECONDS` answers 503 with `Retry-After`, in the API's envelope.
+messages) never wait, and neither does a request in a single-threaded worker (a wait
+there would hold back every request queued behind it on that worker). A large request
+that finds no slot within `MEMORY_LARGE_REQUEST_WAIT_SECONDS` answers 503 with
+`Retry-After`, in the API's envelope.
 
 Why: on a small host the store and the web workers share a few cores. Two clients
 sending 128 KB ingests back to back kept both cores busy, and every other caller's
@@ -105,6 +107,11 @@ class LargeRequestGateMiddleware:
         if slots < 1 or _size(request) <= settings.MEMORY_LARGE_REQUEST_BYTES:
             return self.get_response(request)
         directory = Path(settings.MEMORY_DATA_DIR) / "slots"
+        if not request.META.get("wsgi.multithread", False):
+            # A single-threaded worker (gunicorn's sync class) waiting for a slot would hold
+            # back every request behind it: it takes a free slot or goes ahead without one.
+            with host_slot(directory, slots, 0):
+                return self.get_response(request)
         with host_slot(directory, slots, settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS) as taken:
             if taken:
                 return self.get_response(request)

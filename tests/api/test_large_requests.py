@@ -13,12 +13,18 @@ from tests.api.conftest import API, assert_error
 SESSION = f"{API}/agents/agent-1/sessions/s1"
 
 
-def ingest(client, content: str, n: int = 1):
+def ingest(client, content: str, n: int = 1, *, threaded: bool = True):
+    """`threaded`: as from a worker with threads (gunicorn's gthread), where a wait is safe."""
     body = {
         "user_id": "u1",
         "messages": [{"id": f"m{n}", "role": "user", "content": content}],
     }
-    return client.post(f"{SESSION}/messages", body, content_type="application/json")
+    return client.post(
+        f"{SESSION}/messages",
+        body,
+        content_type="application/json",
+        **{"wsgi.multithread": threaded},
+    )
 
 
 def gate(settings, tmp_path, *, wait: int) -> None:
@@ -90,7 +96,9 @@ def test_slots_zero_turns_the_gate_off(api, settings, tmp_path):
 def test_a_ui_form_finding_no_slot_gets_a_page_not_json(admin_client, settings, tmp_path):
     gate(settings, tmp_path, wait=0)
     with host_slot(tmp_path / "slots", 1, 0):
-        response = admin_client.post("/agents/", {"name": "x" * 2_000})
+        response = admin_client.post(
+            "/agents/", {"name": "x" * 2_000}, **{"wsgi.multithread": True}
+        )
     assert response.status_code == 503
     assert response["Content-Type"].startswith("text/html")
     assert b"busy with other large requests" in response.content
@@ -154,3 +162,11 @@ def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(sto
         large_work.register_large_work_gate(large_job_slot)
     assert sizes == [4 * len("I like tea. " * 100)]
     assert inside == [0, 1]  # the commit ran inside the gate
+
+
+def test_a_single_threaded_worker_never_waits_for_a_slot(api, settings, tmp_path):
+    """Waiting would hold back every request queued on that worker: it goes ahead."""
+    gate(settings, tmp_path, wait=30)
+    with host_slot(tmp_path / "slots", 1, 0):
+        # The slot stays taken: a waiting request could only have ended in 503 busy.
+        assert ingest(api, "x" * 2_000, threaded=False).status_code == 202
