@@ -119,7 +119,8 @@ def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings,
 def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(store, fake_openai):
     from memory_admin.tasks import formation_settings
     from streams import large_work
-    from streams.formation import IncomingMessage, formation_run, messages_ingest
+    from streams.formation import formation_run
+    from tests.streams.test_formation import ingest as ingest_messages
     from tests.task_mode import run_job
 
     sizes: list[int] = []
@@ -137,18 +138,7 @@ def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(sto
 
     item = {"content": "Gene likes tea.", "scope": "individual"}
     fake_openai.reply_json({"observations": [item]})
-    result = messages_ingest(
-        store=store,
-        agent_id="a1",
-        session_id="s1",
-        user_id="u1",
-        user_name="Gene",
-        groups=[],
-        messages=[
-            IncomingMessage(id=f"m{i}", role="user", content="I like tea. " * 100) for i in range(4)
-        ],
-        settings=formation_settings(),
-    )
+    result = ingest_messages(store, 4, content="I like tea. " * 100)
     large_work.register_large_work_gate(Recording)
     try:
         run_job(

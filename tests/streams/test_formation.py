@@ -17,7 +17,9 @@ from tests.task_mode import run_job
 GROUPS = [{"id": "g1", "name": "Eden Team"}, {"id": "g2", "name": "Platform Guild"}]
 
 
-def ingest(store, n: int, *, start: int = 0, session: str = "s1", content: str = "hello there"):
+def ingest(
+    store, n: int, *, start: int = 0, session: str = "s1", content: str = "hello there", audit=None
+):
     return messages_ingest(
         store=store,
         agent_id="a1",
@@ -30,6 +32,7 @@ def ingest(store, n: int, *, start: int = 0, session: str = "s1", content: str =
             for i in range(start, start + n)
         ],
         settings=formation_settings(),
+        audit=audit,
     )
 
 
@@ -250,33 +253,15 @@ def test_an_ingest_that_fails_before_commit_leaves_no_message_claim_job_or_audit
         raise RuntimeError("the store went away")
 
     with pytest.raises(RuntimeError):
-        messages_ingest(
-            store=store,
-            agent_id="a1",
-            session_id="s1",
-            user_id="u1",
-            user_name="Gene",
-            groups=GROUPS,
-            messages=[IncomingMessage(id="m44", role="user", content="hello there")],
-            settings=formation_settings(),
-            audit=failing_audit,
-        )
+        ingest(store, 1, start=44, audit=failing_audit)
     buffer = store.sessions.get_buffer("a1", "s1")
     assert buffer["unformed_count"] == 44 and buffer["formation_job_id"] is None
     assert store.jobs.collection.count_documents({"agent_id": "a1"}) == 0
     assert store.sessions.messages.count_documents({"agent_id": "a1", "session_id": "s1"}) == 44
 
     audited = []
-    done = messages_ingest(
-        store=store,
-        agent_id="a1",
-        session_id="s1",
-        user_id="u1",
-        user_name="Gene",
-        groups=GROUPS,
-        messages=[IncomingMessage(id="m44", role="user", content="hello there")],
-        settings=formation_settings(),
-        audit=lambda result, session: audited.append(result.formation_job.id),
+    done = ingest(
+        store, 1, start=44, audit=lambda result, session: audited.append(result.formation_job.id)
     )
     assert done.accepted == 1 and audited == [done.formation_job.id]
     assert store.sessions.get_buffer("a1", "s1")["formation_job_id"] is not None
