@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import fcntl
 import os
-import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from django.conf import settings
@@ -34,16 +33,22 @@ from memory_admin.api.errors import error_response
 from memory_admin.api.middleware import is_api_request
 
 POLL_SECONDS = 0.005
-_made: set[Path] = set()
-_made_lock = threading.Lock()
 
 
 def _slot_files(directory: Path, slots: int) -> list[Path]:
-    with _made_lock:
-        if directory not in _made:
-            directory.mkdir(parents=True, exist_ok=True)
-            _made.add(directory)
+    directory.mkdir(parents=True, exist_ok=True)
     return [directory / f"large-request-{n}.lock" for n in range(slots)]
+
+
+def _gated(size: int) -> bool:
+    """Whether `size` bytes of work must take a slot (the gate is on and the work large)."""
+    return settings.MEMORY_LARGE_REQUEST_SLOTS >= 1 and size > settings.MEMORY_LARGE_REQUEST_BYTES
+
+
+def _host_slot(wait_seconds: float) -> AbstractContextManager[bool]:
+    """A slot of this deployment's host: the configured count, under `MEMORY_DATA_DIR`."""
+    directory = Path(settings.MEMORY_DATA_DIR) / "slots"
+    return host_slot(directory, settings.MEMORY_LARGE_REQUEST_SLOTS, wait_seconds)
 
 
 @contextmanager
@@ -52,22 +57,13 @@ def host_slot(directory: Path, slots: int, wait_seconds: float) -> Iterator[bool
     was taken (and holds it until the block ends)."""
     files = _slot_files(directory, slots)
     deadline = time.monotonic() + wait_seconds
-    held: int | None = None
-    while held is None:
-        for path in files:
-            fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            held = fd
-            break
-        if held is None:
-            if time.monotonic() >= deadline:
-                yield False
-                return
-            time.sleep(POLL_SECONDS)
+    held = _take_one(files)
+    while held is None and time.monotonic() < deadline:
+        time.sleep(POLL_SECONDS)
+        held = _take_one(files)
+    if held is None:
+        yield False
+        return
     try:
         yield True
     finally:
@@ -75,17 +71,28 @@ def host_slot(directory: Path, slots: int, wait_seconds: float) -> Iterator[bool
         os.close(held)
 
 
+def _take_one(files: list[Path]) -> int | None:
+    """The descriptor of the first free slot file, now locked; None when all are taken."""
+    for path in files:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return fd
+    return None
+
+
 @contextmanager
 def large_job_slot(size: int) -> Iterator[None]:
     """A background job's large write (`streams.large_work`) takes a slot like a large
     request does; when none frees within the wait it goes ahead anyway (a job is never
     failed for being patient)."""
-    slots = settings.MEMORY_LARGE_REQUEST_SLOTS
-    if slots < 1 or size <= settings.MEMORY_LARGE_REQUEST_BYTES:
+    if not _gated(size):
         yield
         return
-    directory = Path(settings.MEMORY_DATA_DIR) / "slots"
-    with host_slot(directory, slots, settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS):
+    with _host_slot(settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS):
         yield
 
 
@@ -103,16 +110,14 @@ class LargeRequestGateMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        slots = settings.MEMORY_LARGE_REQUEST_SLOTS
-        if slots < 1 or _size(request) <= settings.MEMORY_LARGE_REQUEST_BYTES:
+        if not _gated(_size(request)):
             return self.get_response(request)
-        directory = Path(settings.MEMORY_DATA_DIR) / "slots"
         if not request.META.get("wsgi.multithread", False):
             # A single-threaded worker (gunicorn's sync class) waiting for a slot would hold
             # back every request behind it: it takes a free slot or goes ahead without one.
-            with host_slot(directory, slots, 0):
+            with _host_slot(0):
                 return self.get_response(request)
-        with host_slot(directory, slots, settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS) as taken:
+        with _host_slot(settings.MEMORY_LARGE_REQUEST_WAIT_SECONDS) as taken:
             if taken:
                 return self.get_response(request)
         return _busy(request)

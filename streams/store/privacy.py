@@ -19,6 +19,7 @@ from pymongo.database import Database
 from streams.documents import Observation
 from streams.store import consolidations, observations, scopes, search, sessions
 from streams.store.indexes import IndexSpec, index
+from streams.store.lookups import find_in_parts
 
 INDEXES: list[IndexSpec] = [
     # Forget user: the sessions (buffers) the user spoke in.
@@ -133,10 +134,10 @@ class PrivacyRepository:
         if not terms:
             return 0
         keys = [search.term_key(scope_id, t) for t in terms]
-        dead = [
-            d["_id"]
-            for d in self.search_terms.find({"_id": {"$in": keys}, "df": {"$lte": 0}}, {"_id": 1})
-        ]
+        found = find_in_parts(
+            self.search_terms, "_id", keys, extra={"df": {"$lte": 0}}, projection={"_id": 1}
+        )
+        dead = [d["_id"] for d in found]
         if not dead:
             return 0
         # The heads, their sealed chunks (`k`), and heads of the earlier layout (no `k`).

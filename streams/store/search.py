@@ -51,6 +51,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.store.indexes import IndexSpec, index
+from streams.store.lookups import find_in_parts
 
 COLLECTION = "memory_search_terms"
 INDEXES: list[IndexSpec] = [
@@ -60,7 +61,6 @@ INDEXES: list[IndexSpec] = [
 CHUNK = 64  # postings per sealed chunk
 TOP = 64  # postings of highest impact copied into a term's head
 RARE_CHUNKS = 16  # sealed chunks a term may have and still be read in full
-HEAD_READ = 64  # term heads per find when a write reads them
 # The impact order of the top block: BM25's term part at a fixed reference length (the
 # ranking's own k1, b and the scope's average length only shift it; `etf`/`elen` keep
 # the bound exact whatever they are).
@@ -327,7 +327,8 @@ class SearchIndexRepository:
                 key = term_key(change.scope_id, term)
                 terms.setdefault(key, (change.scope_id, term, []))[2].append(change)
             totals.setdefault(change.scope_id, []).append(change)
-        current = {d["_id"]: d for d in self._heads(list(terms), session)}
+        heads = find_in_parts(self.collection, "_id", list(terms), session=session)
+        current = {d["_id"]: d for d in heads}
         ops: list[Any] = []
         if sign > 0:
             # Grouped by kind: an ordered bulk write sends one command per run of a kind.
@@ -371,16 +372,6 @@ class SearchIndexRepository:
             )
         if ops:
             self.collection.bulk_write(ops, ordered=True, session=session)
-
-    def _heads(self, keys: list[str], session: ClientSession) -> list[dict[str, Any]]:
-        """The heads of `keys`, in finds of at most `HEAD_READ` keys: the embedded store
-        checks every document it finds against the whole `$in` list, so one find of a
-        batch's 600 terms costs 600 x 600 comparisons, and ten finds of 60 a tenth."""
-        docs: list[dict[str, Any]] = []
-        for start in range(0, len(keys), HEAD_READ):
-            part = keys[start : start + HEAD_READ]
-            docs += self.collection.find({"_id": {"$in": part}}, session=session)
-        return docs
 
     def _removals(
         self,
