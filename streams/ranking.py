@@ -230,14 +230,12 @@ def term_weights(
 
 def term_stage(
     *,
-    totals: list[ScopeTotals],
     stats: list[TermStats],
-    ranking: Ranking,
+    weights: TermWeights | None,
     exclude_ids: frozenset[str] = frozenset(),
-    names: frozenset[str] = frozenset(),
 ) -> dict[ObjectId, Candidate]:
-    """BM25 over the union of the scopes: a term's weight and each hit's share of it."""
-    weights = term_weights(totals=totals, stats=stats, ranking=ranking, names=names)
+    """BM25 over the union of the scopes (`weights`, from `term_weights`): each hit's share
+    of each term's weight."""
     if weights is None:
         return {}
     candidates: dict[ObjectId, Candidate] = {}

@@ -229,15 +229,13 @@ def search_in_scopes(
     if not parsed.terms or not scopes:
         return []
     totals, stats = store.search_index.read([ObjectId(s.id) for s in scopes], parsed.terms)
-    candidates = term_stage(
-        totals=totals, stats=stats, ranking=ranking, exclude_ids=exclude_ids, names=parsed.names
-    )
+    weights = term_weights(totals=totals, stats=stats, ranking=ranking, names=parsed.names)
+    candidates = term_stage(stats=stats, weights=weights, exclude_ids=exclude_ids)
     if ranking.people:
         people_stage(candidates=candidates, query=parsed)
     windowed = observed_after is not None or observed_before is not None
     pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5)
     cut = cut_terms(stats)
-    weights = term_weights(totals=totals, stats=stats, ranking=ranking, names=parsed.names)
     if cut and weights is not None:
         # Common terms were read only in part: the pool goes by what each candidate could
         # still score, and the fetched ones get their exact score from their text.

@@ -62,7 +62,8 @@ def test_term_weighting_punishes_length_less_than_last_wave_and_final_not_at_all
     stats = [TermStats(scope, "rust", 2, [Posting(short, 1, 4), Posting(long, 1, 20)])]
 
     def ratio(ranking: Ranking) -> float:
-        found = term_stage(totals=totals, stats=stats, ranking=ranking)
+        weights = term_weights(totals=totals, stats=stats, ranking=ranking)
+        found = term_stage(stats=stats, weights=weights)
         return found[long].term_score / found[short].term_score
 
     short_passages = replace(LAST_WAVE, k1=SHORT_K1, b=SHORT_B)
