@@ -41,6 +41,7 @@ from streams.ranking import (
     people_stage,
     proximity_stage,
     query_parse,
+    rank_among,
     term_stage,
     term_weights,
     upper_bound,
@@ -260,17 +261,21 @@ def search_in_scopes(
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
         kept[candidate.observation_id] = candidate
+    rank_among(candidates.values(), kept.values(), people=ranking.people)
     if cut and weights is not None:
         complete_terms(kept, cut, weights)
         if ranking.people:
             people_stage(candidates=kept, query=parsed)
+        rank_among(kept.values(), kept.values(), people=ranking.people)
     if ranking.proximity:
         proximity_stage(candidates=kept, query=parsed, weights=weights)
     if ranking.neighbours and kept:
         seeds = neighbour_seeds(ordered(kept.values()), ranking)
         neighbours = [
             o
-            for o in _neighbours(store=store, seeds=seeds)
+            for o in _neighbours(
+                store=store, seeds=seeds, known=[c.observation for c in kept.values()]
+            )
             if str(o.id) not in exclude_ids and _in_window(o, observed_after, observed_before)
         ]
         neighbour_stage(
@@ -308,16 +313,24 @@ def search_in_scopes(
     return hits
 
 
-def _neighbours(*, store: MemoryStore, seeds: list[Candidate]) -> list[Observation]:
+def _neighbours(
+    *, store: MemoryStore, seeds: list[Candidate], known: list[Observation | None]
+) -> list[Observation]:
     """The log around the seeds from a session, in one read: of the scope that holds most
-    of them (a second scope would cost a second round trip)."""
+    of them (a second scope would cost a second round trip). The `known` (fetched
+    already) are not read again: the store's cost is per document, and a session's turns
+    are often candidates together."""
     sessions = [c.observation for c in seeds if c.observation and c.observation.source_session_id]
     if not sessions:
         return []
     counts = Counter(o.scope_id for o in sessions)
     scope_id = max(counts, key=lambda s: counts[s])  # ties: the best seed's scope (first seen)
-    seqs = [o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps()]
-    return store.observations.neighbours(ObjectId(scope_id), seqs)
+    seqs = {o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps()}
+    have = {o.seq: o for o in known if o is not None and o.scope_id == scope_id}
+    missing = [s for s in seqs if s not in have]
+    return store.observations.neighbours(ObjectId(scope_id), missing) + [
+        have[s] for s in seqs if s in have
+    ]
 
 
 def _in_window(o: Observation, after: datetime | None, before: datetime | None) -> bool:
