@@ -36,7 +36,7 @@ class EmbeddedServer:
 
     @property
     def uri(self) -> str:
-        # directConnection: the server advertises a one-node replica set; we talk to it alone.
+        # directConnection: we talk to this one server (a one-node replica set with the oplog on).
         return f"mongodb://127.0.0.1:{self.port}/?directConnection=true&journal=true"
 
 
@@ -211,19 +211,29 @@ def _locked(path: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-# -- footprint: the oplog -------------------------------------------------------------------
+# -- footprint and write cost: the oplog -----------------------------------------------------
 
 # Nothing in the project reads the oplog (no change streams; Celery's kombu transports
-# poll collections, they do not tail the oplog), yet at the server's defaults (1 hour,
-# 100,000 entries) it was 112 MiB of 150 after 5,463 single adds: bounded tighter here.
+# poll collections, they do not tail the oplog). At the server's defaults (1 hour,
+# 100,000 entries) it was 112 MiB of 150 after 5,463 single adds, and writing it (an
+# entry and an update description per changed document, then pruning) was a sixth of
+# the server's time on a batch add. So the server runs without one (`--standalone`:
+# transactions, snapshot reads and write conflicts work the same). MEMORY_STORE_OPLOG=on
+# runs it as a one-node replica set with a bounded oplog, for a change-stream reader.
 OPLOG_SECONDS_DEFAULT = 300
 OPLOG_ENTRIES_DEFAULT = 10_000
 
 
 def oplog_args() -> list[str]:
-    """The server's oplog bounds from `MEMORY_STORE_OPLOG_SECONDS` and
-    `MEMORY_STORE_OPLOG_ENTRIES` (environment, so a server started outside Django gets the
-    same); whichever bound is reached first prunes the oldest entries."""
+    """`--standalone` (no oplog) unless `MEMORY_STORE_OPLOG` is on; then the oplog's bounds
+    from `MEMORY_STORE_OPLOG_SECONDS` and `MEMORY_STORE_OPLOG_ENTRIES` (environment, so a
+    server started outside Django gets the same): whichever is reached first prunes the
+    oldest entries."""
+    mode = os.environ.get("MEMORY_STORE_OPLOG", "off").strip().lower() or "off"
+    if mode not in ("on", "off"):
+        raise ImproperlyConfigured(f"MEMORY_STORE_OPLOG must be on or off, not {mode!r}")
+    if mode == "off":
+        return ["--standalone"]
     return [
         "--oplog-retention-seconds",
         str(_positive_env("MEMORY_STORE_OPLOG_SECONDS", OPLOG_SECONDS_DEFAULT)),

@@ -52,14 +52,56 @@ def test_a_dead_server_is_replaced(tmp_path):
         stop_embedded_server(data_dir=tmp_path)
 
 
+def test_the_store_runs_without_an_oplog_and_transactions_still_conflict(monkeypatch, tmp_path):
+    """By default the server keeps no oplog (`--standalone`); a transaction still commits
+    atomically and a concurrent write to the same document still conflicts."""
+    import pytest
+    from django.core.exceptions import ImproperlyConfigured
+    from pymongo import MongoClient
+    from pymongo.errors import OperationFailure
+    from pymongo.read_concern import ReadConcern
+    from pymongo.write_concern import WriteConcern
+
+    from memory_admin.embedded_store import oplog_args
+
+    monkeypatch.delenv("MEMORY_STORE_OPLOG", raising=False)
+    assert oplog_args() == ["--standalone"]
+    uri = embedded_server_uri(data_dir=tmp_path)
+    client = MongoClient(uri)
+    try:
+        assert "setName" not in client.admin.command("hello")
+        docs = client.t.docs
+        docs.insert_one({"_id": 1, "n": 0})
+        txn = {"read_concern": ReadConcern("snapshot"), "write_concern": WriteConcern(w="majority")}
+        with client.start_session() as first, client.start_session() as second:
+            first.start_transaction(**txn)
+            docs.update_one({"_id": 1}, {"$inc": {"n": 1}}, session=first)
+            docs.insert_one({"_id": 2}, session=first)
+            second.start_transaction(**txn)
+            with pytest.raises(OperationFailure) as conflict:
+                docs.update_one({"_id": 1}, {"$inc": {"n": 10}}, session=second)
+            assert conflict.value.code == 112  # WriteConflict: the second one retries
+            assert conflict.value.has_error_label("TransientTransactionError")
+            second.abort_transaction()
+            first.commit_transaction()
+        assert docs.find_one({"_id": 1})["n"] == 1 and docs.count_documents({}) == 2
+    finally:
+        client.close()
+        stop_embedded_server(data_dir=tmp_path)
+    monkeypatch.setenv("MEMORY_STORE_OPLOG", "sometimes")
+    with pytest.raises(ImproperlyConfigured, match="MEMORY_STORE_OPLOG"):
+        oplog_args()
+
+
 def test_the_oplog_is_bounded_by_settings(monkeypatch, tmp_path):
-    """The server gets the oplog bounds (defaults 300 s / 10,000 entries, or the
+    """With the oplog on, the server gets its bounds (defaults 300 s / 10,000 entries, or the
     environment's), and a bad value stops the start with a clear message."""
     import pytest
     from django.core.exceptions import ImproperlyConfigured
 
     from memory_admin.embedded_store import oplog_args
 
+    monkeypatch.setenv("MEMORY_STORE_OPLOG", "on")
     monkeypatch.delenv("MEMORY_STORE_OPLOG_SECONDS", raising=False)
     monkeypatch.delenv("MEMORY_STORE_OPLOG_ENTRIES", raising=False)
     assert oplog_args() == ["--oplog-retention-seconds", "300", "--oplog-max-entries", "10000"]
