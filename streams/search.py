@@ -261,12 +261,14 @@ def search_in_scopes(
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
         kept[candidate.observation_id] = candidate
-    rank_among(candidates.values(), kept.values(), people=ranking.people)
     if cut and weights is not None:
+        # Their scores are exact only now: ranked among themselves.
         complete_terms(kept, cut, weights)
         if ranking.people:
             people_stage(candidates=kept, query=parsed)
         rank_among(kept.values(), kept.values(), people=ranking.people)
+    else:
+        rank_among(candidates.values(), kept.values(), people=ranking.people)
     if ranking.proximity:
         proximity_stage(candidates=kept, query=parsed, weights=weights)
     if ranking.neighbours and kept:
