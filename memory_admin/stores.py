@@ -50,6 +50,7 @@ def get_store() -> MemoryStore:
             "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
         },
         prices=settings.MEMORY_LLM_PRICES,
+        access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

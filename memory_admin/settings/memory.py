@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_int, env_str
+from memory_admin.settings.env import env_float, env_int, env_str
 
 MEMORY_FORMATION_MAX_MESSAGES = env_int("MEMORY_FORMATION_MAX_MESSAGES", 45)
 MEMORY_FORMATION_MAX_TOKENS = env_int("MEMORY_FORMATION_MAX_TOKENS", 1000)
@@ -27,6 +27,10 @@ MEMORY_API_RATE_LIMIT = env_int("MEMORY_API_RATE_LIMIT", 0)
 MEMORY_LARGE_REQUEST_BYTES = env_int("MEMORY_LARGE_REQUEST_BYTES", 65536)
 MEMORY_LARGE_REQUEST_SLOTS = env_int("MEMORY_LARGE_REQUEST_SLOTS", 1)
 MEMORY_LARGE_REQUEST_WAIT_SECONDS = env_int("MEMORY_LARGE_REQUEST_WAIT_SECONDS", 30)
+# Context calls count an access of each observation they retrieve; the counts are
+# summed per observation and written at most this many seconds later (0: each call
+# writes its own, unawaited). A process killed in between loses that second's counts.
+MEMORY_ACCESS_FLUSH_SECONDS = env_float("MEMORY_ACCESS_FLUSH_SECONDS", 1.0)
 # Embedded default (no broker): jobs run in this many background threads of the web
 # process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).
 # 0 runs them synchronously after the request (the test suite's mode).

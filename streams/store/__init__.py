@@ -82,6 +82,7 @@ class MemoryStore:
         *,
         scope_defaults: dict[str, Any] | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
+        access_flush_seconds: float = 0.0,
     ) -> None:
         self.client = client
         self.db = client[db_name]
@@ -89,7 +90,10 @@ class MemoryStore:
         self.scope_defaults = dict(scope_defaults or {})
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
-        self.observations = observations.ObservationRepository(self.db)
+        # Context calls' access counts: written behind, summed, within this many seconds.
+        self.observations = observations.ObservationRepository(
+            self.db, access_flush_seconds=access_flush_seconds
+        )
         self.consolidations = consolidations.ConsolidationRepository(self.db)
         self.jobs = jobs.JobRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
