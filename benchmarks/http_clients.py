@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import multiprocessing
 import threading
 import time
 from collections.abc import Callable
@@ -85,22 +86,35 @@ def ingest_call(client: Client, session: str, turn: int, *, size: int, count: in
 def drive(
     web: WebProcess, seconds: float, loops: list[Callable[[Client, int], tuple[float, int]]]
 ) -> list[Tally]:
-    """Run each loop in its own thread and connection for `seconds`; one tally per loop."""
-    tallies = [Tally() for _ in loops]
-    stop = time.monotonic() + seconds
+    """Run each loop in its own process and connection for `seconds`; one tally per loop.
 
-    def worker(loop: Callable[[Client, int], tuple[float, int]], tally: Tally) -> None:
+    Processes, not threads: callers are separate programs, and one client process's
+    threads would share its GIL, so a sender's work would show up in another caller's
+    latency without the server having anything to do with it.
+    """
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    stop = time.monotonic() + seconds  # CLOCK_MONOTONIC is system-wide: children share it
+
+    def worker(index: int, loop: Callable[[Client, int], tuple[float, int]]) -> None:
         client = Client(web)
+        tally = Tally()
         n = 0
         while time.monotonic() < stop:
             tally.add(*loop(client, n))
             n += 1
+        results.put((index, tally.latencies, tally.statuses))
 
-    threads = [
-        threading.Thread(target=worker, args=pair) for pair in zip(loops, tallies, strict=True)
+    processes = [
+        context.Process(target=worker, args=(index, loop)) for index, loop in enumerate(loops)
     ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    for process in processes:
+        process.start()
+    tallies = [Tally() for _ in loops]
+    for _ in processes:
+        index, latencies, statuses = results.get()
+        tallies[index].latencies.extend(latencies)
+        tallies[index].statuses.update(statuses)
+    for process in processes:
+        process.join()
     return tallies
