@@ -3,9 +3,10 @@ session neighbours (and their support) and dates, each a stage whose effect on e
 is kept so search can explain itself.
 
 Pure functions over what the text index returns (postings with term frequency and
-document length, scope totals) and over the fetched observations; `streams.search`
-does the store reads. Every mechanism is a switch of `Ranking`, so the retrieval
-benchmark can measure each one alone; `FINAL` is what search uses.
+document length, scope totals); the stages over the fetched observations' texts are in
+`streams.rerank`, and `streams.search` does the store reads. Every mechanism is a switch
+of `Ranking`, so the retrieval benchmark can measure each one alone; `FINAL` is what
+search uses.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 from bson import ObjectId
 
 from streams.documents import Observation
-from streams.search_text import MAX_TERM_CHARS, STOP_WORDS, query_terms, stem, term_counts, tokens
+from streams.search_text import STOP_WORDS, query_terms, term_counts
 from streams.store.search import ANY, ScopeTotals, TermStats, may_hold
 
 STAGES = ("terms", "people", "proximity", "neighbours", "dates")
@@ -43,33 +43,14 @@ _QUESTION_FORM_TEXT = """
 """
 QUESTION_FORM_WORDS = frozenset(_QUESTION_FORM_TEXT.split())
 PEOPLE_BOOST = 0.3  # a hit that names the person asked about, over one that does not
-NEIGHBOUR_SHARE = 0.5  # of the best same-session neighbour's score, halved per step away
-NEIGHBOUR_REACH = 1  # how many turns away a neighbour may be
 NEIGHBOUR_SEEDS = 10  # the best candidates whose session neighbours are fetched
 POOL = 30  # candidates fetched (one read) and reranked by the stages after term weights
-NEIGHBOUR_WINDOW = timedelta(hours=6)  # neighbours further apart in time are another session
-DATE_BOOST = 0.5  # for "when" questions: a hit that says when, over one that does not
-# Term proximity (Büttcher, Clarke and Lushman 2006, "BM25TP"): query terms that occur
-# close together in a text (an observation says it) over the same terms scattered
-# apart (a text that only mentions them). Pairs further apart add nothing.
-PROXIMITY_REACH = 5  # words apart, stop words counted
 
 WHEN_QUESTION = re.compile(
     r"\b(?:when|what (?:year|month|day|date|time|week)|which (?:year|month|day|date|week)"
     r"|how long|how long ago|since when|what age)\b",
     re.IGNORECASE,
 )
-MONTHS = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
-)
-DAYS = "monday tuesday wednesday thursday friday saturday sunday weekend"
-TIME_WORDS = (
-    "yesterday today tomorrow tonight ago last next later earlier recently soon since week "
-    "weeks month months year years day days morning evening night birthday anniversary"
-)
-TEMPORAL_WORDS = frozenset(f"{MONTHS} {DAYS} {TIME_WORDS}".split())
-YEAR_OR_DATE = re.compile(r"\b(?:1[89]\d\d|20\d\d|\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?)\b")
 
 
 @dataclass(frozen=True)
@@ -173,13 +154,6 @@ def _capitalised_stems(text: str) -> frozenset[str]:
 
 def asks_when(text: str) -> bool:
     return bool(WHEN_QUESTION.search(text))
-
-
-def says_when(content: str) -> bool:
-    """Whether a text places something in time: a date, a year, a weekday or month, "ago"..."""
-    if YEAR_OR_DATE.search(content):
-        return True
-    return any(w in TEMPORAL_WORDS for w in tokens(content))
 
 
 # -- stage 1: term weights ---------------------------------------------------------------
@@ -317,177 +291,6 @@ def people_stage(*, candidates: dict[ObjectId, Candidate], query: Query) -> None
                 candidate.mechanisms["people"] = PEOPLE_BOOST * candidate.term_score
 
 
-# -- stage 3: term proximity -------------------------------------------------------------
-
-
-def query_positions(content: str, terms: frozenset[str]) -> list[tuple[int, str]]:
-    """Where the query's terms occur in a text: (word position, term), in order; stop words
-    keep their position, so "poetry reading" is 1 apart and "made for a church" 3."""
-    out: list[tuple[int, str]] = []
-    for position, word in enumerate(tokens(content)):
-        word = word.strip("_")
-        if not word or word in STOP_WORDS or len(word) > MAX_TERM_CHARS:
-            continue
-        term = stem(word)
-        if term in terms:
-            out.append((position, term))
-    return out
-
-
-def proximity_score(positions: list[tuple[int, str]], weights: TermWeights, length: int) -> float:
-    """BM25TP: each pair of consecutive occurrences of two different query terms, `d` words
-    apart, adds the other term's weight over d² to each term's accumulator, which is then
-    saturated as a term frequency is (so one close pair counts most, repeats less)."""
-    accumulated: dict[str, float] = {}
-    for (p, a), (q, b) in zip(positions, positions[1:], strict=False):
-        distance = q - p
-        if a == b or distance > PROXIMITY_REACH:
-            continue
-        accumulated[a] = accumulated.get(a, 0.0) + weights.idf.get(b, 0.0) / distance**2
-        accumulated[b] = accumulated.get(b, 0.0) + weights.idf.get(a, 0.0) / distance**2
-    norm = weights.k1 * (1 - weights.b + weights.b * length / weights.average_length)
-    return sum(
-        min(1.0, weights.idf.get(t, 0.0)) * acc * (weights.k1 + 1) / (acc + norm)
-        for t, acc in accumulated.items()
-    )
-
-
-def proximity_stage(
-    *, candidates: dict[ObjectId, Candidate], query: Query, weights: TermWeights | None
-) -> None:
-    """Query terms close together in a hit add to its score: a sentence keeps the words of
-    what it says together, a text that merely holds the same words does not."""
-    terms = frozenset(query.terms)
-    if weights is not None and len(terms) > 1:
-        for candidate in candidates.values():
-            if candidate.observation is None or len(candidate.terms) < 2:
-                continue
-            positions = query_positions(candidate.observation.content, terms)
-            bonus = proximity_score(positions, weights, max(1, candidate.length))
-            if bonus > 0:
-                candidate.mechanisms["proximity"] = bonus
-    _rank(candidates.values(), "proximity")
-
-
-# -- stage 4: session neighbours ---------------------------------------------------------
-
-
-def neighbour_seeds(candidates: list[Candidate], ranking: Ranking) -> list[Candidate]:
-    """The best candidates, whose neighbours in their session are worth fetching."""
-    return candidates[: ranking.seeds]
-
-
-def neighbour_steps() -> list[int]:
-    """Offsets in the log of the turns around an observation."""
-    return [s for d in range(1, NEIGHBOUR_REACH + 1) for s in (-d, d)]
-
-
-def are_neighbours(a: Observation, b: Observation) -> bool:
-    """Close in the same scope's log, from the same session, and close in time (a session
-    id that lives for months is many conversations). Observations without a session
-    (added by hand) have no neighbours."""
-    if a.scope_id != b.scope_id or not 0 < abs(a.seq - b.seq) <= NEIGHBOUR_REACH:
-        return False
-    if not a.source_session_id or a.source_session_id != b.source_session_id:
-        return False
-    return abs(a.observed_at - b.observed_at) <= NEIGHBOUR_WINDOW
-
-
-def neighbour_stage(
-    *,
-    candidates: dict[ObjectId, Candidate],
-    seeds: list[Candidate],
-    neighbours: list[Observation],
-    query: Query | None = None,
-    weights: TermWeights | None = None,
-    support: bool = False,
-    own_terms: bool = False,
-) -> None:
-    """A turn next to a strong match in the same session gains a share of its score: an
-    answer often sits one turn after the question that names the topic. With `support`,
-    the match also gains a share of what its neighbours say of the query (their term
-    score, from their text): a session about the topic backs its turns up, a lone text
-    that happens to hold the words has nothing around it. With `own_terms`, a neighbour
-    that enters the candidates gets its own term score from its text, as if every
-    posting had been read (in a large scope its common terms were cut from the read,
-    and the answer turn found as a neighbour lost what it says itself)."""
-    by_slot = {(o.scope_id, o.seq): o for o in neighbours}
-    said: dict[str, dict[str, float]] = {}  # each neighbour's text scored once
-
-    def scored(o: Observation) -> dict[str, float]:
-        if o.id not in said:
-            assert weights is not None and query is not None
-            said[o.id] = text_terms(o.content, query, weights)
-        return said[o.id]
-
-    if support and weights is not None and query is not None:
-        _support(seeds, by_slot, scored)
-    by_slot = {k: o for k, o in by_slot.items() if ObjectId(o.id) not in candidates}
-    for seed in seeds:
-        if seed.observation is None:
-            continue
-        base = seed.score  # its terms, people, proximity and support (seeds gain no share)
-        for step in neighbour_steps():
-            other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted or not are_neighbours(seed.observation, other):
-                continue
-            oid = ObjectId(other.id)
-            candidate = candidates.get(oid)
-            if candidate is None:
-                candidate = candidates[oid] = Candidate(oid, observation=other)
-                if own_terms and weights is not None and query is not None:
-                    candidate.terms = dict(scored(other))
-            elif candidate.observation is None:
-                candidate.observation = other
-            gain = NEIGHBOUR_SHARE * base / 2 ** (abs(step) - 1)
-            candidate.mechanisms["neighbours"] = max(
-                candidate.mechanisms.get("neighbours", 0.0), gain
-            )
-    _rank(candidates.values(), "neighbours")
-
-
-def text_terms(content: str, query: Query, weights: TermWeights) -> dict[str, float]:
-    """A text's score per query term, from the text itself."""
-    counts = term_counts(content)
-    length = max(1, sum(counts.values()))
-    return {
-        t: weights.gain(t, counts[t], length)
-        for t in query.terms
-        if counts.get(t) and t in weights.idf
-    }
-
-
-def _support(
-    seeds: list[Candidate],
-    by_slot: dict[tuple[str, int], Observation],
-    scored: Callable[[Observation], dict[str, float]],
-) -> None:
-    for seed in seeds:
-        if seed.observation is None or not seed.terms:
-            continue
-        best = 0.0
-        for step in neighbour_steps():
-            other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted or not are_neighbours(seed.observation, other):
-                continue
-            best = max(best, sum(scored(other).values()) / 2 ** (abs(step) - 1))
-        if best > 0:
-            seed.mechanisms["support"] = NEIGHBOUR_SHARE * best
-
-
-# -- stage 5: dates ----------------------------------------------------------------------
-
-
-def date_stage(*, candidates: dict[ObjectId, Candidate], query: Query) -> None:
-    """A "when" question: hits that say when something happened come first among equals."""
-    if query.asks_when:
-        for candidate in candidates.values():
-            if candidate.observation is not None and says_when(candidate.observation.content):
-                base = candidate.score
-                candidate.mechanisms["dates"] = DATE_BOOST * base
-    _rank(candidates.values(), "dates")
-
-
 # -- ordering ----------------------------------------------------------------------------
 
 
@@ -509,7 +312,8 @@ def _term_order_key(candidate: Candidate) -> tuple[float, bytes]:
     return sum(candidate.terms.values()), candidate.observation_id.binary
 
 
-def _rank(candidates: object, stage: str) -> None:
+def rank_stage(candidates: object, stage: str) -> None:
+    """Every candidate's rank after `stage`, for the explanation."""
     for rank, candidate in enumerate(ordered(candidates), start=1):
         candidate.ranks[stage] = rank
 

@@ -33,18 +33,20 @@ from streams.ranking import (
     Ranking,
     complete_terms,
     cut_terms,
-    date_stage,
-    neighbour_seeds,
-    neighbour_stage,
-    neighbour_steps,
     ordered,
     people_stage,
-    proximity_stage,
     query_parse,
     rank_among,
     term_stage,
     term_weights,
     upper_bound,
+)
+from streams.rerank import (
+    date_stage,
+    neighbour_seeds,
+    neighbour_stage,
+    neighbour_steps,
+    proximity_stage,
 )
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession

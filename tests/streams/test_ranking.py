@@ -16,20 +16,22 @@ from streams.ranking import (
     FINAL,
     LAST_WAVE,
     POOL,
-    PROXIMITY_REACH,
     SHORT_B,
     SHORT_K1,
     Candidate,
     Ranking,
     TermWeights,
     asks_when,
-    neighbour_stage,
-    proximity_score,
     query_parse,
-    query_positions,
-    says_when,
     term_stage,
     term_weights,
+)
+from streams.rerank import (
+    PROXIMITY_REACH,
+    neighbour_stage,
+    proximity_score,
+    query_positions,
+    says_when,
 )
 from streams.search import search_observations
 from streams.store import MemoryStore
