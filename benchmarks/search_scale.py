@@ -33,6 +33,7 @@ from streams.documents import Observation
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_index_build, search_observations
 from streams.store import MemoryStore
+from streams.store import postings as index_format
 from streams.store import search as layout
 
 SIZES = [0, 10_000, 100_000]
@@ -78,8 +79,9 @@ def run(sizes: list[int] | None = None) -> None:
             client.close()
     print_table(
         f"Search at scale: LoCoMo conv-26 ({len(turns)} turns, {len(questions)} questions) "
-        f"in one scope among N distractors (chunks of {layout.CHUNK}, top block {layout.TOP}, "
-        f"rare up to {layout.RARE_CHUNKS} chunks), in-process, embedded store",
+        f"in one scope among N distractors (chunks of {index_format.CHUNK}, top block "
+        f"{index_format.TOP}, rare up to {index_format.RARE_CHUNKS} chunks), in-process, "
+        "embedded store",
         [
             "N distractors",
             "scope size",

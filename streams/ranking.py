@@ -21,7 +21,8 @@ from bson import ObjectId
 
 from streams.documents import Observation
 from streams.search_text import STOP_WORDS, query_terms, term_counts
-from streams.store.search import ANY, ScopeTotals, TermStats, may_hold
+from streams.store.postings import ANY, may_hold
+from streams.store.search import ScopeTotals, TermStats
 
 STAGES = ("terms", "people", "proximity", "neighbours", "dates")
 # Last wave's BM25 was Lucene's classic k1 1.2, b 0.75. Observations are short and of

@@ -22,13 +22,10 @@ from streams.exceptions import NotFound
 from streams.ids import require_object_id
 from streams.search_text import term_counts
 from streams.store import MemoryStore
+from streams.store import postings as index_format
 from streams.store import search as layout
-from streams.store.search import (
-    Head,
-    IndexChange,
-    decode_postings,
-    fresh_documents,
-)
+from streams.store.postings import Head, decode_postings
+from streams.store.search import IndexChange, fresh_documents
 
 BATCH = 1000
 
@@ -119,7 +116,7 @@ def search_index_problems(*, store: MemoryStore, scope_id: str) -> list[str]:
             if head is None:
                 problems.append(f"{doc['_id']}: a chunk without its head")
                 continue
-            if doc["f"] != head.rare or doc["n"] >= head.chunks or len(found) > layout.CHUNK:
+            if doc["f"] != head.rare or doc["n"] >= head.chunks or len(found) > index_format.CHUNK:
                 problems.append(f"{doc['_id']}: flag, number or size")
             if any(p.frequency > doc["mtf"] or p.length < doc["mlen"] for p in found):
                 problems.append(f"{doc['_id']}: a posting above its chunk's bound")
@@ -128,7 +125,7 @@ def search_index_problems(*, store: MemoryStore, scope_id: str) -> list[str]:
         ids = [p.observation_id for p in every]
         if len(ids) != len(set(ids)):
             problems.append(f"{key}: a posting in two chunks")
-        if len(head.open) >= layout.CHUNK:
+        if len(head.open) >= index_format.CHUNK:
             problems.append(f"{key}: the open chunk is full")
         if not set(head.top) <= set(every):
             problems.append(f"{key}: the top block holds a posting the term does not")

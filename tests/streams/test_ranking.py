@@ -35,7 +35,8 @@ from streams.rerank import (
 )
 from streams.search import search_observations
 from streams.store import MemoryStore
-from streams.store.search import Posting, ScopeTotals, TermStats
+from streams.store.postings import Posting
+from streams.store.search import ScopeTotals, TermStats
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -9,7 +9,7 @@ from streams.exceptions import NotFound
 from streams.observations import observation_delete, observation_get, observation_update
 from streams.search import search_index_forget, search_observations
 from streams.store import MemoryStore
-from streams.store.search import decode_postings, totals_key
+from streams.store.postings import decode_postings, totals_key
 from tests.factories import ObservationFactory, ScopeFactory
 
 AGENT = "agent-1"

@@ -21,7 +21,7 @@ from streams.search import search_in_scopes
 from streams.search_rebuild import scope_live_observations, search_index_problems
 from streams.search_text import query_terms, term_counts
 from streams.store import MemoryStore
-from streams.store import search as layout
+from streams.store import postings as index_format
 from tests.streams.test_search_index_exact import (
     USERS,
     assert_exact,
@@ -88,9 +88,9 @@ def check_search(store: MemoryStore, scope_id: str, *, exact: bool, step: str) -
 
 @pytest.mark.parametrize(("seed", "rare_chunks"), [(1, 100), (2, 100), (3, 1), (4, 1)])
 def test_random_writes_keep_chunks_exact_and_search_agrees(store, monkeypatch, seed, rare_chunks):
-    monkeypatch.setattr(layout, "CHUNK", 3)
-    monkeypatch.setattr(layout, "TOP", 3)
-    monkeypatch.setattr(layout, "RARE_CHUNKS", rare_chunks)
+    monkeypatch.setattr(index_format, "CHUNK", 3)
+    monkeypatch.setattr(index_format, "TOP", 3)
+    monkeypatch.setattr(index_format, "RARE_CHUNKS", rare_chunks)
     rng = random.Random(seed)
     scopes = {user: individual(store, user) for user in USERS}
     scopes["collective"] = collective(store)
@@ -171,7 +171,7 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
     hits = search_in_scopes(store=store, scopes=[fresh], query="gene coffee", limit=5)
     assert hits[0].observation.id == old.id
     head = store.search_index.collection.find_one({"_id": f"{scope.id}:coffe"})
-    assert head["c"] > layout.RARE_CHUNKS  # "coffee" is common: read only in part
+    assert head["c"] > index_format.RARE_CHUNKS  # "coffee" is common: read only in part
 
 
 def _earlier_layout_scope(store):
