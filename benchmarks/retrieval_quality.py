@@ -68,6 +68,9 @@ MECHANISMS: dict[str, Ranking] = {
     "+ session neighbours (of the pool) scored by their own text": replace(
         LAST_WAVE, neighbours=True, neighbour_terms=True, seeds=POOL
     ),
+    "+ session neighbours two turns around the best 15 (share 0.7)": replace(
+        LAST_WAVE, neighbours=True, seeds=FINAL.seeds, reach=FINAL.reach, share=FINAL.share
+    ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
     "previous final ranking (before proximity, support, names)": PREVIOUS,
     "final ranking": FINAL,
@@ -77,6 +80,9 @@ MECHANISMS: dict[str, Ranking] = {
     "final without the names cap": replace(FINAL, names=False),
     "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
     "final without neighbours scored by their own text": replace(FINAL, neighbour_terms=False),
+    "final with neighbours one turn around the pool (share 0.5)": replace(
+        FINAL, seeds=POOL, reach=1, share=0.5
+    ),
 }
 BASELINE = "BM25 baseline (rank_bm25)"
 CONTEXT = "context retrieval (top 5)"

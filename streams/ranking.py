@@ -45,6 +45,15 @@ _QUESTION_FORM_TEXT = """
 QUESTION_FORM_WORDS = frozenset(_QUESTION_FORM_TEXT.split())
 PEOPLE_BOOST = 0.3  # a hit that names the person asked about, over one that does not
 NEIGHBOUR_SEEDS = 10  # the best candidates whose session neighbours are fetched
+NEIGHBOUR_REACH = 1  # how many turns away a neighbour may be
+NEIGHBOUR_SHARE = 0.5  # of the best same-session neighbour's score, halved per step away
+# The final ranking looks two turns around its 15 best candidates, not one turn around
+# 30: in a dialogue the question, its answer and the answer's follow-up are spread over
+# two turns either side, and fetching 15 seeds' four neighbours reads as many documents
+# as 30 seeds' two (recall@5 0.634 / 0.622 / 0.620 among 0 / 10K / 100K distractors,
+# against 0.613 / 0.562 / 0.584; shares 0.6 to 0.7 and 10 to 15 seeds all within two
+# points of each other).
+FINAL_SEEDS, FINAL_REACH, FINAL_SHARE = 15, 2, 0.7
 POOL = 30  # candidates fetched (one read) and reranked by the stages after term weights
 
 WHEN_QUESTION = re.compile(
@@ -65,6 +74,9 @@ class Ranking:
     proximity: bool = True
     pool: int = POOL  # the best candidates by term score, fetched, that later stages rerank
     seeds: int = NEIGHBOUR_SEEDS  # the best candidates whose session neighbours count
+    reach: int = NEIGHBOUR_REACH  # how many turns either side of a seed are its neighbours
+    share: float = NEIGHBOUR_SHARE  # of a seed's score a neighbour gains (and a seed of
+    # what its neighbours say of the query, with `support`), halved per turn further
     support: bool = True  # a match gains from neighbours that match the query too
     # A neighbour entering the candidates scores its own text too (exact, as if its cut
     # common terms had been read): recall@5 0.584 against 0.560 among 100K distractors,
@@ -78,12 +90,10 @@ class Ranking:
 # What the first round of this issue shipped (the scale benchmark's starting point).
 PREVIOUS = Ranking(people=False, proximity=False, support=False, names=False, neighbour_terms=False)
 # Measured on the dev conversation alone and among 10K and 100K distractors
-# (`benchmarks.search_scale`; recall@5 0.613 / 0.562 / 0.584 against the previous
-# 0.555 / 0.492 / 0.425): without length normalisation, with proximity, with every
-# fetched candidate's session around it, and with people once names are capped. Taking
-# any one out costs among 100K distractors; people and proximity help among 100K but
-# not among 10K (0.596 and 0.577 without them there): a handful of questions each.
-FINAL = Ranking(b=NO_LENGTH_B, seeds=POOL)
+# (`benchmarks.search_scale`; recall@5 0.634 / 0.622 / 0.620 against the previous
+# 0.555 / 0.492 / 0.425): without length normalisation, with proximity, with the
+# session two turns around the best candidates, and with people once names are capped.
+FINAL = Ranking(b=NO_LENGTH_B, seeds=FINAL_SEEDS, reach=FINAL_REACH, share=FINAL_SHARE)
 LAST_WAVE = Ranking(
     k1=BM25_K1,
     b=BM25_B,

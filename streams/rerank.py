@@ -16,8 +16,6 @@ from streams.documents import Observation
 from streams.ranking import Candidate, Query, Ranking, TermWeights, rank_stage
 from streams.search_text import MAX_TERM_CHARS, STOP_WORDS, stem, term_counts, tokens
 
-NEIGHBOUR_SHARE = 0.5  # of the best same-session neighbour's score, halved per step away
-NEIGHBOUR_REACH = 1  # how many turns away a neighbour may be
 NEIGHBOUR_WINDOW = timedelta(hours=6)  # neighbours further apart in time are another session
 DATE_BOOST = 0.5  # for "when" questions: a hit that says when, over one that does not
 # Term proximity (Büttcher, Clarke and Lushman 2006, "BM25TP"): query terms that occur
@@ -105,16 +103,16 @@ def neighbour_seeds(candidates: list[Candidate], ranking: Ranking) -> list[Candi
     return candidates[: ranking.seeds]
 
 
-def neighbour_steps() -> list[int]:
-    """Offsets in the log of the turns around an observation."""
-    return [s for d in range(1, NEIGHBOUR_REACH + 1) for s in (-d, d)]
+def neighbour_steps(reach: int) -> list[int]:
+    """Offsets in the log of the turns around an observation, up to `reach` turns away."""
+    return [s for d in range(1, reach + 1) for s in (-d, d)]
 
 
-def are_neighbours(a: Observation, b: Observation) -> bool:
-    """Close in the same scope's log, from the same session, and close in time (a session
-    id that lives for months is many conversations). Observations without a session
-    (added by hand) have no neighbours."""
-    if a.scope_id != b.scope_id or not 0 < abs(a.seq - b.seq) <= NEIGHBOUR_REACH:
+def are_neighbours(a: Observation, b: Observation, *, reach: int) -> bool:
+    """Close in the same scope's log (at most `reach` turns apart), from the same session,
+    and close in time (a session id that lives for months is many conversations).
+    Observations without a session (added by hand) have no neighbours."""
+    if a.scope_id != b.scope_id or not 0 < abs(a.seq - b.seq) <= reach:
         return False
     if not a.source_session_id or a.source_session_id != b.source_session_id:
         return False
@@ -130,6 +128,8 @@ def neighbour_stage(
     weights: TermWeights | None = None,
     support: bool = False,
     own_terms: bool = False,
+    reach: int = 1,
+    share: float = 0.5,
 ) -> None:
     """A turn next to a strong match in the same session gains a share of its score: an
     answer often sits one turn after the question that names the topic. With `support`,
@@ -138,7 +138,9 @@ def neighbour_stage(
     that happens to hold the words has nothing around it. With `own_terms`, a neighbour
     that enters the candidates gets its own term score from its text, as if every
     posting had been read (in a large scope its common terms were cut from the read,
-    and the answer turn found as a neighbour lost what it says itself)."""
+    and the answer turn found as a neighbour lost what it says itself). Neighbours are
+    up to `reach` turns away and gain `share` of the seed's score, halved per turn
+    further."""
     by_slot = {(o.scope_id, o.seq): o for o in neighbours}
     said: dict[str, dict[str, float]] = {}  # each neighbour's text scored once
 
@@ -149,15 +151,17 @@ def neighbour_stage(
         return said[o.id]
 
     if support and weights is not None and query is not None:
-        _support(seeds, by_slot, scored)
+        _support(seeds, by_slot, scored, reach=reach, share=share)
     by_slot = {k: o for k, o in by_slot.items() if ObjectId(o.id) not in candidates}
     for seed in seeds:
         if seed.observation is None:
             continue
         base = seed.score  # its terms, people, proximity and support (seeds gain no share)
-        for step in neighbour_steps():
+        for step in neighbour_steps(reach):
             other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted or not are_neighbours(seed.observation, other):
+            if other is None or other.deleted:
+                continue
+            if not are_neighbours(seed.observation, other, reach=reach):
                 continue
             oid = ObjectId(other.id)
             candidate = candidates.get(oid)
@@ -167,7 +171,7 @@ def neighbour_stage(
                     candidate.terms = dict(scored(other))
             elif candidate.observation is None:
                 candidate.observation = other
-            gain = NEIGHBOUR_SHARE * base / 2 ** (abs(step) - 1)
+            gain = share * base / 2 ** (abs(step) - 1)
             candidate.mechanisms["neighbours"] = max(
                 candidate.mechanisms.get("neighbours", 0.0), gain
             )
@@ -189,18 +193,23 @@ def _support(
     seeds: list[Candidate],
     by_slot: dict[tuple[str, int], Observation],
     scored: Callable[[Observation], dict[str, float]],
+    *,
+    reach: int,
+    share: float,
 ) -> None:
     for seed in seeds:
         if seed.observation is None or not seed.terms:
             continue
         best = 0.0
-        for step in neighbour_steps():
+        for step in neighbour_steps(reach):
             other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted or not are_neighbours(seed.observation, other):
+            if other is None or other.deleted:
+                continue
+            if not are_neighbours(seed.observation, other, reach=reach):
                 continue
             best = max(best, sum(scored(other).values()) / 2 ** (abs(step) - 1))
         if best > 0:
-            seed.mechanisms["support"] = NEIGHBOUR_SHARE * best
+            seed.mechanisms["support"] = share * best
 
 
 # -- stage 5: dates ----------------------------------------------------------------------

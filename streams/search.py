@@ -278,7 +278,10 @@ def search_in_scopes(
         neighbours = [
             o
             for o in _neighbours(
-                store=store, seeds=seeds, known=[c.observation for c in kept.values()]
+                store=store,
+                seeds=seeds,
+                known=[c.observation for c in kept.values()],
+                reach=ranking.reach,
             )
             if str(o.id) not in exclude_ids and _in_window(o, observed_after, observed_before)
         ]
@@ -290,6 +293,8 @@ def search_in_scopes(
             weights=weights,
             support=ranking.support,
             own_terms=ranking.neighbour_terms,
+            reach=ranking.reach,
+            share=ranking.share,
         )
     if ranking.dates:
         date_stage(candidates=kept, query=parsed)
@@ -318,7 +323,7 @@ def search_in_scopes(
 
 
 def _neighbours(
-    *, store: MemoryStore, seeds: list[Candidate], known: list[Observation | None]
+    *, store: MemoryStore, seeds: list[Candidate], known: list[Observation | None], reach: int
 ) -> list[Observation]:
     """The log around the seeds from a session, in one read: of the scope that holds most
     of them (a second scope would cost a second round trip). The `known` (fetched
@@ -329,7 +334,9 @@ def _neighbours(
         return []
     counts = Counter(o.scope_id for o in sessions)
     scope_id = max(counts, key=lambda s: counts[s])  # ties: the best seed's scope (first seen)
-    seqs = {o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps()}
+    seqs = {
+        o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps(reach)
+    }
     have = {o.seq: o for o in known if o is not None and o.scope_id == scope_id}
     missing = [s for s in seqs if s not in have]
     return store.observations.neighbours(ObjectId(scope_id), missing) + [

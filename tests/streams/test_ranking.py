@@ -16,6 +16,7 @@ from streams.ranking import (
     FINAL,
     LAST_WAVE,
     POOL,
+    PREVIOUS,
     SHORT_B,
     SHORT_K1,
     Candidate,
@@ -128,6 +129,48 @@ def test_neighbours_the_answer_next_to_the_question_turn_is_found(store: MemoryS
     assert answer.matched_terms == []  # found by its neighbour alone
     assert "Melanie: a quiet walk today" not in found  # a neighbour in seq, not in time
     assert "Melanie: a yellow kite" not in found and "a green kite" not in found
+
+
+def test_neighbours_reach_two_turns_either_side_halved_per_turn_further() -> None:
+    """The final ranking looks two turns around a seed (the answer's follow-up, said by
+    the same speaker), the turn two away gaining half the share of the next one; three
+    away is not a neighbour. Reach 1 (the first round's ranking) stops at the next turn."""
+    scope = ObjectId()
+    turns = []
+    for seq in range(1, 6):
+        turn = Observation(
+            scope_id=str(scope),
+            agent_id=AGENT,
+            content=f"turn {seq}",
+            observed_at=DAY,
+            source_session_id="s1",
+            seq=seq,
+        )
+        turn.id = str(ObjectId())
+        turns.append(turn)
+    seed_turn = turns[0]
+
+    def gains(ranking: Ranking) -> dict[int, float]:
+        seed = Candidate(ObjectId(seed_turn.id), terms={"paint": 4.0}, observation=seed_turn)
+        candidates = {seed.observation_id: seed}
+        neighbour_stage(
+            candidates=candidates,
+            seeds=[seed],
+            neighbours=turns[1:],
+            reach=ranking.reach,
+            share=ranking.share,
+        )
+        return {
+            c.observation.seq: c.mechanisms["neighbours"]
+            for c in candidates.values()
+            if c.observation is not None and "neighbours" in c.mechanisms
+        }
+
+    final = gains(FINAL)
+    assert set(final) == {2, 3}  # seq 4 is three turns away
+    assert final[2] == FINAL.share * 4.0
+    assert final[3] == final[2] / 2
+    assert set(gains(PREVIOUS)) == {2}
 
 
 def session(session_id: str, at: datetime) -> dict:
