@@ -7,13 +7,21 @@ texts, so it runs on the `POOL` fetched ones only, and keeps its effect on every
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 from bson import ObjectId
 
 from streams.documents import Observation
-from streams.ranking import Candidate, Query, Ranking, TermWeights, rank_stage
+from streams.ranking import (
+    NEIGHBOUR_REACH,
+    NEIGHBOUR_SHARE,
+    Candidate,
+    Query,
+    Ranking,
+    TermWeights,
+    rank_stage,
+)
 from streams.search_text import MAX_TERM_CHARS, STOP_WORDS, stem, term_counts, tokens
 
 NEIGHBOUR_WINDOW = timedelta(hours=6)  # neighbours further apart in time are another session
@@ -119,6 +127,17 @@ def are_neighbours(a: Observation, b: Observation, *, reach: int) -> bool:
     return abs(a.observed_at - b.observed_at) <= NEIGHBOUR_WINDOW
 
 
+def _around(
+    seed: Observation, slots: dict[tuple[str, int], Observation], reach: int
+) -> Iterator[tuple[Observation, float]]:
+    """The live session neighbours of `seed` among `slots`, each with its weight: 1 for
+    the next turn, halved per turn further."""
+    for step in neighbour_steps(reach):
+        other = slots.get((seed.scope_id, seed.seq + step))
+        if other is not None and not other.deleted and are_neighbours(seed, other, reach=reach):
+            yield other, 1 / 2 ** (abs(step) - 1)
+
+
 def neighbour_stage(
     *,
     candidates: dict[ObjectId, Candidate],
@@ -128,8 +147,8 @@ def neighbour_stage(
     weights: TermWeights | None = None,
     support: bool = False,
     own_terms: bool = False,
-    reach: int = 1,
-    share: float = 0.5,
+    reach: int = NEIGHBOUR_REACH,
+    share: float = NEIGHBOUR_SHARE,
 ) -> None:
     """A turn next to a strong match in the same session gains a share of its score: an
     answer often sits one turn after the question that names the topic. With `support`,
@@ -157,12 +176,7 @@ def neighbour_stage(
         if seed.observation is None:
             continue
         base = seed.score  # its terms, people, proximity and support (seeds gain no share)
-        for step in neighbour_steps(reach):
-            other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted:
-                continue
-            if not are_neighbours(seed.observation, other, reach=reach):
-                continue
+        for other, weight in _around(seed.observation, by_slot, reach):
             oid = ObjectId(other.id)
             candidate = candidates.get(oid)
             if candidate is None:
@@ -171,7 +185,7 @@ def neighbour_stage(
                     candidate.terms = dict(scored(other))
             elif candidate.observation is None:
                 candidate.observation = other
-            gain = share * base / 2 ** (abs(step) - 1)
+            gain = share * base * weight
             candidate.mechanisms["neighbours"] = max(
                 candidate.mechanisms.get("neighbours", 0.0), gain
             )
@@ -200,14 +214,10 @@ def _support(
     for seed in seeds:
         if seed.observation is None or not seed.terms:
             continue
-        best = 0.0
-        for step in neighbour_steps(reach):
-            other = by_slot.get((seed.observation.scope_id, seed.observation.seq + step))
-            if other is None or other.deleted:
-                continue
-            if not are_neighbours(seed.observation, other, reach=reach):
-                continue
-            best = max(best, sum(scored(other).values()) / 2 ** (abs(step) - 1))
+        best = max(
+            (sum(scored(o).values()) * w for o, w in _around(seed.observation, by_slot, reach)),
+            default=0.0,
+        )
         if best > 0:
             seed.mechanisms["support"] = share * best
 
