@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx2 as httpx
@@ -88,9 +89,15 @@ def _client(timeout: float) -> httpx.Client:
             client = _clients.get(key)
             if client is None:
                 limits = httpx.Limits(max_connections=100, max_keepalive_connections=20)
-                client = httpx.Client(timeout=timeout, limits=limits)
+                client = httpx.Client(timeout=timeout, limits=limits, cookies=_no_cookies())
                 _clients[key] = client
     return client
+
+
+def _no_cookies() -> CookieJar:
+    """A jar that keeps nothing: the one client serves every agent and key, so a cookie
+    the upstream sets for one caller must never ride along on another's request."""
+    return CookieJar(policy=DefaultCookiePolicy(allowed_domains=[]))
 
 
 def forward(upstream: Upstream, body: dict[str, Any]) -> httpx.Response:

@@ -159,8 +159,8 @@ class FakeOpenAI:
             self._script.extend(behaviours)
         return self
 
-    def reply(self, text: str) -> FakeOpenAI:
-        return self.enqueue(Reply(text))
+    def reply(self, text: str, headers: dict[str, str] | None = None) -> FakeOpenAI:
+        return self.enqueue(Reply(text, tuple((headers or {}).items())))
 
     def reply_json(self, obj: Any) -> FakeOpenAI:
         return self.enqueue(Reply(json.dumps(obj)))
@@ -171,9 +171,10 @@ class FakeOpenAI:
         times: int = 1,
         message: str | None = None,
         retry_after: float | None = 0.01,
+        echo_headers: bool = False,
     ) -> FakeOpenAI:
         text = message or f"Fake failure with status {status}."
-        return self.enqueue(*[Fail(status, text, retry_after)] * times)
+        return self.enqueue(*[Fail(status, text, retry_after, echo_headers)] * times)
 
     def delay(
         self, seconds: float, then: Behaviour | str | None = None, times: int = 1
@@ -239,14 +240,16 @@ class FakeOpenAI:
                     _send(handler, 500, error, {"x-should-retry": "false"})
                     return
                 self._answer(handler, recorded, text, wake)
-            case Reply(text=text):
-                self._answer(handler, recorded, text, wake)
+            case Reply(text=text, headers=headers):
+                self._answer(handler, recorded, text, wake, dict(headers))
             case Stream():
                 _send_stream(handler, recorded.body or {}, behaviour, wake)
             case Fail(status=status, message=message, retry_after=retry_after):
                 headers = (
                     {} if retry_after is None else {"retry-after-ms": f"{retry_after * 1e3:g}"}
                 )
+                if behaviour.echo_headers:
+                    message += " Request headers: " + json.dumps(recorded.headers)
                 _send(handler, status, wire.error_body(status, message), headers)
             case Delay(seconds=seconds, then=then):
                 wake.wait(seconds)  # reset() sets it, so a stale delay never outlives its test
@@ -258,14 +261,19 @@ class FakeOpenAI:
                 handler.connection.shutdown(socket.SHUT_RDWR)
 
     def _answer(
-        self, handler: _Handler, recorded: RecordedRequest, text: str, wake: threading.Event
+        self,
+        handler: _Handler,
+        recorded: RecordedRequest,
+        text: str,
+        wake: threading.Event,
+        headers: dict[str, str] | None = None,
     ) -> None:
         """A completion, or its SSE chunks when the request asked for `stream: true`."""
         body = recorded.body or {}
         if body.get("stream"):
             _send_stream(handler, body, Stream(parts=wire.split_words(text)), wake)
         else:
-            _send(handler, 200, wire.chat_completion(body, text))
+            _send(handler, 200, wire.chat_completion(body, text), headers)
 
 
 def _send_stream(

@@ -53,18 +53,25 @@ class RecordedRequest:
 
 @dataclass(frozen=True)
 class Reply:
-    """Answer a normal chat completion whose message content is `text`."""
+    """Answer a normal chat completion whose message content is `text`, with extra response
+    `headers` (a `Set-Cookie`, say)."""
 
     text: str
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
 class Fail:
-    """Answer an OpenAI-shaped error; `retry_after` (seconds) is sent as `retry-after-ms`."""
+    """Answer an OpenAI-shaped error; `retry_after` (seconds) is sent as `retry-after-ms`.
+
+    `echo_headers` appends the request's headers to the message, as some proxies and
+    model servers do in their error pages (the `Authorization` header included).
+    """
 
     status: int = 500
     message: str = "Fake failure."
     retry_after: float | None = 0.01
+    echo_headers: bool = False
 
 
 @dataclass(frozen=True)
