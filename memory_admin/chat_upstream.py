@@ -1,8 +1,9 @@
 """Forwarding a chat completion to the configured OpenAI-compatible upstream, byte for byte.
 
 httpx rather than the `openai` package: the proxy must return the upstream's answer
-unchanged in shape (its JSON, its status, its error body, its SSE chunks as they
-arrive), and the `openai` client would parse and re-serialise all of them. One
+unchanged in shape (its JSON, its SSE chunks as they arrive), and the `openai` client
+would parse and re-serialise all of them. Errors are the exception: the upstream's
+become ours (`upstream_error`), in OpenAI's shape, without the upstream's text. One
 `httpx.Client` per process (thread-safe, pooled); every request is sent with
 `stream=True` so a streamed answer is relayed chunk by chunk without buffering.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -140,18 +142,83 @@ def read_all(response: httpx.Response) -> bytes:
         response.close()
 
 
-def passed_headers(response: httpx.Response) -> dict[str, str]:
-    """The upstream headers a client may rely on, to set on our answer."""
+def passed_headers(response: httpx.Response, secret: str | None = None) -> dict[str, str]:
+    """The upstream headers a client may rely on, to set on our answer (never one that
+    quotes the upstream key)."""
     return {
         name: value
         for name, value in response.headers.items()
-        if name.lower() in PASSED_HEADERS or name.lower().startswith(PASSED_PREFIXES)
+        if (name.lower() in PASSED_HEADERS or name.lower().startswith(PASSED_PREFIXES))
+        and not (secret and secret in value)
     }
+
+
+# An upstream's own `code`, `type` or `param` is passed on only when it is a plain
+# identifier (`context_length_exceeded`, `model`): lowercase words cannot carry a key.
+_IDENTIFIER = re.compile(r"[a-z][a-z_]{0,63}")
+# Statuses that describe the caller's request, kept as they are; every other one is ours.
+_CALLER_STATUSES = frozenset({400, 404, 409, 413, 422, 429})
+
+
+def upstream_error(status: int, content: bytes, secret: str | None) -> tuple[int, dict[str, Any]]:
+    """Our status and OpenAI-shaped body for an upstream's error answer.
+
+    The upstream's text is never relayed: an upstream (or a proxy before it) may echo
+    the request, our upstream key included. Its 401/403 is about this service's key,
+    not the caller's, so it becomes a 502; so does any 5xx. A 4xx about the request
+    itself (bad parameters, unknown model, too long, rate limited) keeps its status.
+    Operators find the upstream's own words in the log, the key redacted.
+    """
+    fields = _upstream_error_fields(content)
+    text = content[:2000].decode("utf-8", "replace")
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    logger.warning("the chat upstream answered %s: %s", status, text)
+    kind = fields.get("type") or "upstream_error"
+    if status in (401, 403, 407):
+        message = (
+            f"the chat upstream refused this service's credentials (HTTP {status}); "
+            "an operator must check MEMORY_CHAT_UPSTREAM_API_KEY"
+        )
+        return 502, _openai_error(message, "upstream_error", "upstream_auth_failed", None)
+    if status in _CALLER_STATUSES:
+        code = fields.get("code") or (
+            "upstream_rate_limited" if status == 429 else "upstream_rejected"
+        )
+        message = (
+            f"the chat upstream rejected the request (HTTP {status}, {code}); "
+            "its own message is not relayed and is in the service's log"
+        )
+        return status, _openai_error(message, kind, code, fields.get("param"))
+    message = (
+        f"the chat upstream failed (HTTP {status}); "
+        "its own message is not relayed and is in the service's log"
+    )
+    return 502, _openai_error(message, "upstream_error", "upstream_error", None)
+
+
+def _upstream_error_fields(content: bytes) -> dict[str, str]:
+    """The upstream error's `code`, `type` and `param` that are plain identifiers."""
+    try:
+        error = json.loads(content)["error"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    if not isinstance(error, dict):
+        return {}
+    return {
+        name: value
+        for name in ("code", "type", "param")
+        if isinstance(value := error.get(name), str) and _IDENTIFIER.fullmatch(value)
+    }
+
+
+def _openai_error(message: str, kind: str, code: str, param: str | None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 def openai_error(message: str, *, code: str) -> dict[str, Any]:
     """OpenAI's error shape, for failures the upstream could not describe itself."""
-    return {"error": {"message": message, "type": "upstream_error", "param": None, "code": code}}
+    return _openai_error(message, "upstream_error", code, None)
 
 
 class SseAnswer:

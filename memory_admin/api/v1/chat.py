@@ -7,9 +7,10 @@ request forwarded to the configured upstream (`memory_admin.chat_upstream`); the
 upstream's answer returned unchanged (JSON, or SSE chunks relayed as they arrive);
 then, after the answer is sent, the call recorded and the turn queued for ingest.
 
-Errors: the upstream's keep its status and OpenAI body; ours (auth, validation, no
-upstream configured) use the API's envelope, which `openai` clients parse too
-(`error.message`, `error.code`).
+Errors: the upstream's are mapped to our own OpenAI-shaped body (`upstream_error`; its
+401 becomes a 502, its text is never relayed); ours (auth, validation, no upstream
+configured, too many calls at once) use the API's envelope, which `openai` clients
+parse too (`error.message`, `error.code`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from memory_admin.chat_upstream import (
     passed_headers,
     read_all,
     upstream_config,
+    upstream_error,
     upstream_model,
 )
 from memory_admin.embeddings import semantic_ranker
@@ -147,9 +149,10 @@ def chat_completions(
         response = _json_response(error, failed, turn, {})
         return _after(response, turn, lambda: outcome("upstream_unreachable", failed))
     status = upstream_response.status_code
-    headers = passed_headers(upstream_response)
+    headers = passed_headers(upstream_response, upstream.api_key)
     if status != 200:
-        response = _raw_response(content, status, upstream_response, turn, headers)
+        ours, error = upstream_error(status, content, upstream.api_key)
+        response = _json_response(error, ours, turn, headers)
         return _after(response, turn, lambda: outcome("upstream_error", status))
     if not stream:
         response = _raw_response(content, status, upstream_response, turn, headers)
