@@ -6,7 +6,7 @@ the fallback is resolved per request in `memory_admin.chat_upstream`.
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_float, env_optional, env_str
+from memory_admin.settings.env import env_float, env_int, env_optional, env_str
 
 MEMORY_CHAT_UPSTREAM_BASE_URL: str | None = env_optional("MEMORY_CHAT_UPSTREAM_BASE_URL")
 MEMORY_CHAT_UPSTREAM_API_KEY: str | None = env_optional("MEMORY_CHAT_UPSTREAM_API_KEY")
@@ -14,3 +14,10 @@ MEMORY_CHAT_UPSTREAM_API_KEY: str | None = env_optional("MEMORY_CHAT_UPSTREAM_AP
 # name; a model not in the map is passed through unchanged.
 MEMORY_CHAT_MODEL_MAP: str = env_str("MEMORY_CHAT_MODEL_MAP", "")
 MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS = env_float("MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS", 120.0)
+# Chat calls waiting on the upstream at once, per web process and per API key in a
+# process (memory_admin.chat_limits): past them 503 / 429 with Retry-After, so a slow
+# upstream can never hold every web thread. Default: half the process's threads
+# (GUNICORN_THREADS, 4 by default → 2), leaving the rest to context and ingest; 0 = no cap.
+_CHAT_DEFAULT = max(1, env_int("GUNICORN_THREADS", 4) // 2)
+MEMORY_CHAT_MAX_CONCURRENT = env_int("MEMORY_CHAT_MAX_CONCURRENT", _CHAT_DEFAULT)
+MEMORY_CHAT_MAX_CONCURRENT_PER_KEY = env_int("MEMORY_CHAT_MAX_CONCURRENT_PER_KEY", _CHAT_DEFAULT)

@@ -4,14 +4,17 @@ take from everyone else (issue 30: F5, F8, F9)."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import openai
 import pytest
 
 from memory_admin.models import ApiKey
-from tests.chat_support import MEMORY, UPSTREAM_KEY, chat_clients, chat_key, client, upstream
+from tests.chat_support import AGENT, MEMORY, UPSTREAM_KEY, chat_clients, chat_key, client, upstream
+from tests.eventually import eventually
 from tests.fakes.openai_server import FakeOpenAI
+from tests.http_client import HttpClient
 
 __all__ = ["chat_clients", "chat_key", "client", "upstream"]  # fixtures, imported for this module
 
@@ -19,8 +22,8 @@ OTHER_AGENT = "agent-other"
 QUESTION = [{"role": "user", "content": "what do you remember?"}]
 
 
-def other_agent_client(live_server: Any) -> openai.OpenAI:
-    key = ApiKey.generate(name="other-agent", agent_ids=[OTHER_AGENT])[1]
+def other_agent_client(live_server: Any, name: str = "other-agent") -> openai.OpenAI:
+    key = ApiKey.generate(name=name, agent_ids=[OTHER_AGENT])[1]
     return openai.OpenAI(
         base_url=f"{live_server.url}/api/v1/agents/{OTHER_AGENT}",
         api_key=key,
@@ -96,3 +99,62 @@ def test_an_upstream_error_code_that_could_carry_a_key_is_not_passed_on():
     assert "sk-Se" not in json.dumps(error)
     status, error = upstream_error(502, b"<html>Bad gateway sk-Secret-123</html>", "sk-Secret-123")
     assert status == 502 and "sk-" not in json.dumps(error)
+
+
+def test_a_slow_upstream_gets_capped_chat_calls_and_context_and_ingest_still_answer(
+    client: openai.OpenAI, chat_key: str, upstream: FakeOpenAI, live_server, settings
+):
+    settings.MEMORY_CHAT_MAX_CONCURRENT = 2
+    settings.MEMORY_CHAT_MAX_CONCURRENT_PER_KEY = 1
+    upstream.delay(60, then="late answer", times=2)  # reset() below cuts them short
+    answers: list[str] = []
+
+    def chat(caller: openai.OpenAI) -> None:
+        reply = caller.chat.completions.create(model="m", messages=QUESTION, metadata=MEMORY)
+        answers.append(reply.choices[0].message.content or "")
+
+    other = other_agent_client(live_server)
+    third = other_agent_client(live_server, name="third-agent")
+    waiting = [threading.Thread(target=chat, args=(caller,)) for caller in (client, other)]
+    try:
+        waiting[0].start()
+        eventually(lambda: len(upstream.chat_requests), until=lambda n: n == 1)
+        with pytest.raises(openai.RateLimitError) as per_key:
+            client.chat.completions.create(model="m", messages=QUESTION, metadata=MEMORY)
+        waiting[1].start()
+        eventually(lambda: len(upstream.chat_requests), until=lambda n: n == 2)
+        with pytest.raises(openai.APIStatusError) as per_process:
+            third.chat.completions.create(model="m", messages=QUESTION, metadata=MEMORY)
+        # Both chat calls still wait on the upstream; the rest of the API answers.
+        api = HttpClient(
+            f"{live_server.url}/api/v1/agents/{AGENT}",
+            headers={"Authorization": f"Bearer {chat_key}"},
+        )
+        context = api.post("/context", {"user_id": "u-gene", "message": "hello"})
+        assert context.status_code == 200, context.text
+        message = {"id": "m1", "role": "user", "content": "I like tea."}
+        ingest = api.post("/sessions/s-9/messages", {"user_id": "u-gene", "messages": [message]})
+        assert ingest.status_code == 202, ingest.text
+        assert len(upstream.chat_requests) == 2  # the refused calls never went upstream
+    finally:
+        upstream.reset()
+        for thread in waiting:
+            if thread.ident is not None:
+                thread.join(30)
+        other.close()
+        third.close()
+    error: Any = per_key.value
+    assert error.status_code == 429 and error.body["code"] == "too_many_concurrent_chats"
+    assert error.response.headers["Retry-After"] == "2"
+    error = per_process.value
+    assert error.status_code == 503 and error.body["code"] == "chat_busy"
+    assert error.body["details"] == {"limit": 2, "retry_after_seconds": 2}
+    assert error.response.headers["Retry-After"] == "2"
+    assert answers == ["late answer", "late answer"]
+    # Their slots are free again, a stream's included.
+    assert client.chat.completions.create(model="m", messages=QUESTION, metadata=MEMORY)
+    with client.chat.completions.create(
+        model="m", messages=QUESTION, metadata=MEMORY, stream=True
+    ) as stream:
+        assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert client.chat.completions.create(model="m", messages=QUESTION, metadata=MEMORY)

@@ -30,9 +30,12 @@ from pydantic import ConfigDict, StrictBool, StringConstraints
 
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import require_agent
+from memory_admin.api.errors import error_response
 from memory_admin.api.v1.schemas import ExternalId, error_responses
+from memory_admin.chat_limits import RETRY_AFTER_SECONDS, Refusal, chat_slots
 from memory_admin.chat_upstream import (
     SseAnswer,
+    Upstream,
     UpstreamUnreachable,
     answer_text,
     count_skipped_context,
@@ -95,7 +98,7 @@ router = Router(tags=["chat"])
 
 @router.post(
     "/agents/{agent_id}/chat/completions",
-    response={200: dict[str, Any], **error_responses(400, 401, 404, 413, 422, 503)},
+    response={200: dict[str, Any], **error_responses(400, 401, 404, 413, 422, 429, 503)},
     summary="OpenAI-compatible chat completion with memory",
 )
 def chat_completions(
@@ -113,6 +116,40 @@ def chat_completions(
     upstream = upstream_config()
     if upstream is None:
         raise Unavailable("no chat upstream is configured (MEMORY_CHAT_UPSTREAM_BASE_URL)")
+    release = chat_slots.take(request.auth.pk)  # type: ignore[attr-defined]
+    if isinstance(release, Refusal):
+        return _refused(release)
+    try:
+        response = _answer(request, agent_id, body, memory, upstream, started, release)
+    except BaseException:
+        release()
+        raise
+    if not isinstance(response, StreamingHttpResponse):
+        release()  # a stream's relay lets go of its slot when the stream ends
+    return response
+
+
+def _refused(refusal: Refusal) -> HttpResponse:
+    response = error_response(
+        refusal.status,
+        code=refusal.code,
+        message=refusal.message,
+        details={"limit": refusal.limit, "retry_after_seconds": RETRY_AFTER_SECONDS},
+    )
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def _answer(
+    request: HttpRequest,
+    agent_id: str,
+    body: dict[str, Any],
+    memory: ChatMemory,
+    upstream: Upstream,
+    started: float,
+    release: Callable[[], None],
+) -> HttpResponse | StreamingHttpResponse:
+    """The call itself, holding one of the process's chat slots (`chat_limits`)."""
     turn = chat_prepare(
         store=_store_or_none(),
         agent_id=agent_id,
@@ -158,7 +195,7 @@ def chat_completions(
         response = _raw_response(content, status, upstream_response, turn, headers)
         text = answer_text(content)
         return _after(response, turn, lambda: outcome("answered", status, text))
-    return _relay(upstream_response, turn, headers, finish=outcome)
+    return _relay(upstream_response, turn, headers, finish=outcome, release=release)
 
 
 def memory_fields(metadata: Any, request: HttpRequest) -> ChatMemory:
@@ -300,6 +337,7 @@ def _relay(
     headers: dict[str, str],
     *,
     finish: Callable[..., ChatOutcome],
+    release: Callable[[], None],
 ) -> StreamingHttpResponse:
     """SSE chunks relayed as they arrive; the turn is finished when the stream ends.
 
@@ -315,6 +353,7 @@ def _relay(
             return
         finished.set()
         upstream_response.close()
+        release()
         _finish_later(turn, finish(kind, 200, text, first))
 
     def chunks() -> Iterator[bytes]:
