@@ -20,6 +20,7 @@ from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory_admin.api.ratelimit import RateLimited
+from memory_admin.connection import close_connection
 from memory_admin.stores import store_unreachable
 from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound, Unavailable
 
@@ -188,6 +189,7 @@ def _on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> 
 
 def _on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     if isinstance(exc.__cause__, RequestDataTooBig):
+        close_connection(request)  # the rest of the body stays unread
         return payload_too_large_response()
     if isinstance(exc.__cause__, MalformedJson):
         return error_response(400, code="malformed_json", message=str(exc.__cause__))
@@ -202,6 +204,7 @@ def _on_http404(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 
 def _on_request_data_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    close_connection(request)
     return payload_too_large_response()
 
 

@@ -19,6 +19,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from memory_admin.api.errors import error_response, payload_too_large_response
+from memory_admin.connection import close_connection
 
 logger = logging.getLogger("memory_admin.api")
 
@@ -40,6 +41,7 @@ class ApiErrorEnvelopeMiddleware:
             return self.get_response(request)
         refusal = self._check_body_size(request)
         if refusal is not None:
+            close_connection(request)  # the body stays unread: this answer is the last
             return refusal
         response = self.get_response(request)
         # The chat proxy relays upstream errors in OpenAI's shape on purpose (api.md).
@@ -51,6 +53,7 @@ class ApiErrorEnvelopeMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         """Django views under /api/ (not ninja's, which handle their own) that read a huge body."""
         if is_api_request(request) and isinstance(exception, RequestDataTooBig):
+            close_connection(request)
             return payload_too_large_response()
         return None
 
