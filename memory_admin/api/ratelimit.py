@@ -1,12 +1,15 @@
 """A per-key request limit: MEMORY_API_RATE_LIMIT requests per minute, off when 0.
 
 A fixed one-minute window counted in Django's cache: per process with the default
-local-memory cache, shared by every process when `CACHES` points at Redis or
-memcached (do that in production, where several web workers serve one key).
+local-memory cache, shared by every process and host with `MEMORY_CACHE_URL` pointing
+at Redis (do that in production, where several web workers serve one key). A cache
+that cannot be reached lets the request through (logged): the limiter must not take
+the API down with it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
@@ -14,6 +17,8 @@ from django.conf import settings
 from django.core.cache import cache
 
 from streams.exceptions import MemoryServiceError
+
+logger = logging.getLogger("memory_admin.api")
 
 WINDOW_SECONDS = 60
 
@@ -36,15 +41,24 @@ def check_rate(key_id: object) -> None:
     now = time.time()
     window = int(now // WINDOW_SECONDS)
     name = f"memory-api-rate:{key_id}:{window}"
-    cache.add(name, 0, timeout=WINDOW_SECONDS * 2)
     try:
-        count = cache.incr(name)
-    except ValueError:  # expired between add and incr: this request opens the window
-        cache.set(name, 1, timeout=WINDOW_SECONDS * 2)
-        count = 1
+        count = _count(name)
+    except Exception as exc:  # the cache (Redis) is down or unreachable
+        logger.warning("rate limit not checked, the cache failed: %s", exc)
+        return
     if count > limit:
         retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
         raise RateLimited(
             f"this key sent more than {limit} requests this minute; retry in {retry_after} s",
             retry_after=retry_after,
         )
+
+
+def _count(name: str) -> int:
+    """This window's count after one more request (atomic in Redis: SET NX, then INCR)."""
+    cache.add(name, 0, timeout=WINDOW_SECONDS * 2)
+    try:
+        return cache.incr(name)
+    except ValueError:  # expired between add and incr: this request opens the window
+        cache.set(name, 1, timeout=WINDOW_SECONDS * 2)
+        return 1

@@ -131,6 +131,7 @@ LOGGING = {
     "loggers": {"django.server": {"level": "WARNING"}},
 }
 
+from memory_admin.settings.cache import *  # noqa: E402,F403
 from memory_admin.settings.celery import *  # noqa: E402,F403
 from memory_admin.settings.chat import *  # noqa: E402,F403
 from memory_admin.settings.llm import *  # noqa: E402,F403
