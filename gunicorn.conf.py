@@ -2,7 +2,12 @@
 
 Environment: GUNICORN_BIND (default 127.0.0.1:8000, behind the TLS proxy),
 WEB_CONCURRENCY (workers, default 3), GUNICORN_THREADS (threads per worker, default 4),
-FORWARDED_ALLOW_IPS (the proxy's address).
+FORWARDED_ALLOW_IPS (the proxy's address), GUNICORN_READ_TIMEOUT (seconds a client's
+socket may stall mid-request, default 10; read by the worker class).
+
+Run it behind the buffering proxy of deploy/nginx/ (docs/deploy.md): nginx reads each
+request whole before gunicorn sees it, so slow clients hold nginx's cheap connections,
+never gunicorn's few threads.
 """
 
 from __future__ import annotations

@@ -1,6 +1,15 @@
 """gunicorn's threaded worker, with its own answers in the API's envelope and honest closes.
 
-`gunicorn.conf.py` names this class as its `worker_class`. Two differences from `gthread`:
+`gunicorn.conf.py` names this class as its `worker_class`. Three differences from `gthread`:
+
+- Every read from (and write to) a client's socket gives up after
+  `GUNICORN_READ_TIMEOUT` seconds (default 10) without progress. gthread waits for
+  a request's first bytes off its threads, but then reads the rest of the headers
+  and the body with no timeout at all: a client sending its headers or body a byte
+  at a time held a thread for as long as it liked (24 of them took every thread of
+  a host for 44 s). The timeout is per read, so it bounds a stalled client, not a
+  slow but steady one: the buffering proxy in front (deploy/nginx/, docs/deploy.md)
+  bounds those.
 
 - The errors gunicorn answers itself, before the app sees a request (a header block
   too large: 431; a malformed request line or header: 400), are JSON in the API's
@@ -14,15 +23,17 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from gunicorn import util
-from gunicorn.workers.gthread import ThreadWorker
+from gunicorn.workers.gthread import TConn, ThreadWorker
 
 from memory_admin.connection import CLOSE_KEY
 
 MAX_MESSAGE = 200
+READ_TIMEOUT_SECONDS = float(os.environ.get("GUNICORN_READ_TIMEOUT", "") or 10)
 
 
 def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None:
@@ -58,7 +69,21 @@ def closing(app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes
     return wrapped
 
 
+class TimedConn(TConn):
+    """A client connection whose socket reads and writes time out (`READ_TIMEOUT_SECONDS`)."""
+
+    def init(self) -> None:
+        # The worker thread calls this before each request, right after making the socket
+        # blocking again (which clears any timeout): the timeout is set for every request.
+        super().init()
+        self.sock.settimeout(READ_TIMEOUT_SECONDS)
+
+
 class EnvelopeThreadWorker(ThreadWorker):
+    def enqueue_req(self, conn: TConn) -> None:
+        conn.__class__ = TimedConn  # made by gthread's accept(); only `init` differs
+        super().enqueue_req(conn)
+
     def init_process(self) -> None:
         # gunicorn's error answers all go through `util.write_error` (workers/base.py).
         util.write_error = write_json_error

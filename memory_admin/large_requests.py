@@ -1,7 +1,7 @@
 """Large requests take turns: a bulkhead so one caller's big payloads cannot take every core.
 
 A request whose body is over `MEMORY_LARGE_REQUEST_BYTES` (an ingest of a few maximum-size
-messages, a batch of observations, an import) first takes one of
+messages, a batch of observations, an import) is read, then takes one of
 `MEMORY_LARGE_REQUEST_SLOTS` slots shared by every web process of the host: an exclusive
 `flock` on one of that many files under `MEMORY_DATA_DIR`. The kernel drops a lock when
 its holder dies, so a killed worker never keeps a slot. Small requests (reads, chat-sized
@@ -26,11 +26,12 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, UnreadablePostError
 from django.template.loader import render_to_string
 
 from memory_admin.api.errors import error_response
 from memory_admin.api.middleware import is_api_request
+from memory_admin.connection import close_connection
 
 POLL_SECONDS = 0.005
 
@@ -104,14 +105,25 @@ def _size(request: HttpRequest) -> int:
 
 
 class LargeRequestGateMiddleware:
-    """Large request bodies wait for a host-wide slot before they are read."""
+    """Large requests wait for a host-wide slot once their body has been read.
+
+    The body is read first: a client that sends it slowly holds its own thread (for at
+    most the server's read timeout; a buffering proxy in front holds it instead, see
+    docs/deploy.md), never a slot that other large requests wait for.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        if not _gated(_size(request)):
+        size = _size(request)
+        if not _gated(size):
             return self.get_response(request)
+        if size <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:  # larger ones are refused unread
+            try:
+                request.body  # noqa: B018 (read now, kept by Django for the view)
+            except UnreadablePostError:
+                return _unreadable(request)
         if not request.META.get("wsgi.multithread", False):
             # A single-threaded worker (gunicorn's sync class) waiting for a slot would hold
             # back every request behind it: it takes a free slot or goes ahead without one.
@@ -121,6 +133,15 @@ class LargeRequestGateMiddleware:
             if taken:
                 return self.get_response(request)
         return _busy(request)
+
+
+def _unreadable(request: HttpRequest) -> HttpResponse:
+    """The client stopped sending its body (or sent it too slowly): nothing to serve."""
+    close_connection(request)
+    message = "the request body could not be read: the client stopped sending it or was too slow"
+    if is_api_request(request):
+        return error_response(400, code="body_unreadable", message=message)
+    return HttpResponse(message, status=400, content_type="text/plain")
 
 
 def _busy(request: HttpRequest) -> HttpResponse:

@@ -9,6 +9,9 @@ import json
 import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 
@@ -16,15 +19,33 @@ from memory_admin.embedded_store import _free_port
 from tests.http_client import HttpClient
 from tests.test_production import ROOT, manage, production_env
 
+LARGE = 4_000  # MEMORY_LARGE_REQUEST_BYTES here: bodies over it take the one slot
+READ_TIMEOUT = 2  # GUNICORN_READ_TIMEOUT here
+
+
+@dataclass
+class Served:
+    port: int
+    key: str
+    env: dict[str, str]
+
 
 @pytest.fixture(scope="module")
-def gunicorn_port(embedded_mongo, tmp_path_factory):
+def served(embedded_mongo, tmp_path_factory) -> Iterator[Served]:
     """gunicorn started the production way (`gunicorn memory_admin.wsgi`, the repo's
-    gunicorn.conf.py), one worker."""
+    gunicorn.conf.py), one worker, the large-request gate at one slot and no wait."""
     data_dir = tmp_path_factory.mktemp("http-edges")
     env = production_env(data_dir)
+    env.update(
+        MEMORY_LARGE_REQUEST_BYTES=str(LARGE),
+        MEMORY_LARGE_REQUEST_SLOTS="1",
+        MEMORY_LARGE_REQUEST_WAIT_SECONDS="0",
+        GUNICORN_READ_TIMEOUT=str(READ_TIMEOUT),
+    )
     done = manage(env, "migrate", "--noinput", "-v0")
     assert done.returncode == 0, done.stderr
+    created = manage(env, "create_api_key", "--name", "edges")
+    assert created.returncode == 0, created.stderr
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "memory_admin.wsgi:application"],
@@ -35,10 +56,15 @@ def gunicorn_port(embedded_mongo, tmp_path_factory):
     )
     try:
         HttpClient(f"http://127.0.0.1:{port}").wait_until_up("/api/v1/health", within=60)
-        yield port
+        yield Served(port, created.stdout.strip().splitlines()[-1], env)
     finally:
         server.terminate()
         server.wait(30)
+
+
+@pytest.fixture(scope="module")
+def gunicorn_port(served: Served) -> int:
+    return served.port
 
 
 class Answer:
@@ -158,3 +184,48 @@ def test_a_normal_answer_keeps_the_connection_alive(gunicorn_port):
             sock.sendall(request)
             answer = read_answer(sock)
             assert answer.status == 200 and answer.headers["connection"] == "keep-alive"
+
+
+def ingest_request(key: str, session: str, content: str) -> tuple[bytes, bytes]:
+    """The head and body of an ingest whose body is over the gate's size."""
+    body = json.dumps(
+        {"user_id": "u1", "messages": [{"id": "m1", "role": "user", "content": content}]}
+    ).encode()
+    head = (
+        f"POST /api/v1/agents/a1/sessions/{session}/messages HTTP/1.1\r\n"
+        "Host: 127.0.0.1\r\nX-Forwarded-Proto: https\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    return head, body
+
+
+def test_a_slow_body_holds_no_slot_so_other_large_requests_are_served(served: Served):
+    head, body = ingest_request(served.key, "s-slow", "slow " * 1_000)
+    assert len(body) > LARGE
+    with socket.create_connection(("127.0.0.1", served.port), timeout=15) as slow:
+        slow.sendall(head + body[:100])  # then nothing for a while: the body is slow
+        time.sleep(0.5)  # its headers are in: the gate has seen it
+        fast_head, fast_body = ingest_request(served.key, "s-fast", "fast " * 1_000)
+        with socket.create_connection(("127.0.0.1", served.port), timeout=15) as fast:
+            fast.sendall(fast_head + fast_body)
+            answer = read_answer(fast)
+        assert answer.status == 202, answer.body  # not 503 busy: the slow one holds no slot
+        slow.sendall(body[100:])
+        assert read_answer(slow).status == 202  # and it is served once its body is in
+
+
+def test_a_body_that_stalls_is_answered_400_after_the_read_timeout(served: Served):
+    head, body = ingest_request(served.key, "s-stalled", "stalled " * 1_000)
+    with socket.create_connection(("127.0.0.1", served.port), timeout=15) as stalled:
+        stalled.sendall(head + body[:100])  # and never the rest
+        answer = read_answer(stalled)
+        assert_envelope(answer, 400, "body_unreadable")
+        assert answer.headers["connection"] == "close"
+        assert stalled.recv(1) == b""
+
+
+def test_headers_that_stall_do_not_hold_a_thread_past_the_read_timeout(served: Served):
+    with socket.create_connection(("127.0.0.1", served.port), timeout=15) as stalled:
+        stalled.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        assert stalled.recv(1) == b""  # the server gave up on it and closed
