@@ -1,6 +1,6 @@
 """Which outside services the suite can reach, and whether CI demands them.
 
-Tests that need PostgreSQL, Redis or Chromium run whenever those are present
+Tests that need PostgreSQL, Redis, Chromium or nginx run whenever those are present
 and are skipped, with the reason, when they are not. `.ci/run` sets
 MEMORY_TEST_REQUIRE_SERVICES=1, which turns "not present" into running the
 test anyway, so it fails loudly instead of passing by skipping.
@@ -20,6 +20,7 @@ POSTGRES_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("MEMORY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 CHROMIUM_PATH = os.environ.get("MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
+NGINX_PATH = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -40,3 +41,4 @@ def _needs(available: bool, what: str) -> pytest.MarkDecorator:
 needs_postgres = _needs(_port_open("127.0.0.1", 5432), "PostgreSQL on 127.0.0.1:5432")
 needs_redis = _needs(_port_open("127.0.0.1", 6379), "Redis on 127.0.0.1:6379")
 needs_chromium = _needs(shutil.which(CHROMIUM_PATH) is not None, f"Chromium at {CHROMIUM_PATH}")
+needs_nginx = _needs(NGINX_PATH is not None, "nginx (Debian package `nginx`)")
