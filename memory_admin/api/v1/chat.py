@@ -290,6 +290,7 @@ def _json_response(
 ) -> _AfterSendResponse:
     response = _AfterSendResponse(json.dumps(body), status=status, headers=headers)
     response["Content-Type"] = "application/json"
+    # In OpenAI's shape on purpose: the API's middleware must not re-envelope it.
     response.relays_upstream_error = status >= 400  # type: ignore[attr-defined]
     _memory_headers(response, turn)
     return response
@@ -304,8 +305,7 @@ def _raw_response(
 ) -> _AfterSendResponse:
     content_type = upstream_response.headers.get("content-type", "application/json")
     response = _AfterSendResponse(content, status=status, headers=headers)
-    response["Content-Type"] = content_type
-    response.relays_upstream_error = status >= 400  # type: ignore[attr-defined]
+    response["Content-Type"] = content_type  # an answer (200): errors are ours, above
     _memory_headers(response, turn)
     return response
 
