@@ -229,3 +229,16 @@ def test_headers_that_stall_do_not_hold_a_thread_past_the_read_timeout(served: S
     with socket.create_connection(("127.0.0.1", served.port), timeout=15) as stalled:
         stalled.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         assert stalled.recv(1) == b""  # the server gave up on it and closed
+
+
+def test_a_431_arrives_whole_even_when_the_client_was_still_sending(gunicorn_port):
+    """A guard: closing over unread bytes must not reset the answer away."""
+    request = (
+        b"POST /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + b"X-Padding: "
+        + b"a" * 10_000
+        + b"\r\nContent-Length: 300000\r\n\r\n"
+    )
+    answer, closed = exchange(gunicorn_port, request, then=b"b" * 300_000)
+    assert_envelope(answer, 431, "request_header_fields_too_large")
+    assert closed
