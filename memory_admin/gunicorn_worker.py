@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -79,6 +80,19 @@ class TimedConn(TConn):
         self.sock.settimeout(READ_TIMEOUT_SECONDS)
 
 
+class StalledClients(logging.Filter):
+    """gthread logs a socket timeout as an error with its traceback; a stalled client is
+    routine (and a flood of them would flood the log): one info line each instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], TimeoutError):
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = "a client stalled mid-request for %gs: connection closed"
+            record.args = (READ_TIMEOUT_SECONDS,)
+        return True
+
+
 class EnvelopeThreadWorker(ThreadWorker):
     def enqueue_req(self, conn: TConn) -> None:
         conn.__class__ = TimedConn  # made by gthread's accept(); only `init` differs
@@ -87,6 +101,7 @@ class EnvelopeThreadWorker(ThreadWorker):
     def init_process(self) -> None:
         # gunicorn's error answers all go through `util.write_error` (workers/base.py).
         util.write_error = write_json_error
+        self.log.error_log.addFilter(StalledClients())
         super().init_process()
 
     def load_wsgi(self) -> None:

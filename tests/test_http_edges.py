@@ -12,10 +12,12 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from memory_admin.embedded_store import _free_port
+from tests.eventually import eventually
 from tests.http_client import HttpClient
 from tests.test_production import ROOT, manage, production_env
 
@@ -27,7 +29,7 @@ READ_TIMEOUT = 2  # GUNICORN_READ_TIMEOUT here
 class Served:
     port: int
     key: str
-    env: dict[str, str]
+    log: Path
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +54,11 @@ def served(embedded_mongo, tmp_path_factory) -> Iterator[Served]:
         cwd=ROOT,
         env={**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "1"},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=open(data_dir / "gunicorn.log", "wb"),  # noqa: SIM115
     )
     try:
         HttpClient(f"http://127.0.0.1:{port}").wait_until_up("/api/v1/health", within=60)
-        yield Served(port, created.stdout.strip().splitlines()[-1], env)
+        yield Served(port, created.stdout.strip().splitlines()[-1], data_dir / "gunicorn.log")
     finally:
         server.terminate()
         server.wait(30)
@@ -229,6 +231,9 @@ def test_headers_that_stall_do_not_hold_a_thread_past_the_read_timeout(served: S
     with socket.create_connection(("127.0.0.1", served.port), timeout=15) as stalled:
         stalled.sendall(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         assert stalled.recv(1) == b""  # the server gave up on it and closed
+    log = eventually(served.log.read_text, until=lambda text: "stalled mid-request" in text)
+    assert f"a client stalled mid-request for {READ_TIMEOUT}s: connection closed" in log
+    assert "TimeoutError" not in log  # one line, not a traceback
 
 
 def test_a_431_arrives_whole_even_when_the_client_was_still_sending(gunicorn_port):
