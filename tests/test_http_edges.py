@@ -1,6 +1,7 @@
 """gunicorn with the repo's config, spoken to over raw sockets: the answers gunicorn
 writes itself (a header block too large) and the app's early refusals (a body too large)
-are the API's JSON envelope, and a connection about to close says so (issue 30: F10, F11)."""
+are the API's JSON envelope, a connection about to close says so (issue 30: F10, F11),
+and slow or stalled clients hold neither a large-request slot nor a thread for long (F4)."""
 
 from __future__ import annotations
 
