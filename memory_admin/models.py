@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -96,3 +97,20 @@ class ApiKey(models.Model):
             permissions=[p for p in PERMISSIONS if p in set(granted)],
         )
         return key, raw
+
+
+class PasswordChangeRequired(models.Model):
+    """A person whose password was set by someone else (an admin's one-time password)
+    and who must choose their own before using the admin. The row is the flag; it goes
+    when they change it (memory_admin.middleware.PasswordChangeRequiredMiddleware)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="password_change_required",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"password change required: {self.user_id}"

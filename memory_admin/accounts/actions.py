@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
-from memory_admin.models import PERMISSIONS, ApiKey
+from memory_admin.models import PERMISSIONS, ApiKey, PasswordChangeRequired
 from memory_admin.stores import get_store
 from memory_admin.ui.roles import Role, user_role
 from streams.actions import Actor
@@ -89,8 +89,16 @@ def user_create(
     with transaction.atomic():
         user = model.objects.create_user(username=username, email=email.strip(), password=password)
         user.groups.add(Group.objects.get_or_create(name=role)[0])
+        # Someone else chose this password: its owner must choose their own at first sign-in.
+        PasswordChangeRequired.objects.create(user=user)
     _audit(actor, "user.create", "user", username, role=role)
     return user, password
+
+
+def user_password_changed(*, actor: Actor, user: Any) -> None:
+    """After a person changed their own password: the one-time flag goes; audited."""
+    required = PasswordChangeRequired.objects.filter(user_id=user.pk).delete()[0] > 0
+    _audit(actor, "user.password", "user", user.get_username(), was_one_time=required)
 
 
 def user_set_role(*, actor: Actor, user: Any, role: str) -> None:
