@@ -168,6 +168,7 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
         "observations": "ui/_user_observations.html",
         "related": "ui/_user_related.html",
         "main": "ui/_user_main.html",
+        "memory": "ui/_user_memory.html",
     }.get(part or "", "ui/_user_observations.html")
     return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
 
@@ -231,6 +232,8 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         and _user_url(agent_id, user_id, job=receipt_job.id, part="main"),
         "receipt_rows": _receipt_rows(receipt_job),
         "can_pause": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
+        # Operators correct an observation right here (inline edit), as on the scope page.
+        "can_edit": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
     }
 
 
