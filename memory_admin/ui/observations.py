@@ -121,8 +121,9 @@ def _saved_inline(
     request: HttpRequest, *, observation: Observation, scope: Scope, jobs: list[Job]
 ) -> HttpResponse:
     """The saved row, the message (out of band, into `#flash`) and, on the scope page, the
-    rebuild job's live banner; `scope-changed` refreshes the consolidation panel (which
-    shows "rebuild pending" and follows the rebuild) and the other parts of the page."""
+    rebuild job's live banner; `observation-saved` refreshes the consolidation panel (the
+    scope page's, the Users page's), which shows "rebuild pending" and follows the
+    rebuild. Not `scope-changed`: that reloads the log too, and the saved row with it."""
     from_user = _from_user(request)
     messages.success(request, _saved_message(jobs))
     job = None
@@ -137,7 +138,7 @@ def _saved_inline(
         "job": job,
     }
     response = render(request, "ui/_observation_saved.html", context)
-    response["HX-Trigger"] = "scope-changed"
+    response["HX-Trigger"] = "observation-saved"
     return response
 
 

@@ -81,6 +81,7 @@ def test_correct_an_absorbed_observation_inline_on_the_scope_page(
     page.locator("#rebuild-pending").wait_for()  # the panel refreshed by itself
     assert page.locator("#rebuild-pill").inner_text() == "rebuild pending"
     page.locator("#job-status[data-status]").wait_for()  # the rebuild's live banner
+    assert "just-saved" in (page.locator(f"#obs-{observations[0].id}").get_attribute("class") or "")
     page.screenshot(path=str(artifacts_dir / "edit_inline_saved.png"), full_page=True)
 
     page.locator("#consolidation-panel .version", has_text="v2").wait_for(timeout=20_000)

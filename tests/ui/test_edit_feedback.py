@@ -71,8 +71,10 @@ def test_an_inline_correction_says_so_and_that_a_rebuild_is_pending(client_as, a
     banner = re.search(r'<div id="job-status"[^>]*>', html)
     assert banner is not None and 'hx-swap-oob="true"' in banner.group(0)
     assert "every 1s" in banner.group(0)
-    # The consolidation panel, pending list, head and log listen for this.
-    assert response["HX-Trigger"] == "scope-changed"
+    # The consolidation panel listens for this (the log does not: the row is fresh).
+    assert response["HX-Trigger"] == "observation-saved"
+    panel = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    assert "observation-saved from:body" in panel.split('id="consolidation-panel"')[1][:400]
     # The message went out with this answer: the next page does not repeat it.
     assert (
         "Observation saved."
