@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from datetime import timedelta
+from typing import Any
 
 from django.db import OperationalError
 from django.http import HttpRequest
@@ -91,6 +92,52 @@ def _check(key: ApiKey, permission: str) -> None:
             f"this API key lacks the {permission!r} permission",
             details={"permission": permission, "granted": list(key.granted)},
         )
+
+
+def document_permissions(api: Any) -> None:
+    """State in the OpenAPI document what each operation needs: `x-permissions` and a 403
+    response naming them (added once: a 403 an operation documents itself is kept)."""
+    needed: dict[tuple[str, str], tuple[str, ...]] = {}
+    for _prefix, router in api._routers:
+        for path, path_view in router.path_operations.items():
+            for operation in path_view.operations:
+                granted = [
+                    a.permissions for a in operation.auth_callbacks if isinstance(a, ApiKeyAuth)
+                ]
+                for method in operation.methods:
+                    if granted and granted[0]:
+                        needed[(method.lower(), path)] = granted[0]
+    original = api.get_openapi_schema
+
+    def get_openapi_schema(**kwargs: Any) -> Any:
+        document = original(**kwargs)
+        paths = document.get("paths", {})
+        # The document's paths carry the API's mount point ("/api/v1"); the routers' do not.
+        mount = next((p[: -len("/health")] for p in paths if p.endswith("/health")), "")
+        for path, path_item in paths.items():
+            for method, operation in path_item.items():
+                if not isinstance(operation, dict) or "responses" not in operation:
+                    continue
+                permissions = needed.get((method, path.removeprefix(mount)))
+                if not permissions:
+                    continue
+                operation["x-permissions"] = list(permissions)
+                responses = operation["responses"]
+                if 403 not in responses and "403" not in responses:
+                    names = " and ".join(f"`{p}`" for p in permissions)
+                    plural = "s" if len(permissions) > 1 else ""
+                    responses["403"] = {
+                        "description": f"The API key lacks the {names} permission{plural} "
+                        "(`permission_denied`).",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ErrorOut"}
+                            }
+                        },
+                    }
+        return document
+
+    api.get_openapi_schema = get_openapi_schema
 
 
 def require_permission(request: HttpRequest, permission: str) -> None:
