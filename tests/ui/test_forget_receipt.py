@@ -9,6 +9,7 @@ import re
 import pytest
 from django.urls import reverse
 
+from memory_admin.templatetags.labelled import labelled
 from streams.consolidation import consolidation_commit
 from streams.observations import observation_add
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -114,3 +115,18 @@ def test_the_receipt_refreshes_itself_until_the_job_is_done(
     done = client.get(url, headers={"HX-Request": "true"}).content.decode()
     assert 'data-status="succeeded"' in done
     assert "hx-trigger" not in done.split(">")[0]  # polling stops
+
+
+def test_the_job_page_labels_the_receipt_truthfully_with_readable_times():
+    rows = dict(
+        labelled(
+            {
+                "finished_at": "2026-11-26T21:36:47.123456+00:00",
+                "redacted_versions": 0,
+                "note": "2026-11-26T21:36 is not a time field",
+            }
+        )
+    )
+    assert rows["Finished at"] == "2026-11-26 21:36:47 UTC"
+    assert rows["Group and collective versions redacted"] == "0"
+    assert rows["Note"] == "2026-11-26T21:36 is not a time field"
