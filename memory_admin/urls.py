@@ -3,11 +3,13 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from memory_admin.accounts.password import PasswordChangeView
 from memory_admin.api.v1 import api as api_v1
 
 urlpatterns = [
     path("api/v1/", api_v1.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", PasswordChangeView.as_view(), name="password_change"),
     path("", include("memory_admin.ui.urls")),
 ]

@@ -17,7 +17,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
-from memory_admin.models import ApiKey
+from memory_admin.models import PERMISSIONS, ApiKey, PasswordChangeRequired
 from memory_admin.stores import get_store
 from memory_admin.ui.roles import Role, user_role
 from streams.actions import Actor
@@ -89,8 +89,16 @@ def user_create(
     with transaction.atomic():
         user = model.objects.create_user(username=username, email=email.strip(), password=password)
         user.groups.add(Group.objects.get_or_create(name=role)[0])
+        # Someone else chose this password: its owner must choose their own at first sign-in.
+        PasswordChangeRequired.objects.create(user=user)
     _audit(actor, "user.create", "user", username, role=role)
     return user, password
+
+
+def user_password_changed(*, actor: Actor, user: Any) -> None:
+    """After a person changed their own password: the one-time flag goes; audited."""
+    required = PasswordChangeRequired.objects.filter(user_id=user.pk).delete()[0] > 0
+    _audit(actor, "user.password", "user", user.get_username(), was_one_time=required)
 
 
 def user_set_role(*, actor: Actor, user: Any, role: str) -> None:
@@ -122,8 +130,13 @@ def user_set_active(*, actor: Actor, user: Any, active: bool) -> None:
     _audit(actor, verb, "user", user.get_username())
 
 
-def api_key_create(*, actor: Actor, name: str, agent_ids: list[str]) -> tuple[ApiKey, str]:
-    """Create a key bound to `agent_ids` (none: every agent); the raw key is returned once."""
+def api_key_create(
+    *, actor: Actor, name: str, agent_ids: list[str], permissions: list[str] | None = None
+) -> tuple[ApiKey, str]:
+    """Create a key bound to `agent_ids` (none: an admin key, every agent and every
+    permission); the raw key is returned once. `permissions` limits an agent-bound key
+    (None: read, write and forget); naming some for an admin key is refused rather
+    than silently ignored."""
     name = name.strip()
     if not name or len(name) > 100:
         raise InvalidInput("a key name is 1 to 100 characters", details=[{"field": "name"}])
@@ -133,10 +146,32 @@ def api_key_create(*, actor: Actor, name: str, agent_ids: list[str]) -> tuple[Ap
             f"at most {MAX_KEY_AGENTS} agent ids of up to {MAX_AGENT_ID_CHARS} characters",
             details=[{"field": "agents"}],
         )
+    if permissions is not None:
+        unknown = sorted(set(permissions) - set(PERMISSIONS))
+        if unknown:
+            raise InvalidInput(
+                f"unknown permission {unknown[0]!r}: pick from {', '.join(PERMISSIONS)}",
+                details=[{"field": "permissions"}],
+            )
+        if not permissions:
+            raise InvalidInput("pick at least one permission", details=[{"field": "permissions"}])
+        if not agents and set(permissions) != set(PERMISSIONS):
+            raise InvalidInput(
+                "a key for every agent is an admin key and has every permission: "
+                "name agents to limit a key's permissions",
+                details=[{"field": "permissions"}],
+            )
     if ApiKey.objects.filter(name=name).exists():
         raise Conflict(f"an API key named {name!r} exists already")
-    key, raw = ApiKey.generate(name=name, agent_ids=agents)
-    _audit(actor, "apikey.create", "apikey", key.name, agent_ids=list(key.agent_ids))
+    key, raw = ApiKey.generate(name=name, agent_ids=agents, permissions=permissions)
+    _audit(
+        actor,
+        "apikey.create",
+        "apikey",
+        key.name,
+        agent_ids=list(key.agent_ids),
+        permissions=list(key.granted),
+    )
     return key, raw
 
 

@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from memory_admin.api.auth import PermissionDenied
 from memory_admin.api.ratelimit import RateLimited
 from memory_admin.connection import close_connection
 from memory_admin.stores import store_unreachable
@@ -45,6 +46,7 @@ STATUS_CODES: dict[int, str] = {
 
 DOMAIN_STATUSES: dict[type[MemoryServiceError], int] = {
     NotFound: 404,
+    PermissionDenied: 403,
     Conflict: 409,
     InvalidInput: 422,
     Unavailable: 503,

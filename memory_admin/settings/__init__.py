@@ -55,6 +55,8 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "memory_admin.api.middleware.ApiExemptLoginRequiredMiddleware",
+    # A one-time password set by an admin must be changed before anything else.
+    "memory_admin.accounts.password.PasswordChangeRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memory_admin.middleware.StoreUnavailableMiddleware",

@@ -6,13 +6,16 @@ reprs (`{'version': 3, ...}`). This turns keys into words and values into short 
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+import contextlib
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django import template
 
 register = template.Library()
 
+ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$")
 MAX_ITEMS = 8
 MAX_CHARS = 300
 LABELS = {
@@ -24,7 +27,9 @@ LABELS = {
     "tokens_out": "Tokens out",
     "model": "Model",
     "prompt_version": "Prompt version",
-    "redacted_versions": "Consolidation versions redacted",
+    # A forget_user receipt: versions of group and collective memories that held the
+    # user's text; the individual memory's own versions are deleted (memory_consolidations).
+    "redacted_versions": "Group and collective versions redacted",
 }
 
 
@@ -46,6 +51,10 @@ def text_of(value: Any, *, depth: int = 0) -> str:
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if isinstance(value, str) and ISO_TIME.match(value):
+        # Results keep times as ISO text (JSON); shown like every other time.
+        with contextlib.suppress(ValueError):
+            value = datetime.fromisoformat(value).astimezone(UTC)
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, dict):

@@ -33,6 +33,17 @@ from streams.user_find import user_find
 PAGE_SIZE = 25
 AGENT_CHOICES = 200
 MAX_ID = 128
+# The deletion receipt's rows: what each count of a forget_user job's result means.
+RECEIPT_LABELS = {
+    "memory_scopes": "individual memory deleted",
+    "memory_observations": "observations deleted (own, and from this user in shared memories)",
+    "memory_consolidations": "consolidation versions deleted (the individual memory's history)",
+    "memory_messages": "conversation messages deleted",
+    "memory_session_buffers": "session buffers emptied of this user",
+    "memory_chat_calls": "recorded chat calls deleted",
+    "memory_user_names": "findable names deleted",
+}
+REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"
 
 
 class AuditFilterForm(forms.Form):
@@ -156,6 +167,8 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
     partial = {
         "observations": "ui/_user_observations.html",
         "related": "ui/_user_related.html",
+        "main": "ui/_user_main.html",
+        "memory": "ui/_user_memory.html",
     }.get(part or "", "ui/_user_observations.html")
     return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
 
@@ -165,7 +178,12 @@ def _find_context(request: HttpRequest, store: Any, context: dict[str, Any]) -> 
     gets the same search as suggestions instead of an empty audit with Export and Forget."""
     text = param(request, "q")
     in_agent = param(request, "in") or None
-    if text is None and context.get("audit") is not None and not context.get("known"):
+    if (
+        text is None
+        and context.get("audit") is not None
+        and not context.get("known")
+        and not context.get("receipt_job")  # forgotten on purpose: the receipt says so
+    ):
         text, in_agent = context["user_id"], None
     if text is None:
         return {"find_text": None, "in_agent": in_agent}
@@ -195,6 +213,7 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
             cursor=param(request, "obs_cursor"),
             limit=PAGE_SIZE,
         )
+    receipt_job = _receipt_job(request, store, agent_id)
     return {
         "audit": found,
         # An id nothing is remembered about: say so, and offer nothing to export or forget.
@@ -206,8 +225,15 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         "obs_cursor": param(request, "obs_cursor"),
         "rel_cursor": param(request, "rel_cursor"),
         "base_query": urlencode({"agent": agent_id, "user": user_id}),
-        "receipt_job": _receipt_job(request, store, agent_id),
+        "receipt_job": receipt_job,
+        # While the forget job runs, the page's main part refreshes itself (htmx polling).
+        "receipt_active": receipt_job is not None and receipt_job.status in ("queued", "running"),
+        "receipt_poll_url": receipt_job
+        and _user_url(agent_id, user_id, job=receipt_job.id, part="main"),
+        "receipt_rows": _receipt_rows(receipt_job),
         "can_pause": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
+        # Operators correct an observation right here (inline edit), as on the scope page.
+        "can_edit": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
     }
 
 
@@ -221,6 +247,25 @@ def _receipt_job(request: HttpRequest, store: Any, agent_id: str) -> Job | None:
     except NotFound:
         return None
     return job if job.kind == "forget_user" and job.agent_id == agent_id else None
+
+
+def _receipt_rows(job: Job | None) -> list[dict[str, Any]]:
+    """The receipt's counts, each with a label that says what was counted."""
+    if job is None or job.status != "succeeded":
+        return []
+    result = job.result or {}
+    rows = [
+        {"key": key, "label": RECEIPT_LABELS.get(key, key), "count": count}
+        for key, count in (result.get("deleted") or {}).items()
+    ]
+    rows.append(
+        {
+            "key": "redacted_versions",
+            "label": REDACTED_LABEL,
+            "count": result.get("redacted_versions", 0),
+        }
+    )
+    return rows
 
 
 @require_GET

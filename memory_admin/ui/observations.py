@@ -98,6 +98,50 @@ def observation_create(request: HttpRequest, scope_id: str) -> HttpResponse:
     return render(request, "ui/observation_form.html", {"scope": scope, "form": form}, status=422)
 
 
+def _from_user(request: HttpRequest) -> bool:
+    """The inline edit was opened on the Users page (its rows differ from the scope's)."""
+    return (request.POST.get("from") or request.GET.get("from")) == "user"
+
+
+def _row_template(from_user: bool) -> str:
+    return "ui/_user_observation_row.html" if from_user else "ui/_observation_row.html"
+
+
+def _saved_message(jobs: list[Job]) -> str:
+    text = "Observation saved."
+    if jobs:
+        text += (
+            f" Rebuild pending: {len(jobs)} consolidation(s) that held the old text are being"
+            " rebuilt with the correction."
+        )
+    return text
+
+
+def _saved_inline(
+    request: HttpRequest, *, observation: Observation, scope: Scope, jobs: list[Job]
+) -> HttpResponse:
+    """The saved row, the message (out of band, into `#flash`) and, on the scope page, the
+    rebuild job's live banner; `observation-saved` refreshes the consolidation panel (the
+    scope page's, the Users page's), which shows "rebuild pending" and follows the
+    rebuild. Not `scope-changed`: that reloads the log too, and the saved row with it."""
+    from_user = _from_user(request)
+    messages.success(request, _saved_message(jobs))
+    job = None
+    if jobs and not from_user:
+        job = next((j for j in jobs if j.scope_id == scope.id), jobs[0])
+    context = {
+        "o": observation,
+        "scope": scope,
+        "can_edit": True,
+        "just_saved": True,
+        "row_template": _row_template(from_user),
+        "job": job,
+    }
+    response = render(request, "ui/_observation_saved.html", context)
+    response["HX-Trigger"] = "observation-saved"
+    return response
+
+
 @require_http_methods(["GET", "POST"])
 @role_required(Role.OPERATOR)
 def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
@@ -108,7 +152,7 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
         form = ObservationForm(request.POST)
         if form.is_valid():
             try:
-                fresh, _ = do_observation_update(
+                fresh, jobs = do_observation_update(
                     store=store,
                     actor=actor(request),
                     observation=observation,
@@ -122,18 +166,14 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
                 return redirect(_back(scope))
             else:
                 if wants_partial(request):
-                    return render(
-                        request,
-                        "ui/_observation_row.html",
-                        {"o": fresh, "scope": scope, "can_edit": True, "just_saved": True},
-                    )
-                messages.success(request, "Observation saved.")
+                    return _saved_inline(request, observation=fresh, scope=scope, jobs=jobs)
+                messages.success(request, _saved_message(jobs))
                 return redirect(_back(scope))
     else:
         form = ObservationForm(
             initial={"content": observation.content, "private": observation.private}
         )
-    context = {"scope": scope, "form": form, "o": observation}
+    context = {"scope": scope, "form": form, "o": observation, "from_user": _from_user(request)}
     template = "ui/_observation_edit.html" if wants_partial(request) else "ui/observation_form.html"
     status = 422 if request.method == "POST" else 200
     return render(request, template, context, status=status)
@@ -149,7 +189,7 @@ def observation_row(request: HttpRequest, observation_id: str) -> HttpResponse:
     can_edit = role is not None and role >= Role.OPERATOR
     return render(
         request,
-        "ui/_observation_row.html",
+        _row_template(_from_user(request)),
         {"o": observation, "scope": scope, "can_edit": can_edit},
     )
 

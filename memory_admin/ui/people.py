@@ -25,7 +25,7 @@ from memory_admin.accounts.actions import (
     user_set_active,
     user_set_role,
 )
-from memory_admin.models import ApiKey
+from memory_admin.models import DEFAULT_PERMISSIONS, PERMISSIONS, ApiKey
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
 from memory_admin.ui.roles import Role, role_required
@@ -47,13 +47,43 @@ class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=ROLE_CHOICES)
 
 
+REACH_CHOICES = [
+    ("agents", "Only the agents ticked"),
+    ("all", "All agents (admin key: every permission)"),
+]
+PERMISSION_CHOICES = [(p, p) for p in PERMISSIONS]
+
+
 class KeyForm(forms.Form):
+    """A key is bound to the agents ticked, or (an explicit choice, never the silent
+    result of ticking none) to every agent as an admin key."""
+
     name = forms.CharField(max_length=100)
+    reach = forms.ChoiceField(choices=REACH_CHOICES, widget=forms.RadioSelect)
     agents = forms.MultipleChoiceField(required=False, choices=[])
+    permissions = forms.MultipleChoiceField(
+        required=False, choices=PERMISSION_CHOICES, initial=list(DEFAULT_PERMISSIONS)
+    )
 
     def __init__(self, *args: Any, agent_ids: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["agents"].choices = [(a, a) for a in agent_ids]
+        self.fields["reach"].initial = "agents" if agent_ids else "all"
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("reach") == "all":
+            if data.get("agents"):
+                self.add_error("agents", "Untick the agents, or choose “Only the agents ticked”.")
+            data["agents"], data["permissions"] = [], None
+        elif data.get("reach") == "agents":
+            if not data.get("agents") and "agents" not in self.errors:
+                self.add_error(
+                    "agents", "Tick at least one agent, or choose “All agents (admin key)”."
+                )
+            if not data.get("permissions"):
+                self.add_error("permissions", "Tick at least one permission.")
+        return data
 
 
 def _agent_ids() -> list[str]:
@@ -188,7 +218,12 @@ def key_create(request: HttpRequest) -> HttpResponse:
         create=lambda data: dict(
             zip(
                 ("key", "raw"),
-                api_key_create(actor=actor(request), name=data["name"], agent_ids=data["agents"]),
+                api_key_create(
+                    actor=actor(request),
+                    name=data["name"],
+                    agent_ids=data["agents"],
+                    permissions=data["permissions"],
+                ),
                 strict=True,
             )
         ),

@@ -263,4 +263,4 @@ def test_the_key_commands_are_audited_as_cli(store, db):
         ("apikey.revoke", "ops"),
         ("apikey.create", "ops"),
     ]
-    assert entries[1].summary == {"agent_ids": ["a1"]}
+    assert entries[1].summary == {"agent_ids": ["a1"], "permissions": ["read", "write", "forget"]}

@@ -41,7 +41,9 @@ def test_admin_creates_an_operator_and_a_bound_key_then_revokes_it(
     page.click("#tab-keys")
     page.wait_for_url(re.compile(r"/keys/$"))
     page.fill("#id_key_name", "support-bot prod")
+    assert page.locator("#id_reach_agents").is_checked()  # all agents is a choice of its own
     page.check('input[name="agents"][value="support-bot"]')
+    page.uncheck('input[name="permissions"][value="forget"]')
     page.click("#create-key-button")
     raw = page.locator("#created-key-value").inner_text().strip()
     assert raw.startswith("mk_")
@@ -53,6 +55,8 @@ def test_admin_creates_an_operator_and_a_bound_key_then_revokes_it(
     api = f"{live_server.url}/api/v1/agents"
     assert page.request.get(f"{api}/support-bot/scopes", headers=headers).status == 200
     assert page.request.get(f"{api}/sales-bot/scopes", headers=headers).status == 404
+    forget = page.request.delete(f"{api}/support-bot/users/u1", headers=headers)
+    assert forget.status == 403 and forget.json()["error"]["code"] == "permission_denied"
 
     page.goto(f"{live_server.url}/keys/")
     row = page.locator('tr[data-key-name="support-bot prod"]')

@@ -94,18 +94,70 @@ def test_admin_creates_a_key_bound_to_an_agent_shown_once(client_as, store, audi
     page = client.get(reverse("ui:api_keys")).content.decode()
     assert 'value="support-bot"' in page and 'value="other-bot"' in page
     response = client.post(
-        reverse("ui:api_key_create"), {"name": "bot key", "agents": ["support-bot"]}
+        reverse("ui:api_key_create"),
+        {"name": "bot key", "reach": "agents", "agents": ["support-bot"], "permissions": ["read"]},
     )
     html = response.content.decode()
     raw = html.split('id="created-key-value">')[1].split("<")[0]
     key = ApiKey.objects.get(name="bot key")
     assert key.key_hash == hash_api_key(raw) and key.agent_ids == ["support-bot"]
+    assert key.granted == ("read",)
     assert 'data-copy-from="created-key-value"' in html
     assert raw not in client.get(reverse("ui:api_keys")).content.decode()  # shown once
     [entry] = audit_entries("apikey.create")
-    assert entry["summary"] == {"agent_ids": ["support-bot"]} and entry["actor"] == "ui:admin-user"
-    bad = client.post(reverse("ui:api_key_create"), {"name": "x", "agents": ["nobody"]})
+    assert entry["summary"] == {"agent_ids": ["support-bot"], "permissions": ["read"]}
+    assert entry["actor"] == "ui:admin-user"
+    bad = client.post(
+        reverse("ui:api_key_create"), {"name": "x", "reach": "agents", "agents": ["nobody"]}
+    )
     assert bad.status_code == 422
+
+
+def test_no_agent_ticked_is_not_silently_an_admin_key(client_as, store):
+    """Issue 30: an all-agent admin key is an explicit choice, never "nothing ticked"."""
+    ScopeFactory.create(store=store, agent_id="support-bot")
+    client = client_as("admin")
+    page = client.get(reverse("ui:api_keys")).content.decode()
+    assert 'name="reach" value="all"' in page and "All agents" in page
+    url = reverse("ui:api_key_create")
+    for data in (
+        {"name": "k1", "reach": "agents", "permissions": ["read"]},
+        {"name": "k2", "permissions": ["read"]},  # no choice made at all
+        {"name": "k3", "reach": "all", "agents": ["support-bot"]},
+        {"name": "k4", "reach": "agents", "agents": ["support-bot"]},  # no permission
+    ):
+        response = client.post(url, data)
+        assert response.status_code == 422, data
+        assert 'class="field-error"' in response.content.decode()
+    assert not ApiKey.objects.exists()
+    assert (
+        "Tick at least one agent"
+        in client.post(url, {"name": "k1", "reach": "agents"}).content.decode()
+    )
+    created = client.post(url, {"name": "admin key", "reach": "all", "permissions": ["read"]})
+    assert "every agent (admin key)" in created.content.decode()
+    key = ApiKey.objects.get(name="admin key")
+    assert key.is_admin and key.granted == ("read", "write", "forget", "review")
+
+
+def test_an_agent_key_can_be_given_review_by_name(client_as, store):
+    ScopeFactory.create(store=store, agent_id="support-bot")
+    client = client_as("admin")
+    page = client.get(reverse("ui:api_keys")).content.decode()
+    assert 'name="permissions" value="read" checked' in page
+    assert 'name="permissions" value="review">' in page  # not ticked by default
+    client.post(
+        reverse("ui:api_key_create"),
+        {
+            "name": "rev",
+            "reach": "agents",
+            "agents": ["support-bot"],
+            "permissions": ["read", "review"],
+        },
+    )
+    assert ApiKey.objects.get(name="rev").granted == ("read", "review")
+    listing = client.get(reverse("ui:api_keys")).content.decode()
+    assert "read, review" in listing
 
 
 def test_revoke_needs_a_confirmation_and_is_audited(client_as, audit_entries):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from memory_admin.api.auth import ApiKeyAuth
+from memory_admin.api.auth import ApiKeyAuth, document_permissions
 from memory_admin.api.errors import install_exception_handlers
 from memory_admin.api.openapi import document_common_errors
 from memory_admin.api.parser import StrictJsonParser
@@ -47,5 +47,6 @@ api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
+document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

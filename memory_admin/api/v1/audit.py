@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema
 from ninja.errors import HttpError
 
-from memory_admin.api.auth import visible_agents
+from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import IsoTime, PageQuery, error_responses
 from memory_admin.stores import get_store
 from streams.audit import audit_page
@@ -42,7 +42,9 @@ class AuditPageOut(Schema):
     next_cursor: str | None
 
 
-@router.get("/audit", response={200: AuditPageOut, **error_responses(401, 403, 422)})
+@router.get(
+    "/audit", auth=needs("read"), response={200: AuditPageOut, **error_responses(401, 403, 422)}
+)
 def list_audit(request: HttpRequest, filters: Query[AuditQuery]) -> Page[AuditEntry]:
     """The audit log, newest first. A page can come back short with a `next_cursor`: it
     searched a bounded stretch of the log; follow the cursor to go on.

@@ -29,7 +29,7 @@ from ninja import Field, Path, Router, Schema
 from pydantic import ConfigDict, StrictBool, StringConstraints
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.errors import error_response
 from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.chat_limits import RETRY_AFTER_SECONDS, Refusal, chat_slots
@@ -98,6 +98,7 @@ router = Router(tags=["chat"])
 
 @router.post(
     "/agents/{agent_id}/chat/completions",
+    auth=needs("read", "write"),
     response={200: dict[str, Any], **error_responses(400, 401, 404, 413, 422, 429, 503)},
     summary="OpenAI-compatible chat completion with memory",
 )

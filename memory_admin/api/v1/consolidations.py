@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import visible_agents
+from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import (
     ConsolidationPageOut,
     ConsolidationVersionOut,
@@ -31,6 +31,7 @@ VersionNumber = Annotated[int, Field(ge=0, le=2**62)]
 
 @router.get(
     "/scopes/{scope_id}/consolidations",
+    auth=needs("read"),
     response={200: ConsolidationPageOut, **error_responses(401, 404, 422)},
 )
 def list_consolidations(
@@ -44,6 +45,7 @@ def list_consolidations(
 
 @router.post(
     "/scopes/{scope_id}/consolidations/{version}/restore",
+    auth=needs("write"),
     response={201: ConsolidationVersionOut, **error_responses(401, 404, 409, 422)},
 )
 def restore_consolidation(
@@ -60,6 +62,7 @@ def restore_consolidation(
 
 @router.post(
     "/scopes/{scope_id}/consolidate",
+    auth=needs("write"),
     response={202: JobIdOut, **error_responses(401, 404, 409)},
 )
 def consolidate_scope(request: HttpRequest, scope_id: str) -> Status[dict[str, str]]:

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Path, Router, Schema
 from pydantic import StringConstraints
 
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import (
     MAX_GROUPS,
     DisplayName,
@@ -57,6 +57,7 @@ router = Router(tags=["context"])
 
 @router.post(
     "/agents/{agent_id}/context",
+    auth=needs("read"),
     response={200: ContextOut, **error_responses(400, 401, 404, 422, 503)},
 )
 def get_context(

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import visible_agents
+from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import ExternalId, JobOut, PageQuery, error_responses
 from memory_admin.stores import get_store
 from streams.actions.jobs import do_job_retry
@@ -29,7 +29,9 @@ class JobPageOut(Schema):
     next_cursor: str | None
 
 
-@router.get("/jobs", response={200: JobPageOut, **error_responses(401, 422, 429)})
+@router.get(
+    "/jobs", auth=needs("read"), response={200: JobPageOut, **error_responses(401, 422, 429)}
+)
 def list_jobs(request: HttpRequest, filters: Query[JobListQuery]) -> dict[str, Any]:
     """Jobs newest first, filtered by status, kind and agent; a key limited to agents sees
     only its agents' jobs (another agent's id gives an empty page)."""
@@ -45,13 +47,19 @@ def list_jobs(request: HttpRequest, filters: Query[JobListQuery]) -> dict[str, A
     return {"items": page.items, "next_cursor": page.next_cursor}
 
 
-@router.get("/jobs/{job_id}", response={200: JobOut, **error_responses(401, 404)})
+@router.get(
+    "/jobs/{job_id}", auth=needs("read"), response={200: JobOut, **error_responses(401, 404)}
+)
 def get_job(request: HttpRequest, job_id: str) -> Job:
     """A formation, consolidation, propagation or forget-user job: status, timings, result."""
     return job_get(store=get_store(), job_id=job_id, agent_ids=visible_agents(request))
 
 
-@router.post("/jobs/{job_id}/retry", response={202: JobOut, **error_responses(401, 404, 409, 429)})
+@router.post(
+    "/jobs/{job_id}/retry",
+    auth=needs("write"),
+    response={202: JobOut, **error_responses(401, 404, 409, 429)},
+)
 def retry_job(request: HttpRequest, job_id: str) -> Status[Job]:
     """Run a failed job again now (409 for a job that is not failed). A formation retried
     after another formation of its session started finishes with nothing to do."""

@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Body, Query, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import visible_agents
+from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
     ObservationBatchItemOut,
@@ -39,6 +39,7 @@ router = Router(tags=["observations"])
 
 @router.get(
     "/scopes/{scope_id}/observations",
+    auth=needs("read"),
     response={200: ObservationPageOut, **error_responses(401, 404, 422)},
 )
 def list_observations(
@@ -59,6 +60,7 @@ def list_observations(
 
 @router.post(
     "/scopes/{scope_id}/observations",
+    auth=needs("write"),
     response={
         201: ObservationOut | ObservationBatchOut,
         200: ObservationBatchOut,
@@ -127,6 +129,7 @@ def _add_batch(
 
 @router.get(
     "/observations/{observation_id}",
+    auth=needs("read"),
     response={200: ObservationOut, **error_responses(401, 404)},
 )
 def get_observation(request: HttpRequest, observation_id: str) -> Observation:
@@ -138,6 +141,7 @@ def get_observation(request: HttpRequest, observation_id: str) -> Observation:
 
 @router.patch(
     "/observations/{observation_id}",
+    auth=needs("write"),
     response={200: ObservationOut, **error_responses(400, 401, 404, 409, 422)},
 )
 def update_observation(
@@ -160,6 +164,7 @@ def update_observation(
 
 @router.delete(
     "/observations/{observation_id}",
+    auth=needs("write"),
     response={204: None, **error_responses(401, 404)},
 )
 def delete_observation(request: HttpRequest, observation_id: str) -> Status[None]:

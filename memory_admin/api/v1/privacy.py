@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Path, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, JobIdOut, error_responses
 from memory_admin.stores import get_store
 from streams.actions.privacy import do_user_forget
@@ -16,6 +16,7 @@ router = Router(tags=["privacy"])
 
 @router.delete(
     "/agents/{agent_id}/users/{user_id}",
+    auth=needs("forget"),
     response={202: JobIdOut, **error_responses(401, 404, 422)},
 )
 def forget_user(

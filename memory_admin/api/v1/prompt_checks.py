@@ -9,7 +9,7 @@ from ninja import Field, Path, Router, Schema, Status
 from pydantic import StringConstraints
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, InSchema, Prompt, error_responses
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
@@ -90,7 +90,9 @@ class RunOut(Schema):
 
 
 @router.get(
-    "/agents/{agent_id}/prompt-checks", response={200: CheckListOut, **error_responses(401, 404)}
+    "/agents/{agent_id}/prompt-checks",
+    auth=needs("read"),
+    response={200: CheckListOut, **error_responses(401, 404)},
 )
 def list_checks(request: HttpRequest, agent_id: Path[ExternalId]) -> dict[str, Any]:
     """The agent's checks, oldest first (an agent has at most `MAX_CHECKS`)."""
@@ -100,6 +102,7 @@ def list_checks(request: HttpRequest, agent_id: Path[ExternalId]) -> dict[str, A
 
 @router.post(
     "/agents/{agent_id}/prompt-checks",
+    auth=needs("write"),
     response={201: CheckOut, **error_responses(400, 401, 404, 422)},
 )
 def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: CheckIn) -> Status:
@@ -119,6 +122,7 @@ def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: Chec
 
 @router.post(
     "/agents/{agent_id}/prompt-checks/run",
+    auth=needs("write"),
     response={200: RunOut, **error_responses(400, 401, 404, 422)},
 )
 def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn) -> dict[str, Any]:
@@ -156,6 +160,7 @@ def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn)
 
 @router.delete(
     "/agents/{agent_id}/prompt-checks/{check_id}",
+    auth=needs("write"),
     response={204: None, **error_responses(401, 404)},
 )
 def delete_check(request: HttpRequest, agent_id: Path[ExternalId], check_id: str) -> Status:

@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent, visible_agents
+from memory_admin.api.auth import needs, require_agent, visible_agents
 from memory_admin.api.v1.schemas import (
     ExternalId,
     GroupScopeIn,
@@ -28,6 +28,7 @@ router = Router(tags=["scopes"])
 
 @router.get(
     "/agents/{agent_id}/scopes",
+    auth=needs("read"),
     response={200: ScopePageOut, **error_responses(401, 404, 422)},
 )
 def list_scopes(
@@ -49,6 +50,7 @@ def list_scopes(
 
 @router.post(
     "/agents/{agent_id}/scopes",
+    auth=needs("write"),
     response={201: ScopeOut, **error_responses(400, 401, 404, 409, 422)},
 )
 def create_scope(
@@ -74,13 +76,16 @@ def create_scope(
     return Status(201, scope)
 
 
-@router.get("/scopes/{scope_id}", response={200: ScopeOut, **error_responses(401, 404)})
+@router.get(
+    "/scopes/{scope_id}", auth=needs("read"), response={200: ScopeOut, **error_responses(401, 404)}
+)
 def get_scope(request: HttpRequest, scope_id: str) -> Scope:
     return scope_get(store=get_store(), scope_id=scope_id, agent_ids=visible_agents(request))
 
 
 @router.patch(
     "/scopes/{scope_id}",
+    auth=needs("write"),
     response={200: ScopeOut, **error_responses(400, 401, 404, 409, 422)},
 )
 def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> Scope:

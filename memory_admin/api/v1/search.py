@@ -8,7 +8,7 @@ from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Schema
 from pydantic import StringConstraints
 
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import (
     NOT_BLANK,
     ExternalId,
@@ -74,6 +74,7 @@ router = Router(tags=["search"])
 
 @router.get(
     "/agents/{agent_id}/search",
+    auth=needs("read"),
     response={200: SearchOut, **error_responses(401, 404, 422, 503)},
 )
 def search(

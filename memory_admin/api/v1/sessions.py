@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from ninja import Path, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
 from memory_admin.stores import get_store
 from memory_admin.tasks import formation_settings
@@ -22,6 +22,7 @@ router = Router(tags=["sessions"])
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/messages",
+    auth=needs("write"),
     response={202: IngestOut, **error_responses(400, 401, 404, 413, 422, 429, 503)},
 )
 def ingest_messages(
@@ -79,6 +80,7 @@ def ingest_messages(
 
 @router.post(
     "/agents/{agent_id}/sessions/{session_id}/form",
+    auth=needs("write"),
     response={202: JobIdOut, **error_responses(401, 404, 409, 422, 429, 503)},
 )
 def form_session(

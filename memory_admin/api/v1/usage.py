@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema
 from ninja.params import Path
 
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.stores import get_store
 from streams.documents import utcnow
@@ -70,6 +70,7 @@ def _out(usage: Usage, name: str | None = None) -> dict[str, object]:
 
 @router.get(
     "/agents/{agent_id}/usage",
+    auth=needs("read"),
     response={200: AgentUsageOut, **error_responses(401, 404, 422)},
 )
 def get_usage(

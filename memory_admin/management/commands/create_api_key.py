@@ -1,4 +1,9 @@
-"""`create_api_key --name NAME [--agent AGENT_ID ...]`: the raw key, alone on the last line.
+"""`create_api_key --name NAME [--agent AGENT_ID ...] [--permission P ...]`: the raw key,
+alone on the last line.
+
+Without `--agent` the key is an admin key: every agent, every permission. With
+`--agent`, it has read, write and forget unless `--permission` names its
+permissions (repeatable: read, write, forget, review).
 
 Scripts take the key with `tail -n 1`, so nothing may follow it; it is shown
 once and stored only as a hash.
@@ -11,7 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.accounts.actions import api_key_create
-from memory_admin.models import ApiKey
+from memory_admin.models import PERMISSIONS, ApiKey
 from streams.actions import Actor
 from streams.exceptions import Conflict, InvalidInput
 
@@ -31,8 +36,24 @@ class Command(BaseCommand):
             metavar="AGENT_ID",
             help="Limit the key to this agent (repeat for several); none means every agent.",
         )
+        parser.add_argument(
+            "--permission",
+            action="append",
+            default=None,
+            dest="permissions",
+            choices=PERMISSIONS,
+            help="What an agent-bound key may do (repeat for several); default: read, write "
+            "and forget. `review` only when named. A key without --agent has every permission.",
+        )
 
-    def handle(self, *args: Any, name: str, agents: list[str], **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        name: str,
+        agents: list[str],
+        permissions: list[str] | None = None,
+        **options: Any,
+    ) -> None:
         name = name.strip()
         if not name or len(name) > ApiKey._meta.get_field("name").max_length:
             raise CommandError("the name must be 1 to 100 characters")
@@ -40,9 +61,14 @@ class Command(BaseCommand):
             if not 1 <= len(agent_id) <= MAX_AGENT_ID_CHARS:
                 raise CommandError(f"agent ids are 1 to {MAX_AGENT_ID_CHARS} characters")
         try:
-            key, raw = api_key_create(actor=Actor.cli(), name=name, agent_ids=agents)
+            key, raw = api_key_create(
+                actor=Actor.cli(), name=name, agent_ids=agents, permissions=permissions
+            )
         except (InvalidInput, Conflict) as exc:
             raise CommandError(exc.message) from exc
-        scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent"
-        self.stdout.write(f"Created API key {key.name!r} for {scope}. It is shown only once:")
+        scope = ", ".join(key.agent_ids) if key.agent_ids else "every agent (admin key)"
+        granted = ", ".join(key.granted)
+        self.stdout.write(
+            f"Created API key {key.name!r} for {scope}, may {granted}. It is shown only once:"
+        )
         self.stdout.write(raw)
