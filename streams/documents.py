@@ -221,7 +221,13 @@ class Observation:
     access_count: int = 0
     last_accessed_at: datetime | None = None
     seq: int = 0
+    # The scope and normalized text (`streams.dedup.text_key`), on live observations only:
+    # a unique index keeps one live observation per fact and scope.
+    text_key: str | None = None
+    similar_to: str | None = None  # a near duplicate: the observation it resembles
     id: str = field(default_factory=lambda: str(ObjectId()))
+    # Not stored: an add that matched a live observation answers with that one, so marked.
+    duplicate: bool = field(default=False, compare=False)
 
     @property
     def status(self) -> Literal["pending", "consolidated"]:
@@ -250,6 +256,9 @@ class Observation:
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
             "seq": self.seq,
+            "similar_to": _oid(self.similar_to),
+            # Absent, not null, when unset: the unique index holds only documents that have it.
+            **({"text_key": self.text_key} if self.text_key else {}),
         }
 
     @classmethod
@@ -272,6 +281,8 @@ class Observation:
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),
             seq=doc.get("seq", 0),
+            text_key=doc.get("text_key"),
+            similar_to=_str(doc.get("similar_to")),
         )
 
 

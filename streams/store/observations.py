@@ -23,6 +23,15 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "related_user_ids"),
     # Copies made by propagation, found from their source.
     index(COLLECTION, "propagated_from"),
+    # One live observation per fact and scope (`streams.dedup`): the key is set on live
+    # observations only (a delete unsets it), and the index holds only those that have it.
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("text_key", 1),),
+        unique=True,
+        name="text_key_live",
+        options={"partialFilterExpression": {"text_key": {"$type": "string"}}},
+    ),
 ]
 
 StatusFilter = Literal["pending", "consolidated", "all"]
@@ -38,6 +47,19 @@ class ObservationRepository:
     ) -> None:
         if observations:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
+
+    def live_by_text_key(
+        self, keys: list[str], *, session: ClientSession | None = None
+    ) -> dict[str, Observation]:
+        """The live observations holding these text keys, by key (one query, by the unique
+        `text_key` index: at most one document per key)."""
+        if not keys:
+            return {}
+        wanted = sorted(set(keys))
+        cursor = self.collection.find(
+            {"text_key": {"$in": wanted}}, limit=len(wanted), session=session
+        )
+        return {d["text_key"]: Observation.from_mongo(d) for d in cursor}
 
     def get(self, observation_id: ObjectId) -> Observation | None:
         doc = self.collection.find_one({"_id": observation_id})
@@ -112,7 +134,7 @@ class ObservationRepository:
         """Soft delete, once: False when it was deleted already (or is gone)."""
         result = self.collection.update_one(
             {"_id": observation_id, "deleted_at": None},
-            {"$set": {"deleted_at": now}},
+            {"$set": {"deleted_at": now}, "$unset": {"text_key": ""}},
             session=session,
         )
         return result.matched_count == 1

@@ -61,7 +61,7 @@ def list_observations(
     "/scopes/{scope_id}/observations",
     response={
         201: ObservationOut | ObservationBatchOut,
-        200: ObservationBatchOut,
+        200: ObservationOut | ObservationBatchOut,
         **error_responses(400, 401, 404, 409, 413, 422),
     },
 )
@@ -76,6 +76,10 @@ def add_observation(
     same ids). Items with a known `client_id` are not stored again; one audit entry
     (`observation.create_batch`) per batch that stored anything. 409 when a concurrent
     request kept winning the scope's log: re-send it.
+
+    The same fact is stored once per scope: an add whose text, normalized (Unicode NFKC,
+    case, spacing, punctuation), equals a live observation's answers 200 with that
+    observation (a batch item carries `duplicate_of`); `private: true` marks it private.
     """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
@@ -89,7 +93,7 @@ def add_observation(
         private=payload.private,
         observed_at=payload.observed_at,
     )
-    return Status(201, observation)
+    return Status(200 if observation.duplicate else 201, observation)
 
 
 def _add_batch(
@@ -116,10 +120,15 @@ def _add_batch(
                 **ObservationOut.model_validate(o, from_attributes=True).model_dump(),
                 "client_id": client_id,
                 "created": new,
+                "duplicate_of": duplicate_of,
             }
         )
-        for o, client_id, new in zip(
-            result.observations, result.client_ids, result.created, strict=True
+        for o, client_id, new, duplicate_of in zip(
+            result.observations,
+            result.client_ids,
+            result.created,
+            result.duplicate_of,
+            strict=True,
         )
     ]
     return Status(201 if created_ids else 200, {"items": items, "created": len(created_ids)})

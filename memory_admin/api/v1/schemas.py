@@ -232,6 +232,9 @@ class ObservationOut(Schema):
     access_count: int
     last_accessed_at: Time | None
     deleted: bool
+    similar_to: str | None = Field(
+        None, description="A near duplicate: the observation of the scope it resembles."
+    )
 
 
 class ObservationPageOut(Schema):
@@ -283,6 +286,11 @@ class ObservationBatchItemOut(ObservationOut):
     client_id: str
     created: bool = Field(
         ..., description="False when the `client_id` was stored before (a re-send)."
+    )
+    duplicate_of: str | None = Field(
+        None,
+        description="Set when the item's text (normalized) matched a live observation of "
+        "the scope: nothing new was stored and the item is that observation.",
     )
 
 
