@@ -247,14 +247,15 @@ def _form(
         if not scope.is_active:
             paused += 1  # a paused scope receives nothing new; its data is kept
             continue
+        cited = [m for m in messages if m.message_id in item.sources] or messages
         observation = Observation(
             scope_id=scope.id,
             agent_id=job.agent_id,
             content=item.content,
-            observed_at=max(m.created_at for m in messages),
+            observed_at=max(m.created_at for m in cited),
             created_at=now,
             source_session_id=job.session_id,
-            source_message_ids=[m.message_id for m in messages],
+            source_message_ids=[m.message_id for m in cited],
             related_user_ids=item.related_user_ids,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
