@@ -24,6 +24,7 @@ from streams.actions.observations import (
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import InvalidInput, MemoryServiceError
 from streams.observations import observation_get, observation_list
+from streams.provenance import cited_lines
 from streams.scopes import scope_get
 from streams.store import MemoryStore
 
@@ -58,6 +59,7 @@ def observation_log_context(
     return {
         "log_form": form,
         "log_page": page,
+        "cited": cited_lines(store=store, observations=page.items),
         "log_error": error,
         "log_query": query.urlencode(),
         "log_cursor": param(request, "cursor"),
@@ -125,7 +127,13 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
                     return render(
                         request,
                         "ui/_observation_row.html",
-                        {"o": fresh, "scope": scope, "can_edit": True, "just_saved": True},
+                        {
+                            "o": fresh,
+                            "scope": scope,
+                            "can_edit": True,
+                            "just_saved": True,
+                            "cited": cited_lines(store=store, observations=[fresh]),
+                        },
                     )
                 messages.success(request, "Observation saved.")
                 return redirect(_back(scope))
@@ -150,7 +158,12 @@ def observation_row(request: HttpRequest, observation_id: str) -> HttpResponse:
     return render(
         request,
         "ui/_observation_row.html",
-        {"o": observation, "scope": scope, "can_edit": can_edit},
+        {
+            "o": observation,
+            "scope": scope,
+            "can_edit": can_edit,
+            "cited": cited_lines(store=store, observations=[observation]),
+        },
     )
 
 
