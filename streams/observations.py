@@ -11,7 +11,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due
-from streams.dedup import text_key
+from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -23,6 +23,7 @@ from streams.store.observations import StatusFilter
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
+SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
 def observations_append(
@@ -64,6 +65,7 @@ def observations_append(
         raise NotFound("scope not found")
     if not split.fresh:
         return scope
+    _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
     # (scope, seq) index.
@@ -115,6 +117,30 @@ def _without_duplicates(
             live[observation.text_key] = observation
             fresh.append(observation)
     return _Split(fresh=fresh, duplicates=duplicates)
+
+
+def _mark_similar(
+    *, store: MemoryStore, scope: Scope, fresh: list[Observation], session: StoreSession
+) -> None:
+    """Set `similar_to` on a new observation whose words nearly match (`SIMILAR_AT`) one of
+    the scope's newest `SIMILAR_WINDOW` live observations or an earlier one of this append:
+    it is stored, and the log offers to merge the two. One bounded read on `(scope, seq)`."""
+    top = scope.observation_seq
+    recent = store.observations.seq_window(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+    candidates = [(o.id, token_set(o.content)) for o in reversed(recent) if not o.deleted]
+    for observation in fresh:
+        words = token_set(observation.content)
+        if observation.similar_to is None and words:
+            for candidate_id, theirs in candidates:
+                if theirs and len(words & theirs) / len(words | theirs) >= SIMILAR_AT:
+                    observation.similar_to = candidate_id
+                    break
+        candidates.insert(0, (observation.id, words))
 
 
 def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:

@@ -19,6 +19,7 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.observations import (
     do_observation_add,
     do_observation_delete,
+    do_observation_merge,
     do_observation_update,
 )
 from streams.documents import Job, Observation, Scope
@@ -200,6 +201,28 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
         messages.success(request, _deleted_message(jobs))
         return redirect(_back(scope))
     return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def observation_merge(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Merge a near duplicate with the one it resembles: POST `keep` names the one kept."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    if not observation.similar_to:
+        messages.error(request, "This observation is not marked similar to another.")
+        return redirect(_back(scope))
+    other, _ = _observation(store, observation.similar_to)
+    keep_other = request.POST.get("keep") == other.id
+    keep, drop = (other, observation) if keep_other else (observation, other)
+    try:
+        jobs = do_observation_merge(store=store, actor=actor(request), keep=keep, drop=drop)
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        note = " The consolidation that held it is being rebuilt." if jobs else ""
+        messages.success(request, f"Merged: kept “{keep.content}”, deleted the other.{note}")
+    return redirect(_back(scope))
 
 
 def _deleted_message(jobs: list[Job]) -> str:

@@ -71,6 +71,11 @@ urlpatterns = [
         observation_views.observation_remove,
         name="observation_delete",
     ),
+    path(
+        "observations/<str:observation_id>/merge/",
+        observation_views.observation_merge,
+        name="observation_merge",
+    ),
     path("prompts/", prompt_views.prompt_index, name="prompts"),
     path("prompts/<str:agent_id>/<str:kind>/", prompt_views.prompt_edit, name="prompt_edit"),
     path(

@@ -205,11 +205,22 @@ class ObservationRepository:
         )
         return [Observation.from_mongo(d) for d in cursor]
 
-    def seq_window(self, scope_id: ObjectId, *, low_seq: int, high_seq: int) -> list[Observation]:
+    def seq_window(
+        self,
+        scope_id: ObjectId,
+        *,
+        low_seq: int,
+        high_seq: int,
+        session: ClientSession | None = None,
+    ) -> list[Observation]:
         """A scope's observations with `low_seq < seq <= high_seq`, oldest first (a bounded
         window on the `(scope_id, seq)` index, for walking a whole log in batches)."""
+        if high_seq <= low_seq:
+            return []
         cursor = (
-            self.collection.find({"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}})
+            self.collection.find(
+                {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}}, session=session
+            )
             .sort("seq", 1)
             .limit(high_seq - low_seq)
         )

@@ -374,3 +374,24 @@ def test_concurrent_writers_of_the_same_fact_store_it_once(store, bugs_shard, ki
     fresh = scope_get_or_create(store=store, key=key)[0]
     assert fresh.observation_seq == 1  # one observation was appended to the log
     assert fresh.pending_observation_ids == results[:1]
+
+
+@pytest.mark.parametrize("kind", SCOPE_TYPES)
+def test_a_near_duplicate_is_stored_with_similar_to(api, store, bugs_shard, kind):
+    key, _ = scope_for(store, kind, People())
+    scope_id = scope_of(store, key)
+
+    def add(text: str) -> dict[str, Any]:
+        response = api.post(
+            f"{API}/scopes/{scope_id}/observations", {"content": text},
+            content_type="application/json",
+        )  # fmt: skip
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    first = add("Alice keeps two cats and one dog in her Lisbon flat.")
+    near = add("Alice keeps two cats and one dog in her Lisbon flat today.")  # 11 of 12 words
+    far = add("Alice keeps one cat in her Porto flat.")
+    assert first["similar_to"] is None
+    assert near["similar_to"] == first["id"]
+    assert far["similar_to"] is None
