@@ -92,6 +92,8 @@ class Scope:
     # Observations whose old text the consolidation history holds and must lose (deleted,
     # edited, marked private, or a removed copy): a rebuild is pending while any is listed.
     rebuild_observation_ids: list[str] = field(default_factory=list)
+    # Sentences every consolidation version holds word for word (`streams.pins`).
+    pins: list[str] = field(default_factory=list)
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -160,6 +162,7 @@ class Scope:
             "guidance_version": self.guidance_version,
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
+            "pins": list(self.pins),
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -193,6 +196,7 @@ class Scope:
             guidance_version=doc.get("guidance_version"),
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
+            pins=list(doc.get("pins") or []),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),

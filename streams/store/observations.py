@@ -23,14 +23,17 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "related_user_ids"),
     # Copies made by propagation, found from their source.
     index(COLLECTION, "propagated_from"),
-    # One live observation per fact and scope (`streams.dedup`): the key is set on live
-    # observations only (a delete unsets it), and the index holds only those that have it.
+    # One live observation per fact and scope (`streams.dedup`): the key (scope + digest)
+    # is set on live observations only (a delete unsets it) and the index is sparse, so it
+    # holds only those. Sparse rather than a `partialFilterExpression`: the embedded store
+    # never serves a query from a partial index (a lookup scanned: 80 ms at 5,000
+    # documents, against 0.9 ms from the sparse one).
     IndexSpec(
         collection=COLLECTION,
         keys=(("text_key", 1),),
         unique=True,
         name="text_key_live",
-        options={"partialFilterExpression": {"text_key": {"$type": "string"}}},
+        options={"sparse": True},
     ),
 ]
 

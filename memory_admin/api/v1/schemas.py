@@ -159,6 +159,10 @@ class ScopeOut(Schema):
     extraction_prompt: str | None
     consolidation_prompt: str | None
     propagation_prompt: str | None
+    pins: list[str] = Field(
+        default_factory=list,
+        description="Sentences every later consolidation version holds word for word.",
+    )
     created_at: Time
     last_activity_at: Time
 
@@ -166,6 +170,18 @@ class ScopeOut(Schema):
 class ScopePageOut(Schema):
     items: list[ScopeOut]
     next_cursor: str | None
+
+
+class ScopePinsIn(InSchema):
+    pins: list[
+        Annotated[str, StringConstraints(min_length=1, max_length=1_000, pattern=NOT_BLANK)]
+    ] = Field(
+        ...,
+        max_length=50,
+        description="The scope's pinned sentences (replacing any before): every later "
+        "consolidation version (run, rebuild, restore) holds each word for word. They count "
+        "toward `consolidation_max_words`: a set over it is a 422. [] unpins all.",
+    )
 
 
 class ScopePatchIn(InSchema):
