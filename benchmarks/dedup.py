@@ -74,7 +74,7 @@ def run(sizes: list[int] | None = None) -> None:
         "add p50 ms",
         "add p95 ms",
         "commands/add",
-        "find memory_observations/add",
+        "finds (all)/add",
         "exact check p50 ms",
         "exact check / add",
         "near-dup read p50 ms",

@@ -33,6 +33,7 @@ urlpatterns = [
         scope_views.consolidation_edit_view,
         name="consolidation_edit",
     ),
+    path("scopes/<str:scope_id>/pins/", scope_views.scope_pin, name="scope_pin"),
     path(
         "scopes/<str:scope_id>/consolidation/compare/",
         history_views.consolidation_compare,
