@@ -342,8 +342,12 @@ def observation_update(
     content: str | None = None,
     private: bool | None = None,
     follow_ups: list[Job] | None = None,
+    actor: str | None = None,
 ) -> Observation:
     """Correct an observation's content or mark it private; returns the fresh observation.
+
+    A content change keeps the earlier text in the observation's text history (with
+    `actor` and the time), in the same transaction.
 
     A deleted observation is kept as it was, for the audit: changing it is a conflict.
     What was derived from the old text (or, once private, from the text at all) follows:
@@ -383,6 +387,15 @@ def observation_update(
         if not updated:
             raise NotFound("observation not found")
         if "content" in fields and fields["content"] != observation.content:
+            store.text_history.insert(
+                observation_id=oid,
+                scope_id=require_object_id(observation.scope_id, what="scope"),
+                agent_id=observation.agent_id,
+                content=observation.content,
+                actor=actor,
+                at=utcnow(),
+                session=session,
+            )
             # Re-index: the old content's terms out, the new content's in, atomically.
             search_index_remove(store=store, observations=[observation], session=session)
             renewed = replace(observation, content=str(fields["content"]))
@@ -421,6 +434,7 @@ def observation_delete(
         nonlocal was_pending
         if store.observations.mark_deleted(oid, now=utcnow(), session=session):
             search_index_remove(store=store, observations=[observation], session=session)
+            store.text_history.purge([oid], session=session)  # earlier texts go with it
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")

@@ -118,6 +118,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             )
         )
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
+        store.text_history.purge([ObjectId(o.id) for o in observations])
         if count:
             repo.unlink_observations(
                 ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=count
@@ -133,6 +134,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
         )
         store.client_ids.forget_scope(ObjectId(individual.id))
+        store.text_history.purge_scope(ObjectId(individual.id))
         for collection, count in removed.items():
             deleted[collection] += count
         if removed["memory_scopes"]:

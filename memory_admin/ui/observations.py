@@ -28,6 +28,7 @@ from streams.observations import observation_get, observation_list
 from streams.provenance import cited_lines
 from streams.scopes import scope_get
 from streams.store import MemoryStore
+from streams.text_history import observation_history
 
 LOG_PAGE_SIZE = 25
 
@@ -61,10 +62,16 @@ def observation_log_context(
         "log_form": form,
         "log_page": page,
         "cited": cited_lines(store=store, observations=page.items),
+        "is_admin": _is_admin(request),
         "log_error": error,
         "log_query": query.urlencode(),
         "log_cursor": param(request, "cursor"),
     }
+
+
+def _is_admin(request: HttpRequest) -> bool:
+    role = request_role(request)
+    return role is not None and role >= Role.ADMIN
 
 
 def _observation(store: MemoryStore, observation_id: str) -> tuple[Observation, Scope]:
@@ -134,6 +141,7 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
                             "can_edit": True,
                             "just_saved": True,
                             "cited": cited_lines(store=store, observations=[fresh]),
+                            "is_admin": _is_admin(request),
                         },
                     )
                 messages.success(request, "Observation saved.")
@@ -164,6 +172,7 @@ def observation_row(request: HttpRequest, observation_id: str) -> HttpResponse:
             "scope": scope,
             "can_edit": can_edit,
             "cited": cited_lines(store=store, observations=[observation]),
+            "is_admin": _is_admin(request),
         },
     )
 
@@ -223,6 +232,22 @@ def observation_merge(request: HttpRequest, observation_id: str) -> HttpResponse
         note = " The consolidation that held it is being rebuilt." if jobs else ""
         messages.success(request, f"Merged: kept “{keep.content}”, deleted the other.{note}")
     return redirect(_back(scope))
+
+
+@require_http_methods(["GET"])
+@role_required(Role.ADMIN)
+def observation_text_history(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """The earlier texts of an observation (admins: they may hold what an edit removed)."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    try:
+        history = observation_history(
+            store=store, observation=observation, cursor=param(request, "cursor")
+        )
+    except InvalidInput:
+        history = observation_history(store=store, observation=observation)
+    context = {"o": observation, "scope": scope, "history": history}
+    return render(request, "ui/observation_history.html", context)
 
 
 def _deleted_message(jobs: list[Job]) -> str:

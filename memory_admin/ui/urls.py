@@ -77,6 +77,11 @@ urlpatterns = [
         observation_views.observation_merge,
         name="observation_merge",
     ),
+    path(
+        "observations/<str:observation_id>/history/",
+        observation_views.observation_text_history,
+        name="observation_history",
+    ),
     path("prompts/", prompt_views.prompt_index, name="prompts"),
     path("prompts/<str:agent_id>/<str:kind>/", prompt_views.prompt_edit, name="prompt_edit"),
     path(

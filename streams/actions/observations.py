@@ -64,7 +64,12 @@ def do_observation_update(
     what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
     jobs: list[Job] = []
     updated = observation_update(
-        store=store, observation=observation, content=content, private=private, follow_ups=jobs
+        store=store,
+        observation=observation,
+        content=content,
+        private=private,
+        follow_ups=jobs,
+        actor=str(actor),
     )
     record(
         store=store,

@@ -13,11 +13,13 @@ from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
     ObservationBatchItemOut,
     ObservationBatchOut,
+    ObservationHistoryOut,
     ObservationListQuery,
     ObservationOut,
     ObservationPageOut,
     ObservationPatchIn,
     ObservationWriteIn,
+    PageQuery,
     error_responses,
 )
 from memory_admin.stores import get_store
@@ -33,6 +35,7 @@ from streams.observations import observation_get, observation_list
 from streams.pagination import Page
 from streams.scopes import scope_get
 from streams.store import MemoryStore
+from streams.text_history import EarlierText, observation_history
 
 router = Router(tags=["observations"])
 
@@ -142,6 +145,25 @@ def get_observation(request: HttpRequest, observation_id: str) -> Observation:
     """One observation, also a deleted one (`deleted: true`), which is kept for the audit."""
     return observation_get(
         store=get_store(), observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+
+
+@router.get(
+    "/observations/{observation_id}/history",
+    response={200: ObservationHistoryOut, **error_responses(401, 404, 422)},
+)
+def observation_text_history(
+    request: HttpRequest, observation_id: str, page: Query[PageQuery]
+) -> Page[EarlierText]:
+    """The texts the observation held before each content edit, with who replaced them and
+    when, newest first. The audit log keeps only digests; this history is purged with the
+    observation (delete, forget user)."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    return observation_history(
+        store=store, observation=observation, cursor=page.cursor, limit=page.limit
     )
 
 

@@ -253,6 +253,17 @@ class ObservationOut(Schema):
     )
 
 
+class EarlierTextOut(Schema):
+    content: str = Field(..., description="The text the observation held before an edit.")
+    actor: str | None = Field(..., description="Who made the edit that replaced it.")
+    replaced_at: Time
+
+
+class ObservationHistoryOut(Schema):
+    items: list[EarlierTextOut] = Field(..., description="Newest first.")
+    next_cursor: str | None
+
+
 class ObservationPageOut(Schema):
     items: list[ObservationOut]
     next_cursor: str | None
