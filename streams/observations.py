@@ -6,7 +6,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bson import ObjectId
-from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
@@ -19,7 +18,7 @@ from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
-from streams.store.observations import StatusFilter
+from streams.store.observations import StatusFilter, TextTaken
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
@@ -83,9 +82,7 @@ def observations_append(
         observation.seq = scope.observation_seq + offset
     try:
         store.observations.insert_many(split.fresh, session=session)
-    except (BulkWriteError, DuplicateKeyError) as exc:
-        if not _is_duplicate_key(exc):
-            raise
+    except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
     search_index_add(store=store, observations=split.fresh, session=session)
     return scope
@@ -141,13 +138,6 @@ def _mark_similar(
                     observation.similar_to = candidate_id
                     break
         candidates.insert(0, (observation.id, words))
-
-
-def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
-    if isinstance(exc, DuplicateKeyError):
-        return True
-    errors = (exc.details or {}).get("writeErrors") or []
-    return any(e.get("code") == 11000 for e in errors)
 
 
 def observation_add(
@@ -379,7 +369,7 @@ def observation_update(
     def change(session: StoreSession) -> None:
         try:
             updated = store.observations.update_fields(oid, fields, session=session)
-        except DuplicateKeyError as exc:
+        except TextTaken as exc:
             raise Conflict(
                 "another observation of this scope holds the same text",
                 details=[{"field": "content"}],

@@ -9,8 +9,10 @@ from typing import Any, Literal
 from bson import ObjectId
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.documents import Observation
+from streams.exceptions import Conflict
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import page_by_seq
@@ -40,6 +42,17 @@ INDEXES: list[IndexSpec] = [
 StatusFilter = Literal["pending", "consolidated", "all"]
 
 
+class TextTaken(Conflict):
+    """A write met the unique `text_key` index: the scope holds this fact already."""
+
+
+def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
+    if isinstance(exc, DuplicateKeyError):
+        return True
+    errors = (exc.details or {}).get("writeErrors") or []
+    return any(e.get("code") == 11000 for e in errors)
+
+
 class ObservationRepository:
     def __init__(self, db: Database, *, access_flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
@@ -48,8 +61,14 @@ class ObservationRepository:
     def insert_many(
         self, observations: list[Observation], *, session: ClientSession | None = None
     ) -> None:
-        if observations:
+        if not observations:
+            return
+        try:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
+        except (BulkWriteError, DuplicateKeyError) as exc:
+            if _is_duplicate_key(exc):
+                raise TextTaken("the scope holds this text already") from exc
+            raise
 
     def live_by_text_key(
         self, keys: list[str], *, session: ClientSession | None = None
@@ -126,9 +145,12 @@ class ObservationRepository:
         *,
         session: ClientSession | None = None,
     ) -> bool:
-        result = self.collection.update_one(
-            {"_id": observation_id}, {"$set": fields}, session=session
-        )
+        try:
+            result = self.collection.update_one(
+                {"_id": observation_id}, {"$set": fields}, session=session
+            )
+        except DuplicateKeyError as exc:
+            raise TextTaken("the scope holds this text already") from exc
         return result.matched_count == 1
 
     def mark_deleted(
