@@ -131,7 +131,9 @@ def run(sizes: list[int] | None = None) -> None:
                 exact.append(time.perf_counter() - started)
                 top = size + ADDS
                 started = time.perf_counter()
-                store.observations.seq_window(oid, low_seq=top - SIMILAR_WINDOW, high_seq=top)
+                store.observations.recent_live_texts(
+                    oid, low_seq=top - SIMILAR_WINDOW, high_seq=top
+                )
                 near.append(time.perf_counter() - started)
 
             add_p50, add_p95, _ = summary_ms(adds)
@@ -170,9 +172,16 @@ class TargetCounter(CommandCounter):
         self.calls_by_target: dict[str, int] = {}
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:
-        super().started(event)
         target = f"{event.command_name} {event.command.get(event.command_name)}"
+        query = event.command.get("filter") or {}
+        if event.command_name == "find" and "text_key" in query:
+            target += " (exact check)"
+        elif event.command_name == "find" and "seq" in query and "scope_id" in query:
+            target += " (near-dup window)"
         with self._lock:
+            self.count += 1
+            self.by_name[event.command_name] = self.by_name.get(event.command_name, 0) + 1
+            self._names[event.request_id] = target
             self.calls_by_target[target] = self.calls_by_target.get(target, 0) + 1
 
     def reset(self) -> None:

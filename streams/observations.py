@@ -123,13 +123,13 @@ def _mark_similar(
     the scope's newest `SIMILAR_WINDOW` live observations or an earlier one of this append:
     it is stored, and the log offers to merge the two. One bounded read on `(scope, seq)`."""
     top = scope.observation_seq
-    recent = store.observations.seq_window(
+    recent = store.observations.recent_live_texts(
         require_object_id(scope.id, what="scope"),
         low_seq=max(0, top - SIMILAR_WINDOW),
         high_seq=top,
         session=session,
     )
-    candidates = [(o.id, token_set(o.content)) for o in reversed(recent) if not o.deleted]
+    candidates = [(oid, token_set(content)) for oid, content in recent]
     for observation in fresh:
         words = token_set(observation.content)
         if observation.similar_to is None and words:

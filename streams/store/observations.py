@@ -83,6 +83,27 @@ class ObservationRepository:
         )
         return {d["text_key"]: Observation.from_mongo(d) for d in cursor}
 
+    def recent_live_texts(
+        self,
+        scope_id: ObjectId,
+        *,
+        low_seq: int,
+        high_seq: int,
+        session: ClientSession | None = None,
+    ) -> list[tuple[str, str]]:
+        """(id, content) of a scope's live observations with `low_seq < seq <= high_seq`,
+        newest first: the near-duplicate check's candidates, content only (no vectors)."""
+        if high_seq <= low_seq:
+            return []
+        cursor = self.collection.find(
+            {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}},
+            {"content": 1, "deleted_at": 1, "seq": 1},
+            limit=high_seq - low_seq,
+            session=session,
+        )
+        docs = sorted(cursor, key=lambda d: -d.get("seq", 0))
+        return [(str(d["_id"]), d["content"]) for d in docs if d.get("deleted_at") is None]
+
     def get(self, observation_id: ObjectId) -> Observation | None:
         doc = self.collection.find_one({"_id": observation_id})
         return Observation.from_mongo(doc) if doc else None
