@@ -184,3 +184,15 @@ def test_an_empty_list_unpins_and_forget_user_removes_pins_quoting_them(
     assert "peanuts" not in (body["consolidation"] or "")
 
     assert put_pins(api, group.id, []).json()["pins"] == []
+
+
+def test_a_word_limit_below_the_pins_is_422(api, store):
+    scope = ScopeFactory.create(store=store, agent_id="agent-1", group=True)
+    pin = " ".join(f"w{n}" for n in range(60)) + "."
+    assert put_pins(api, scope.id, [pin]).status_code == 200  # 60 of 500 words
+    lowered = api.patch(
+        f"{API}/scopes/{scope.id}", {"consolidation_max_words": 50}, content_type="application/json"
+    )
+    error = assert_error(lowered, 422, "validation_error")
+    assert "60 words" in error["message"]
+    assert scope_body(api, scope.id)["consolidation_max_words"] == 500
