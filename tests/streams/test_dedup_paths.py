@@ -3,6 +3,8 @@ copies and the normal form itself."""
 
 from __future__ import annotations
 
+from bson import ObjectId
+
 from streams.dedup import normalized_text, text_key, token_similarity
 from streams.documents import Observation
 from streams.observations import observation_add, observation_list
@@ -40,3 +42,35 @@ def test_a_propagated_copy_of_a_fact_the_target_holds_is_not_stored(store):
     contents = sorted(o.content for o in observation_list(store=store, scope=fresh).items)
     assert contents == ["Deploys freeze on fridays", "Releases go out on Tuesdays."]
     assert fresh.pending_count == 2
+
+
+def test_the_backfill_keys_old_observations_and_marks_old_duplicates(store):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    scope = ScopeFactory.create(store=store, agent_id="a1", group=True)
+    old = []
+    for text in ("The team uses Jira.", "The team uses Linear.", "Standups at nine."):
+        old.append(
+            observation_add(
+                store=store, scope=scope_get(store=store, scope_id=scope.id), content=text
+            )
+        )
+    # As stored before the rule: no keys, and the second one the same fact as the first.
+    ids = [ObjectId(o.id) for o in old]
+    store.observations.collection.update_many({"_id": {"$in": ids}}, {"$unset": {"text_key": ""}})
+    store.observations.collection.update_one(
+        {"_id": ids[1]}, {"$set": {"content": "the team uses JIRA"}}
+    )
+    out = StringIO()
+    call_command("backfill_text_keys", stdout=out)
+    assert "2 observations keyed, 1 old duplicates" in out.getvalue()
+    first, second, third = (store.observations.get(ObjectId(o.id)) for o in old)
+    assert first.text_key and third.text_key and second.text_key is None
+    assert second.similar_to == first.id
+    fresh = scope_get(store=store, scope_id=scope.id)
+    again = observation_add(store=store, scope=fresh, content="THE TEAM USES JIRA!")
+    assert again.duplicate and again.id == first.id
+    call_command("backfill_text_keys", stdout=StringIO())  # idempotent
+    assert store.observations.get(ObjectId(second.id)).similar_to == first.id
