@@ -20,6 +20,7 @@ from streams.documents import ConsolidationVersion, Job, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.pins import with_pins
 from streams.store import MemoryStore, StoreSession
 
 MAX_CONSOLIDATION_CHARS = 20_000
@@ -74,6 +75,9 @@ def consolidation_commit(
     now = at or utcnow()
     run = run or RunDetails()
     scope_oid = require_object_id(scope.id, what="scope")
+    text, pinned = with_pins(text, scope.pins, max_words=scope.consolidation_max_words)
+    if pinned:
+        warning = f"{warning}; {pinned}" if warning else pinned
     absorbed = [ObjectId(i) for i in absorbed_ids]
     entry = ConsolidationVersion(
         scope_id=scope.id,
@@ -102,6 +106,7 @@ def consolidation_commit(
             actor=actor,
             now=now,
             rebuilt_ids=[ObjectId(i) for i in rebuilt_ids or []],
+            pins=scope.pins,
             session=session,
         )
         if moved:

@@ -92,6 +92,8 @@ class Scope:
     # Observations whose old text the consolidation history holds and must lose (deleted,
     # edited, marked private, or a removed copy): a rebuild is pending while any is listed.
     rebuild_observation_ids: list[str] = field(default_factory=list)
+    # Sentences every consolidation version holds word for word (`streams.pins`).
+    pins: list[str] = field(default_factory=list)
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -160,6 +162,7 @@ class Scope:
             "guidance_version": self.guidance_version,
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
+            "pins": list(self.pins),
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -193,6 +196,7 @@ class Scope:
             guidance_version=doc.get("guidance_version"),
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
+            pins=list(doc.get("pins") or []),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -221,7 +225,13 @@ class Observation:
     access_count: int = 0
     last_accessed_at: datetime | None = None
     seq: int = 0
+    # The scope and normalized text (`streams.dedup.text_key`), on live observations only:
+    # a unique index keeps one live observation per fact and scope.
+    text_key: str | None = None
+    similar_to: str | None = None  # a near duplicate: the observation it resembles
     id: str = field(default_factory=lambda: str(ObjectId()))
+    # Not stored: an add that matched a live observation answers with that one, so marked.
+    duplicate: bool = field(default=False, compare=False)
 
     @property
     def status(self) -> Literal["pending", "consolidated"]:
@@ -250,6 +260,9 @@ class Observation:
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
             "seq": self.seq,
+            "similar_to": _oid(self.similar_to),
+            # Absent, not null, when unset: the unique index holds only documents that have it.
+            **({"text_key": self.text_key} if self.text_key else {}),
         }
 
     @classmethod
@@ -272,6 +285,8 @@ class Observation:
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),
             seq=doc.get("seq", 0),
+            text_key=doc.get("text_key"),
+            similar_to=_str(doc.get("similar_to")),
         )
 
 

@@ -15,6 +15,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from bson import ObjectId
+
 from streams.documents import BufferedMessage, Scope
 from streams.llm.port import ConversationLine, ExtractionContext, LLMError, ShardGuidance
 from streams.prompts import render_extraction
@@ -23,6 +25,8 @@ from streams.scopes import ScopeKey
 from streams.store import MemoryStore
 
 MAX_SHARDS = 50
+MAX_PENDING_SHOWN = 30  # the newest pending observations of a scope shown beside its memory
+PENDING_HEADING = "Noted, not yet merged into the memory above:"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,9 @@ class ExtractedItem:
     display_name: str | None
     content: str
     related_user_ids: list[str]
+    # The ids of the lines it came from (`[<message id>]` in the prompt), only ids of this
+    # batch; the speaker's lines when the answer named none of them.
+    sources: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -137,9 +144,9 @@ def plan_extraction(
     for shard in shards:
         known[f"shard:{shard.name}"] = shard
     consolidations = {
-        _display_label(label, routes): scope.consolidation
+        _display_label(label, routes): text
         for label, scope in known.items()
-        if scope is not None and scope.consolidation
+        if scope is not None and (text := _remembered(store, scope))
     }
     individual = known.get("individual", known.get(primary.label))
     group_names = [g.get("name") or g["id"] for g in groups.values()]
@@ -164,6 +171,7 @@ def plan_extraction(
                 content=m.content,
                 created_at=m.created_at,
                 user_id=(m.user_id or default_id) if m.role == "user" else None,
+                message_id=m.message_id,
             )
             for m in messages
         ],
@@ -184,6 +192,18 @@ def plan_extraction(
         resolved=resolved,
         speakers=speakers,
     )
+
+
+def _remembered(store: MemoryStore, scope: Scope) -> str:
+    """What a scope holds for the prompt: its consolidation, then the newest of its pending
+    observations (not private), so the model can leave out what is noted already."""
+    text = (scope.consolidation or "").strip()
+    recent = [ObjectId(i) for i in scope.pending_observation_ids[-MAX_PENDING_SHOWN:]]
+    pending = [o for o in store.observations.get_many(recent) if not o.private and not o.deleted]
+    if pending:
+        noted = "\n".join(f"- {' '.join(o.content.split())}" for o in pending)
+        text = f"{text}\n\n{PENDING_HEADING}\n{noted}".strip()
+    return text
 
 
 def _paused_labels(known: dict[str, Scope | None], speakers: list[Speaker]) -> list[str]:
@@ -277,8 +297,27 @@ def parse_extraction_items(
             related = [route.user_id, *(uid for uid in named if uid != route.user_id)]
         else:
             related = named or speaker_ids
-        items.append(ExtractedItem(route.key, route.display_name, content, related))
+        sources = _sources(raw.get("sources"), plan=plan, speaker=route.user_id, about=named)
+        items.append(ExtractedItem(route.key, route.display_name, content, related, sources))
     return items, dropped
+
+
+def _sources(raw: Any, *, plan: ExtractionPlan, speaker: str | None, about: list[str]) -> list[str]:
+    """The message ids an item cites, in conversation order: only ids of this batch; with
+    none left, its speaker's lines (the person of an `individual:<id>` item, else the people
+    its `about` names, else every person who spoke)."""
+    lines = [line for line in plan.context.lines if line.message_id]
+    cited = {s.strip() for s in raw if isinstance(s, str)} if isinstance(raw, list) else set()
+    found = [line.message_id for line in lines if line.message_id in cited]
+    if found:
+        return list(dict.fromkeys(found))  # type: ignore[arg-type]
+    people = {speaker} if speaker else set(about)
+    own = [
+        line.message_id
+        for line in lines
+        if line.role == "user" and line.user_id and (not people or line.user_id in people)
+    ]
+    return list(dict.fromkeys(own))  # type: ignore[arg-type]
 
 
 def _checked_item(raw: Any, *, plan: ExtractionPlan, max_words: int) -> tuple[Route | None, str]:

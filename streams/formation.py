@@ -247,17 +247,19 @@ def _form(
         if not scope.is_active:
             paused += 1  # a paused scope receives nothing new; its data is kept
             continue
+        cited = [m for m in messages if m.message_id in item.sources] or messages
         observation = Observation(
             scope_id=scope.id,
             agent_id=job.agent_id,
             content=item.content,
-            observed_at=max(m.created_at for m in messages),
+            observed_at=max(m.created_at for m in cited),
             created_at=now,
             source_session_id=job.session_id,
-            source_message_ids=[m.message_id for m in messages],
+            source_message_ids=[m.message_id for m in cited],
             related_user_ids=item.related_user_ids,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
+    duplicates: dict[str, Observation] = {}
     with large_work(sum(len(m.content) for m in messages)):
         committed = formation_commit(
             store=store,
@@ -267,12 +269,17 @@ def _form(
             by_scope=by_scope,
             settings=settings,
             now=now,
+            duplicates=duplicates,
         )
     if not committed:
         run.result = {"messages": len(messages), "observations": 0, "dropped": dropped}
         run.result["note"] = "already formed: an earlier commit of these messages stored them"
         store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
         return
+    by_scope = {
+        scope_id: (scope, [o for o in obs if o.id not in duplicates])
+        for scope_id, (scope, obs) in by_scope.items()
+    }
     created = sum(len(obs) for _, obs in by_scope.values())
     if created:
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
@@ -288,6 +295,7 @@ def _form(
         "messages": len(messages),
         "observations": created,
         "dropped": dropped,
+        "duplicates": len(duplicates),
         "dropped_paused": paused,
         "speakers": len(plan.speakers),
         "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
@@ -321,9 +329,11 @@ def formation_commit(
     by_scope: dict[str, tuple[Scope, list[Observation]]],
     settings: FormationSettings,
     now: datetime,
+    duplicates: dict[str, Observation] | None = None,
 ) -> bool:
     """Store the formation's observations and mark its messages formed, in one transaction,
     through the batch path (`observations_append_once`, keyed by `formation_client_ids`).
+    An observation whose text its scope holds already is not stored (`duplicates`).
 
     False, with nothing written, when an earlier commit of the same messages stored these
     observations already (a retried job whose first commit was acknowledged too late):
@@ -338,9 +348,16 @@ def formation_commit(
     }
 
     def commit(session: StoreSession) -> None:
+        if duplicates is not None:
+            duplicates.clear()
         for scope_id, pairs in keyed.items():
             if observations_append_once(
-                store=store, scope_id=scope_id, keyed=pairs, session=session, now=now
+                store=store,
+                scope_id=scope_id,
+                keyed=pairs,
+                session=session,
+                now=now,
+                duplicates=duplicates,
             ):
                 raise _AlreadyFormed
         if not store.sessions.mark_formed(

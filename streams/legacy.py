@@ -262,21 +262,28 @@ class _Migration:
     def append(self, new: dict[ScopeKey, list[Observation]]) -> None:
         """One transaction for the batch: every scope's observations, or none of them."""
 
+        duplicates: dict[str, Observation] = {}  # the same fact, stored once per scope
+
         def work(session: StoreSession) -> None:
+            duplicates.clear()
             for key, observations in new.items():
                 scope = self.plans[key].scope
                 assert scope is not None
+                found: dict[str, Observation] = {}
                 observations_append(
                     store=self.store,
                     scope_id=scope.id,
                     observations=observations,
                     session=session,
                     now=self.now,
+                    duplicates=found,
                 )
+                duplicates.update(found)
 
         self.store.in_transaction(work, attempts=APPEND_ATTEMPTS)
         by_agent: dict[str, list[int]] = {}
-        for key, observations in new.items():
+        for key, all_observations in new.items():
+            observations = [o for o in all_observations if o.id not in duplicates]
             counts = by_agent.setdefault(key.agent_id, [0, 0])
             counts[0] += len(observations)
             counts[1] += sum(1 for o in observations if not o.consolidated)

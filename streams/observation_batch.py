@@ -10,7 +10,7 @@ all go in one transaction, so a batch is stored whole or not at all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from bson import ObjectId
@@ -23,6 +23,7 @@ from streams.observations import (
     APPEND_ATTEMPTS,
     MAX_CONTENT_CHARS,
     counters_add,
+    duplicate_kept,
     observations_append,
     threshold_check,
 )
@@ -48,6 +49,8 @@ class BatchResult:
     observations: list[Observation]
     created: list[bool]
     client_ids: list[str]
+    # Per item: the live observation with the same text it matched (nothing new stored).
+    duplicate_of: list[str | None] = field(default_factory=list)
 
     @property
     def created_count(self) -> int:
@@ -61,16 +64,24 @@ def observations_append_once(
     keyed: list[tuple[str, Observation]],
     session: StoreSession,
     now: datetime,
+    duplicates: dict[str, Observation] | None = None,
 ) -> dict[str, ObjectId]:
     """Within the caller's transaction: append the observations whose client id the scope
     has not stored yet, and record their ids; returns the client ids already stored (with
-    their observation), which were skipped.
+    their observation), which were skipped. An observation whose text the scope holds
+    already is not stored (`duplicates` gets its id -> the one kept), and its client id
+    names the kept one, so a retry answers the same.
 
     This is the batch path's core, for any writer that can name its items (formation can
     key an observation by its session and source messages; the legacy migration keys by
     the legacy `_id` and calls `observations_append` directly).
     """
-    return _append_once(store=store, scope_id=scope_id, keyed=keyed, session=session, now=now)[0]
+    known, _, found = _append_once(
+        store=store, scope_id=scope_id, keyed=keyed, session=session, now=now
+    )
+    if duplicates is not None:
+        duplicates.update(found)
+    return known
 
 
 def _append_once(
@@ -80,13 +91,14 @@ def _append_once(
     keyed: list[tuple[str, Observation]],
     session: StoreSession,
     now: datetime,
-) -> tuple[dict[str, ObjectId], Scope | None]:
+) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
-    (None when every item was known and nothing was appended)."""
+    (None when every item was known and nothing was appended) and the duplicates."""
     oid = require_object_id(scope_id, what="scope")
     known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
     fresh = [(c, o) for c, o in keyed if c not in known]
     before = None
+    duplicates: dict[str, Observation] = {}
     if fresh:
         before = observations_append(
             store=store,
@@ -94,11 +106,17 @@ def _append_once(
             observations=[o for _, o in fresh],
             session=session,
             now=now,
+            duplicates=duplicates,
         )
         store.client_ids.insert(
-            oid, [(c, ObjectId(o.id)) for c, o in fresh], now=now, session=session
+            oid,
+            [(c, ObjectId(duplicates[o.id].id if o.id in duplicates else o.id)) for c, o in fresh],
+            now=now,
+            session=session,
         )
-    return known, before
+        if len(duplicates) == len(fresh):
+            before = None  # nothing was appended
+    return known, before, duplicates
 
 
 def observation_batch_add(
@@ -132,11 +150,13 @@ def observation_batch_add(
         for item in items
     ]
 
-    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
-        known, before = _append_once(
+    def add(
+        session: StoreSession,
+    ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
+        known, before, duplicates = _append_once(
             store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
         )
-        fresh = [o for c, o in keyed if c not in known]
+        fresh = [o for c, o in keyed if c not in known and o.id not in duplicates]
         if fresh and actor is not None:
             audit_record(
                 store=store,
@@ -149,6 +169,7 @@ def observation_batch_add(
                     "scope_id": scope.id,
                     "items": len(keyed),
                     "created": len(fresh),
+                    "duplicates": len(duplicates),
                     "private": sum(1 for o in fresh if o.private),
                     "observation_ids": [o.id for o in fresh],
                 },
@@ -159,26 +180,45 @@ def observation_batch_add(
             counters_add(
                 store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
             )
-        return known, before
+        return known, before, duplicates
 
-    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
-    for client_id, observation in keyed:
+    duplicate_of: list[str | None] = []
+    private_kept: set[str] = set()
+    for (client_id, observation), item in zip(keyed, items, strict=True):
         if client_id in known:
             found = earlier.get(str(known[client_id]))
             if found is None:
                 raise NotFound(f"the observation of client_id {client_id!r} is gone")
             observations.append(found)
             created.append(False)
+            duplicate_of.append(None)
+        elif observation.id in duplicates:
+            kept = duplicates[observation.id]
+            if item.private and not kept.private and kept.id not in private_kept:
+                private_kept.add(kept.id)
+                kept = duplicate_kept(
+                    store=store, kept=kept, private=True, follow_ups=follow_ups, actor=actor
+                )
+            observations.append(replace(kept, duplicate=True))
+            created.append(False)
+            duplicate_of.append(kept.id)
         else:
             observations.append(observation)
             created.append(True)
+            duplicate_of.append(None)
     new = sum(created)
     if new and before is not None:
         threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
-    return BatchResult(observations=observations, created=created, client_ids=[c for c, _ in keyed])
+    return BatchResult(
+        observations=observations,
+        created=created,
+        client_ids=[c for c, _ in keyed],
+        duplicate_of=duplicate_of,
+    )
 
 
 def _validate(items: list[BatchItem]) -> None:

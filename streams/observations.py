@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bson import ObjectId
@@ -10,6 +10,7 @@ from bson import ObjectId
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due
+from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -17,10 +18,11 @@ from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
-from streams.store.observations import StatusFilter
+from streams.store.observations import StatusFilter, TextTaken
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
+SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
 def observations_append(
@@ -31,10 +33,17 @@ def observations_append(
     session: StoreSession,
     now: datetime,
     read_before: Scope | None = None,
+    duplicates: dict[str, Observation] | None = None,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending;
     returns the scope as it was before (its pending list tells the caller whether a
     consolidation is due, without reading the scope again).
+
+    An observation whose normalized text a live observation of the scope holds (or an
+    earlier one of this list) is not stored: `duplicates` gets its id -> the one kept
+    (`streams.dedup`). The check is one query by the unique `text_key` index; a concurrent
+    writer that stored the same fact in between makes the insert miss on that index, a
+    conflict, and the caller's retry then finds it.
 
     The scope's sequence counter is claimed with the version in the filter, so
     two concurrent appends cannot share sequence numbers; a miss aborts the
@@ -44,27 +53,91 @@ def observations_append(
     must pass None to read it inside the transaction.
     """
     oid = require_object_id(scope_id, what="scope")
+    split = _without_duplicates(
+        store=store, scope_id=scope_id, observations=observations, session=session
+    )
+    if duplicates is not None:
+        duplicates.clear()
+        duplicates.update(split.duplicates)
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
     if scope is None:
         raise NotFound("scope not found")
+    if not split.fresh:
+        return scope
+    _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
     # (scope, seq) index.
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
-        count=len(observations),
-        pending_ids=[ObjectId(o.id) for o in observations if not o.consolidated],
+        count=len(split.fresh),
+        pending_ids=[ObjectId(o.id) for o in split.fresh if not o.consolidated],
         now=now,
         session=session,
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")
-    for offset, observation in enumerate(observations, start=1):
+    for offset, observation in enumerate(split.fresh, start=1):
         observation.seq = scope.observation_seq + offset
-    store.observations.insert_many(observations, session=session)
-    search_index_add(store=store, observations=observations, session=session)
+    try:
+        store.observations.insert_many(split.fresh, session=session)
+    except TextTaken as exc:  # a concurrent writer stored it since the check: retry
+        raise Conflict("the same fact was stored concurrently; retry") from exc
+    search_index_add(store=store, observations=split.fresh, session=session)
     return scope
+
+
+@dataclass(frozen=True)
+class _Split:
+    fresh: list[Observation]
+    duplicates: dict[str, Observation]
+
+
+def _without_duplicates(
+    *, store: MemoryStore, scope_id: str, observations: list[Observation], session: StoreSession
+) -> _Split:
+    """The observations to store, and the others (id -> the live one with the same text)."""
+    for observation in observations:
+        observation.text_key = text_key(scope_id, observation.content)
+    live = store.observations.live_by_text_key(
+        [o.text_key for o in observations if o.text_key], session=session
+    )
+    fresh: list[Observation] = []
+    duplicates: dict[str, Observation] = {}
+    for observation in observations:
+        assert observation.text_key is not None
+        kept = live.get(observation.text_key)
+        if kept is not None:
+            duplicates[observation.id] = kept
+        else:
+            live[observation.text_key] = observation
+            fresh.append(observation)
+    return _Split(fresh=fresh, duplicates=duplicates)
+
+
+def _mark_similar(
+    *, store: MemoryStore, scope: Scope, fresh: list[Observation], session: StoreSession
+) -> None:
+    """Set `similar_to` on a new observation whose words nearly match (`SIMILAR_AT`) one of
+    the scope's newest `SIMILAR_WINDOW` live observations or an earlier one of this append:
+    it is stored, and the log offers to merge the two. One bounded read on `(scope, seq)`."""
+    top = scope.observation_seq
+    recent = store.observations.recent_live_texts(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+    candidates = [(oid, token_set(content)) for oid, content in recent]
+    for observation in fresh:
+        words = token_set(observation.content)
+        if observation.similar_to is None and words:
+            for candidate_id, theirs in candidates:
+                if theirs and len(words & theirs) / len(words | theirs) >= SIMILAR_AT:
+                    observation.similar_to = candidate_id
+                    break
+        candidates.insert(0, (observation.id, words))
 
 
 def observation_add(
@@ -109,6 +182,7 @@ def observation_add(
     )
 
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
+    duplicates: dict[str, Observation] = {}
 
     def add(session: StoreSession) -> Scope:
         before = observations_append(
@@ -118,7 +192,10 @@ def observation_add(
             session=session,
             now=now,
             read_before=read_before.pop() if read_before else None,
+            duplicates=duplicates,
         )
+        if duplicates:
+            return before  # the fact is stored already: nothing is written
         if actor is not None:
             audit_record(
                 store=store,
@@ -139,8 +216,44 @@ def observation_add(
         return before
 
     before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    if duplicates:
+        return duplicate_kept(
+            store=store,
+            kept=duplicates[observation.id],
+            private=private,
+            follow_ups=follow_ups,
+            actor=actor,
+        )
     threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation
+
+
+def duplicate_kept(
+    *,
+    store: MemoryStore,
+    kept: Observation,
+    private: bool,
+    follow_ups: list[Job] | None,
+    actor: str | None,
+) -> Observation:
+    """The answer to an add that matched a live observation: that one, marked `duplicate`;
+    an add asking for `private` marks the kept one private (audited like an edit)."""
+    if private and not kept.private:
+        fresh = observation_update(
+            store=store, observation=kept, private=True, follow_ups=follow_ups
+        )
+        if actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.update",
+                object_type="observation",
+                object_id=kept.id,
+                agent_id=kept.agent_id,
+                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
+            )
+        kept = fresh
+    return replace(kept, duplicate=True)
 
 
 def counters_add(
@@ -219,8 +332,12 @@ def observation_update(
     content: str | None = None,
     private: bool | None = None,
     follow_ups: list[Job] | None = None,
+    actor: str | None = None,
 ) -> Observation:
     """Correct an observation's content or mark it private; returns the fresh observation.
+
+    A content change keeps the earlier text in the observation's text history (with
+    `actor` and the time), in the same transaction.
 
     A deleted observation is kept as it was, for the audit: changing it is a conflict.
     What was derived from the old text (or, once private, from the text at all) follows:
@@ -240,6 +357,7 @@ def observation_update(
         if content != observation.content:
             # Its vector described the old text: text ranking alone serves it from now on.
             fields.update(embedding=None, embedding_model=None)
+            fields["text_key"] = text_key(observation.scope_id, content)
     if private is not None:
         fields["private"] = private
     if not fields:
@@ -249,9 +367,25 @@ def observation_update(
     oid = require_object_id(observation.id, what="observation")
 
     def change(session: StoreSession) -> None:
-        if not store.observations.update_fields(oid, fields, session=session):
+        try:
+            updated = store.observations.update_fields(oid, fields, session=session)
+        except TextTaken as exc:
+            raise Conflict(
+                "another observation of this scope holds the same text",
+                details=[{"field": "content"}],
+            ) from exc
+        if not updated:
             raise NotFound("observation not found")
         if "content" in fields and fields["content"] != observation.content:
+            store.text_history.insert(
+                observation_id=oid,
+                scope_id=require_object_id(observation.scope_id, what="scope"),
+                agent_id=observation.agent_id,
+                content=observation.content,
+                actor=actor,
+                at=utcnow(),
+                session=session,
+            )
             # Re-index: the old content's terms out, the new content's in, atomically.
             search_index_remove(store=store, observations=[observation], session=session)
             renewed = replace(observation, content=str(fields["content"]))
@@ -290,6 +424,7 @@ def observation_delete(
         nonlocal was_pending
         if store.observations.mark_deleted(oid, now=utcnow(), session=session):
             search_index_remove(store=store, observations=[observation], session=session)
+            store.text_history.purge([oid], session=session)  # earlier texts go with it
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")

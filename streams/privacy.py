@@ -28,6 +28,7 @@ from bson import ObjectId
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.formation import FormationSettings
 from streams.jobs import JobRun, job_create
+from streams.pins import pin_quotes
 from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
@@ -79,6 +80,11 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         by_scope.setdefault(observation.scope_id, []).append(observation)
     rebuilt: list[dict[str, Any]] = []
     redacted = 0
+    # Pins quoting what they said go before the rebuilds, which would put them back.
+    unpinned = sum(
+        _unpin_quotes(store, scope_id, observations)
+        for scope_id, observations in sorted(by_scope.items())
+    )
     for scope_id, observations in sorted(by_scope.items()):
         outcome = rebuild_scope(
             store=store,
@@ -112,6 +118,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             )
         )
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
+        store.text_history.purge([ObjectId(o.id) for o in observations])
         if count:
             repo.unlink_observations(
                 ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=count
@@ -127,6 +134,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
             lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
         )
         store.client_ids.forget_scope(ObjectId(individual.id))
+        store.text_history.purge_scope(ObjectId(individual.id))
         for collection, count in removed.items():
             deleted[collection] += count
         if removed["memory_scopes"]:
@@ -152,7 +160,19 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "deleted": deleted,
         "redacted_versions": redacted,
         "reconsolidated_scopes": rebuilt,
+        "unpinned": unpinned,
     }
+
+
+def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observation]) -> int:
+    """Remove the scope's pins that quote any of these observations; how many went."""
+    scope = store.scopes.get(ObjectId(scope_id))
+    if scope is None or not scope.pins:
+        return 0
+    kept = [p for p in scope.pins if not any(pin_quotes(p, o.content) for o in observations)]
+    if len(kept) != len(scope.pins):
+        store.scopes.set_pins(ObjectId(scope_id), kept)
+    return len(scope.pins) - len(kept)
 
 
 def _forget_messages(

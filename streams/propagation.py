@@ -206,10 +206,16 @@ def _store_copies(
         for scope_id, observations in by_scope.items():
             fresh = [o for o in observations if (scope_id, o.propagated_from) not in existing]
             if fresh:
+                duplicates: dict[str, Observation] = {}  # the target holds the fact already
                 observations_append(
-                    store=store, scope_id=scope_id, observations=fresh, session=session, now=now
+                    store=store,
+                    scope_id=scope_id,
+                    observations=fresh,
+                    session=session,
+                    now=now,
+                    duplicates=duplicates,
                 )
-                created += len(fresh)
+                created += len(fresh) - len(duplicates)
 
     store.in_transaction(commit, attempts=5)
     if created:

@@ -10,6 +10,7 @@ from streams.documents import Job, Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.pins import pins_checked
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
 from streams.store import MemoryStore
 from streams.user_find import user_name_record
@@ -217,6 +218,8 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
                     f"{name} must be a whole number from {low} to {high}",
                     details=[{"field": name}],
                 )
+            if name == "consolidation_max_words" and scope.pins:
+                pins_checked(scope.pins, max_words=value)  # the pins must still fit
             checked[name] = value
         else:
             checked[name] = _checked_prompt(scope, name, value)

@@ -26,6 +26,7 @@ from streams.exceptions import InvalidInput, NotFound
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
+from streams.provenance import cited_lines
 from streams.selectors import agents_page
 from streams.user_audit import user_audit
 from streams.user_find import user_find
@@ -222,6 +223,7 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
             {"o": o, "scope": found.scopes.get(o.scope_id)} for o in found.related.items
         ],
         "observations": observations,
+        "cited": cited_lines(store=store, observations=[*observations.items, *found.related.items]),
         "obs_cursor": param(request, "obs_cursor"),
         "rel_cursor": param(request, "rel_cursor"),
         "base_query": urlencode({"agent": agent_id, "user": user_id}),

@@ -19,13 +19,16 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.observations import (
     do_observation_add,
     do_observation_delete,
+    do_observation_merge,
     do_observation_update,
 )
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import InvalidInput, MemoryServiceError
 from streams.observations import observation_get, observation_list
+from streams.provenance import cited_lines
 from streams.scopes import scope_get
 from streams.store import MemoryStore
+from streams.text_history import observation_history
 
 LOG_PAGE_SIZE = 25
 
@@ -58,10 +61,17 @@ def observation_log_context(
     return {
         "log_form": form,
         "log_page": page,
+        "cited": cited_lines(store=store, observations=page.items),
+        "is_admin": _is_admin(request),
         "log_error": error,
         "log_query": query.urlencode(),
         "log_cursor": param(request, "cursor"),
     }
+
+
+def _is_admin(request: HttpRequest) -> bool:
+    role = request_role(request)
+    return role is not None and role >= Role.ADMIN
 
 
 def _observation(store: MemoryStore, observation_id: str) -> tuple[Observation, Scope]:
@@ -136,6 +146,8 @@ def _saved_inline(
         "just_saved": True,
         "row_template": _row_template(from_user),
         "job": job,
+        "cited": cited_lines(store=get_store(), observations=[observation]),
+        "is_admin": _is_admin(request),
     }
     response = render(request, "ui/_observation_saved.html", context)
     response["HX-Trigger"] = "observation-saved"
@@ -190,7 +202,13 @@ def observation_row(request: HttpRequest, observation_id: str) -> HttpResponse:
     return render(
         request,
         _row_template(_from_user(request)),
-        {"o": observation, "scope": scope, "can_edit": can_edit},
+        {
+            "o": observation,
+            "scope": scope,
+            "can_edit": can_edit,
+            "cited": cited_lines(store=store, observations=[observation]),
+            "is_admin": _is_admin(request),
+        },
     )
 
 
@@ -227,6 +245,44 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
         messages.success(request, _deleted_message(jobs))
         return redirect(_back(scope))
     return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def observation_merge(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Merge a near duplicate with the one it resembles: POST `keep` names the one kept."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    if not observation.similar_to:
+        messages.error(request, "This observation is not marked similar to another.")
+        return redirect(_back(scope))
+    other, _ = _observation(store, observation.similar_to)
+    keep_other = request.POST.get("keep") == other.id
+    keep, drop = (other, observation) if keep_other else (observation, other)
+    try:
+        jobs = do_observation_merge(store=store, actor=actor(request), keep=keep, drop=drop)
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        note = " The consolidation that held it is being rebuilt." if jobs else ""
+        messages.success(request, f"Merged: kept “{keep.content}”, deleted the other.{note}")
+    return redirect(_back(scope))
+
+
+@require_http_methods(["GET"])
+@role_required(Role.ADMIN)
+def observation_text_history(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """The earlier texts of an observation (admins: they may hold what an edit removed)."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    try:
+        history = observation_history(
+            store=store, observation=observation, cursor=param(request, "cursor")
+        )
+    except InvalidInput:
+        history = observation_history(store=store, observation=observation)
+    context = {"o": observation, "scope": scope, "history": history}
+    return render(request, "ui/observation_history.html", context)
 
 
 def _deleted_message(jobs: list[Job]) -> str:

@@ -23,11 +23,13 @@ from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from memory_admin.ui.usage import scope_usage_context
 from streams.actions.consolidations import do_consolidation_trigger
+from streams.actions.pins import do_consolidation_edit_and_pin, do_scope_pins_set
 from streams.actions.scopes import do_consolidation_edit, do_scope_update
 from streams.consolidation import consolidation_history, restore_preview
 from streams.documents import Scope
-from streams.exceptions import Conflict, InvalidInput
+from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.pagination import Page
+from streams.pins import sentences
 from streams.prompts import prompt_role, resolve_for_scope
 from streams.scopes import scope_get, scope_list
 from streams.selectors import (
@@ -200,7 +202,35 @@ def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
         "history_more": scope.consolidation_version > HISTORY_SHOWN,
         "returning": restore_preview(versions, scope.pending_observation_ids),
         "rebuild_job": rebuild,
+        # Sentences of the current text an operator can pin (those not pinned yet).
+        "pin_choices": [s for s in sentences(scope.consolidation or "") if s not in scope.pins],
     }
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def scope_pin(request: HttpRequest, scope_id: str) -> HttpResponse:
+    """Pin a sentence (`pin`) or unpin one (`unpin`); every later version holds the pins."""
+    store = get_store()
+    scope = found(scope_get, store=store, scope_id=scope_id)
+    pin, unpin = request.POST.get("pin"), request.POST.get("unpin")
+    if pin:
+        pins = [*scope.pins, pin]
+    elif unpin is not None:
+        pins = [p for p in scope.pins if p != unpin]
+    else:
+        messages.error(request, "Name a sentence to pin or unpin.")
+        return redirect("ui:scope_detail", scope_id=scope.id)
+    try:
+        do_scope_pins_set(store=store, actor=actor(request), scope=scope, pins=pins)
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(
+            request,
+            "Pinned: every later version holds it word for word." if pin else "Unpinned.",
+        )
+    return redirect("ui:scope_detail", scope_id=scope.id)
 
 
 @require_GET
@@ -235,7 +265,12 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
         form = ConsolidationEditForm(request.POST)
         if form.is_valid():
             try:
-                edited = do_consolidation_edit(
+                save = (
+                    do_consolidation_edit_and_pin
+                    if "and_pin" in request.POST
+                    else (do_consolidation_edit)
+                )
+                edited = save(
                     store=store,
                     actor=actor(request),
                     scope=scope,

@@ -33,6 +33,7 @@ urlpatterns = [
         scope_views.consolidation_edit_view,
         name="consolidation_edit",
     ),
+    path("scopes/<str:scope_id>/pins/", scope_views.scope_pin, name="scope_pin"),
     path(
         "scopes/<str:scope_id>/consolidation/compare/",
         history_views.consolidation_compare,
@@ -70,6 +71,16 @@ urlpatterns = [
         "observations/<str:observation_id>/delete/",
         observation_views.observation_remove,
         name="observation_delete",
+    ),
+    path(
+        "observations/<str:observation_id>/merge/",
+        observation_views.observation_merge,
+        name="observation_merge",
+    ),
+    path(
+        "observations/<str:observation_id>/history/",
+        observation_views.observation_text_history,
+        name="observation_history",
     ),
     path("prompts/", prompt_views.prompt_index, name="prompts"),
     path("prompts/<str:agent_id>/<str:kind>/", prompt_views.prompt_edit, name="prompt_edit"),

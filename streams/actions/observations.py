@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from bson import ObjectId
+
 from streams.actions.base import Actor, record, schedule
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
+from streams.exceptions import Conflict, InvalidInput
 from streams.observation_batch import BatchItem, BatchResult, observation_batch_add
 from streams.observations import observation_add, observation_delete, observation_update
 from streams.store import MemoryStore
@@ -61,7 +64,12 @@ def do_observation_update(
     what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
     jobs: list[Job] = []
     updated = observation_update(
-        store=store, observation=observation, content=content, private=private, follow_ups=jobs
+        store=store,
+        observation=observation,
+        content=content,
+        private=private,
+        follow_ups=jobs,
+        actor=str(actor),
     )
     record(
         store=store,
@@ -94,6 +102,39 @@ def do_observation_delete(
         object_id=observation.id,
         agent_id=observation.agent_id,
         summary={"content": content_digest(observation.content), "already_deleted": was_deleted},
+    )
+    schedule(jobs)
+    return jobs
+
+
+def do_observation_merge(
+    *, store: MemoryStore, actor: Actor, keep: Observation, drop: Observation
+) -> list[Job]:
+    """Merge two near duplicates of one scope: keep one, delete the other (one rebuild at
+    most, where the deleted one was consolidated); the kept one no longer points at it."""
+    if keep.id == drop.id:
+        raise InvalidInput("an observation cannot merge with itself", details=[{"field": "drop"}])
+    if keep.scope_id != drop.scope_id:
+        raise InvalidInput("only observations of one scope merge", details=[{"field": "drop"}])
+    if keep.deleted or drop.deleted:
+        raise Conflict("a deleted observation cannot be merged")
+    jobs: list[Job] = []
+    observation_delete(store=store, observation=drop, follow_ups=jobs)
+    if keep.similar_to == drop.id:
+        store.observations.update_fields(ObjectId(keep.id), {"similar_to": None})
+    record(
+        store=store,
+        actor=actor,
+        action="observation.merge",
+        object_type="observation",
+        object_id=keep.id,
+        agent_id=keep.agent_id,
+        summary={
+            "kept": keep.id,
+            "deleted": drop.id,
+            "kept_content": content_digest(keep.content),
+            "deleted_content": content_digest(drop.content),
+        },
     )
     schedule(jobs)
     return jobs

@@ -150,12 +150,13 @@ def extract_observations(context: ExtractionContext) -> list[dict[str, Any]]:
             if any(contains(text, content) or contains(text, sentence) for text in known):
                 continue
             seen.add(key)
+            cites = {"sources": [line.message_id]} if line.message_id else {}
             if line.user_id:
                 if scope == "individual":
                     scope = f"individual:{line.user_id}"
-                found.append({"content": content, "scope": scope, "about": [line.user_id]})
+                found.append({"content": content, "scope": scope, "about": [line.user_id], **cites})
             else:
-                found.append({"content": content, "scope": scope})
+                found.append({"content": content, "scope": scope, **cites})
     return found
 
 

@@ -25,6 +25,9 @@ class ConversationLine:
     content: str
     created_at: datetime | None = None
     user_id: str | None = None  # who spoke a user line: the prompt shows "name (id)"
+    # The caller's id of the message: the prompt shows the line as "[<message id>] ..." and
+    # the answer cites its sources by it.
+    message_id: str | None = None
 
 
 @dataclass(frozen=True)

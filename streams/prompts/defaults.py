@@ -40,12 +40,14 @@ Each shard has its own guidance on what belongs in it.
 {shards}
 
 # What is already remembered
-The current memory of each place an observation can go. Do not repeat what it \
-already says; record only what is new, more specific, or has changed.
+The current memory of each place an observation can go, with the observations noted \
+there but not yet merged into it. Do not repeat what it already says; record only \
+what is new, more specific, or has changed.
 
 {consolidations}
 
 # The conversation (oldest first)
+Each line starts with its message id in brackets: [<message id>] speaker: text.
 {conversation}
 
 # Your task
@@ -77,9 +79,11 @@ personal in them.
 
 # Answer format
 JSON only: no prose, no code fences. Exactly this shape:
-{{"observations": [{{"content": "...", "scope": "individual:<user id>|group:<group name>|collective|shard:<shard name>", "about": ["<user id>"]}}]}}
+{{"observations": [{{"content": "...", "scope": "individual:<user id>|group:<group name>|collective|shard:<shard name>", "about": ["<user id>"], "sources": ["<message id>"]}}]}}
 "about" lists the ids of the people the observation is about (empty when it is about \
-no one in particular).
+no one in particular). "sources" lists the ids of the lines the observation comes \
+from, exactly as they appear in brackets at the start of those lines: only the lines \
+that say it, not the whole conversation.
 When there is nothing worth remembering, answer {{"observations": []}}.
 """  # noqa: E501 (the JSON shape reads best on one line)
 

@@ -48,7 +48,9 @@ class Placeholder:
 PLACEHOLDERS: dict[PromptKind, dict[str, Placeholder]] = {
     "extraction": {
         "conversation": Placeholder(
-            True, 'The conversation, oldest first, one "[role] speaker: content" line each.'
+            True,
+            'The conversation, oldest first, one "[<message id>] speaker: content" line each '
+            "(the role in the brackets where a line has no id).",
         ),
         "user_name": Placeholder(False, "The current user's display name."),
         "groups": Placeholder(
@@ -269,7 +271,8 @@ def _conversation(lines: list[ConversationLine]) -> str:
     if all(line.created_at is not None for line in lines):
         lines = sorted(lines, key=lambda line: cast(datetime, line.created_at))
     return "\n".join(
-        f"[{line.role}] {_speaker(line)}: {_indent_continuation(line.content)}" for line in lines
+        f"[{line.message_id or line.role}] {_speaker(line)}: {_indent_continuation(line.content)}"
+        for line in lines
     )
 
 

@@ -37,6 +37,7 @@ from streams.store import (
     search,
     session_samples,
     sessions,
+    text_history,
     usage,
     user_names,
     visible_scopes,
@@ -66,6 +67,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *embeddings.INDEXES,
     *visible_scopes.INDEXES,
     *client_ids.INDEXES,
+    *text_history.INDEXES,
     *chat_calls.INDEXES,
     *user_names.INDEXES,
     *usage.INDEXES,
@@ -106,6 +108,7 @@ class MemoryStore:
         self.agent_days = agent_days.AgentDayRepository(self.db)
         self.audit = audit.AuditRepository(self.db)
         self.client_ids = client_ids.ClientIdRepository(self.db)
+        self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)

@@ -9,8 +9,10 @@ from typing import Any, Literal
 from bson import ObjectId
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.documents import Observation
+from streams.exceptions import Conflict
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import page_by_seq
@@ -23,9 +25,32 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "related_user_ids"),
     # Copies made by propagation, found from their source.
     index(COLLECTION, "propagated_from"),
+    # One live observation per fact and scope (`streams.dedup`): the key (scope + digest)
+    # is set on live observations only (a delete unsets it) and the index is sparse, so it
+    # holds only those. Sparse rather than a `partialFilterExpression`: the embedded store
+    # never serves a query from a partial index (a lookup scanned: 80 ms at 5,000
+    # documents, against 0.9 ms from the sparse one).
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("text_key", 1),),
+        unique=True,
+        name="text_key_live",
+        options={"sparse": True},
+    ),
 ]
 
 StatusFilter = Literal["pending", "consolidated", "all"]
+
+
+class TextTaken(Conflict):
+    """A write met the unique `text_key` index: the scope holds this fact already."""
+
+
+def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
+    if isinstance(exc, DuplicateKeyError):
+        return True
+    errors = (exc.details or {}).get("writeErrors") or []
+    return any(e.get("code") == 11000 for e in errors)
 
 
 class ObservationRepository:
@@ -36,8 +61,48 @@ class ObservationRepository:
     def insert_many(
         self, observations: list[Observation], *, session: ClientSession | None = None
     ) -> None:
-        if observations:
+        if not observations:
+            return
+        try:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
+        except (BulkWriteError, DuplicateKeyError) as exc:
+            if _is_duplicate_key(exc):
+                raise TextTaken("the scope holds this text already") from exc
+            raise
+
+    def live_by_text_key(
+        self, keys: list[str], *, session: ClientSession | None = None
+    ) -> dict[str, Observation]:
+        """The live observations holding these text keys, by key (one query, by the unique
+        `text_key` index: at most one document per key)."""
+        if not keys:
+            return {}
+        wanted = sorted(set(keys))
+        cursor = self.collection.find(
+            {"text_key": {"$in": wanted}}, limit=len(wanted), session=session
+        )
+        return {d["text_key"]: Observation.from_mongo(d) for d in cursor}
+
+    def recent_live_texts(
+        self,
+        scope_id: ObjectId,
+        *,
+        low_seq: int,
+        high_seq: int,
+        session: ClientSession | None = None,
+    ) -> list[tuple[str, str]]:
+        """(id, content) of a scope's live observations with `low_seq < seq <= high_seq`,
+        newest first: the near-duplicate check's candidates, content only (no vectors)."""
+        if high_seq <= low_seq:
+            return []
+        cursor = self.collection.find(
+            {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}},
+            {"content": 1, "deleted_at": 1, "seq": 1},
+            limit=high_seq - low_seq,
+            session=session,
+        )
+        docs = sorted(cursor, key=lambda d: -d.get("seq", 0))
+        return [(str(d["_id"]), d["content"]) for d in docs if d.get("deleted_at") is None]
 
     def get(self, observation_id: ObjectId) -> Observation | None:
         doc = self.collection.find_one({"_id": observation_id})
@@ -101,9 +166,12 @@ class ObservationRepository:
         *,
         session: ClientSession | None = None,
     ) -> bool:
-        result = self.collection.update_one(
-            {"_id": observation_id}, {"$set": fields}, session=session
-        )
+        try:
+            result = self.collection.update_one(
+                {"_id": observation_id}, {"$set": fields}, session=session
+            )
+        except DuplicateKeyError as exc:
+            raise TextTaken("the scope holds this text already") from exc
         return result.matched_count == 1
 
     def mark_deleted(
@@ -112,7 +180,7 @@ class ObservationRepository:
         """Soft delete, once: False when it was deleted already (or is gone)."""
         result = self.collection.update_one(
             {"_id": observation_id, "deleted_at": None},
-            {"$set": {"deleted_at": now}},
+            {"$set": {"deleted_at": now}, "$unset": {"text_key": ""}},
             session=session,
         )
         return result.matched_count == 1
@@ -183,11 +251,22 @@ class ObservationRepository:
         )
         return [Observation.from_mongo(d) for d in cursor]
 
-    def seq_window(self, scope_id: ObjectId, *, low_seq: int, high_seq: int) -> list[Observation]:
+    def seq_window(
+        self,
+        scope_id: ObjectId,
+        *,
+        low_seq: int,
+        high_seq: int,
+        session: ClientSession | None = None,
+    ) -> list[Observation]:
         """A scope's observations with `low_seq < seq <= high_seq`, oldest first (a bounded
         window on the `(scope_id, seq)` index, for walking a whole log in batches)."""
+        if high_seq <= low_seq:
+            return []
         cursor = (
-            self.collection.find({"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}})
+            self.collection.find(
+                {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}}, session=session
+            )
             .sort("seq", 1)
             .limit(high_seq - low_seq)
         )

@@ -202,12 +202,14 @@ class ScopeRepository:
         actor: str | None,
         now: datetime,
         rebuilt_ids: list[ObjectId] | None = None,
+        pins: list[str] | None = None,
         session: ClientSession | None = None,
     ) -> bool:
         """Store a new consolidation version and drop what it absorbed from pending, at once
         (and, for a rebuild, the observations it rebuilt without from the rebuild list).
 
-        The version in the filter makes a concurrent commit a miss (False), never a double.
+        The version in the filter makes a concurrent commit a miss (False), never a double;
+        so do the `pins` the text was made to hold, when there are any (pins changed since).
         """
         update: dict[str, Any] = {
             "$set": {
@@ -225,8 +227,17 @@ class ScopeRepository:
             pull["rebuild_observation_ids"] = {"$in": rebuilt_ids}
         if pull:
             update["$pull"] = pull
+        query: dict[str, Any] = {"_id": scope_id, "consolidation_version": expected_version}
+        if pins:
+            query["pins"] = list(pins)
+        result = self.collection.update_one(query, update, session=session)
+        return result.matched_count == 1
+
+    def set_pins(
+        self, scope_id: ObjectId, pins: list[str], *, session: ClientSession | None = None
+    ) -> bool:
         result = self.collection.update_one(
-            {"_id": scope_id, "consolidation_version": expected_version}, update, session=session
+            {"_id": scope_id}, {"$set": {"pins": list(pins)}}, session=session
         )
         return result.matched_count == 1
 

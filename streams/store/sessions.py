@@ -245,6 +245,22 @@ class SessionRepository:
             session=session,
         )
 
+    def messages_by_id(
+        self, agent_id: str, session_id: str, message_ids: list[str]
+    ) -> list[BufferedMessage]:
+        """One session's messages by the caller's ids (the unique `(agent, session, message
+        id)` index), oldest first; ids no longer kept are left out."""
+        if not message_ids:
+            return []
+        wanted = sorted(set(message_ids))
+        cursor = self.messages.find(
+            {"agent_id": agent_id, "session_id": session_id, "message_id": {"$in": wanted}},
+            limit=len(wanted),
+        )
+        return sorted(
+            (BufferedMessage.from_mongo(d) for d in cursor), key=lambda m: (m.created_at, m.id)
+        )
+
     def unformed(self, agent_id: str, session_id: str, *, limit: int) -> list[BufferedMessage]:
         cursor = (
             self.messages.find({"agent_id": agent_id, "session_id": session_id, "formed": False})

@@ -74,8 +74,9 @@ def test_a_two_person_group_chat_is_filed_per_speaker_and_forgetting_one_keeps_t
     )
     run = form(store, session=SESSION, agent=AGENT)
     prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
-    assert "[user] Alice (alice): I am allergic to peanuts." in prompt
-    assert "[user] Bob (bob): I only drink oolong tea." in prompt
+    said_in = {m.content: m.message_id for m in buffered}
+    assert f"[{said_in['I am allergic to peanuts.']}] Alice (alice): I am allergic" in prompt
+    assert f"[{said_in['I only drink oolong tea.']}] Bob (bob): I only drink oolong" in prompt
     assert run.result["observations"] == 3
     assert observations(store, ScopeKey.individual(AGENT, "alice")) == [
         ("Alice is allergic to peanuts.", ["alice"])

@@ -38,6 +38,8 @@ from tests.fakes.openai_wire import (
     Stream,
     default_responder,
     embedding_vector,
+    extraction_responder,
+    prompt_lines,
 )
 
 __all__ = [
@@ -53,6 +55,8 @@ __all__ = [
     "Stream",
     "default_responder",
     "embedding_vector",
+    "extraction_responder",
+    "prompt_lines",
     "fake_openai",
     "fake_openai_server",
 ]
@@ -162,8 +166,9 @@ class FakeOpenAI:
     def reply(self, text: str, headers: dict[str, str] | None = None) -> FakeOpenAI:
         return self.enqueue(Reply(text, tuple((headers or {}).items())))
 
-    def reply_json(self, obj: Any) -> FakeOpenAI:
-        return self.enqueue(Reply(json.dumps(obj)))
+    def reply_json(self, obj: Any, *, strict: bool = True) -> FakeOpenAI:
+        """`strict=False` lets an extraction answer cite ids the prompt does not show."""
+        return self.enqueue(Reply(json.dumps(obj), strict=strict))
 
     def fail(
         self,
@@ -239,8 +244,12 @@ class FakeOpenAI:
                     error = wire.error_body(500, f"fake responder raised {exc!r}")
                     _send(handler, 500, error, {"x-should-retry": "false"})
                     return
+                if _refused_sources(handler, recorded, text):
+                    return
                 self._answer(handler, recorded, text, wake)
-            case Reply(text=text, headers=headers):
+            case Reply(text=text, headers=headers, strict=strict):
+                if strict and _refused_sources(handler, recorded, text):
+                    return
                 self._answer(handler, recorded, text, wake, dict(headers))
             case Stream():
                 _send_stream(handler, recorded.body or {}, behaviour, wake)
@@ -274,6 +283,15 @@ class FakeOpenAI:
             _send_stream(handler, body, Stream(parts=wire.split_words(text)), wake)
         else:
             _send(handler, 200, wire.chat_completion(body, text), headers)
+
+
+def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) -> bool:
+    """Refuse (500, no retry) an extraction answer citing ids its prompt does not show."""
+    unknown = wire.unknown_sources(recorded, text)
+    if unknown:
+        error = wire.error_body(500, f"fake answer cites ids not in the prompt: {unknown}")
+        _send(handler, 500, error, {"x-should-retry": "false"})
+    return bool(unknown)
 
 
 def _send_stream(

@@ -11,6 +11,7 @@ import base64
 import hashlib
 import json
 import math
+import re
 import struct
 import threading
 import time
@@ -54,10 +55,17 @@ class RecordedRequest:
 @dataclass(frozen=True)
 class Reply:
     """Answer a normal chat completion whose message content is `text`, with extra response
-    `headers` (a `Set-Cookie`, say)."""
+    `headers` (a `Set-Cookie`, say).
+
+    Strict by default: an extraction answer whose `sources` name a message id the prompt
+    does not show is refused (a 500 the client does not retry), since a model can only
+    cite the lines it was given. `strict=False` sends it anyway (to test that the app
+    drops such ids).
+    """
 
     text: str
     headers: tuple[tuple[str, str], ...] = ()
+    strict: bool = True
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,74 @@ class Stream:
 
 Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection | Stream
 Responder = Callable[[RecordedRequest], str]
+
+
+CONVERSATION_LINE = re.compile(r"^\[([^\]\s]+)\] ([^:\n]+): (.*)$")
+
+
+@dataclass(frozen=True)
+class PromptLine:
+    """One line of an extraction prompt's conversation: `[<message id>] <speaker>: <text>`."""
+
+    message_id: str
+    speaker: str
+    text: str
+
+
+def prompt_text(request: RecordedRequest) -> str:
+    messages = (request.body or {}).get("messages") or []
+    return "\n".join(_content_text(m.get("content")) for m in messages)
+
+
+def prompt_lines(request: RecordedRequest) -> list[PromptLine]:
+    """The conversation lines the prompt shows, ids exactly as written (role-only lines, such
+    as `[user] ...` of a prompt with no ids, are left out)."""
+    lines = []
+    for raw in prompt_text(request).splitlines():
+        match = CONVERSATION_LINE.match(raw)
+        if match and match[1] not in {"user", "assistant", "tool", "system"}:
+            lines.append(PromptLine(match[1], match[2], match[3]))
+    return lines
+
+
+def unknown_sources(request: RecordedRequest, text: str) -> list[str]:
+    """The `sources` of an extraction answer that the request's prompt does not show."""
+    if request.task != "extraction":
+        return []
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return []
+    items = answer.get("observations") if isinstance(answer, dict) else None
+    shown = {line.message_id for line in prompt_lines(request)}
+    cited = [
+        s
+        for item in items or []
+        if isinstance(item, dict) and isinstance(item.get("sources"), list)
+        for s in item["sources"]
+    ]
+    return [s for s in cited if s not in shown]
+
+
+def extraction_responder(*items: dict[str, Any]) -> Responder:
+    """Answer an extraction with these observations, each citing the prompt's lines that
+    contain its `cite` phrase, by their ids exactly as the prompt shows them (the phrase
+    itself is not sent). A phrase no line holds is a test bug: the responder raises."""
+
+    def respond(request: RecordedRequest) -> str:
+        lines = prompt_lines(request)
+        answer = []
+        for item in items:
+            observation = {k: v for k, v in item.items() if k != "cite"}
+            if "cite" in item:
+                ids = [line.message_id for line in lines if item["cite"] in line.text]
+                if not ids:
+                    raise AssertionError(f"no prompt line holds {item['cite']!r}")
+                observation["sources"] = ids
+            answer.append(observation)
+        return json.dumps({"observations": answer})
+
+    return respond
 
 
 def default_responder(request: RecordedRequest) -> str:

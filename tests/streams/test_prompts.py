@@ -172,7 +172,7 @@ def test_default_extraction_says_what_the_domain_asks():
         "JSON only",
         '{{"observations": [{{"content": "...", "scope": '
         '"individual:<user id>|group:<group name>|collective|shard:<shard name>", '
-        '"about": ["<user id>"]}}]}}',
+        '"about": ["<user id>"], "sources": ["<message id>"]}}]}}',
         '"individual:<user id>"',
     ):
         assert phrase in text, phrase

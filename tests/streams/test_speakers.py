@@ -86,8 +86,8 @@ def test_two_speakers_with_groups_then_forget_one(store, fake_openai):
     run = form(store)
 
     prompt = fake_openai.chat_requests[-1].body["messages"][-1]["content"]
-    assert "[user] Alice (alice): I am allergic to peanuts." in prompt
-    assert "[user] Bob (bob): I only drink oolong tea." in prompt
+    assert "[m1] Alice (alice): I am allergic to peanuts." in prompt
+    assert "[m2] Bob (bob): I only drink oolong tea." in prompt
     assert "- Eden" in prompt and "- Ops" in prompt  # the groups of both speakers
     # Plain "individual" is ambiguous with two people: dropped, not credited to either.
     assert run.result["observations"] == 4 and run.result["dropped"] == 1

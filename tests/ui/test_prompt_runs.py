@@ -203,7 +203,7 @@ def test_extraction_dry_run_on_a_recent_real_session(client_as, store, shard):
     )
     page = response.content.decode()
     assert response.status_code == 200, page
-    assert "[user] Gene (u1): The export button crashes on Safari." in page
+    assert "[m1] Gene (u1): The export button crashes on Safari." in page
     assert 'data-scope="shard:bugs" data-current="1" data-edited="0"' in page
 
 

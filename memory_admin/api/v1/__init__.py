@@ -16,6 +16,7 @@ from memory_admin.api.v1 import (
     health,
     jobs,
     observations,
+    pins,
     privacy,
     prompt_checks,
     scopes,
@@ -47,6 +48,7 @@ api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
+api.add_router("", pins.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

@@ -13,11 +13,13 @@ from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
     ObservationBatchItemOut,
     ObservationBatchOut,
+    ObservationHistoryOut,
     ObservationListQuery,
     ObservationOut,
     ObservationPageOut,
     ObservationPatchIn,
     ObservationWriteIn,
+    PageQuery,
     error_responses,
 )
 from memory_admin.stores import get_store
@@ -33,6 +35,7 @@ from streams.observations import observation_get, observation_list
 from streams.pagination import Page
 from streams.scopes import scope_get
 from streams.store import MemoryStore
+from streams.text_history import EarlierText, observation_history
 
 router = Router(tags=["observations"])
 
@@ -63,7 +66,7 @@ def list_observations(
     auth=needs("write"),
     response={
         201: ObservationOut | ObservationBatchOut,
-        200: ObservationBatchOut,
+        200: ObservationOut | ObservationBatchOut,
         **error_responses(400, 401, 404, 409, 413, 422),
     },
 )
@@ -78,6 +81,10 @@ def add_observation(
     same ids). Items with a known `client_id` are not stored again; one audit entry
     (`observation.create_batch`) per batch that stored anything. 409 when a concurrent
     request kept winning the scope's log: re-send it.
+
+    The same fact is stored once per scope: an add whose text, normalized (Unicode NFKC,
+    case, spacing, punctuation), equals a live observation's answers 200 with that
+    observation (a batch item carries `duplicate_of`); `private: true` marks it private.
     """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
@@ -91,7 +98,7 @@ def add_observation(
         private=payload.private,
         observed_at=payload.observed_at,
     )
-    return Status(201, observation)
+    return Status(200 if observation.duplicate else 201, observation)
 
 
 def _add_batch(
@@ -118,10 +125,15 @@ def _add_batch(
                 **ObservationOut.model_validate(o, from_attributes=True).model_dump(),
                 "client_id": client_id,
                 "created": new,
+                "duplicate_of": duplicate_of,
             }
         )
-        for o, client_id, new in zip(
-            result.observations, result.client_ids, result.created, strict=True
+        for o, client_id, new, duplicate_of in zip(
+            result.observations,
+            result.client_ids,
+            result.created,
+            result.duplicate_of,
+            strict=True,
         )
     ]
     return Status(201 if created_ids else 200, {"items": items, "created": len(created_ids)})
@@ -136,6 +148,26 @@ def get_observation(request: HttpRequest, observation_id: str) -> Observation:
     """One observation, also a deleted one (`deleted: true`), which is kept for the audit."""
     return observation_get(
         store=get_store(), observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+
+
+@router.get(
+    "/observations/{observation_id}/history",
+    auth=needs("write"),
+    response={200: ObservationHistoryOut, **error_responses(401, 404, 422)},
+)
+def observation_text_history(
+    request: HttpRequest, observation_id: str, page: Query[PageQuery]
+) -> Page[EarlierText]:
+    """The texts the observation held before each content edit, with who replaced them and
+    when, newest first. The audit log keeps only digests; this history is purged with the
+    observation (delete, forget user)."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    return observation_history(
+        store=store, observation=observation, cursor=page.cursor, limit=page.limit
     )
 
 

@@ -159,6 +159,10 @@ class ScopeOut(Schema):
     extraction_prompt: str | None
     consolidation_prompt: str | None
     propagation_prompt: str | None
+    pins: list[str] = Field(
+        default_factory=list,
+        description="Sentences every later consolidation version holds word for word.",
+    )
     created_at: Time
     last_activity_at: Time
 
@@ -166,6 +170,18 @@ class ScopeOut(Schema):
 class ScopePageOut(Schema):
     items: list[ScopeOut]
     next_cursor: str | None
+
+
+class ScopePinsIn(InSchema):
+    pins: list[
+        Annotated[str, StringConstraints(min_length=1, max_length=1_000, pattern=NOT_BLANK)]
+    ] = Field(
+        ...,
+        max_length=50,
+        description="The scope's pinned sentences (replacing any before): every later "
+        "consolidation version (run, rebuild, restore) holds each word for word. They count "
+        "toward `consolidation_max_words`: a set over it is a 422. [] unpins all.",
+    )
 
 
 class ScopePatchIn(InSchema):
@@ -232,6 +248,20 @@ class ObservationOut(Schema):
     access_count: int
     last_accessed_at: Time | None
     deleted: bool
+    similar_to: str | None = Field(
+        None, description="A near duplicate: the observation of the scope it resembles."
+    )
+
+
+class EarlierTextOut(Schema):
+    content: str = Field(..., description="The text the observation held before an edit.")
+    actor: str | None = Field(..., description="Who made the edit that replaced it.")
+    replaced_at: Time
+
+
+class ObservationHistoryOut(Schema):
+    items: list[EarlierTextOut] = Field(..., description="Newest first.")
+    next_cursor: str | None
 
 
 class ObservationPageOut(Schema):
@@ -283,6 +313,11 @@ class ObservationBatchItemOut(ObservationOut):
     client_id: str
     created: bool = Field(
         ..., description="False when the `client_id` was stored before (a re-send)."
+    )
+    duplicate_of: str | None = Field(
+        None,
+        description="Set when the item's text (normalized) matched a live observation of "
+        "the scope: nothing new was stored and the item is that observation.",
     )
 
 

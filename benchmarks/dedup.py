@@ -1,0 +1,193 @@
+"""What "the same fact once per scope" costs an add: `python -m benchmarks dedup [--sizes N,..]`.
+
+For each size N, one scope is seeded with N live observations (each with its `text_key`,
+as every write now stores), then `ADDS` new facts are added one at a time through
+`observation_add` (the single-add path of the API, in this process), and as many repeats
+of facts the scope holds. Measured per add: wall time p50/p95, store commands, and the
+two reads the rule adds inside the add's transaction, timed on their own: the exact
+check (one `find` by the unique `text_key` index) and the near-duplicate read (the scope's
+50 newest observations, by the `(scope_id, seq)` index).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from bson import ObjectId
+from pymongo import MongoClient, monitoring
+
+from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
+from benchmarks.seed import WORDS
+from streams.dedup import text_key
+from streams.documents import Observation, Scope, utcnow
+from streams.observations import SIMILAR_WINDOW, observation_add
+from streams.store import MemoryStore
+
+SIZES = [1_000, 10_000]
+ADDS = 150
+AGENT = "bench-dedup"
+SEED_BATCH = 1_000
+
+
+def fact(rng: random.Random, n: int) -> str:
+    return f"{' '.join(rng.choice(WORDS) for _ in range(10))} fact{n}."
+
+
+def _seed(store: MemoryStore, size: int, rng: random.Random) -> Scope:
+    now = utcnow()
+    store.agents.ensure(AGENT, now=now)
+    scope = Scope(
+        agent_id=AGENT,
+        scope_type="group",
+        group_id=f"g-{size}",
+        display_name=f"Group {size}",
+        observation_seq=size,
+        observation_count=size,
+        created_at=now,
+        last_activity_at=now,
+    )
+    store.scopes.collection.insert_one(scope.to_mongo())
+    for start in range(0, size, SEED_BATCH):
+        batch = []
+        for seq in range(start + 1, min(size, start + SEED_BATCH) + 1):
+            content = fact(rng, seq)
+            batch.append(
+                Observation(
+                    scope_id=scope.id,
+                    agent_id=AGENT,
+                    content=content,
+                    consolidated=True,
+                    seq=seq,
+                    text_key=text_key(scope.id, content),
+                ).to_mongo()
+            )
+        store.observations.collection.insert_many(batch, ordered=False)
+    return scope
+
+
+def run(sizes: list[int] | None = None) -> None:
+    rows: list[list[object]] = []
+    headers = [
+        "scope size",
+        "adds",
+        "add p50 ms",
+        "add p95 ms",
+        "commands/add",
+        "finds (all)/add",
+        "exact check p50 ms",
+        "exact check / add",
+        "near-dup read p50 ms",
+        "near-dup / add",
+        "repeat add p50 ms",
+    ]
+    breakdown: list[list[object]] = []
+    with embedded_server() as server:
+        for size in sizes or SIZES:
+            counter = TargetCounter()
+            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            store = MemoryStore(client, f"bench_dedup_{size}")
+            store.ensure_indexes()
+            rng = random.Random(size)
+            scope = _seed(store, size, rng)
+            oid = ObjectId(scope.id)
+
+            adds: list[float] = []
+            counter.reset()
+            for n in range(ADDS):
+                current = store.scopes.get(oid)  # as the API handler reads it
+                assert current is not None
+                started = time.perf_counter()
+                observation_add(
+                    store=store, scope=current, content=fact(rng, size + n + 1), actor="api:bench"
+                )
+                adds.append(time.perf_counter() - started)
+            commands = (counter.count - ADDS) / ADDS  # less the handler's own scope read
+            finds = counter.by_name.get("find", 0) / ADDS
+            for name, micros in sorted(counter.micros.items(), key=lambda kv: -kv[1]):
+                calls = counter.calls_by_target.get(name, 0)
+                breakdown.append(
+                    [f"{size:,}", name, f"{calls / ADDS:.2f}", f"{micros / 1000 / ADDS:.2f}"]
+                )
+
+            repeats: list[float] = []
+            seeded = store.observations.seq_window(oid, low_seq=0, high_seq=min(size, ADDS))
+            for observation in seeded:
+                current = store.scopes.get(oid)
+                assert current is not None
+                started = time.perf_counter()
+                kept = observation_add(
+                    store=store, scope=current, content=observation.content.upper()
+                )
+                repeats.append(time.perf_counter() - started)
+                assert kept.duplicate and kept.id == observation.id
+
+            exact: list[float] = []
+            near: list[float] = []
+            for n in range(ADDS):
+                key = text_key(scope.id, fact(rng, 10 * size + n))
+                started = time.perf_counter()
+                store.observations.live_by_text_key([key])
+                exact.append(time.perf_counter() - started)
+                top = size + ADDS
+                started = time.perf_counter()
+                store.observations.recent_live_texts(
+                    oid, low_seq=top - SIMILAR_WINDOW, high_seq=top
+                )
+                near.append(time.perf_counter() - started)
+
+            add_p50, add_p95, _ = summary_ms(adds)
+            exact_p50 = summary_ms(exact)[0]
+            near_p50 = summary_ms(near)[0]
+            row: list[object] = [
+                f"{size:,}",
+                ADDS,
+                f"{add_p50:.2f}",
+                f"{add_p95:.2f}",
+                f"{commands:.1f}",
+                f"{finds:.1f}",
+                f"{exact_p50:.2f}",
+                f"{exact_p50 / add_p50:.0%}",
+                f"{near_p50:.2f}",
+                f"{near_p50 / add_p50:.0%}",
+                f"{summary_ms(repeats)[0]:.2f}",
+            ]
+            print_row(row)
+            rows.append(row)
+            client.close()  # each size has its own database; the server's directory goes after
+    print_table("Dedup cost per single add (one scope of N live observations)", headers, rows)
+    print_table(
+        "One single add by store command (handler's scope read included)",
+        ["scope size", "command", "calls/add", "ms/add"],
+        breakdown,
+    )
+
+
+class TargetCounter(CommandCounter):
+    """Also counts calls per "command collection" (the harness times them per target)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls_by_target: dict[str, int] = {}
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        target = f"{event.command_name} {event.command.get(event.command_name)}"
+        query = event.command.get("filter") or {}
+        if event.command_name == "find" and "text_key" in query:
+            target += " (exact check)"
+        elif event.command_name == "find" and "seq" in query and "scope_id" in query:
+            target += " (near-dup window)"
+        with self._lock:
+            self.count += 1
+            self.by_name[event.command_name] = self.by_name.get(event.command_name, 0) + 1
+            self._names[event.request_id] = target
+            self.calls_by_target[target] = self.calls_by_target.get(target, 0) + 1
+
+    def reset(self) -> None:
+        super().reset()
+        with self._lock:
+            self.calls_by_target = {}
+
+
+if __name__ == "__main__":
+    run()

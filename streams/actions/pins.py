@@ -1,0 +1,66 @@
+"""Pin actions: set a scope's pins, and save a hand edit "and pin" what it added.
+
+The audit entry keeps digests of the pins, never their text (they quote memory).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from streams.actions.base import Actor, record
+from streams.actions.scopes import do_consolidation_edit
+from streams.audit import audit_change, content_digest
+from streams.documents import Scope
+from streams.exceptions import NotFound
+from streams.ids import require_object_id
+from streams.pins import new_sentences, pins_checked
+from streams.store import MemoryStore
+
+
+def do_scope_pins_set(*, store: MemoryStore, actor: Actor, scope: Scope, pins: list[str]) -> Scope:
+    """Replace the scope's pins (422 over the word limit); every later version holds them."""
+    checked = pins_checked(pins, max_words=scope.consolidation_max_words)
+    _store_pins(store, scope, checked)
+    record(
+        store=store,
+        actor=actor,
+        action="scope.pins",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={
+            "pins": audit_change(len(scope.pins), len(checked)),
+            "pinned": [content_digest(p) for p in checked],
+        },
+    )
+    return replace(scope, pins=checked)
+
+
+def do_consolidation_edit_and_pin(
+    *, store: MemoryStore, actor: Actor, scope: Scope, text: str, expected_version: int
+) -> Scope:
+    """A hand edit whose new sentences (those the current text did not hold) are pinned, so
+    the next run, rebuild or restore keeps them; the pins are put back if the edit fails."""
+    added = new_sentences(scope.consolidation, text)
+    checked = pins_checked([*scope.pins, *added], max_words=scope.consolidation_max_words)
+    if checked != scope.pins:
+        pinned = do_scope_pins_set(store=store, actor=actor, scope=scope, pins=checked)
+    else:
+        pinned = scope
+    try:
+        return do_consolidation_edit(
+            store=store,
+            actor=actor,
+            scope=pinned,
+            text=text,
+            expected_version=expected_version,
+        )
+    except BaseException:
+        if pinned is not scope:
+            _store_pins(store, scope, scope.pins)
+        raise
+
+
+def _store_pins(store: MemoryStore, scope: Scope, pins: list[str]) -> None:
+    if not store.scopes.set_pins(require_object_id(scope.id, what="scope"), pins):
+        raise NotFound("scope not found")
