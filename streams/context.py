@@ -9,10 +9,12 @@ check: an operator's edit shows in the very next context.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from xml.sax.saxutils import escape, quoteattr
 
 from bson import ObjectId
@@ -21,12 +23,16 @@ from streams.documents import Observation, Scope, utcnow
 from streams.embeddings import SemanticRanker
 from streams.retrieval import RetrievalDecision, retrieval_decide
 from streams.search import SearchHit, search_in_scopes
-from streams.store import MemoryStore
+from streams.store import MemoryStore, write_behind
+
+logger = logging.getLogger("streams.context")
 
 RECENT_LIMIT = 10  # pending observations shown under the user's memory
 RETRIEVED_LIMIT = 5
 # Characters XML 1.0 does not allow at all (escaping cannot save them).
 INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+LOGGED_MESSAGE_CHARS = 2_000  # of the message, kept in the context log
+CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class ContextResult:
     xml: str
     decision: RetrievalDecision
     hits: list[SearchHit]
+    call_id: str | None = None  # its record in the context log; None when the log is off
 
 
 def context_assemble(
@@ -47,11 +54,15 @@ def context_assemble(
     session_id: str | None = None,
     now: datetime | None = None,
     semantic: SemanticRanker | None = None,
+    caller: str = "",
+    source: str = "context",
 ) -> ContextResult:
     """The memory context for one message of `user_id` (in `groups`) to `agent_id`.
 
-    `session_id` is accepted for the caller's bookkeeping; the context does not depend
-    on it. Retrieved observations that are already shown as recent are not repeated.
+    `session_id` is for the context log (the context does not depend on it). Retrieved
+    observations that are already shown as recent are not repeated. With the log on
+    (`store.context_log_days`), the call is recorded behind the answer (`call_id`);
+    `caller` names who asked (the API key), `source` which interface (context, chat).
     """
     now = now or utcnow()
     group_ids = list(dict.fromkeys(g for g, _ in groups))
@@ -66,7 +77,9 @@ def context_assemble(
     known = "\n".join([*(s.consolidation or "" for s in scopes), *(o.content for o in recent)])
     decision = retrieval_decide(message=message, known_text=known)
     hits: list[SearchHit] = []
+    search_ms: float | None = None
     if decision.triggered:
+        started = time.perf_counter()
         hits = search_in_scopes(
             store=store,
             scopes=scopes,
@@ -75,6 +88,7 @@ def context_assemble(
             exclude_ids=frozenset(o.id for o in recent),
             semantic=semantic,
         )
+        search_ms = (time.perf_counter() - started) * 1000
         if hits:
             store.observations.record_access([ObjectId(h.observation.id) for h in hits], now=now)
             hits = [_accessed(h, now=now) for h in hits]
@@ -87,7 +101,81 @@ def context_assemble(
         retrieved=[h.observation for h in hits],
         now=now,
     )
-    return ContextResult(xml=xml, decision=decision, hits=hits)
+    call_id = _log_call(
+        store=store,
+        agent_id=agent_id,
+        user_id=user_id,
+        session_id=session_id,
+        group_ids=group_ids,
+        message=message,
+        xml=xml,
+        decision=decision,
+        hits=hits,
+        search_ms=search_ms,
+        scopes=scopes,
+        caller=caller,
+        source=source,
+        now=now,
+    )
+    return ContextResult(xml=xml, decision=decision, hits=hits, call_id=call_id)
+
+
+def _log_call(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    session_id: str | None,
+    group_ids: list[str],
+    message: str,
+    xml: str,
+    decision: RetrievalDecision,
+    hits: list[SearchHit],
+    search_ms: float | None,
+    scopes: list[Scope],
+    caller: str,
+    source: str,
+    now: datetime,
+    extra: dict | None = None,
+) -> str | None:
+    """Queue the call's record (written behind); its id, or None with the log off.
+
+    Never raises: the answer matters more than its record (a failure is logged and
+    counted in `write_behind.failures()`). Sections' token counts are worked out when
+    the log is read, from the XML kept here, so the hot path does not parse it.
+    """
+    if store.context_log_days <= 0:
+        return None
+    call_id = ObjectId()
+    try:
+        store.context_calls.record(
+            {
+                "_id": call_id,
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "session_id": session_id,
+                "group_ids": group_ids,
+                "source": source,
+                "caller": caller,
+                "created_at": now,
+                "expires_at": now + timedelta(days=store.context_log_days),
+                "message": message[:LOGGED_MESSAGE_CHARS],
+                "xml": xml,
+                "tokens": -(-len(xml) // CHARS_PER_TOKEN),
+                "retrieval": {"triggered": decision.triggered, "reason": decision.reason},
+                "retrieved_ids": [h.observation.id for h in hits],
+                "search_ms": search_ms,
+                "scopes": [
+                    {"id": s.id, "type": s.scope_type, "observations": s.observation_count}
+                    for s in scopes
+                ],
+                **(extra or {}),
+            }
+        )
+    except Exception:
+        write_behind.count_failure()
+        logger.exception("context %s: the log record could not be queued", call_id)
+    return str(call_id)
 
 
 def _recent_observations(*, store: MemoryStore, scope: Scope | None) -> list[Observation]:

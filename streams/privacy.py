@@ -102,6 +102,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_messages": 0,
         "memory_session_buffers": 0,
         "memory_chat_calls": 0,
+        "memory_context_calls": 0,
     }
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
@@ -140,6 +141,9 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     for collection, count in said.items():
         deleted[collection] += count
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    deleted["memory_context_calls"] = store.context_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
     )
     # The findable name (streams/user_find.py) is personal data too.

@@ -31,6 +31,9 @@ MEMORY_LARGE_REQUEST_WAIT_SECONDS = env_int("MEMORY_LARGE_REQUEST_WAIT_SECONDS",
 # summed per observation and written at most this many seconds later (0: each call
 # writes its own, unawaited). A process killed in between loses that second's counts.
 MEMORY_ACCESS_FLUSH_SECONDS = env_float("MEMORY_ACCESS_FLUSH_SECONDS", 1.0)
+# The context log (what each context call gave the agent) keeps records this many days;
+# 0 turns it off (`context_call_id` is then null). Written behind like access counts.
+MEMORY_CONTEXT_LOG_DAYS = env_int("MEMORY_CONTEXT_LOG_DAYS", 7)
 # Embedded default (no broker): jobs run in this many background threads of the web
 # process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).
 # 0 runs them synchronously after the request (the test suite's mode).

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, param
+from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.privacy import do_user_export, do_user_forget
@@ -156,6 +157,7 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
     partial = {
         "observations": "ui/_user_observations.html",
         "related": "ui/_user_related.html",
+        "context_calls": "ui/_context_calls.html",
     }.get(part or "", "ui/_user_observations.html")
     return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
 
@@ -208,6 +210,13 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         "base_query": urlencode({"agent": agent_id, "user": user_id}),
         "receipt_job": _receipt_job(request, store, agent_id),
         "can_pause": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
+        **context_calls_context(
+            request,
+            store=store,
+            agent_id=agent_id,
+            user_id=user_id,
+            base_url=_user_url(agent_id, user_id),
+        ),
     }
 
 

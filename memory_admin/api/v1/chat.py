@@ -102,7 +102,8 @@ def chat_completions(
     """Memory in, the upstream's answer out (JSON, or SSE when `stream` is true).
 
     Response headers: `X-Memory-Context: injected | empty | skipped` and
-    `X-Memory-Call-Id` (the inspection record of this call).
+    `X-Memory-Call-Id` (the inspection record of this call), `X-Memory-Context-Call-Id`
+    (the context log's record of the memory given; empty when the log is off).
     """
     started = time.monotonic()  # the call's timings include the memory work
     require_agent(request, agent_id)
@@ -243,6 +244,8 @@ def _forwarded_body(body: dict[str, Any], turn: ChatTurn) -> dict[str, Any]:
 def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTurn) -> None:
     response["X-Memory-Context"] = turn.memory_status
     response["X-Memory-Call-Id"] = turn.call_id
+    # The context log's record of the memory given (empty when the log is off).
+    response["X-Memory-Context-Call-Id"] = turn.context_call_id or ""
 
 
 def _json_response(

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from django.http import HttpRequest
-from ninja import Field, Path, Router, Schema
+from ninja import Field, Path, Query, Router, Schema
 from pydantic import StringConstraints
 
+from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import require_agent
 from memory_admin.api.v1.schemas import (
     MAX_GROUPS,
@@ -15,12 +17,16 @@ from memory_admin.api.v1.schemas import (
     ExternalId,
     GroupIn,
     InSchema,
+    IsoTime,
     ObservationOut,
+    PageQuery,
     error_responses,
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.context import context_assemble
+from streams.context_log import context_calls_page
+from streams.pagination import Page
 
 MAX_MESSAGE_CHARS = 20_000
 
@@ -50,6 +56,9 @@ class RetrievalOut(Schema):
 class ContextOut(Schema):
     context: str
     retrieval: RetrievalOut
+    context_call_id: str | None = Field(
+        ..., description="This call's record in the context log; null when the log is off."
+    )
 
 
 router = Router(tags=["context"])
@@ -76,8 +85,10 @@ def get_context(
         message=payload.message,
         session_id=payload.session_id,
         semantic=semantic_ranker(),
+        caller=str(api_actor(request)),
     )
     return {
+        "context_call_id": result.call_id,
         "context": result.xml,
         "retrieval": {
             "triggered": result.decision.triggered,
@@ -85,3 +96,72 @@ def get_context(
             "results": result.hits,
         },
     }
+
+
+# -- the context log ---------------------------------------------------------------------
+
+
+class ContextCallQuery(PageQuery):
+    user_id: ExternalId | None = None
+    session_id: ExternalId | None = None
+    since: IsoTime | None = Field(None, description="Calls at or after this time.")
+
+
+class SectionTokensOut(Schema):
+    name: str
+    label: str
+    depth: int
+    tokens: int
+
+
+class CallRetrievalOut(Schema):
+    triggered: bool
+    reason: str
+
+
+class ContextCallOut(Schema):
+    id: str
+    agent_id: str
+    user_id: str | None
+    session_id: str | None
+    group_ids: list[str]
+    source: str = Field(..., description="`context` or `chat`.")
+    caller: str = Field(..., description="Who asked, e.g. `api:<key name>`.")
+    created_at: datetime
+    message: str
+    xml: str
+    tokens: int
+    sections: list[SectionTokensOut]
+    retrieval: CallRetrievalOut
+    retrieved_ids: list[str]
+    search_ms: float | None
+    max_tokens: int | None
+    dropped: list[str]
+
+
+class ContextCallPageOut(Schema):
+    items: list[ContextCallOut]
+    next_cursor: str | None
+
+
+@router.get(
+    "/agents/{agent_id}/context-calls",
+    response={200: ContextCallPageOut, **error_responses(401, 404, 422, 503)},
+)
+def list_context_calls(
+    request: HttpRequest, agent_id: Path[ExternalId], filters: Query[ContextCallQuery]
+) -> Page[dict[str, Any]]:
+    """What each context call (plain and chat) gave the agent, newest first: the XML, the
+    retrieval decision, the retrieved ids and the tokens per section. Kept
+    `MEMORY_CONTEXT_LOG_DAYS` days; calls appear about a second after they answered.
+    """
+    require_agent(request, agent_id)
+    return context_calls_page(
+        store=get_store(),
+        agent_id=agent_id,
+        user_id=filters.user_id,
+        session_id=filters.session_id,
+        since=filters.since,
+        cursor=filters.cursor,
+        limit=filters.limit,
+    )

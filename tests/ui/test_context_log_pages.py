@@ -1,0 +1,90 @@
+"""The context log on the Users page and the session page: each call, newest first, paged."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from memory_admin.stores import get_store
+from streams.context import context_assemble
+from streams.observations import observation_add
+from streams.scopes import ScopeKey, scope_get_or_create
+from streams.store import write_behind
+from tests.ui.helpers import HTMX
+
+AGENT = "support-bot"
+
+
+@pytest.fixture(autouse=True)
+def log_on(settings):
+    settings.MEMORY_LLM_PROVIDER = "offline"
+    settings.MEMORY_CONTEXT_LOG_DAYS = 7
+
+
+@pytest.fixture
+def calls() -> list[str]:
+    store = get_store()
+    individual, _ = scope_get_or_create(
+        store=store, key=ScopeKey.individual(AGENT, "u-gene"), display_name="Gene"
+    )
+    observation_add(store=store, scope=individual, content="Gene likes green tea.")
+    ids = []
+    for n in range(23):
+        result = context_assemble(
+            store=store,
+            agent_id=AGENT,
+            user_id="u-gene",
+            message=f"hello number {n}",
+            session_id="s-1" if n % 2 else "s-2",
+            caller="api:bot",
+        )
+        ids.append(result.call_id)
+    write_behind.flush()
+    return ids
+
+
+def _user_url(**extra: str) -> str:
+    query = "&".join(f"{k}={v}" for k, v in {"agent": AGENT, "user": "u-gene", **extra}.items())
+    return f"{reverse('ui:user_audit')}?{query}"
+
+
+def test_the_users_page_lists_the_users_context_calls_newest_first_in_pages(client_as, calls):
+    client = client_as("viewer")
+    html = client.get(_user_url()).content.decode()
+    assert "Context calls" in html
+    assert html.index(f'data-context-call-id="{calls[-1]}"') < html.index(
+        f'data-context-call-id="{calls[-2]}"'
+    )
+    assert f'data-context-call-id="{calls[0]}"' not in html  # on the next page
+    assert "hello number 22" in html and "api:bot" in html
+    assert "Gene likes green tea." in html  # the XML the agent was given
+    assert "calls_cursor=" in html
+
+    start = html.index("calls_cursor=") + len("calls_cursor=")
+    cursor = html[start : html.index('"', start)]
+    older = client.get(_user_url(part="context_calls", calls_cursor=cursor), **HTMX)
+    part = older.content.decode()
+    assert "<html" not in part and 'id="context-calls"' in part
+    assert f'data-context-call-id="{calls[0]}"' in part
+
+
+def test_the_session_page_lists_that_sessions_calls_only(client_as, calls):
+    html = client_as("viewer").get(reverse("ui:session_detail", args=[AGENT, "s-1"]))
+    text = html.content.decode()
+    assert f'data-context-call-id="{calls[1]}"' in text
+    assert f'data-context-call-id="{calls[0]}"' not in text  # session s-2
+
+
+def test_a_forged_cursor_is_a_message_not_an_error(client_as, calls):
+    response = client_as("viewer").get(_user_url(calls_cursor="bogus!!"))
+    assert response.status_code == 200
+    assert "malformed cursor" in response.content.decode()
+
+
+def test_with_the_log_off_the_page_says_so(client_as, settings):
+    settings.MEMORY_CONTEXT_LOG_DAYS = 0
+    store = get_store()
+    individual, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, "u-gene"))
+    observation_add(store=store, scope=individual, content="Gene likes green tea.")
+    html = client_as("viewer").get(_user_url()).content.decode()
+    assert "the context log is off" in html
