@@ -29,6 +29,8 @@ from streams.context_log import context_calls_page
 from streams.pagination import Page
 
 MAX_MESSAGE_CHARS = 20_000
+MIN_MAX_TOKENS = 16  # an empty <MemoryContext> takes eight
+MAX_MAX_TOKENS = 1_000_000
 
 Message = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS)]
 
@@ -39,6 +41,14 @@ class ContextIn(InSchema):
     groups: list[GroupIn] = Field(default_factory=list, max_length=MAX_GROUPS)
     session_id: ExternalId | None = None
     message: Message = Field(..., description="The message the agent is answering.")
+    max_tokens: int | None = Field(
+        None,
+        ge=MIN_MAX_TOKENS,
+        le=MAX_MAX_TOKENS,
+        description="The XML fits this many tokens (estimated at four characters each): "
+        "retrieved observations are dropped first, then recent ones, then shard sections; "
+        "the user's own consolidation loses whole sentences only. `dropped` says what went.",
+    )
 
 
 class RetrievedOut(Schema):
@@ -58,6 +68,12 @@ class ContextOut(Schema):
     retrieval: RetrievalOut
     context_call_id: str | None = Field(
         ..., description="This call's record in the context log; null when the log is off."
+    )
+    tokens: int = Field(..., description="The XML's size in tokens (estimated).")
+    dropped: list[str] = Field(
+        ...,
+        description="What `max_tokens` left out, in order: `retrieved:<id>`, `recent:<id>`, "
+        "`shard:<name>`, `collective`, `group:<id>`, `user:last <n> of <m> sentences`, `user`.",
     )
 
 
@@ -86,9 +102,12 @@ def get_context(
         session_id=payload.session_id,
         semantic=semantic_ranker(),
         caller=str(api_actor(request)),
+        max_tokens=payload.max_tokens,
     )
     return {
         "context_call_id": result.call_id,
+        "tokens": result.tokens,
+        "dropped": result.dropped,
         "context": result.xml,
         "retrieval": {
             "triggered": result.decision.triggered,
