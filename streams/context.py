@@ -83,6 +83,7 @@ def context_assemble(
     source: str = "context",
     max_tokens: int | None = None,
     log: bool = True,
+    record_access: bool = True,
 ) -> ContextResult:
     """The memory context for one message of `user_id` (in `groups`) to `agent_id`.
 
@@ -117,7 +118,7 @@ def context_assemble(
             semantic=semantic,
         )
         search_ms = (time.perf_counter() - started) * 1000
-        if hits:
+        if hits and record_access:
             store.observations.record_access([ObjectId(h.observation.id) for h in hits], now=now)
             hits = [_accessed(h, now=now) for h in hits]
     parts = context_parts(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from memory_admin.ui import audit as audit_views
+from memory_admin.ui import context_log as context_log_views
 from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
@@ -116,6 +117,11 @@ urlpatterns = [
         "agents/<str:agent_id>/sessions/<str:session_id>/",
         session_views.session_detail,
         name="session_detail",
+    ),
+    path(
+        "agents/<str:agent_id>/context-calls/<str:call_id>/",
+        context_log_views.context_call_replay,
+        name="context_call_replay",
     ),
     path("usage/", usage_views.usage_page, name="usage"),
     path("people/", people_views.people_list, name="people"),

@@ -226,3 +226,44 @@ def test_the_chat_endpoint_answers_its_context_call_id_in_a_header(
     )
     assert str(call["_id"]) == call_id and call["source"] == "chat"
     assert "Gene prefers short answers." in call["xml"]
+
+
+# -- replay (as_of) and the "as it was at" page ---------------------------------------
+
+
+def test_as_of_replays_the_context_then_and_is_not_logged(api: Client, store: MemoryStore) -> None:
+    import time
+
+    user = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1", display_name="Gene")
+    consolidation_edit(
+        store=store, scope=user, text="Gene likes tea.", expected_version=0, actor="t"
+    )
+    time.sleep(0.005)
+    then = utcnow()
+    time.sleep(0.005)
+    consolidation_edit(
+        store=store, scope=user, text="Gene likes coffee.", expected_version=1, actor="t"
+    )
+
+    answer = _context(api, {"user_id": "u1", "message": "hello", "as_of": then.isoformat()})
+
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert "Gene likes tea." in body["context"] and "coffee" not in body["context"]
+    assert body["context_call_id"] is None
+    assert _calls(api, user_id="u1").json()["items"] == []
+    now = _context(api, {"user_id": "u1", "message": "hello"}).json()
+    assert "Gene likes coffee." in now["context"]
+
+
+def test_as_of_in_the_future_or_before_the_agent_is_a_422(api: Client, store: MemoryStore) -> None:
+    ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
+    future = (utcnow() + timedelta(hours=1)).isoformat()
+    long_ago = (utcnow() - timedelta(days=365)).isoformat()
+    for as_of, text in ((future, "future"), (long_ago, "before the agent existed")):
+        body = {"user_id": "u1", "message": "hi", "as_of": as_of}
+        error = assert_error(_context(api, body), 422, "validation_error")
+        assert text in error["message"]
+    for bad in ("yesterday", "2026-01-01T00:00:00", 12):  # not a time; no timezone
+        body = {"user_id": "u1", "message": "hi", "as_of": bad}
+        assert_error(_context(api, body), 422, "validation_error")

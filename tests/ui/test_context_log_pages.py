@@ -9,7 +9,7 @@ from memory_admin.stores import get_store
 from streams.context import context_assemble
 from streams.observations import observation_add
 from streams.scopes import ScopeKey, scope_get_or_create
-from streams.store import write_behind
+from streams.store import MemoryStore, write_behind
 from tests.ui.helpers import HTMX
 
 AGENT = "support-bot"
@@ -88,3 +88,36 @@ def test_with_the_log_off_the_page_says_so(client_as, settings):
     observation_add(store=store, scope=individual, content="Gene likes green tea.")
     html = client_as("viewer").get(_user_url()).content.decode()
     assert "the context log is off" in html
+
+
+def test_the_replay_page_shows_the_call_as_it_was_and_a_diff_against_now(client_as, store) -> None:
+    from django.urls import reverse
+
+    from streams.consolidation import consolidation_edit
+    from tests.factories import ScopeFactory
+
+    user = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
+    consolidation_edit(
+        store=store, scope=user, text="Gene likes tea.", expected_version=0, actor="t"
+    )
+    logged = MemoryStore(store.client, store.db.name, context_log_days=7)
+    from streams.context import context_assemble
+
+    call_id = context_assemble(
+        store=logged, agent_id="agent-1", user_id="u1", message="hello"
+    ).call_id
+    write_behind.flush()
+    consolidation_edit(
+        store=store, scope=user, text="Gene likes coffee.", expected_version=1, actor="t"
+    )
+
+    viewer = client_as("viewer")
+    html = viewer.get(reverse("ui:context_call_replay", args=["agent-1", call_id])).content
+    text = html.decode()
+    assert "As it was at" in text
+    assert "<del>tea.</del>" in text and "<ins>coffee.</ins>" in text
+    assert (
+        viewer.get(reverse("ui:context_call_replay", args=["agent-1", "nope"])).status_code == 404
+    )
+    other = reverse("ui:context_call_replay", args=["agent-2", call_id])
+    assert viewer.get(other).status_code == 404

@@ -24,8 +24,9 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
-from streams.context import context_assemble
+from streams.context import ContextResult, context_assemble
 from streams.context_log import context_calls_page
+from streams.context_replay import context_replay
 from streams.pagination import Page
 
 MAX_MESSAGE_CHARS = 20_000
@@ -48,6 +49,13 @@ class ContextIn(InSchema):
         description="The XML fits this many tokens (estimated at four characters each): "
         "retrieved observations are dropped first, then recent ones, then shard sections; "
         "the user's own consolidation loses whole sentences only. `dropped` says what went.",
+    )
+    as_of: IsoTime | None = Field(
+        None,
+        description="Replay: the context as it would have been at this time, computed from "
+        "history (the consolidation versions then, the observations pending then). Text "
+        "deleted, forgotten or made private since stays out. 422 for a future time or one "
+        "before the agent existed. A replay is not logged (`context_call_id` is null).",
     )
 
 
@@ -92,6 +100,19 @@ def get_context(
     No LLM call; reflects every committed change at once (no time-based cache).
     """
     require_agent(request, agent_id)
+    if payload.as_of is not None:
+        result = context_replay(
+            store=get_store(),
+            agent_id=agent_id,
+            user_id=payload.user_id,
+            user_name=payload.user_name,
+            groups=[(g.id, g.name) for g in payload.groups],
+            message=payload.message,
+            as_of=payload.as_of,
+            max_tokens=payload.max_tokens,
+            semantic=semantic_ranker(),
+        )
+        return _answer(result)
     result = context_assemble(
         store=get_store(),
         agent_id=agent_id,
@@ -104,6 +125,10 @@ def get_context(
         caller=str(api_actor(request)),
         max_tokens=payload.max_tokens,
     )
+    return _answer(result)
+
+
+def _answer(result: ContextResult) -> dict[str, Any]:
     return {
         "context_call_id": result.call_id,
         "tokens": result.tokens,
