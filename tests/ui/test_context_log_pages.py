@@ -121,3 +121,19 @@ def test_the_replay_page_shows_the_call_as_it_was_and_a_diff_against_now(client_
     )
     other = reverse("ui:context_call_replay", args=["agent-2", call_id])
     assert viewer.get(other).status_code == 404
+
+
+def test_retrieval_health_is_on_the_dashboard_and_the_usage_page(client_as, calls) -> None:
+    store = get_store()
+    context_assemble(
+        store=store, agent_id=AGENT, user_id="u-gene", message="Do you remember the volcano?"
+    )
+    write_behind.flush()
+    viewer = client_as("viewer")
+    dashboard = viewer.get(reverse("ui:dashboard")).content.decode()
+    assert 'id="retrieval-health"' in dashboard and f"Retrieval health of {AGENT}" in dashboard
+    assert 'data-flag="ok"' in dashboard
+    assert "recall phrase: do you remember (1)" in dashboard
+    usage = viewer.get(reverse("ui:usage"), {"agent": AGENT, "days": "30"}).content.decode()
+    assert 'id="retrieval-health"' in usage and "last 30 days" in usage
+    assert 'data-signal="observations_per_scope"' in usage

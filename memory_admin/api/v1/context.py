@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any
 
 from django.http import HttpRequest
@@ -28,10 +28,12 @@ from streams.context import ContextResult, context_assemble
 from streams.context_log import context_calls_page
 from streams.context_replay import context_replay
 from streams.pagination import Page
+from streams.retrieval_health import retrieval_health
 
 MAX_MESSAGE_CHARS = 20_000
 MIN_MAX_TOKENS = 16  # an empty <MemoryContext> takes eight
 MAX_MAX_TOKENS = 1_000_000
+MAX_HEALTH_DAYS = 90
 
 Message = Annotated[str, StringConstraints(max_length=MAX_MESSAGE_CHARS)]
 
@@ -209,3 +211,70 @@ def list_context_calls(
         cursor=filters.cursor,
         limit=filters.limit,
     )
+
+
+# -- retrieval health --------------------------------------------------------------------
+
+
+class HealthQuery(Schema):
+    days: int = Field(7, ge=1, le=MAX_HEALTH_DAYS, description="Days back, today included.")
+
+
+class PhraseOut(Schema):
+    phrase: str = Field(..., description="The reason retrieval fired, e.g. `recall phrase: …`.")
+    count: int
+
+
+class ScopeSizeOut(Schema):
+    scope_id: str
+    scope_type: str
+    observations: int
+
+
+class HealthDayOut(Schema):
+    day: date
+    calls: int
+    fired: int
+    fired_no_hit: int
+    p95_ms: float | None = Field(..., description="The search's p95 on fired calls, in ms.")
+    no_hit_phrases: list[PhraseOut]
+    largest_scopes: list[ScopeSizeOut]
+
+
+class SignalOut(Schema):
+    name: str = Field(
+        ..., description="`fires_with_nothing_found`, `search_p95_ms`, `observations_per_scope`."
+    )
+    value: float | None
+    threshold: float
+    met: bool
+
+
+class RetrievalHealthOut(Schema):
+    agent_id: str
+    days: list[HealthDayOut]
+    calls: int
+    fired: int
+    fired_no_hit: int
+    p95_ms: float | None
+    largest_scopes: list[ScopeSizeOut]
+    signals: list[SignalOut]
+    vector_search_would_pay: bool = Field(
+        ..., description="Any of seed 004 Appendix B's signals holds over the window."
+    )
+    log_days: int = Field(..., description="MEMORY_CONTEXT_LOG_DAYS: the history available.")
+
+
+@router.get(
+    "/agents/{agent_id}/retrieval-health",
+    response={200: RetrievalHealthOut, **error_responses(401, 404, 422, 503)},
+)
+def get_retrieval_health(
+    request: HttpRequest, agent_id: Path[ExternalId], query: Query[HealthQuery]
+) -> dict[str, Any]:
+    """Per day: calls, retrieval fired, fired with no hit, search p95, the reasons that fired
+    most often with nothing found, the largest scopes; and whether vector search would
+    pay (seed 004 Appendix B). Computed from the context log (`MEMORY_CONTEXT_LOG_DAYS`).
+    """
+    require_agent(request, agent_id)
+    return retrieval_health(store=get_store(), agent_id=agent_id, days=query.days)
