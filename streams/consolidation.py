@@ -21,6 +21,7 @@ from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreSession
+from streams.webhooks import consolidation_versioned
 
 MAX_CONSOLIDATION_CHARS = 20_000
 HISTORY_CHUNK = 200
@@ -116,6 +117,7 @@ def consolidation_commit(
         store.consolidations.insert(entry, session=session)
         if also is not None:
             also(session)
+        consolidation_versioned(store=store, entry=entry, session=session)
 
     store.in_transaction(commit)
     activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)

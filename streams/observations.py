@@ -18,6 +18,7 @@ from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
+from streams.webhooks import observations_changed
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
@@ -64,6 +65,9 @@ def observations_append(
         observation.seq = scope.observation_seq + offset
     store.observations.insert_many(observations, session=session)
     search_index_add(store=store, observations=observations, session=session)
+    observations_changed(
+        store=store, event="observation.created", observations=observations, session=session
+    )
     return scope
 
 
@@ -256,6 +260,14 @@ def observation_update(
             search_index_remove(store=store, observations=[observation], session=session)
             renewed = replace(observation, content=str(fields["content"]))
             search_index_add(store=store, observations=[renewed], session=session)
+        changed = replace(
+            observation,
+            content=str(fields.get("content", observation.content)),
+            private=bool(fields.get("private", observation.private)),
+        )
+        observations_changed(
+            store=store, event="observation.updated", observations=[changed], session=session
+        )
 
     store.in_transaction(change)
     fresh = store.observations.get(oid)
@@ -288,8 +300,13 @@ def observation_delete(
 
     def delete(session: StoreSession) -> None:
         nonlocal was_pending
-        if store.observations.mark_deleted(oid, now=utcnow(), session=session):
+        now = utcnow()
+        if store.observations.mark_deleted(oid, now=now, session=session):
             search_index_remove(store=store, observations=[observation], session=session)
+            gone = replace(observation, deleted_at=now)
+            observations_changed(
+                store=store, event="observation.deleted", observations=[gone], session=session
+            )
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")

@@ -32,6 +32,7 @@ from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
 from streams.user_audit import check_user_ids, user_individual_scope
+from streams.webhooks import webhook_outbox_add
 
 REDACTED = "[redacted: this version held content of a user who was forgotten]"
 LEASE = timedelta(minutes=5)
@@ -157,6 +158,14 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "redacted_versions": redacted,
         "reconsolidated_scopes": rebuilt,
     }
+    # The receipt, pushed to the agent's hooks (a retried job may push it twice: at least once).
+    webhook_outbox_add(
+        store=store,
+        agent_id=agent_id,
+        event="user.forgotten",
+        objects=[(f"user:{user_id}", dict(run.result))],
+        session=None,
+    )
 
 
 def _forget_messages(

@@ -41,6 +41,7 @@ from streams.store import (
     usage,
     user_names,
     visible_scopes,
+    webhooks,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
 
@@ -71,6 +72,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *context_calls.INDEXES,
     *user_names.INDEXES,
     *usage.INDEXES,
+    *webhooks.INDEXES,
 ]
 
 
@@ -118,6 +120,7 @@ class MemoryStore:
         )
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)
+        self.webhooks = webhooks.WebhookRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 

@@ -22,6 +22,7 @@ from memory_admin.api.v1 import (
     search,
     sessions,
     usage,
+    webhooks,
 )
 
 api = NinjaAPI(
@@ -47,5 +48,6 @@ api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
+api.add_router("", webhooks.router)
 
 __all__ = ["api"]
