@@ -68,13 +68,19 @@ Poster = Callable[[str, bytes, dict[str, str], float], int]
 
 def webhook_url_check(url: str, *, allow_private: bool) -> None:
     """InvalidInput unless `url` is http(s) to a public address (or `allow_private`)."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a port that is not a number in range
+    except ValueError as exc:
+        raise InvalidInput("the URL is malformed", details=[{"field": "url"}]) from exc
     if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL_CHARS:
         raise InvalidInput("the URL must be http(s) with a host", details=[{"field": "url"}])
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        raise InvalidInput("the URL must not hold spaces", details=[{"field": "url"}])
     if allow_private:
         return
     try:
-        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
+        infos = socket.getaddrinfo(parts.hostname, port or 443, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError) as exc:
         raise InvalidInput("the URL's host does not resolve", details=[{"field": "url"}]) from exc
     for info in infos:
