@@ -17,6 +17,7 @@ from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
 from memory_admin.ui import usage as usage_views
+from memory_admin.ui import webhooks as webhook_views
 
 app_name = "ui"
 
@@ -123,6 +124,7 @@ urlpatterns = [
         context_log_views.context_call_replay,
         name="context_call_replay",
     ),
+    path("agents/<str:agent_id>/webhooks/", webhook_views.webhook_list, name="webhooks"),
     path("usage/", usage_views.usage_page, name="usage"),
     path("people/", people_views.people_list, name="people"),
     path("people/create/", people_views.person_create, name="person_create"),
