@@ -100,7 +100,7 @@ router = Router(tags=["webhooks"])
 
 @router.post(
     "/agents/{agent_id}/webhooks",
-    response={201: WebhookCreatedOut, **error_responses(401, 404, 409, 422)},
+    response={201: WebhookCreatedOut, **error_responses(400, 401, 404, 409, 422)},
 )
 def create_webhook(
     request: HttpRequest, agent_id: Path[ExternalId], payload: WebhookIn
@@ -130,7 +130,7 @@ def list_webhooks(
 
 
 @router.patch(
-    "/webhooks/{webhook_id}", response={200: WebhookOut, **error_responses(401, 404, 422)}
+    "/webhooks/{webhook_id}", response={200: WebhookOut, **error_responses(400, 401, 404, 422)}
 )
 def patch_webhook(request: HttpRequest, webhook_id: str, payload: WebhookPatchIn) -> dict[str, Any]:
     """`{"active": false}` stops deliveries (waiting ones are marked `stopped`)."""
