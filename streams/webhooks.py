@@ -14,7 +14,7 @@
   `X-Memory-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>`,
   a timeout, and a 2xx answer marks it delivered; anything else is retried with
   exponential backoff (30 s doubling, at most an hour apart) for a day, then `failed`.
-  Each attempt is kept on the entry (the delivery log). A hook made inactive stops:
+  Each attempt is kept on the entry (the delivery log, kept a week). A hook made inactive stops:
   its waiting entries are marked `stopped` when their turn comes.
 """
 
@@ -54,6 +54,7 @@ EVENTS = (
 )
 MAX_URL_CHARS = 2_000
 RETRY_FOR = timedelta(days=1)
+LOG_KEPT = timedelta(days=7)  # the delivery log, then removed by a TTL index
 FIRST_BACKOFF_SECONDS = 30
 MAX_BACKOFF_SECONDS = 3_600
 PASS_LIMIT = 500  # undelivered entries looked at per pass
@@ -263,6 +264,7 @@ def webhook_outbox_add(
                     "created_at": now,
                     "next_attempt_at": now,
                     "lease_until": now,
+                    "purge_at": now + LOG_KEPT,
                     "attempts": [],
                 }
             )

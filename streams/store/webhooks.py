@@ -25,6 +25,13 @@ INDEXES: list[IndexSpec] = [
     index(DELIVERIES, "status", "_id"),
     # A hook's delivery log, newest first.
     index(DELIVERIES, "webhook_id", ("_id", -1)),
+    # The log is kept a week (retries stop after a day): the store removes older entries.
+    IndexSpec(
+        collection=DELIVERIES,
+        keys=(("purge_at", 1),),
+        name="purge_at_ttl",
+        options={"expireAfterSeconds": 0},
+    ),
 ]
 MAX_HOOKS_PER_AGENT = 50
 CACHE_SECONDS = 2.0  # an agent's active hooks, per process: the write path asks per change
