@@ -104,6 +104,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_session_buffers": 0,
         "memory_chat_calls": 0,
         "memory_context_calls": 0,
+        "memory_webhook_deliveries": 0,
     }
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
@@ -146,6 +147,10 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     )
     deleted["memory_context_calls"] = store.context_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
+    )
+    # Webhook deliveries that carry their observations: waiting ones are not sent now.
+    deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
+        [f"observation:{o.id}" for o in [*own, *elsewhere]]
     )
     # The findable name (streams/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)

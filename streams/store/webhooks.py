@@ -25,6 +25,8 @@ INDEXES: list[IndexSpec] = [
     index(DELIVERIES, "status", "_id"),
     # A hook's delivery log, newest first.
     index(DELIVERIES, "webhook_id", ("_id", -1)),
+    # Forget-user: the entries that carry one of the user's observations.
+    index(DELIVERIES, "object_key"),
     # The log is kept a week (retries stop after a day): the store removes older entries.
     IndexSpec(
         collection=DELIVERIES,
@@ -120,6 +122,14 @@ class WebhookRepository:
         self.deliveries.update_one(
             {"_id": delivery_id}, {"$push": {"attempts": attempt}, "$set": fields}
         )
+
+    def forget_objects(self, object_keys: list[str]) -> int:
+        """Delete every entry (sent or waiting) about these objects."""
+        deleted = 0
+        for start in range(0, len(object_keys), 500):
+            part = object_keys[start : start + 500]
+            deleted += self.deliveries.delete_many({"object_key": {"$in": part}}).deleted_count
+        return deleted
 
     def log(
         self, *, webhook_id: ObjectId, before: ObjectId | None, limit: int

@@ -218,3 +218,34 @@ def test_no_hook_no_entry_and_an_unwanted_event_is_not_queued(store: MemoryStore
     )
     observation_add(store=store, scope=scope_get(store=store, scope_id=scope.id), content="x y")
     assert store.webhooks.undelivered(limit=5) == []
+
+
+def test_forget_user_deletes_the_deliveries_of_their_observations_and_sends_a_receipt(
+    store: MemoryStore,
+) -> None:
+    from streams.privacy import forget_user_request, forget_user_run
+    from tests.task_mode import run_job
+
+    webhook_create(
+        store=store,
+        agent_id=AGENT,
+        url="http://127.0.0.1:9/hook",
+        events=["observation.created", "user.forgotten"],
+        actor="t",
+        allow_private=True,
+    )
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, "u1"))
+    observation_add(store=store, scope=scope, content="Gene likes tea.")
+    other, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, "u2"))
+    observation_add(store=store, scope=other, content="Ada likes coffee.")
+    job = forget_user_request(store=store, agent_id=AGENT, user_id="u1", actor="t")
+
+    run = run_job(store=store, job_id=job.id, work=lambda r: forget_user_run(store=store, run=r))
+
+    assert run is not None
+    waiting = store.webhooks.undelivered(limit=10)
+    assert sorted(d["event"] for d in waiting) == ["observation.created", "user.forgotten"]
+    assert all("Gene likes tea." not in d["body"] for d in waiting)
+    receipt = json.loads(next(d for d in waiting if d["event"] == "user.forgotten")["body"])
+    assert receipt["data"]["user_id"] == "u1"
+    assert receipt["data"]["deleted"]["memory_webhook_deliveries"] == 1
