@@ -1,7 +1,8 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
+context_log.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def main() -> None:
             "load",
             "usage_pages",
             "dedup",
+            "context_log",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

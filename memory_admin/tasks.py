@@ -193,6 +193,15 @@ def retry_failed_jobs() -> int:
     return dispatched
 
 
+@shared_task(name="memory_admin.tasks.deliver_webhooks")
+def deliver_webhooks() -> dict[str, int]:
+    """Periodic: one pass over the webhook outbox (each entry whose turn has come gets an
+    attempt; a dead endpoint costs one timeout a pass). Never runs in a request."""
+    from memory_admin.webhooks import deliver_due
+
+    return deliver_due(get_store())
+
+
 @shared_task(name="memory_admin.tasks.check_store")
 def check_store() -> dict[str, str]:
     """Prove a worker reaches the store (used by the worker smoke test)."""

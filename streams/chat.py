@@ -54,6 +54,7 @@ class ChatMemory:
     session_id: str
     user_name: str | None = None
     groups: tuple[tuple[str, str | None], ...] = ()
+    max_tokens: int | None = None  # the memory context's budget (`metadata.memory_max_tokens`)
 
 
 @dataclass
@@ -72,6 +73,8 @@ class ChatTurn:
     retrieval_triggered: bool = False
     retrieval_reason: str = ""
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # {"id", "score"}
+    context_call_id: str | None = None  # the context log's record of the memory given
+    dropped: list[str] = field(default_factory=list)  # what the memory budget left out
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
 
@@ -166,6 +169,9 @@ def chat_prepare(
             message=text,
             session_id=memory.session_id,
             semantic=semantic,
+            caller=actor,
+            source="chat",
+            max_tokens=memory.max_tokens,
         )
     except (StoreError, Unavailable) as exc:
         logger.warning("chat %s: memory skipped, the store failed: %s", call_id, exc)
@@ -173,6 +179,8 @@ def chat_prepare(
     except Exception:
         logger.exception("chat %s: memory skipped, the context could not be built", call_id)
         return turn
+    turn.context_call_id = result.call_id
+    turn.dropped = result.dropped
     turn.retrieval_triggered = result.decision.triggered
     turn.retrieval_reason = result.decision.reason
     turn.retrieved = [{"id": h.observation.id, "score": h.score} for h in result.hits]
@@ -263,6 +271,8 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
             "scores": [r["score"] for r in turn.retrieved],
         },
         "ingest_job_id": job.id if job else None,
+        "context_call_id": turn.context_call_id,
+        "dropped": turn.dropped,
     }
 
 

@@ -22,6 +22,7 @@ from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.pins import with_pins
 from streams.store import MemoryStore, StoreSession
+from streams.webhooks import consolidation_versioned
 
 MAX_CONSOLIDATION_CHARS = 20_000
 HISTORY_CHUNK = 200
@@ -121,6 +122,7 @@ def consolidation_commit(
         store.consolidations.insert(entry, session=session)
         if also is not None:
             also(session)
+        consolidation_versioned(store=store, entry=entry, session=session)
 
     store.in_transaction(commit)
     activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)

@@ -19,6 +19,7 @@ from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
+from streams.webhooks import observations_changed
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
@@ -85,6 +86,9 @@ def observations_append(
     except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
     search_index_add(store=store, observations=split.fresh, session=session)
+    observations_changed(
+        store=store, event="observation.created", observations=split.fresh, session=session
+    )
     return scope
 
 
@@ -390,6 +394,14 @@ def observation_update(
             search_index_remove(store=store, observations=[observation], session=session)
             renewed = replace(observation, content=str(fields["content"]))
             search_index_add(store=store, observations=[renewed], session=session)
+        changed = replace(
+            observation,
+            content=str(fields.get("content", observation.content)),
+            private=bool(fields.get("private", observation.private)),
+        )
+        observations_changed(
+            store=store, event="observation.updated", observations=[changed], session=session
+        )
 
     store.in_transaction(change)
     fresh = store.observations.get(oid)
@@ -422,9 +434,14 @@ def observation_delete(
 
     def delete(session: StoreSession) -> None:
         nonlocal was_pending
-        if store.observations.mark_deleted(oid, now=utcnow(), session=session):
+        now = utcnow()
+        if store.observations.mark_deleted(oid, now=now, session=session):
             search_index_remove(store=store, observations=[observation], session=session)
             store.text_history.purge([oid], session=session)  # earlier texts go with it
+            gone = replace(observation, deleted_at=now)
+            observations_changed(
+                store=store, event="observation.deleted", observations=[gone], session=session
+            )
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")

@@ -33,6 +33,7 @@ from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
 from streams.user_audit import check_user_ids, user_individual_scope
+from streams.webhooks import webhook_outbox_add
 
 REDACTED = "[redacted: this version held content of a user who was forgotten]"
 LEASE = timedelta(minutes=5)
@@ -108,6 +109,8 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_messages": 0,
         "memory_session_buffers": 0,
         "memory_chat_calls": 0,
+        "memory_context_calls": 0,
+        "memory_webhook_deliveries": 0,
     }
     now = utcnow()
     for scope_id, observations in sorted(by_scope.items()):
@@ -150,6 +153,13 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
     )
+    deleted["memory_context_calls"] = store.context_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    # Webhook deliveries that carry their observations: waiting ones are not sent now.
+    deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
+        [f"observation:{o.id}" for o in [*own, *elsewhere]]
+    )
     # The findable name (streams/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
     run.result = {
@@ -162,6 +172,14 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "reconsolidated_scopes": rebuilt,
         "unpinned": unpinned,
     }
+    # The receipt, pushed to the agent's hooks (a retried job may push it twice: at least once).
+    webhook_outbox_add(
+        store=store,
+        agent_id=agent_id,
+        event="user.forgotten",
+        objects=[(f"user:{user_id}", dict(run.result))],
+        session=None,
+    )
 
 
 def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observation]) -> int:

@@ -1,7 +1,8 @@
 """When to search the observation log on the hot path: heuristics, never an LLM.
 
 Each rule is a pure function that returns the reason it fired, so the API can say
-why retrieval ran (or why not). Rules, in order: an explicit recall phrase; a
+why retrieval ran (or why not). Rules, in order: an explicit request to search memory
+("search your memory", "check your notes", "what was decided"); an explicit recall phrase; a
 question about the past; a question about someone named ("what does Melanie like?",
 "when is Ana's birthday?"); a third-person question naming someone the memory knows
 ("why are flowers important to Melanie?"); two or more capitalised words the
@@ -69,7 +70,37 @@ RECALL_PHRASES = (
     "lembra",
     "ricordi",
 )
+# An explicit request to search memory (seed 004 §5.6): the user names the memory, or
+# asks for a decision on record. Matched like the recall phrases.
+MEMORY_REQUEST_PHRASES = (
+    "search your memory",
+    "search your memories",
+    "search your notes",
+    "search memory",
+    "search the memory",
+    "check your memory",
+    "check your memories",
+    "check your notes",
+    "check the notes",
+    "look in your memory",
+    "look in your notes",
+    "look through your notes",
+    "look it up in your notes",
+    "in your notes",
+    "in your memory",
+    "from your notes",
+    "from your memory",
+    "what was decided",
+    "what has been decided",
+    "what have we decided",
+    "what we decided",
+    "what was agreed",
+    "what did we agree",
+    "what we agreed",
+    "tell me again what",
+)
 _LONGEST_FIRST = sorted(RECALL_PHRASES, key=len, reverse=True)  # the most telling reason
+_REQUESTS_LONGEST_FIRST = sorted(MEMORY_REQUEST_PHRASES, key=len, reverse=True)
 # Scripts without spaces between words: matched as substrings of the raw message.
 RECALL_SUBSTRINGS = ("覚えて", "前に話した", "言ったっけ", "记得", "我说过", "我们讨论过", "기억")
 
@@ -105,7 +136,7 @@ class RetrievalDecision:
 
 def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
     """Whether the message calls for a search of the log, and why (or why not)."""
-    for rule in (recall_phrase, past_question, person_question):
+    for rule in (memory_request, recall_phrase, past_question, person_question):
         reason = rule(message)
         if reason:
             return RetrievalDecision(triggered=True, reason=reason)
@@ -123,6 +154,16 @@ def retrieval_decide(*, message: str, known_text: str) -> RetrievalDecision:
 def normalise(text: str) -> str:
     straight = text.lower().replace("’", "'").replace("‘", "'")
     return " " + " ".join(NOT_A_WORD.sub(" ", straight).replace("'", " ").split()) + " "
+
+
+def memory_request(message: str) -> str | None:
+    """An explicit request to search memory: "Search your memory for my cat's name",
+    "Check your notes about my cat", "Tell me what was decided"."""
+    text = normalise(message)
+    for phrase in _REQUESTS_LONGEST_FIRST:
+        if f" {phrase} " in text:
+            return f"explicit memory request: {phrase}"
+    return None
 
 
 def recall_phrase(message: str) -> str | None:

@@ -27,4 +27,6 @@ CELERY_BEAT_SCHEDULE = {
     # Every 15 s: a job whose worker died is re-dispatched soon after its lease lapses.
     "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 15.0},
     "compute-embeddings": {"task": "memory_admin.tasks.compute_embeddings", "schedule": 60.0},
+    # Every 5 s: webhook deliveries whose turn has come (outbox, retried with backoff).
+    "deliver-webhooks": {"task": "memory_admin.tasks.deliver_webhooks", "schedule": 5.0},
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_float, env_int, env_str
+from memory_admin.settings.env import env_bool, env_float, env_int, env_str
 
 MEMORY_FORMATION_MAX_MESSAGES = env_int("MEMORY_FORMATION_MAX_MESSAGES", 45)
 MEMORY_FORMATION_MAX_TOKENS = env_int("MEMORY_FORMATION_MAX_TOKENS", 1000)
@@ -31,6 +31,13 @@ MEMORY_LARGE_REQUEST_WAIT_SECONDS = env_int("MEMORY_LARGE_REQUEST_WAIT_SECONDS",
 # summed per observation and written at most this many seconds later (0: each call
 # writes its own, unawaited). A process killed in between loses that second's counts.
 MEMORY_ACCESS_FLUSH_SECONDS = env_float("MEMORY_ACCESS_FLUSH_SECONDS", 1.0)
+# The context log (what each context call gave the agent) keeps records this many days;
+# 0 turns it off (`context_call_id` is then null). Written behind like access counts.
+MEMORY_CONTEXT_LOG_DAYS = env_int("MEMORY_CONTEXT_LOG_DAYS", 7)
+# Webhooks: a delivery waits this long for an answer; private and loopback URLs are
+# refused unless MEMORY_WEBHOOK_ALLOW_PRIVATE (tests, single-host deployments).
+MEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("MEMORY_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+MEMORY_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMORY_WEBHOOK_ALLOW_PRIVATE", default=False)
 # Embedded default (no broker): jobs run in this many background threads of the web
 # process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).
 # 0 runs them synchronously after the request (the test suite's mode).

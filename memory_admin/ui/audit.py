@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, param
+from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.privacy import do_user_export, do_user_forget
@@ -170,6 +171,7 @@ def user_audit_view(request: HttpRequest) -> HttpResponse:
         "related": "ui/_user_related.html",
         "main": "ui/_user_main.html",
         "memory": "ui/_user_memory.html",
+        "context_calls": "ui/_context_calls.html",
     }.get(part or "", "ui/_user_observations.html")
     return render_page(request, page="ui/user_audit.html", partial=partial, context=context)
 
@@ -236,6 +238,13 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         "can_pause": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
         # Operators correct an observation right here (inline edit), as on the scope page.
         "can_edit": (request_role(request) or Role.VIEWER) >= Role.OPERATOR,
+        **context_calls_context(
+            request,
+            store=store,
+            agent_id=agent_id,
+            user_id=user_id,
+            base_url=_user_url(agent_id, user_id),
+        ),
     }
 
 

@@ -16,6 +16,7 @@ from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.usage import ranked_scopes
 from streams.activity import activity_days
 from streams.documents import Agent, Job, utcnow
+from streams.retrieval_health import retrieval_health
 from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
 from streams.store import MemoryStore
 
@@ -110,6 +111,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             {
                 "chart_agent": chart_agent,
                 "chart": activity_chart(days) if days else None,
+                "health": retrieval_health(store=store, agent_id=chart_agent, days=TOP_DAYS)
+                if chart_agent
+                else None,
                 "queue": consolidation_queue(store),
                 "failed": jobs_newest(store=store, status="failed", limit=FAILED_SHOWN),
                 # Cost and backlog rankings, from the usage counters (bounded reads).

@@ -78,6 +78,7 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
                 groups=groups,
                 message=data["message"],
                 semantic=semantic,
+                log=False,  # an operator's look, not a call of the agent's
             )
         chat_calls = []
         if user_id:  # what the chat endpoint injected for this user lately

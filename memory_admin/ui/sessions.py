@@ -7,11 +7,15 @@ upstream answered, and the job that ingested the turn.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory_admin.stores import get_store
 from memory_admin.ui.common import param
+from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from streams.chat import chat_session_page
@@ -25,10 +29,11 @@ PAGE_SIZE = 20
 @role_required(Role.VIEWER)
 def session_detail(request: HttpRequest, agent_id: str, session_id: str) -> HttpResponse:
     cursor = param(request, "cursor")
+    store = get_store()
     error = None
     try:
         page = chat_session_page(
-            store=get_store(),
+            store=store,
             agent_id=agent_id[:128],
             session_id=session_id[:128],
             cursor=cursor,
@@ -43,6 +48,20 @@ def session_detail(request: HttpRequest, agent_id: str, session_id: str) -> Http
         "cursor": cursor,
         "error": error,
     }
+    here = reverse("ui:session_detail", args=[agent_id, session_id])
+    context.update(
+        context_calls_context(
+            request,
+            store=store,
+            agent_id=agent_id[:128],
+            session_id=session_id[:128],
+            base_url=f"{here}?{urlencode({'view': 'calls'})}",
+        )
+    )
+    partial = "ui/_context_calls.html" if param(request, "part") == "context_calls" else None
     return render_page(
-        request, page="ui/session_detail.html", partial="ui/_chat_calls.html", context=context
+        request,
+        page="ui/session_detail.html",
+        partial=partial or "ui/_chat_calls.html",
+        context=context,
     )

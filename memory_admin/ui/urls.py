@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from memory_admin.ui import audit as audit_views
+from memory_admin.ui import context_log as context_log_views
 from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
@@ -16,6 +17,7 @@ from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
 from memory_admin.ui import usage as usage_views
+from memory_admin.ui import webhooks as webhook_views
 
 app_name = "ui"
 
@@ -128,6 +130,12 @@ urlpatterns = [
         session_views.session_detail,
         name="session_detail",
     ),
+    path(
+        "agents/<str:agent_id>/context-calls/<str:call_id>/",
+        context_log_views.context_call_replay,
+        name="context_call_replay",
+    ),
+    path("agents/<str:agent_id>/webhooks/", webhook_views.webhook_list, name="webhooks"),
     path("usage/", usage_views.usage_page, name="usage"),
     path("people/", people_views.people_list, name="people"),
     path("people/create/", people_views.person_create, name="person_create"),

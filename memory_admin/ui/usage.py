@@ -14,6 +14,7 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import param
 from memory_admin.ui.roles import Role, role_required
 from streams.documents import Scope, utcnow
+from streams.retrieval_health import retrieval_health
 from streams.selectors import agents_page, scopes_by_ids
 from streams.store import MemoryStore
 from streams.usage import (
@@ -78,5 +79,6 @@ def usage_page(request: HttpRequest) -> HttpResponse:
         if agent_id
         else None,
         **ranked_scopes(store, days=days, agent_id=agent_id),
+        "health": retrieval_health(store=store, agent_id=agent_id, days=days) if agent_id else None,
     }
     return render(request, "ui/usage.html", context)

@@ -27,6 +27,7 @@ from streams.store import (
     chat_calls,
     client_ids,
     consolidations,
+    context_calls,
     embeddings,
     jobs,
     observations,
@@ -41,6 +42,7 @@ from streams.store import (
     usage,
     user_names,
     visible_scopes,
+    webhooks,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
 
@@ -69,8 +71,10 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *client_ids.INDEXES,
     *text_history.INDEXES,
     *chat_calls.INDEXES,
+    *context_calls.INDEXES,
     *user_names.INDEXES,
     *usage.INDEXES,
+    *webhooks.INDEXES,
 ]
 
 
@@ -85,6 +89,7 @@ class MemoryStore:
         scope_defaults: dict[str, Any] | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
         access_flush_seconds: float = 0.0,
+        context_log_days: int = 0,
     ) -> None:
         self.client = client
         self.db = client[db_name]
@@ -110,8 +115,15 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
+        # What each context call gave the agent, kept this many days (0: not recorded),
+        # written behind like the access counts.
+        self.context_log_days = context_log_days
+        self.context_calls = context_calls.ContextCallRepository(
+            self.db, flush_seconds=access_flush_seconds
+        )
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)
+        self.webhooks = webhooks.WebhookRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Any
+
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.client_session import ClientSession
@@ -14,6 +17,8 @@ COLLECTION = "memory_consolidations"
 INDEXES: list[IndexSpec] = [
     # History newest first; versions are dense, so a page is an exact range of versions.
     index(COLLECTION, "scope_id", "version", unique=True),
+    # Replay: the version current at a time (the newest created at or before it).
+    index(COLLECTION, "scope_id", ("created_at", -1)),
 ]
 
 
@@ -26,6 +31,17 @@ class ConsolidationRepository:
 
     def get(self, scope_id: ObjectId, version: int) -> ConsolidationVersion | None:
         doc = self.collection.find_one({"scope_id": scope_id, "version": version})
+        return ConsolidationVersion.from_mongo(doc) if doc else None
+
+    def current_at(
+        self, scope_id: ObjectId, at: datetime, *, unredacted: bool = False
+    ) -> ConsolidationVersion | None:
+        """The newest version created at or before `at` (with `unredacted`, the newest
+        whose text no later rebuild replaced)."""
+        query: dict[str, Any] = {"scope_id": scope_id, "created_at": {"$lte": at}}
+        if unredacted:
+            query["redacted_at"] = None
+        doc = next(iter(self.collection.find(query).sort("created_at", DESCENDING).limit(1)), None)
         return ConsolidationVersion.from_mongo(doc) if doc else None
 
     def absorbed_between(

@@ -31,6 +31,12 @@ CASES: list[tuple[str, bool]] = [
     ("I mentioned a podcast the other day", True),
     ("what did we decide about the logo?", True),
     ("you recommended a laptop earlier", True),
+    # explicit requests to search memory
+    ("Search your memory for my cat's name", True),
+    ("Check your notes about my cat", True),
+    ("Tell me what was decided", True),
+    ("Can you look in your notes for the wifi password?", True),
+    ("What was agreed with the landlord?", True),
     # questions about the past
     ("When did I move to Lisbon?", True),
     ("What was the name of my dog?", True),
@@ -81,6 +87,11 @@ CASES: list[tuple[str, bool]] = [
     ("Did you finish the summary?", False),
     ("What was that?", False),
     ("I said no to the offer, what do you think?", False),
+    ("Check the weather for me.", False),
+    ("Search the web for cheap flights.", False),
+    ("Take a note: buy eggs.", False),
+    ("Can you check my essay for typos?", False),
+    ("Make notes of this meeting, please.", False),
     # other languages and their punctuation
     ("¿Te acuerdas de lo que te dije ayer?", True),
     ("¿Dónde está la estación?", False),

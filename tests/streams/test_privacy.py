@@ -251,6 +251,8 @@ def test_forgetting_leaves_nothing_of_the_user(store, world, fake_openai):
         "memory_messages": 1,
         "memory_session_buffers": 1,
         "memory_chat_calls": 0,
+        "memory_context_calls": 0,
+        "memory_webhook_deliveries": 0,
         "memory_user_names": 1,
     }
     assert receipt["redacted_versions"] == 3

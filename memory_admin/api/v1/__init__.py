@@ -23,6 +23,7 @@ from memory_admin.api.v1 import (
     search,
     sessions,
     usage,
+    webhooks,
 )
 
 api = NinjaAPI(
@@ -49,6 +50,7 @@ api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
 api.add_router("", pins.router)
+api.add_router("", webhooks.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

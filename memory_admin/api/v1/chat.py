@@ -64,6 +64,10 @@ MEMORY_HEADERS = {
     "groups": "X-Memory-Groups",
 }
 MAX_CHAT_MESSAGES = 2_000
+MIN_MEMORY_TOKENS = 16  # `metadata.memory_max_tokens`, as `max_tokens` on POST .../context
+MAX_MEMORY_TOKENS = 1_000_000
+MAX_DROPPED_HEADER = 20
+MEMORY_METADATA = {*MEMORY_HEADERS, "memory_max_tokens"}  # ours: never forwarded upstream
 MAX_GROUPS = 100
 # Threads start on first use (after a fork), so a preloaded app is safe.
 _AFTER_SEND = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chat-after-send")
@@ -88,7 +92,8 @@ class ChatCompletionIn(Schema):
     metadata: dict[str, Any] | None = Field(
         None,
         description="Memory fields `user_id`, `session_id` (required here or as "
-        "`X-Memory-*` headers), `user_name`, `groups` (`g1=Eden Team,g2` or a JSON list); "
+        "`X-Memory-*` headers), `user_name`, `groups` (`g1=Eden Team,g2` or a JSON list), "
+        "`memory_max_tokens` (the memory context's budget; `max_tokens` stays the answer's); "
         "other keys are forwarded upstream.",
     )
 
@@ -108,7 +113,8 @@ def chat_completions(
     """Memory in, the upstream's answer out (JSON, or SSE when `stream` is true).
 
     Response headers: `X-Memory-Context: injected | empty | skipped` and
-    `X-Memory-Call-Id` (the inspection record of this call).
+    `X-Memory-Call-Id` (the inspection record of this call), `X-Memory-Context-Call-Id`
+    (the context log's record of the memory given; empty when the log is off).
     """
     started = time.monotonic()  # the call's timings include the memory work
     require_agent(request, agent_id)
@@ -220,6 +226,15 @@ def memory_fields(metadata: Any, request: HttpRequest) -> ChatMemory:
     user_name = values["user_name"]
     if user_name is not None and (not isinstance(user_name, str) or len(user_name) > 200):
         details.append({"field": "metadata.user_name", "message": "at most 200 characters"})
+    max_tokens = _memory_max_tokens(metadata.get("memory_max_tokens"))
+    if max_tokens is False:
+        details.append(
+            {
+                "field": "metadata.memory_max_tokens",
+                "message": f"the memory budget: a whole number of tokens, "
+                f"{MIN_MEMORY_TOKENS}..{MAX_MEMORY_TOKENS}",
+            }
+        )
     groups = _groups(values["groups"])
     if groups is None:
         details.append(
@@ -236,7 +251,20 @@ def memory_fields(metadata: Any, request: HttpRequest) -> ChatMemory:
         session_id=values["session_id"],
         user_name=(user_name or "").strip() or None,
         groups=tuple(groups or ()),
+        max_tokens=max_tokens or None,
     )
+
+
+def _memory_max_tokens(value: Any) -> int | None | bool:
+    """`metadata.memory_max_tokens` (an int, or its digits: OpenAI metadata values are
+    strings); None when absent, False when invalid."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 9:
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return value if MIN_MEMORY_TOKENS <= value <= MAX_MEMORY_TOKENS else False
 
 
 def _groups(value: Any) -> list[tuple[str, str | None]] | None:
@@ -273,7 +301,7 @@ def _groups(value: Any) -> list[tuple[str, str | None]] | None:
 def _forwarded_body(body: dict[str, Any], turn: ChatTurn) -> dict[str, Any]:
     """The request as the upstream gets it: mapped model, memory injected, our keys removed."""
     forwarded = {**body, "model": upstream_model(body["model"]), "messages": turn.messages}
-    metadata = {k: v for k, v in (body.get("metadata") or {}).items() if k not in MEMORY_HEADERS}
+    metadata = {k: v for k, v in (body.get("metadata") or {}).items() if k not in MEMORY_METADATA}
     if metadata:
         forwarded["metadata"] = metadata
     else:
@@ -284,6 +312,10 @@ def _forwarded_body(body: dict[str, Any], turn: ChatTurn) -> dict[str, Any]:
 def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTurn) -> None:
     response["X-Memory-Context"] = turn.memory_status
     response["X-Memory-Call-Id"] = turn.call_id
+    # The context log's record of the memory given (empty when the log is off).
+    response["X-Memory-Context-Call-Id"] = turn.context_call_id or ""
+    if turn.dropped:  # what `metadata.memory_max_tokens` left out (the log has the full list)
+        response["X-Memory-Dropped"] = ", ".join(turn.dropped[:MAX_DROPPED_HEADER])
 
 
 def _json_response(

@@ -1,0 +1,179 @@
+"""Context log, budget and replay: context p50/p95 with the log on and off, replay latency,
+and the retrieval trigger table.
+
+Each size seeds a fresh database (`seed`: N observations over N/10 individual scopes),
+then gives one target user a consolidation with three versions over time, pending
+observations, a group and the collective with pending ones of their own. It times,
+in-process and interleaved call by call (so machine load hits both alike):
+`context_assemble` with the log off, with the log on (written behind, the default) and
+with the log written by each call (flush interval 0, for comparison); then replay
+(`as_of`) at times between the versions, and a 200-token budget. The trigger table
+lists the explicit-request phrases and the labelled table's counts.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+from pymongo import MongoClient
+
+from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
+from benchmarks.seed import seed
+from streams.consolidation import consolidation_edit
+from streams.context import context_assemble
+from streams.context_replay import context_replay
+from streams.documents import utcnow
+from streams.observations import observation_add
+from streams.retrieval import retrieval_decide
+from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.store import MemoryStore, access_log, write_behind
+
+SIZES = [10_000]
+CALLS = 200  # per variant; the README's table was measured with 300
+AGENT = "bench-agent"
+USER = "target-user"
+GROUPS = [("g-eden", "Eden Team")]
+MESSAGES = ["hello there", "Do you remember what I said about the parser?"]
+TRIGGER_PHRASES = [
+    "Search your memory for my cat's name",
+    "Check your notes about my cat",
+    "Tell me what was decided",
+    "Can you look in your notes for the wifi password?",
+    "Check the weather for me.",
+    "Search the web for cheap flights.",
+]
+
+
+def run(sizes: list[int] | None = None) -> None:
+    rows: list[list[object]] = []
+    with embedded_server() as server:
+        for size in sizes or SIZES:
+            client = MongoClient(server.uri, tz_aware=True)
+            db = f"bench_context_log_{size}"
+            base = MemoryStore(client, db)
+            seconds = seed(base, agent_id=AGENT, scopes=max(10, size // 10), observations=size)
+            print(f"seeded {size:,} observations in {seconds:.0f} s", flush=True)
+            moments = _prepare(base)
+            stores = {
+                "log off": MemoryStore(client, db, access_flush_seconds=1.0, context_log_days=0),
+                "log on (written behind)": MemoryStore(
+                    client, db, access_flush_seconds=1.0, context_log_days=7
+                ),
+                "log on (written per call)": MemoryStore(
+                    client, db, access_flush_seconds=0.0, context_log_days=7
+                ),
+            }
+            samples: dict[str, list[float]] = {label: [] for label in stores}
+            for i in range(CALLS):
+                for label, store in stores.items():
+                    started = time.perf_counter()
+                    context_assemble(
+                        store=store,
+                        agent_id=AGENT,
+                        user_id=USER,
+                        groups=GROUPS,
+                        message=MESSAGES[i % 2],
+                        session_id="bench",
+                    )
+                    samples[label].append(time.perf_counter() - started)
+            write_behind.flush()
+            replays: list[float] = []
+            for i in range(CALLS // 3):
+                started = time.perf_counter()
+                context_replay(
+                    store=base,
+                    agent_id=AGENT,
+                    user_id=USER,
+                    groups=GROUPS,
+                    message=MESSAGES[i % 2],
+                    as_of=moments[i % len(moments)],
+                )
+                replays.append(time.perf_counter() - started)
+            samples["replay (as_of)"] = replays
+            budget: list[float] = []
+            for i in range(CALLS // 3):
+                started = time.perf_counter()
+                context_assemble(
+                    store=stores["log off"],
+                    agent_id=AGENT,
+                    user_id=USER,
+                    groups=GROUPS,
+                    message=MESSAGES[i % 2],
+                    max_tokens=200,
+                )
+                budget.append(time.perf_counter() - started)
+            samples["log off, max_tokens=200"] = budget
+            off_p95 = summary_ms(samples["log off"])[1]
+            for label, found in samples.items():
+                p50, p95, mean = summary_ms(found)
+                versus = f"{(p95 / off_p95 - 1) * 100:+.0f}%" if label.startswith("log on") else ""
+                rows.append([f"{size:,}", label, len(found), f"{p50:.1f}", f"{p95:.1f}", versus])
+                print_row(rows[-1])
+            logged = base.context_calls.collection.count_documents({"agent_id": AGENT})
+            print(f"context calls logged: {logged:,}", flush=True)
+            access_log.flush()  # the context calls' access counts, before the client closes
+            client.close()  # the server's directory is removed whole: no drop needed
+    print_table(
+        "Context calls, in-process (ms; calls interleaved log off / on / per call)",
+        ["observations", "call", "calls", "p50", "p95", "p95 vs log off"],
+        rows,
+    )
+    _trigger_table()
+
+
+def _prepare(store: MemoryStore) -> list:
+    """The target user's memory with history; the moments between its versions."""
+    user, _ = scope_get_or_create(
+        store=store, key=ScopeKey.individual(AGENT, USER), display_name="Target"
+    )
+    group, _ = scope_get_or_create(
+        store=store, key=ScopeKey.group(AGENT, GROUPS[0][0]), display_name=GROUPS[0][1]
+    )
+    collective, _ = scope_get_or_create(store=store, key=ScopeKey.collective(AGENT))
+    moments = []
+    for version, text in enumerate(
+        [
+            "Target maintains the Rust parser. Target prefers short answers.",
+            "Target maintains the Rust parser and the lexer. Target prefers short answers.",
+            "Target maintains the Rust parser, the lexer and the docs. Target likes tea.",
+        ]
+    ):
+        fresh = scope_get(store=store, scope_id=user.id)
+        consolidation_edit(
+            store=store, scope=fresh, text=text, expected_version=version, actor="bench"
+        )
+        for n in range(5):
+            observation_add(store=store, scope=fresh, content=f"Parser note {version}-{n}.")
+        time.sleep(0.01)
+        moments.append(utcnow() - timedelta(milliseconds=5))
+    consolidation_edit(
+        store=store, scope=group, text="The team ships on Fridays.", expected_version=0, actor="b"
+    )
+    for n in range(6):
+        observation_add(store=store, scope=group, content=f"Team fact {n}: demos on Fridays.")
+        observation_add(store=store, scope=collective, content=f"Users ask for export {n}.")
+    return moments
+
+
+def _trigger_table() -> None:
+    from tests.streams.retrieval_cases import CASES, KNOWN, confusion
+
+    rows = []
+    for message in TRIGGER_PHRASES:
+        decision = retrieval_decide(message=message, known_text=KNOWN)
+        rows.append([message, "fires" if decision.triggered else "no", decision.reason])
+    print_table("Retrieval trigger, explicit requests", ["message", "retrieval", "reason"], rows)
+    result = confusion()
+    print_table(
+        "Retrieval heuristics on the labelled table (tests/streams/retrieval_cases.py)",
+        ["messages", "should retrieve", "false positives", "false negatives"],
+        [
+            [
+                len(CASES),
+                sum(1 for _, wanted in CASES if wanted),
+                len(result["false_positives"]),
+                len(result["false_negatives"]),
+            ]
+        ],
+    )
