@@ -24,6 +24,8 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from memory_admin.private_files import open_private_append, private_dir
+
 STATE_FILE = "secantus-server.json"
 LOCK_FILE = "secantus-server.lock"
 LOG_FILE = "secantus-server.log"
@@ -42,7 +44,7 @@ class EmbeddedServer:
 
 def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
     """The URI of the data directory's server, starting the server if none is running."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     with _locked(data_dir / LOCK_FILE):
         server = _running_server(data_dir)
         if server is None:
@@ -102,9 +104,8 @@ def start_server(
         )
     port = _free_port()
     if isinstance(storage_path, Path):
-        storage_path.mkdir(parents=True, exist_ok=True)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+        private_dir(storage_path)
+    with open_private_append(log_path) as log:
         process = subprocess.Popen(
             [
                 sys.executable,
