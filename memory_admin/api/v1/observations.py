@@ -24,6 +24,7 @@ from memory_admin.stores import get_store
 from streams.actions.observations import (
     do_observation_add,
     do_observation_add_batch,
+    do_observation_add_once,
     do_observation_delete,
     do_observation_update,
 )
@@ -61,7 +62,7 @@ def list_observations(
     "/scopes/{scope_id}/observations",
     response={
         201: ObservationOut | ObservationBatchOut,
-        200: ObservationBatchOut,
+        200: ObservationOut | ObservationBatchOut,
         **error_responses(400, 401, 404, 409, 413, 422),
     },
 )
@@ -76,11 +77,25 @@ def add_observation(
     same ids). Items with a known `client_id` are not stored again; one audit entry
     (`observation.create_batch`) per batch that stored anything. 409 when a concurrent
     request kept winning the scope's log: re-send it.
+
+    A single observation may carry a `client_id` too, so that a retry is safe: 201 when
+    it was stored, 200 with the first observation when the `client_id` was stored before.
     """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     if isinstance(payload, ObservationBatchIn):
         return _add_batch(request, store=store, scope=scope, payload=payload)
+    if payload.client_id is not None:
+        observation, created = do_observation_add_once(
+            store=store,
+            actor=api_actor(request),
+            scope=scope,
+            content=payload.content,
+            client_id=payload.client_id,
+            private=payload.private,
+            observed_at=payload.observed_at,
+        )
+        return Status(201 if created else 200, observation)
     observation = do_observation_add(
         store=store,
         actor=api_actor(request),
