@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "ninja",
+    "axes",  # login throttling: memory_admin/settings/login.py
     "memory_admin.apps.MemoryAdminConfig",
 ]
 
@@ -62,6 +63,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memory_admin.middleware.StoreUnavailableMiddleware",
+    # Last, as django-axes asks: answers a locked-out sign-in with its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.urls"
@@ -140,6 +143,7 @@ LOGGING = {
 from memory_admin.settings.celery import *  # noqa: E402,F403
 from memory_admin.settings.chat import *  # noqa: E402,F403
 from memory_admin.settings.llm import *  # noqa: E402,F403
+from memory_admin.settings.login import *  # noqa: E402,F403
 from memory_admin.settings.memory import *  # noqa: E402,F403
 from memory_admin.settings.mongo import *  # noqa: E402,F403
 from memory_admin.settings.production import *  # noqa: E402,F403
