@@ -83,11 +83,27 @@ def stop_embedded_server(*, data_dir: Path) -> bool:
 # The server is Python: a thread serving a long write holds the GIL for the interpreter's
 # switch interval (5 ms) before a short read may run, and a context call's few reads queue
 # behind an ingest's large inserts. A shorter interval lets them interleave.
-_SERVER_MAIN = (
-    "import os, sys; "
-    "sys.setswitchinterval(float(os.environ.get('MEMORY_STORE_SWITCH_SECONDS', '0.0005'))); "
-    "from secantus.cli import main; raise SystemExit(main())"
-)
+#
+# A transaction whose client died (a worker killed mid-ingest) stays open until the
+# server reaps it, idle past its transaction lifetime: 60 s by default, and meanwhile
+# every write to what it touched conflicts. Our transactions never idle for long (no
+# LLM call or other wait inside one), so the server reaps them after
+# MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS (10). SecantusDB has no flag or config key
+# for it (`transactionLifetimeLimitSeconds` is not settable either): its server class
+# takes it as a constructor default, set here before its CLI builds the server.
+_SERVER_MAIN = """
+import os, sys
+sys.setswitchinterval(float(os.environ.get('MEMORY_STORE_SWITCH_SECONDS', '0.0005')))
+import secantus.server
+defaults = secantus.server.SecantusDBServer.__init__.__kwdefaults__ or {}
+if 'transaction_lifetime_seconds' in defaults:
+    defaults['transaction_lifetime_seconds'] = float(
+        os.environ.get('MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS', '10'))
+else:
+    print('memory-admin: this SecantusDB has no transaction lifetime to shorten', file=sys.stderr)
+from secantus.cli import main
+raise SystemExit(main())
+"""
 
 
 def start_server(

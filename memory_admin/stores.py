@@ -51,6 +51,7 @@ def get_store() -> MemoryStore:
         },
         prices=settings.MEMORY_LLM_PRICES,
         access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
+        conflict_seconds=settings.MEMORY_STORE_CONFLICT_SECONDS,
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store
