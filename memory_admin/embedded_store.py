@@ -108,8 +108,7 @@ def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
 
 def _provision_user(data_dir: Path, credentials: dict[str, str], *, start_timeout: float) -> None:
     """Create (or reset the password of) the store user, on a server without --auth."""
-    from pymongo import MongoClient
-    from pymongo.errors import OperationFailure
+    from streams.store.client import provision_root_user
 
     server = start_server(
         storage_path=data_dir / "mongo",
@@ -117,13 +116,10 @@ def _provision_user(data_dir: Path, credentials: dict[str, str], *, start_timeou
         start_timeout=start_timeout,
         detached=True,
     )
-    try:
-        with MongoClient(server.uri, serverSelectionTimeoutMS=10_000) as client:
-            user, password = credentials["username"], credentials["password"]
-            try:
-                client.admin.command("createUser", user, pwd=password, roles=["root"])
-            except OperationFailure:  # it exists (a lost marker): the file's password wins
-                client.admin.command("updateUser", user, pwd=password, roles=["root"])
+    try:  # a lost marker with the user already there: the file's password wins
+        provision_root_user(
+            server.uri, username=credentials["username"], password=credentials["password"]
+        )
     finally:
         stop_server(server)
     create_private_file(data_dir / AUTH_MARKER, "the store user exists; the store runs --auth\n")
