@@ -94,3 +94,15 @@ def test_a_session_held_by_a_killed_writer_answers_503_then_recovers(api, store,
         assert time.monotonic() < deadline, "the orphan transaction was not reaped"
         time.sleep(float(answer["Retry-After"]))
     assert store.sessions.get_buffer("agent-1", "s1")["unformed_count"] == 2
+
+
+def test_a_page_whose_write_is_busy_answers_503_with_retry_after(rf):
+    from memory_admin.middleware import StoreUnavailableMiddleware
+    from streams.exceptions import Busy
+
+    middleware = StoreUnavailableMiddleware(lambda request: None)
+    request = rf.post("/ui/scopes/abc/observations")
+    response = middleware.process_exception(request, Busy("held", retry_after=5))
+    assert response is not None and response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert b"This memory is busy for a moment" in response.content
