@@ -16,9 +16,9 @@ from datetime import timedelta
 from bson import ObjectId
 
 from streams.consolidation import WORD, RunDetails, consolidation_commit, word_count
-from streams.documents import Job, Observation, Scope, utcnow
+from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, NotFound
-from streams.jobs import CountingLLM, JobRun, job_create
+from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
 from streams.llm.port import (
     ConsolidationContext,
     DatedObservation,
@@ -75,10 +75,10 @@ def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEA
     job = run.job
     assert job.scope_id is not None
     scope_oid = ObjectId(job.scope_id)
-    now = utcnow()
-    if not store.scopes.acquire_lease(scope_oid, owner=job.id, now=now, until=now + lease):
-        run.result = {"absorbed": 0, "note": "another run holds the scope's lease"}
-        return
+    # Its own lease back at once after a takeover; Conflict (fail, retry) while another
+    # live run holds it: never `succeeded` for work it did not do.
+    if not scope_lease_take(store=store, run=run, scope_id=job.scope_id, lease=lease):
+        raise NotFound("scope not found")
     try:
         scope = store.scopes.get(scope_oid)
         if scope is None:

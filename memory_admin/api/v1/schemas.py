@@ -227,6 +227,15 @@ ObservationContent = Annotated[
 
 class ObservationIn(InSchema):
     content: ObservationContent
+    client_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] | None
+    ) = Field(
+        None,
+        description="The caller's key of this observation, unique in the scope (shared with "
+        "batch items' `client_id`): a repeat with a stored `client_id` is not stored again "
+        "and answers 200 with the observation the first request created (whatever the new "
+        "content). Without it every request adds one.",
+    )
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
