@@ -35,8 +35,8 @@ FACT = "Gene likes green tea."
 @pytest.fixture
 def scope(store):
     scope = ScopeFactory.create(store=store)
-    for _ in range(4):
-        ObservationFactory.create(store=store, scope=scope, content=FACT)
+    for day in ("Monday", "Tuesday", "Wednesday", "Thursday"):  # four facts: dedup keeps each
+        ObservationFactory.create(store=store, scope=scope, content=f"{FACT} ({day})")
     return scope_get(store=store, scope_id=scope.id)
 
 

@@ -50,10 +50,25 @@ def test_a_repeat_with_the_same_client_id_answers_200_with_the_first(api, store,
     assert store.agents.get(scope.agent_id).observation_count == 1
 
 
-def test_without_a_client_id_every_add_is_stored(api, scope):
-    for _ in range(2):
-        assert post(api, scope.id, {"content": "Gene likes tea."}).status_code == 201
+def test_without_a_client_id_every_new_fact_is_stored(api, scope):
+    for n in range(2):
+        assert post(api, scope.id, {"content": f"Gene likes tea ({n})."}).status_code == 201
     assert len(listed(api, scope.id)) == 2
+    # No key, the same fact: the scope's dedup answers 200 with the one kept.
+    assert post(api, scope.id, {"content": "gene likes TEA (0)"}).status_code == 200
+    assert len(listed(api, scope.id)) == 2
+
+
+def test_a_new_client_id_on_a_stored_fact_answers_the_kept_one(api, scope):
+    first = post(api, scope.id, {"content": "Gene likes tea.", "client_id": "a"})
+    assert first.status_code == 201
+    again = post(api, scope.id, {"content": "Gene likes tea!", "client_id": "b"})
+    assert again.status_code == 200, again.content
+    assert again.json()["id"] == first.json()["id"]
+    repeat = post(api, scope.id, {"content": "anything", "client_id": "b"})
+    assert repeat.status_code == 200
+    assert repeat.json()["id"] == first.json()["id"]
+    assert len(listed(api, scope.id)) == 1
 
 
 def test_single_adds_and_batch_items_share_the_scopes_keys(api, store, scope):
