@@ -1,7 +1,8 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale,
+single_add, versus_mem0 (the last two run only when named).
 """
 
 from __future__ import annotations

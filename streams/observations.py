@@ -9,7 +9,7 @@ from bson import ObjectId
 
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_runs import consolidation_due_at
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -18,6 +18,7 @@ from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
+from streams.store.write_batch import WriteBatch
 
 MAX_CONTENT_CHARS = 4000
 APPEND_ATTEMPTS = 5
@@ -31,6 +32,7 @@ def observations_append(
     session: StoreSession,
     now: datetime,
     read_before: Scope | None = None,
+    writes: WriteBatch | None = None,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending;
     returns the scope as it was before (its pending list tells the caller whether a
@@ -41,7 +43,8 @@ def observations_append(
     transaction and the caller retries it whole. `read_before` is the scope as the
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
-    must pass None to read it inside the transaction.
+    must pass None to read it inside the transaction. With `writes`, the writes after
+    the claim join that batch (the claim goes at once: its answer decides the rest).
     """
     oid = require_object_id(scope_id, what="scope")
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
@@ -62,8 +65,8 @@ def observations_append(
         raise Conflict("the scope's log moved on; retry")
     for offset, observation in enumerate(observations, start=1):
         observation.seq = scope.observation_seq + offset
-    store.observations.insert_many(observations, session=session)
-    search_index_add(store=store, observations=observations, session=session)
+    store.observations.insert_many(observations, session=session, writes=writes)
+    search_index_add(store=store, observations=observations, session=session, writes=writes)
     return scope
 
 
@@ -111,6 +114,8 @@ def observation_add(
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
 
     def add(session: StoreSession) -> Scope:
+        # Every write below in one round trip where the server takes it (then flushed).
+        writes = store.write_batch(session)
         before = observations_append(
             store=store,
             scope_id=scope.id,
@@ -118,6 +123,7 @@ def observation_add(
             session=session,
             now=now,
             read_before=read_before.pop() if read_before else None,
+            writes=writes,
         )
         if actor is not None:
             audit_record(
@@ -134,8 +140,13 @@ def observation_add(
                 },
                 at=now,
                 session=session,
+                writes=writes,
             )
-        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        counters_add(
+            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        )
+        if writes is not None:
+            writes.flush()
         return before
 
     before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
@@ -144,24 +155,38 @@ def observation_add(
 
 
 def counters_add(
-    *, store: MemoryStore, agent_id: str, added: int, now: datetime, session: StoreSession
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    added: int,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
 ) -> None:
     """The agent's counters and its day's count, inside a short add's transaction: written
     last, so the agent's document is held only until the commit that follows."""
     store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session
+        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
     )
-    activity_record(store=store, agent_id=agent_id, now=now, observations=added, session=session)
+    activity_record(
+        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+    )
 
 
 def threshold_check(
     *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
 ) -> None:
     """Queue a consolidation when the add filled the pending list up to the threshold;
-    below it (almost every add) no further read."""
-    if before.pending_count + added < before.consolidation_threshold:
+    below it (almost every add) no further read. At or above it (every add while a run
+    is queued or running) one read: whether a run is active. The scope is not read
+    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
+    count plus `added` is what the commit left."""
+    pending = before.pending_count + added
+    if pending < before.consolidation_threshold:
         return
-    job = consolidation_due(store=store, scope_id=before.id, trigger="threshold")
+    job = consolidation_due_at(
+        store=store, scope=before, pending_count=pending, trigger="threshold"
+    )
     if job is not None and follow_ups is not None:
         follow_ups.append(job)
 

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
+from pymongo import InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
@@ -14,6 +15,7 @@ from streams.documents import Observation
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import page_by_seq
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_observations"
 INDEXES: list[IndexSpec] = [
@@ -34,8 +36,16 @@ class ObservationRepository:
         self.access_flush_seconds = access_flush_seconds
 
     def insert_many(
-        self, observations: list[Observation], *, session: ClientSession | None = None
+        self,
+        observations: list[Observation],
+        *,
+        session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
+        if writes is not None:
+            for o in observations:
+                writes.add(InsertOne(o.to_mongo(), namespace=self.collection.full_name))
+            return
         if observations:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
 
