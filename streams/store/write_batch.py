@@ -4,9 +4,10 @@ After claiming its place in the scope's log, a short add writes five collections
 observation, its postings, the audit entry, the agent's counters and its day). One
 command each was one round trip each to the store, and on the embedded store (a
 Python server sharing the CPU with the web worker) every round trip is a hand-over
-between two processes: under load, each waits for a CPU slice. MongoDB 8.0's `bulkWrite` (pymongo's `MongoClient.bulk_write`)
-carries writes to several collections in one command, inside the same transaction
-(`session`): still one journaled commit, the write and its audit entry together.
+between two processes: under load, each waits for a CPU slice. MongoDB 8.0's
+`bulkWrite` (pymongo's `MongoClient.bulk_write`) carries writes to several collections
+in one command, inside the same transaction (`session`): still one journaled commit,
+the write and its audit entry together.
 
 Repositories add their operations (with `namespace`) instead of sending them when they
 are given a batch; `flush` sends them in order. A duplicate key or a write conflict is
