@@ -97,6 +97,12 @@ def install() -> None:
     timed(observations, "counters_add", "counters (agent + day)")
     timed(observations, "threshold_check", "threshold check")
     try:
+        from streams.store.write_batch import WriteBatch
+
+        timed(WriteBatch, "flush", "write batch (one bulkWrite)")
+    except ImportError:  # a tree from before the batch
+        pass
+    try:
         import memory_admin.inprocess as inprocess
 
         timed(inprocess, "submit", "in-process pool hand-off")

@@ -49,13 +49,16 @@ def production_server(
     config: str = PRODUCTION_CONF,
     extra_env: dict[str, str] | None = None,
     groups: tuple[str, ...] = ("bench-group-0", "bench-group-1"),
+    root: Path = ROOT,
 ) -> Iterator[Server]:
     """gunicorn with `config` and one worker on embedded defaults in a fresh data dir,
     with an API key and a group scope per name of `groups`; the embedded store is
-    stopped afterwards."""
+    stopped afterwards. `root`: the source tree to serve (another checkout, to compare)."""
+    tree = root
     root = Path(tempfile.mkdtemp(prefix="bench-single-"))
     env = {
         **os.environ,
+        "PYTHONPATH": str(tree),
         "MEMORY_DATA_DIR": str(root / "data"),
         "DJANGO_DEBUG": "false",
         "DJANGO_SECRET_KEY": "bench-only-" + "x" * 40,
@@ -67,10 +70,10 @@ def production_server(
         env.pop(name, None)
     (root / "data").mkdir(mode=0o700)
     manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run([*manage, "migrate", "-v0"], cwd=tree, env=env, check=True)
     created = subprocess.run(
         [*manage, "create_api_key", "--name", "bench"],
-        cwd=ROOT,
+        cwd=tree,
         env=env,
         check=True,
         capture_output=True,
@@ -82,7 +85,7 @@ def production_server(
     log = open(root / "gunicorn.log", "wb")  # noqa: SIM115 (closed below)
     web = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", config, "memory_admin.wsgi", "-w", "1"],
-        cwd=ROOT,
+        cwd=tree,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -96,7 +99,7 @@ def production_server(
         web.wait(timeout=30)
         log.close()
         subprocess.run(
-            [*manage, "stop_embedded_store"], cwd=ROOT, env=env, capture_output=True, check=False
+            [*manage, "stop_embedded_store"], cwd=tree, env=env, capture_output=True, check=False
         )
         shutil.rmtree(root, ignore_errors=True)
 
@@ -274,10 +277,83 @@ def profile_rows(latencies: list[float], lines: list[dict]) -> list[list[object]
 PROFILE_HEADERS = ["stage", "calls/add", "median ms", "p95 ms"]
 
 
+CHUNK = 25
+
+
+def compare(before: Path, adds: int = ADDS) -> tuple[list[list[object]], list[list[object]]]:
+    """This tree against `before` (another checkout), both served at once and measured in
+    turns of CHUNK adds, so that both see the same load: the caller rows of each, then
+    the profile of each (the same, under the profiling config)."""
+    rows: list[list[object]] = []
+    trees = (("before", before), ("after", ROOT))
+    with (
+        production_server(root=before) as first,
+        production_server() as second,
+    ):
+        servers = {"before": first, "after": second}
+        latencies: dict[str, dict[str, list[float]]] = {}
+        for label, server in servers.items():
+            run_client(server, contents_for(20, "warm"))
+            latencies[label] = {"new": [], "keep-alive": []}
+        for n, start in enumerate(range(0, 2 * adds, 2 * CHUNK)):
+            contents = contents_for(2 * CHUNK, f"chunk-{start}")
+            for label, _ in trees if n % 2 == 0 else trees[::-1]:
+                for mode, values in run_client(servers[label], contents).items():
+                    latencies[label][mode] += values
+    for label, _ in trees:
+        rows.append(_row(label, "new connection", latencies[label]["new"]))
+        rows.append(_row(label, "keep-alive", latencies[label]["keep-alive"]))
+    profiles: list[list[object]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = {label: Path(tmp) / f"{label}.jsonl" for label, _ in trees}
+        with (
+            production_server(
+                PROFILE_CONF, {"BENCH_PROFILE_FILE": str(outs["before"])}, root=before
+            ) as first,
+            production_server(PROFILE_CONF, {"BENCH_PROFILE_FILE": str(outs["after"])}) as second,
+        ):
+            servers = {"before": first, "after": second}
+            client: dict[str, list[float]] = {}
+            for label, server in servers.items():
+                run_client(server, contents_for(20, "warm"))
+                outs[label].unlink(missing_ok=True)
+                client[label] = []
+            for n, start in enumerate(range(0, PROFILE_ADDS, CHUNK)):
+                contents = contents_for(CHUNK, f"profile-{start}")
+                for label, _ in trees if n % 2 == 0 else trees[::-1]:
+                    client[label] += run_client(servers[label], contents, ("new",))["new"]
+        for label, _ in trees:
+            lines = [json.loads(line) for line in outs[label].read_text().splitlines()]
+            profiles += [[label, *row] for row in profile_rows(client[label], lines)]
+    return rows, profiles
+
+
+PROFILE_ADDS = 200
+
+
 def run(sizes: list[int] | None = None) -> None:
     del sizes  # one size: two fresh scopes
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}", flush=True)
+    before = os.environ.get("BENCH_BEFORE_TREE")
+    if before:
+        rows, profiles = compare(Path(before))
+        print_table(
+            f"Sequential single adds, before ({before}) and after (this tree), served at once "
+            f"and measured in turns of {CHUNK} ({ADDS} per mode and tree; production config)",
+            CALLER_HEADERS,
+            rows,
+        )
+        print_table(
+            f"Where one add's time goes, before and after (median and p95 over "
+            f"{PROFILE_ADDS} adds each, new connection each, in turns; production config plus "
+            "timing hooks)",
+            ["tree", *PROFILE_HEADERS],
+            profiles,
+        )
+        load = os.getloadavg()
+        print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+        return
     rows = caller_rows("production config")
     print_table(
         f"Sequential single adds from a separate client process ({ADDS} per mode; "
