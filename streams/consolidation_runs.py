@@ -50,9 +50,20 @@ def consolidation_request(
 def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
     """A consolidation job when the scope's pending list reached its threshold, else None."""
     scope = store.scopes.get(ObjectId(scope_id))
-    if scope is None or not scope.is_active:
+    if scope is None:
         return None
-    if scope.pending_count < scope.consolidation_threshold:
+    return consolidation_due_at(
+        store=store, scope=scope, pending_count=scope.pending_count, trigger=trigger
+    )
+
+
+def consolidation_due_at(
+    *, store: MemoryStore, scope: Scope, pending_count: int, trigger: str
+) -> Job | None:
+    """`consolidation_due` for a caller that knows the pending count without reading the
+    scope again: an add's transaction claimed the scope at the version it had read, so
+    that scope's count plus the add's is exact as of the add's commit."""
+    if not scope.is_active or pending_count < scope.consolidation_threshold:
         return None
     if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
         return None

@@ -9,7 +9,7 @@ from bson import ObjectId
 
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_runs import consolidation_due_at
 from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
@@ -19,6 +19,7 @@ from streams.rebuild import prune_search_terms, sources_changed
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
+from streams.store.write_batch import WriteBatch
 from streams.webhooks import observations_changed
 
 MAX_CONTENT_CHARS = 4000
@@ -35,6 +36,7 @@ def observations_append(
     now: datetime,
     read_before: Scope | None = None,
     duplicates: dict[str, Observation] | None = None,
+    writes: WriteBatch | None = None,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending;
     returns the scope as it was before (its pending list tells the caller whether a
@@ -51,7 +53,8 @@ def observations_append(
     transaction and the caller retries it whole. `read_before` is the scope as the
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
-    must pass None to read it inside the transaction.
+    must pass None to read it inside the transaction. With `writes`, the writes after
+    the claim join that batch (the claim goes at once: its answer decides the rest).
     """
     oid = require_object_id(scope_id, what="scope")
     split = _without_duplicates(
@@ -82,10 +85,11 @@ def observations_append(
     for offset, observation in enumerate(split.fresh, start=1):
         observation.seq = scope.observation_seq + offset
     try:
-        store.observations.insert_many(split.fresh, session=session)
+        # In a batch, a duplicate key surfaces at its flush, as a Conflict: retried whole.
+        store.observations.insert_many(split.fresh, session=session, writes=writes)
     except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
-    search_index_add(store=store, observations=split.fresh, session=session)
+    search_index_add(store=store, observations=split.fresh, session=session, writes=writes)
     observations_changed(
         store=store, event="observation.created", observations=split.fresh, session=session
     )
@@ -189,6 +193,8 @@ def observation_add(
     duplicates: dict[str, Observation] = {}
 
     def add(session: StoreSession) -> Scope:
+        # Every write below in one round trip where the server takes it (then flushed).
+        writes = store.write_batch(session)
         before = observations_append(
             store=store,
             scope_id=scope.id,
@@ -197,6 +203,7 @@ def observation_add(
             now=now,
             read_before=read_before.pop() if read_before else None,
             duplicates=duplicates,
+            writes=writes,
         )
         if duplicates:
             return before  # the fact is stored already: nothing is written
@@ -215,8 +222,13 @@ def observation_add(
                 },
                 at=now,
                 session=session,
+                writes=writes,
             )
-        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        counters_add(
+            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        )
+        if writes is not None:
+            writes.flush()
         return before
 
     before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
@@ -261,24 +273,38 @@ def duplicate_kept(
 
 
 def counters_add(
-    *, store: MemoryStore, agent_id: str, added: int, now: datetime, session: StoreSession
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    added: int,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
 ) -> None:
     """The agent's counters and its day's count, inside a short add's transaction: written
     last, so the agent's document is held only until the commit that follows."""
     store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session
+        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
     )
-    activity_record(store=store, agent_id=agent_id, now=now, observations=added, session=session)
+    activity_record(
+        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+    )
 
 
 def threshold_check(
     *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
 ) -> None:
     """Queue a consolidation when the add filled the pending list up to the threshold;
-    below it (almost every add) no further read."""
-    if before.pending_count + added < before.consolidation_threshold:
+    below it (almost every add) no further read. At or above it (every add while a run
+    is queued or running) one read: whether a run is active. The scope is not read
+    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
+    count plus `added` is what the commit left."""
+    pending = before.pending_count + added
+    if pending < before.consolidation_threshold:
         return
-    job = consolidation_due(store=store, scope_id=before.id, trigger="threshold")
+    job = consolidation_due_at(
+        store=store, scope=before, pending_count=pending, trigger="threshold"
+    )
     if job is not None and follow_ups is not None:
         follow_ups.append(job)
 

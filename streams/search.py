@@ -51,6 +51,7 @@ from streams.rerank import (
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
+from streams.store.write_batch import WriteBatch
 
 MAX_LIMIT = 50
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
@@ -95,12 +96,16 @@ def _changes(observations: list[Observation], sign: int) -> list[IndexChange]:
 
 
 def search_index_add(
-    *, store: MemoryStore, observations: list[Observation], session: StoreSession | None = None
+    *,
+    store: MemoryStore,
+    observations: list[Observation],
+    session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> None:
     """Index new observations (call inside the transaction that inserts them)."""
     live = [o for o in observations if not o.deleted]
     if live:
-        store.search_index.apply(_changes(live, +1), session=session)
+        store.search_index.apply(_changes(live, +1), session=session, writes=writes)
 
 
 def search_index_remove(

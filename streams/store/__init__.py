@@ -46,6 +46,7 @@ from streams.store import (
     webhooks,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
+from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
 # What a store call raises when the store fails (unreachable, timed out): callers that
@@ -133,6 +134,11 @@ class MemoryStore:
         self.webhooks = webhooks.WebhookRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
+
+    def write_batch(self, session: ClientSession) -> WriteBatch | None:
+        """The transaction's writes as one round trip, or None where the server cannot
+        (streams/store/write_batch.py): then each write goes as it is made."""
+        return WriteBatch.for_session(self.client, session)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
+from pymongo import InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -16,6 +17,7 @@ from streams.exceptions import Conflict
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import page_by_seq
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_observations"
 INDEXES: list[IndexSpec] = [
@@ -59,9 +61,17 @@ class ObservationRepository:
         self.access_flush_seconds = access_flush_seconds
 
     def insert_many(
-        self, observations: list[Observation], *, session: ClientSession | None = None
+        self,
+        observations: list[Observation],
+        *,
+        session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
         if not observations:
+            return
+        if writes is not None:
+            for o in observations:
+                writes.add(InsertOne(o.to_mongo(), namespace=self.collection.full_name))
             return
         try:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
