@@ -74,7 +74,8 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
     )
 
     sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
-    assert sent[0] == "update memory_scopes"  # the claim, answered at once
+    # The dedup check (one find by text key) first, then the claim, answered at once.
+    assert sent[:2] == ["find memory_observations", "update memory_scopes"]
     assert sent.count("bulkWrite") == 1
     assert not [n for n in sent if n.startswith("insert")]
     assert sent[-2:] == ["bulkWrite", "commitTransaction"]
