@@ -68,7 +68,8 @@ def propagation_plan(
     if candidates and targets:
         context = PropagationContext(
             observations=[o.content for o in candidates],
-            targets=[label for label, _ in targets],
+            # Group names (the prompt writes each as "group:<name>"), or "collective".
+            targets=[label.removeprefix("group:") for label, _ in targets],
             source_description=describe_scope(source),
         )
         request = LLMRequest(

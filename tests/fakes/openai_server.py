@@ -38,6 +38,8 @@ from tests.fakes.openai_wire import (
     Stream,
     default_responder,
     embedding_vector,
+    propagation_prompt,
+    propagation_responder,
 )
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "embedding_vector",
     "fake_openai",
     "fake_openai_server",
+    "propagation_prompt",
+    "propagation_responder",
 ]
 
 CHAT_PATH = "/v1/chat/completions"
