@@ -51,6 +51,8 @@ def get_store() -> MemoryStore:
         },
         prices=settings.MEMORY_LLM_PRICES,
         access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
+        review_mode_shared=settings.MEMORY_REVIEW_MODE_SHARED,
+        collective_min_groups=settings.MEMORY_COLLECTIVE_MIN_GROUPS,
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

@@ -94,7 +94,7 @@ def _recent_observations(*, store: MemoryStore, scope: Scope | None) -> list[Obs
     if scope is None or not scope.pending_observation_ids:
         return []
     ids = [ObjectId(i) for i in scope.pending_observation_ids[-RECENT_LIMIT:]]
-    found = [o for o in store.observations.get_many(ids) if not o.deleted]
+    found = [o for o in store.observations.get_many(ids) if o.live]
     return sorted(found, key=lambda o: (o.observed_at, o.seq))
 
 

@@ -13,6 +13,10 @@ from typing import Any, Literal
 from bson import ObjectId
 
 ScopeType = Literal["individual", "group", "collective"]
+ReviewMode = Literal["off", "propagated", "all"]
+REVIEW_MODES: tuple[str, ...] = ("off", "propagated", "all")
+ReviewStatus = Literal["in_review", "candidate", "rejected"]
+ObservationStatus = Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
 JobKind = Literal[
     "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest"
@@ -92,6 +96,8 @@ class Scope:
     # Observations whose old text the consolidation history holds and must lose (deleted,
     # edited, marked private, or a removed copy): a rebuild is pending while any is listed.
     rebuild_observation_ids: list[str] = field(default_factory=list)
+    # Which new observations wait for a person: none ("off"), propagated copies, or all.
+    review_mode: ReviewMode = "off"
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -160,6 +166,7 @@ class Scope:
             "guidance_version": self.guidance_version,
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
+            "review_mode": self.review_mode,
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -193,6 +200,7 @@ class Scope:
             guidance_version=doc.get("guidance_version"),
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
+            review_mode=doc.get("review_mode") or "off",
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -221,11 +229,34 @@ class Observation:
     access_count: int = 0
     last_accessed_at: datetime | None = None
     seq: int = 0
+    # What the deterministic detectors found (`streams.detectors`), with the spans on
+    # `content` ({"flag", "start", "end"}) that the review queue highlights.
+    flags: list[str] = field(default_factory=list)
+    flag_spans: list[dict[str, Any]] = field(default_factory=list)
+    # Held out of memory: "in_review" (waits for a person), "candidate" (a collective copy
+    # waiting for more groups) or "rejected" (kept for the audit, used nowhere). None: live.
+    review_status: ReviewStatus | None = None
+    # {"reasons": [...], "since": datetime, "supporting_group_ids": [...], and once decided
+    # "decision", "decided_by", "decided_at", "note"}.
+    review: dict[str, Any] | None = None
     id: str = field(default_factory=lambda: str(ObjectId()))
 
     @property
-    def status(self) -> Literal["pending", "consolidated"]:
+    def status(self) -> ObservationStatus:
+        if self.review_status is not None:
+            return self.review_status
         return "consolidated" if self.consolidated else "pending"
+
+    @property
+    def live(self) -> bool:
+        """What memory may use: pending or consolidated, not deleted."""
+        return self.deleted_at is None and self.review_status is None
+
+    @property
+    def held(self) -> bool:
+        """In review, a candidate or rejected: in no context, search, consolidation,
+        propagation or pending count."""
+        return self.review_status is not None
 
     @property
     def deleted(self) -> bool:
@@ -250,6 +281,10 @@ class Observation:
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
             "seq": self.seq,
+            "flags": list(self.flags),
+            "flag_spans": list(self.flag_spans),
+            "review_status": self.review_status,
+            "review": self.review,
         }
 
     @classmethod
@@ -272,6 +307,10 @@ class Observation:
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),
             seq=doc.get("seq", 0),
+            flags=list(doc.get("flags") or []),
+            flag_spans=list(doc.get("flag_spans") or []),
+            review_status=doc.get("review_status"),
+            review=doc.get("review"),
         )
 
 

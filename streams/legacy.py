@@ -272,6 +272,7 @@ class _Migration:
                     observations=observations,
                     session=session,
                     now=self.now,
+                    origin="migration",
                 )
 
         self.store.in_transaction(work, attempts=APPEND_ATTEMPTS)

@@ -26,6 +26,7 @@ from streams.observations import (
     observations_append,
     threshold_check,
 )
+from streams.screening import WriteOrigin, origin_of
 from streams.store import MemoryStore, StoreSession
 
 MAX_BATCH = 500
@@ -80,6 +81,7 @@ def _append_once(
     keyed: list[tuple[str, Observation]],
     session: StoreSession,
     now: datetime,
+    origin: WriteOrigin = "extraction",
 ) -> tuple[dict[str, ObjectId], Scope | None]:
     """`observations_append_once`, also returning the scope as it was before the append
     (None when every item was known and nothing was appended)."""
@@ -94,6 +96,7 @@ def _append_once(
             observations=[o for _, o in fresh],
             session=session,
             now=now,
+            origin=origin,
         )
         store.client_ids.insert(
             oid, [(c, ObjectId(o.id)) for c, o in fresh], now=now, session=session
@@ -134,7 +137,12 @@ def observation_batch_add(
 
     def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
         known, before = _append_once(
-            store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
+            store=store,
+            scope_id=scope.id,
+            keyed=keyed,
+            session=session,
+            now=now,
+            origin=origin_of(actor),
         )
         fresh = [o for c, o in keyed if c not in known]
         if fresh and actor is not None:
@@ -150,6 +158,7 @@ def observation_batch_add(
                     "items": len(keyed),
                     "created": len(fresh),
                     "private": sum(1 for o in fresh if o.private),
+                    "in_review": sum(1 for o in fresh if o.held),
                     "observation_ids": [o.id for o in fresh],
                 },
                 at=now,

@@ -15,6 +15,7 @@ from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.rebuild import prune_search_terms, sources_changed
+from streams.screening import WriteOrigin, origin_of, screen_observations
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter
@@ -31,8 +32,10 @@ def observations_append(
     session: StoreSession,
     now: datetime,
     read_before: Scope | None = None,
+    origin: WriteOrigin = "extraction",
 ) -> Scope:
-    """Within the caller's transaction: store the observations and make them pending;
+    """Within the caller's transaction: store the observations and make them pending
+    (or hold them for review: see `streams.screening.screen_observations`);
     returns the scope as it was before (its pending list tells the caller whether a
     consolidation is due, without reading the scope again).
 
@@ -47,6 +50,10 @@ def observations_append(
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
     if scope is None:
         raise NotFound("scope not found")
+    # The guard runs inside the write: secrets redacted, flags set, and what must wait for
+    # a person held out of the pending list and the search index.
+    screen_observations(scope=scope, observations=observations, origin=origin, now=now)
+    live = [o for o in observations if not o.held]
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
     # (scope, seq) index.
@@ -54,7 +61,7 @@ def observations_append(
         oid,
         expected_seq=scope.observation_seq,
         count=len(observations),
-        pending_ids=[ObjectId(o.id) for o in observations if not o.consolidated],
+        pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
         session=session,
     )
@@ -63,7 +70,11 @@ def observations_append(
     for offset, observation in enumerate(observations, start=1):
         observation.seq = scope.observation_seq + offset
     store.observations.insert_many(observations, session=session)
-    search_index_add(store=store, observations=observations, session=session)
+    search_index_add(store=store, observations=live, session=session)
+    held = sum(1 for o in observations if o.held and not o.consolidated)
+    if held:
+        # Callers count every new observation as pending; held ones are not.
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
     return scope
 
 
@@ -118,6 +129,7 @@ def observation_add(
             session=session,
             now=now,
             read_before=read_before.pop() if read_before else None,
+            origin=origin_of(actor),
         )
         if actor is not None:
             audit_record(
@@ -131,6 +143,8 @@ def observation_add(
                     "scope_id": scope.id,
                     "content": content_digest(observation.content),
                     "private": observation.private,
+                    "flags": observation.flags,
+                    "status": observation.status,
                 },
                 at=now,
                 session=session,

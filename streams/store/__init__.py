@@ -83,11 +83,18 @@ class MemoryStore:
         scope_defaults: dict[str, Any] | None = None,
         prices: dict[str, tuple[float, float]] | None = None,
         access_flush_seconds: float = 0.0,
+        review_mode_shared: str = "off",
+        collective_min_groups: int = 2,
     ) -> None:
         self.client = client
         self.db = client[db_name]
         # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
         self.scope_defaults = dict(scope_defaults or {})
+        # New group, collective and shard scopes start with this review mode
+        # (MEMORY_REVIEW_MODE_SHARED); a group's collective copy waits as a candidate until
+        # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
+        self.review_mode_shared = review_mode_shared
+        self.collective_min_groups = collective_min_groups
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.

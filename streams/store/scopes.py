@@ -262,6 +262,17 @@ class ScopeRepository:
         )
         return result.modified_count
 
+    def push_pending_in(
+        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
+    ) -> None:
+        """Make observations pending inside the caller's transaction (a review approval)."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
+                session=session,
+            )
+
     def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Back to pending (a restore): each at most once."""
         if observation_ids:
