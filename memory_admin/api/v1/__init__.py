@@ -18,6 +18,7 @@ from memory_admin.api.v1 import (
     observations,
     privacy,
     prompt_checks,
+    review,
     scopes,
     search,
     sessions,
@@ -47,5 +48,6 @@ api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
+api.add_router("", review.router)
 
 __all__ = ["api"]
