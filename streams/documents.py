@@ -98,6 +98,8 @@ class Scope:
     rebuild_observation_ids: list[str] = field(default_factory=list)
     # Which new observations wait for a person: none ("off"), propagated copies, or all.
     review_mode: ReviewMode = "off"
+    # Copies this scope's propagation was refused, by flag (pii:*, secret): the scope page.
+    propagation_blocked: dict[str, int] = field(default_factory=dict)
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -167,6 +169,7 @@ class Scope:
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "review_mode": self.review_mode,
+            "propagation_blocked": dict(self.propagation_blocked),
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -201,6 +204,7 @@ class Scope:
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             review_mode=doc.get("review_mode") or "off",
+            propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),

@@ -291,6 +291,7 @@ def _store_copies(
                 outcome.in_review += sum(1 for o in fresh if o.review_status == "in_review")
                 outcome.candidates += sum(1 for o in fresh if o.review_status == "candidate")
         if outcome.blocked:
+            store.scopes.count_blocked(ObjectId(source.id), outcome.blocked, session=session)
             audit_record(
                 store=store,
                 actor="system",

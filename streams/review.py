@@ -97,10 +97,14 @@ def review_counts(
 ) -> dict[str, int]:
     """How many wait, per status, for an agent or one scope."""
     oid = require_object_id(scope_id, what="scope") if scope_id else None
-    return {
-        status: store.observations.review_count(status=status, agent_id=agent_id, scope_id=oid)
-        for status in DECIDABLE
-    }
+    return store.observations.review_counts(
+        statuses=list(DECIDABLE), agent_id=agent_id, scope_id=oid
+    )
+
+
+def review_counts_by_agent(*, store: MemoryStore, agent_ids: list[str]) -> dict[str, int]:
+    """How many wait for a person, per agent (the dashboard's column)."""
+    return store.observations.review_counts_by_agent(agent_ids, status="in_review")
 
 
 def _cursor_id(cursor: str | None) -> ObjectId | None:

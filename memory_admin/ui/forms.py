@@ -71,6 +71,15 @@ class ScopeSettingsForm(forms.Form):
     consolidation_max_words = forms.IntegerField(
         min_value=MAX_WORDS_RANGE[0], max_value=MAX_WORDS_RANGE[1], label="Word limit"
     )
+    review_mode = forms.ChoiceField(
+        choices=[
+            ("off", "Off: only flagged text waits"),
+            ("propagated", "Propagated copies wait for review"),
+            ("all", "Everything new waits (but an operator's own adds)"),
+        ],
+        label="Review",
+        required=False,
+    )
 
 
 class PromptForm(forms.Form):

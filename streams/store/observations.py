@@ -109,15 +109,33 @@ class ObservationRepository:
         cursor = self.collection.find(query).sort("_id", 1).limit(limit)
         return [Observation.from_mongo(d) for d in cursor]
 
-    def review_count(
-        self, *, status: str, agent_id: str | None = None, scope_id: ObjectId | None = None
-    ) -> int:
-        """How many wait in `status`, per agent or per scope (one of them)."""
-        query: dict[str, Any] = (
+    def review_counts(
+        self, *, statuses: list[str], agent_id: str | None = None, scope_id: ObjectId | None = None
+    ) -> dict[str, int]:
+        """How many wait in each status, per agent or per scope (one of them), in one read."""
+        match: dict[str, Any] = (
             {"scope_id": scope_id} if scope_id is not None else {"agent_id": agent_id}
         )
-        query.update(review_status=status, deleted_at=None)
-        return self.collection.count_documents(query)
+        match.update(review_status={"$in": statuses}, deleted_at=None)
+        pipeline = [{"$match": match}, {"$group": {"_id": "$review_status", "n": {"$sum": 1}}}]
+        found = {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
+        return {status: found.get(status, 0) for status in statuses}
+
+    def review_counts_by_agent(self, agent_ids: list[str], *, status: str) -> dict[str, int]:
+        """How many wait in `status` for each of these agents (absent: none), in one read."""
+        if not agent_ids:
+            return {}
+        pipeline = [
+            {
+                "$match": {
+                    "agent_id": {"$in": agent_ids},
+                    "review_status": status,
+                    "deleted_at": None,
+                }
+            },
+            {"$group": {"_id": "$agent_id", "n": {"$sum": 1}}},
+        ]
+        return {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
 
     def set_review_status(
         self,

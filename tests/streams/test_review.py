@@ -183,7 +183,8 @@ def test_a_propagated_copy_with_personal_data_or_a_secret_never_reaches_a_group(
         assert [o.content for o in everything(store, group)] == ["The team ships on Fridays."]
     [entry] = store.audit.collection.find({"action": "propagation.blocked"}).limit(5)
     assert entry["summary"]["blocked_by"] == {flag: 2}
-    assert entry["summary"]["job_id"] == job.id
+    assert entry["summary"]["job_id"] == job.id and entry["object_id"] == individual.id
+    assert scope_get(store=store, scope_id=individual.id).propagation_blocked == {flag: 2}
 
 
 @pytest.mark.parametrize("flag", list(LEAKS))
