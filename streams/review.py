@@ -23,11 +23,11 @@ from typing import Any, Literal
 from bson import ObjectId
 
 from streams.audit import audit_record, content_digest
-from streams.consolidation_runs import consolidation_due
 from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
+from streams.jobs import job_create
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.search import search_index_add
 from streams.store import MemoryStore, StoreSession
@@ -183,9 +183,11 @@ def review_decide(
         raise NotInReview("the observation is not waiting for review")
     now = utcnow()
     result: list[Observation] = []
+    jobs: list[Job] = []
 
     def decide(session: StoreSession) -> None:
         result.clear()
+        jobs.clear()
         decided = _decide_one(
             store=store,
             observation=observation,
@@ -199,10 +201,12 @@ def review_decide(
         if decided is None:
             raise NotInReview("the observation is not waiting for review (decided already)")
         result.append(decided)
+        if decision == "approve":
+            jobs.extend(_threshold(store=store, scope_ids=[observation.scope_id], session=session))
 
     store.in_transaction(decide)
-    if decision == "approve":
-        _threshold(store=store, scope_ids=[observation.scope_id], follow_ups=follow_ups)
+    if follow_ups is not None:
+        follow_ups.extend(jobs)
     return result[0]
 
 
@@ -234,9 +238,11 @@ def review_decide_bulk(
     found = {o.id: o for o in store.observations.get_many(list(wanted.values()))}
     now = utcnow()
     applied: list[Observation] = []
+    jobs: list[Job] = []
 
     def decide(session: StoreSession) -> None:
         applied.clear()
+        jobs.clear()
         for raw in wanted:
             observation = found.get(raw)
             if (
@@ -259,14 +265,15 @@ def review_decide_bulk(
             )
             if decided is not None:
                 applied.append(decided)
+        if decision == "approve":
+            scope_ids = sorted({o.scope_id for o in applied})
+            jobs.extend(_threshold(store=store, scope_ids=scope_ids, session=session))
 
     store.in_transaction(decide)
+    if follow_ups is not None:
+        follow_ups.extend(jobs)
     done = {o.id for o in applied}
     skipped += [raw for raw in wanted if raw not in done]
-    if decision == "approve":
-        _threshold(
-            store=store, scope_ids=sorted({o.scope_id for o in applied}), follow_ups=follow_ups
-        )
     count = len(applied)
     return BulkResult(
         approved=count if decision == "approve" else 0,
@@ -367,11 +374,30 @@ def _checked(
     return decision, content, note  # type: ignore[return-value]
 
 
-def _threshold(*, store: MemoryStore, scope_ids: list[str], follow_ups: list[Job] | None) -> None:
+def _threshold(*, store: MemoryStore, scope_ids: list[str], session: StoreSession) -> list[Job]:
+    """Inside the decision's transaction: the consolidation jobs its approvals make due.
+    Created with the decision, so a crash before they are dispatched leaves them queued
+    (the recovery sweep sends them), never a decision whose follow-up is lost."""
+    jobs = []
     for scope_id in scope_ids:
-        job = consolidation_due(store=store, scope_id=scope_id, trigger="review")
-        if job is not None and follow_ups is not None:
-            follow_ups.append(job)
+        scope = store.scopes.get(ObjectId(scope_id), session=session)
+        if scope is None or not scope.is_active:
+            continue
+        if scope.pending_count < scope.consolidation_threshold:
+            continue
+        if store.jobs.active_for_scope(ObjectId(scope_id), "consolidation") is not None:
+            continue
+        jobs.append(
+            job_create(
+                store=store,
+                kind="consolidation",
+                agent_id=scope.agent_id,
+                scope_id=scope_id,
+                trigger="review",
+                session=session,
+            )
+        )
+    return jobs
 
 
 def scope_of(*, store: MemoryStore, observation: Observation) -> Scope:
