@@ -10,6 +10,7 @@ from bson import ObjectId
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due
+from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -250,7 +251,11 @@ def observation_update(
                 f"content is longer than {MAX_CONTENT_CHARS} characters",
                 details=[{"field": "content"}],
             )
+        # An edit is a write too: secrets redacted, flags renewed.
+        content, detection = detect_and_redact(content)
         fields["content"] = content
+        fields["flags"] = list(detection.flags)
+        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
         if content != observation.content:
             # Its vector described the old text: text ranking alone serves it from now on.
             fields.update(embedding=None, embedding_model=None)

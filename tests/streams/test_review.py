@@ -17,7 +17,8 @@ from streams.exceptions import Conflict, InvalidInput
 from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
 from streams.jobs import job_get
 from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add, observation_list
+from streams.observations import observation_add, observation_list, observation_update
+from streams.privacy import forget_user_request, forget_user_run
 from streams.propagation import propagation_run
 from streams.review import (
     NotInReview,
@@ -463,3 +464,29 @@ def test_the_queue_is_oldest_first_and_filters_by_reason(store):
     by_reason = review_queue(store=store, agent_id=AGENT, reason="flag:pii:email")
     assert [o.id for o in by_reason.items] == [mail.id]
     assert review_queue(store=store, agent_id="other").items == []
+
+
+def test_an_edit_redacts_secrets_and_renews_flags(store):
+    scope = scope_of(store, "individual")
+    observation = observation_add(store=store, scope=scope, content="Deploys run on CI.")
+    edited = observation_update(
+        store=store, observation=observation, content=f"CI uses token={SECRET_KEY} now."
+    )
+    assert SECRET_KEY not in edited.content and edited.flags == ["secret"]
+
+
+def test_forget_user_purges_rejected_copies(store, fake_openai):
+    fake_openai.set_responder(propagation_responder())
+    group = scope_of(store, "group", review_mode="propagated")
+    individual = scope_of(store, "individual")
+    observation_add(store=store, scope=individual, content="The Zanzibar release ships in May.")
+    consolidate(store, individual)
+    propagate_pending(store)
+    [copy] = everything(store, group)
+    review_decide(store=store, observation=copy, decision="reject", actor="ui:a", note="no")
+    assert store.observations.get(ObjectId(copy.id)).status == "rejected"
+
+    job = forget_user_request(store=store, agent_id=AGENT, user_id="u1", actor="ui:a")
+    run_job(store=store, job_id=job.id, work=lambda run: forget_user_run(store=store, run=run))
+
+    assert store.observations.get(ObjectId(copy.id)) is None
