@@ -14,7 +14,14 @@ SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group"
 SCOPE_TYPES += [("collective", "Collective")]
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
 TEXT_TARGETS = [("names", "names and ids"), ("consolidation", "consolidation text")]
-STATUSES = [("all", "Any status"), ("pending", "Pending"), ("consolidated", "Consolidated")]
+STATUSES = [
+    ("all", "Any status"),
+    ("pending", "Pending"),
+    ("consolidated", "Consolidated"),
+    ("in_review", "In review"),
+    ("candidate", "Candidate"),
+    ("rejected", "Rejected"),
+]
 PRIVACY = [("", "Private or not"), ("yes", "Private only"), ("no", "Not private")]
 JOB_STATUSES = [("", "Any status"), ("queued", "Queued"), ("running", "Running")]
 JOB_STATUSES += [("succeeded", "Succeeded"), ("failed", "Failed")]
