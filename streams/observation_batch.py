@@ -27,6 +27,7 @@ from streams.observations import (
     observations_append,
     threshold_check,
 )
+from streams.screening import WriteOrigin, origin_of
 from streams.store import MemoryStore, StoreSession
 
 MAX_BATCH = 500
@@ -91,6 +92,7 @@ def _append_once(
     keyed: list[tuple[str, Observation]],
     session: StoreSession,
     now: datetime,
+    origin: WriteOrigin = "extraction",
 ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
     (None when every item was known and nothing was appended) and the duplicates."""
@@ -107,6 +109,7 @@ def _append_once(
             session=session,
             now=now,
             duplicates=duplicates,
+            origin=origin,
         )
         store.client_ids.insert(
             oid,
@@ -154,7 +157,12 @@ def observation_batch_add(
         session: StoreSession,
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
         known, before, duplicates = _append_once(
-            store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
+            store=store,
+            scope_id=scope.id,
+            keyed=keyed,
+            session=session,
+            now=now,
+            origin=origin_of(actor),
         )
         fresh = [o for c, o in keyed if c not in known and o.id not in duplicates]
         if fresh and actor is not None:
@@ -171,6 +179,7 @@ def observation_batch_add(
                     "created": len(fresh),
                     "duplicates": len(duplicates),
                     "private": sum(1 for o in fresh if o.private),
+                    "in_review": sum(1 for o in fresh if o.held),
                     "observation_ids": [o.id for o in fresh],
                 },
                 at=now,
@@ -258,6 +267,7 @@ def observation_add_once(
             keyed=[(client_id, observation)],
             session=session,
             now=now,
+            origin=origin_of(actor),
         )
         duplicates.clear()
         duplicates.update(found)

@@ -11,11 +11,13 @@ from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due_at
 from streams.dedup import SIMILAR_AT, text_key, token_set
+from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.rebuild import prune_search_terms, sources_changed
+from streams.screening import WriteOrigin, origin_of, screen_observations
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
@@ -37,8 +39,10 @@ def observations_append(
     read_before: Scope | None = None,
     duplicates: dict[str, Observation] | None = None,
     writes: WriteBatch | None = None,
+    origin: WriteOrigin = "extraction",
 ) -> Scope:
-    """Within the caller's transaction: store the observations and make them pending;
+    """Within the caller's transaction: store the observations and make them pending
+    (or hold them for review: see `streams.screening.screen_observations`);
     returns the scope as it was before (its pending list tells the caller whether a
     consolidation is due, without reading the scope again).
 
@@ -57,17 +61,22 @@ def observations_append(
     the claim join that batch (the claim goes at once: its answer decides the rest).
     """
     oid = require_object_id(scope_id, what="scope")
+    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
+    if scope is None:
+        raise NotFound("scope not found")
+    # The guard runs inside the write, before the dedup check (which compares what is
+    # stored: redacted text): secrets redacted, flags set, and what must wait for a person
+    # held out of the pending list and the search index.
+    screen_observations(scope=scope, observations=observations, origin=origin, now=now)
     split = _without_duplicates(
         store=store, scope_id=scope_id, observations=observations, session=session
     )
     if duplicates is not None:
         duplicates.clear()
         duplicates.update(split.duplicates)
-    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
-    if scope is None:
-        raise NotFound("scope not found")
     if not split.fresh:
         return scope
+    live = [o for o in split.fresh if not o.held]
     _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
@@ -76,7 +85,7 @@ def observations_append(
         oid,
         expected_seq=scope.observation_seq,
         count=len(split.fresh),
-        pending_ids=[ObjectId(o.id) for o in split.fresh if not o.consolidated],
+        pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
         session=session,
     )
@@ -89,10 +98,16 @@ def observations_append(
         store.observations.insert_many(split.fresh, session=session, writes=writes)
     except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
-    search_index_add(store=store, observations=split.fresh, session=session, writes=writes)
+    search_index_add(store=store, observations=live, session=session, writes=writes)
     observations_changed(
-        store=store, event="observation.created", observations=split.fresh, session=session
+        store=store, event="observation.created", observations=live, session=session
     )
+    waiting = [o for o in split.fresh if o.review_status == "in_review"]
+    observations_changed(store=store, event="review.waiting", observations=waiting, session=session)
+    held = sum(1 for o in split.fresh if o.held and not o.consolidated)
+    if held:
+        # Callers count every new observation as pending; held ones are not.
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
     return scope
 
 
@@ -204,6 +219,7 @@ def observation_add(
             read_before=read_before.pop() if read_before else None,
             duplicates=duplicates,
             writes=writes,
+            origin=origin_of(actor),
         )
         if duplicates:
             return before  # the fact is stored already: nothing is written
@@ -219,6 +235,8 @@ def observation_add(
                     "scope_id": scope.id,
                     "content": content_digest(observation.content),
                     "private": observation.private,
+                    "flags": observation.flags,
+                    "status": observation.status,
                 },
                 at=now,
                 session=session,
@@ -383,7 +401,11 @@ def observation_update(
                 f"content is longer than {MAX_CONTENT_CHARS} characters",
                 details=[{"field": "content"}],
             )
+        # An edit is a write too: secrets redacted, flags renewed.
+        content, detection = detect_and_redact(content)
         fields["content"] = content
+        fields["flags"] = list(detection.flags)
+        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
         if content != observation.content:
             # Its vector described the old text: text ranking alone serves it from now on.
             fields.update(embedding=None, embedding_model=None)

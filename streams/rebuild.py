@@ -121,7 +121,7 @@ def remove_copies(*, store: MemoryStore, copies: list[Observation]) -> int:
         count = repo.delete_observations(ids)
         if count:
             repo.unlink_observations(ObjectId(scope_id), ids, count=count)
-            pending = sum(1 for o in observations if not o.consolidated and not o.deleted)
+            pending = sum(1 for o in observations if o.status == "pending" and not o.deleted)
             store.agents.adjust_counters(
                 observations[0].agent_id, now=now, observations=-count, pending=-pending
             )

@@ -93,6 +93,8 @@ class MemoryStore:
         access_flush_seconds: float = 0.0,
         context_log_days: int = 0,
         conflict_seconds: float | None = None,
+        review_mode_shared: str = "off",
+        collective_min_groups: int = 2,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -103,6 +105,11 @@ class MemoryStore:
         self.db = client[db_name]
         # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
         self.scope_defaults = dict(scope_defaults or {})
+        # New group, collective and shard scopes start with this review mode
+        # (MEMORY_REVIEW_MODE_SHARED); a group's collective copy waits as a candidate until
+        # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
+        self.review_mode_shared = review_mode_shared
+        self.collective_min_groups = collective_min_groups
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.

@@ -300,6 +300,28 @@ class ScopeRepository:
         )
         return result.modified_count
 
+    def count_blocked(
+        self, scope_id: ObjectId, blocked: dict[str, int], *, session: ClientSession
+    ) -> None:
+        """Add to the counts of copies this scope's propagation was refused, by flag."""
+        if blocked:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$inc": {f"propagation_blocked.{flag}": n for flag, n in blocked.items()}},
+                session=session,
+            )
+
+    def push_pending_in(
+        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
+    ) -> None:
+        """Make observations pending inside the caller's transaction (a review approval)."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
+                session=session,
+            )
+
     def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Back to pending (a restore): each at most once."""
         if observation_ids:
