@@ -219,7 +219,8 @@ def observation_batch_add(
             observations.append(observation)
             created.append(True)
             duplicate_of.append(None)
-    new = sum(created)
+    # Held observations (in review, candidates) are not pending: they fill no threshold.
+    new = sum(1 for o, c in zip(observations, created, strict=True) if c and not o.held)
     if new and before is not None:
         threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
     return BatchResult(
@@ -308,7 +309,7 @@ def observation_add_once(
             actor=actor,
         )
         return kept, False
-    if before is not None:
+    if before is not None and not observation.held:
         threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation, True
 

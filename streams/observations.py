@@ -258,7 +258,8 @@ def observation_add(
             follow_ups=follow_ups,
             actor=actor,
         )
-    threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    if not observation.held:  # one held for review is not pending: it fills no threshold
+        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation
 
 

@@ -7,10 +7,12 @@ import json
 
 import pytest
 from bson import ObjectId
+from django.test import Client
 
+from memory_admin.models import ApiKey
 from streams.observations import observation_add
 from streams.scopes import ScopeKey, scope_get_or_create
-from tests.api.conftest import API, assert_error
+from tests.api.conftest import API, assert_error, bearer_client
 from tests.factories import ScopeFactory
 
 JSON = "application/json"
@@ -90,7 +92,29 @@ def test_bad_queue_queries_are_4xx_in_the_envelope(api, waiting, query, status):
     assert set(response.json()) == {"error"}
 
 
-def test_an_agent_bound_key_sees_only_its_agents_queue(limited_api, store, waiting):
+@pytest.fixture
+def reviewer_api(db) -> Client:
+    """An agent-bound key given `review` by name (agent-bound keys lack it by default)."""
+    _, raw = ApiKey.generate(
+        name="agent-1-reviewer", agent_ids=["agent-1"], permissions=["read", "write", "review"]
+    )
+    return bearer_client(raw)
+
+
+def test_an_agent_bound_key_without_review_may_list_but_not_decide(limited_api, waiting):
+    assert len(limited_api.get(f"{API}/agents/agent-1/review").json()["items"]) == 3
+    decided = post(limited_api, f"/observations/{waiting[0].id}/review", {"decision": "approve"})
+    assert_error(decided, 403, "permission_denied")
+    bulk = post(
+        limited_api,
+        "/agents/agent-1/review/decisions",
+        {"ids": [waiting[0].id], "decision": "reject"},
+    )
+    assert_error(bulk, 403, "permission_denied")
+
+
+def test_an_agent_bound_key_sees_only_its_agents_queue(reviewer_api, store, waiting):
+    limited_api = reviewer_api
     other, _ = scope_get_or_create(store=store, key=ScopeKey.group("agent-2", "g9"))
     theirs = observation_add(store=store, scope=other, content=PHONE)
     assert len(limited_api.get(f"{API}/agents/agent-1/review").json()["items"]) == 3

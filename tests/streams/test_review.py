@@ -229,8 +229,11 @@ def test_a_candidate_enters_the_collective_only_with_a_second_group(store, fake_
     assert candidate.review["supporting_group_ids"] == ["g1"]
     assert scope_get(store=store, scope_id=collective.id).pending_count == 0
 
-    # The same group again is no second group.
-    group_propagates(store, "g1", "Exports need admin rights!")
+    # The same group again is no second group: its own memory holds the fact once (dedup),
+    # so nothing new is pending there to propagate.
+    group, _ = scope_get_or_create(store=store, key=ScopeKey.group(AGENT, "g1"))
+    assert observation_add(store=store, scope=group, content="Exports need admin rights!").duplicate
+    assert scope_get(store=store, scope_id=group.id).pending_count == 0
     assert [o.status for o in everything(store, collective)] == ["candidate"]
 
     second = group_propagates(store, "g2", "exports need  admin rights")

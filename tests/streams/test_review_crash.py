@@ -94,15 +94,17 @@ def test_killed_inside_the_decision_nothing_is_decided(store, embedded_mongo, wa
     assert (
         decide_and_die(store, embedded_mongo, observation.id, "in_transaction") == -signal.SIGKILL
     )
+    # The dead client's transaction is still open on the server (a real mongod aborts it
+    # after transactionLifetimeLimitSeconds): end it first, so that a failed assertion
+    # below cannot leave the database's drop waiting on it. Aborting changes nothing
+    # committed, which is what the assertions read.
+    store.client.admin.command("killAllSessions", [])
 
     fresh = store.observations.get(ObjectId(observation.id))
     assert fresh.status == "in_review" and "decision" not in (fresh.review or {})
     assert review_entries(store, observation.id) == []
     assert scope_get(store=store, scope_id=group.id).pending_count == 0
     assert consolidation_jobs(store) == []
-    # The dead client's transaction is still open on the server (a real mongod aborts it
-    # after transactionLifetimeLimitSeconds): end it, so the database can be dropped.
-    store.client.admin.command("killAllSessions", [])
 
 
 def test_killed_before_the_follow_up_is_dispatched_the_job_is_queued(
