@@ -15,7 +15,7 @@ from bson import ObjectId
 ScopeType = Literal["individual", "group", "collective"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
 JobKind = Literal[
-    "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest"
+    "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest", "bulk"
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 

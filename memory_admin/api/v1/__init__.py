@@ -10,6 +10,7 @@ from memory_admin.api.openapi import document_common_errors
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
     audit,
+    bulk,
     chat,
     consolidations,
     context,
@@ -37,6 +38,7 @@ document_common_errors(api)
 api.add_router("", health.router)
 api.add_router("", scopes.router)
 api.add_router("", observations.router)
+api.add_router("", bulk.router)
 api.add_router("", consolidations.router)
 api.add_router("", sessions.router)
 api.add_router("", jobs.router)
