@@ -1,7 +1,8 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale.
+legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale,
+bulk.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def main() -> None:
             "fairness",
             "load",
             "usage_pages",
+            "bulk",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
