@@ -14,6 +14,7 @@ from memory_admin.api.v1 import (
     chat,
     consolidations,
     context,
+    exchange,
     health,
     jobs,
     observations,
@@ -45,6 +46,7 @@ api.add_router("", jobs.router)
 api.add_router("", context.router)
 api.add_router("", search.router)
 api.add_router("", privacy.router)
+api.add_router("", exchange.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)
