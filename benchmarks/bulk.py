@@ -1,12 +1,12 @@
 """Bulk delete by filter: 10,000 observations of one session in a scope of 100,000.
 
-The scope holds `size` observations; every tenth came from the session the filter names
-(`size / 10` match). The first 1,000 were absorbed by a consolidation version (100 of
-them match), so the job ends with one rebuild. Rows: the dry run (count and sample), the
-real request (the same match, the frozen list into the job and the audit entry in one
-transaction), the `bulk` job (batches of MEMORY_BULK_BATCH, each one transaction with
-the job's progress) and the one rebuild it queues (offline provider). Wall time and store
-commands (round trips) of each.
+The scope holds `size` observations, all consolidated; every tenth came from the session
+the filter names (`size / 10` match). One version absorbed the first 1,000 (100 of them
+match), so the job ends with one rebuild, which refolds the 900 that stay. Rows: the dry
+run (count and sample), the real request (the same match, the frozen list into the job
+and the audit entry in one transaction), the `bulk` job (batches of MEMORY_BULK_BATCH,
+each one transaction with the job's progress) and the one rebuild it queues (offline
+provider). Wall time and store commands (round trips) of each.
 """
 
 from __future__ import annotations
@@ -21,19 +21,18 @@ from benchmarks.harness import CommandCounter, embedded_server, print_row, print
 from streams.actions.base import Actor, register_dispatcher
 from streams.actions.bulk import do_observations_bulk
 from streams.bulk import DEFAULT_BATCH, BulkFilter, bulk_run
-from streams.consolidation import consolidation_commit
-from streams.documents import Observation, utcnow
+from streams.documents import ConsolidationVersion, Observation, Scope, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
-from streams.observations import append_in_transaction
 from streams.rebuild import rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.scopes import scope_get
+from streams.search import search_index_build
 from streams.store import MemoryStore
 
 SIZES = [100_000]
 AGENT = "bench-agent"
 BATCH = int(os.environ.get("BENCH_BULK_BATCH", DEFAULT_BATCH))
-SEED_CHUNK = 1000
+SEED_CHUNK = 5000
 ABSORBED = 1000
 
 
@@ -119,35 +118,56 @@ def _ms(t0: float) -> float:
 
 
 def _seed(store: MemoryStore, size: int) -> str:
-    """`size` observations in one group scope, every tenth from session `s-bad`; the first
-    `ABSORBED` consolidated by one version."""
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.group(AGENT, "bench-group"))
-    first: list[str] = []
-    for start in range(0, size, SEED_CHUNK):
-        now = utcnow()
-        observations = [
-            Observation(
-                scope_id=scope.id,
-                agent_id=AGENT,
-                content=f"Team note {i}: deploys on Friday, standup at nine, room {i % 97}.",
-                source_session_id="s-bad" if i % 10 == 0 else f"s-{i // 50}",
-                source_message_ids=[str(ObjectId())],
-                related_user_ids=[f"user-{i % 50}"],
-                observed_at=now,
-                created_at=now,
-            )
-            for i in range(start, min(start + SEED_CHUNK, size))
-        ]
-        append_in_transaction(store=store, scope_id=scope.id, observations=observations, now=now)
-        if len(first) < ABSORBED:
-            first += [o.id for o in observations][: ABSORBED - len(first)]
-    consolidation_commit(
-        store=store,
-        scope=scope_get(store=store, scope_id=scope.id),
-        expected_version=0,
-        text="The team deploys on Friday and meets at nine.",
-        absorbed_ids=first,
-        trigger="threshold",
-        actor=None,
+    """`size` observations in one group scope (written straight through the converters, as
+    `benchmarks.seed` does: the services would take most of an hour at 100,000), every
+    tenth from session `s-bad`, all consolidated; one version absorbed the first
+    `ABSORBED` (so the rebuild refolds those that stay)."""
+    now = utcnow()
+    store.agents.ensure(AGENT, now=now)
+    scope = Scope(
+        agent_id=AGENT,
+        scope_type="group",
+        group_id="bench-group",
+        display_name="Bench group",
+        seq=1,
+        observation_seq=size,
+        observation_count=size,
+        created_at=now,
+        last_activity_at=now,
     )
+    store.scopes.collection.insert_one(scope.to_mongo())
+    observations = [
+        Observation(
+            scope_id=scope.id,
+            agent_id=AGENT,
+            content=f"Team note {i}: deploys on Friday, standup at nine, room {i % 97}.",
+            source_session_id="s-bad" if i % 10 == 0 else f"s-{i // 50}",
+            source_message_ids=[str(ObjectId())],
+            related_user_ids=[f"user-{i % 50}"],
+            observed_at=now,
+            created_at=now,
+            consolidated=True,
+            seq=i + 1,
+        )
+        for i in range(size)
+    ]
+    for start in range(0, size, SEED_CHUNK):
+        chunk = observations[start : start + SEED_CHUNK]
+        store.observations.collection.insert_many([o.to_mongo() for o in chunk], ordered=False)
+    search_index_build(store=store, observations=observations)
+    version = ConsolidationVersion(
+        scope_id=scope.id,
+        agent_id=AGENT,
+        version=1,
+        text="The team deploys on Friday and meets at nine.",
+        trigger="threshold",
+        absorbed_observation_ids=[o.id for o in observations[:ABSORBED]],
+    )
+    store.consolidations.insert(version)
+    store.scopes.update_fields(
+        ObjectId(scope.id),
+        {"consolidation": version.text, "consolidation_version": 1},
+    )
+    store.agents.set_counters(AGENT, scopes=1, observations=size, pending=0)
+    store.agents.collection.update_one({"_id": AGENT}, {"$set": {"scope_seq": 1}})
     return scope.id

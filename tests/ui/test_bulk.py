@@ -90,3 +90,17 @@ def test_failures_show_in_place(client_as, store, scopes):
     assert foreign.status_code == 422
     assert store.observations.collection.count_documents({"scope_id": ObjectId(gene.id)}) == 0
     assert client.get(reverse("ui:observation_bulk", args=["nope"])).status_code == 404
+
+
+def test_the_users_page_exports_markdown_too(client_as, store, scopes):
+    client = client_as("viewer")
+    page = client.get(reverse("ui:user_audit"), {"agent": AGENT, "user": "gene"})
+    assert "Export Markdown" in page.content.decode()
+    response = client.get(
+        reverse("ui:user_export"), {"agent": AGENT, "user": "gene", "format": "markdown"}
+    )
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/markdown")
+    assert response["Content-Disposition"].endswith('.md"')
+    text = response.content.decode()
+    assert text.startswith("# Memory of user `gene` (agent `support-bot`)")
+    assert "Gene's card ends in 3" in text and "## group g-eden" in text
