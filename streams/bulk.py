@@ -168,10 +168,16 @@ class BulkMatch:
 
 
 def bulk_target(
-    *, store: MemoryStore, agent_id: str, action: BulkAction, target_scope_id: str | None
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    action: BulkAction,
+    target_scope_id: str | None,
+    visible_agents: frozenset[str] | None = None,
 ) -> Scope | None:
     """The scope a move files into: of the same agent (else 422), active (a paused scope
-    takes no writes: 422); unknown: 404. Only a move takes one."""
+    takes no writes: 422); unknown, or of an agent the caller may not see: 404. Only a move
+    takes one."""
     if action not in BULK_ACTIONS:
         raise InvalidInput("action must be delete, private or move", details=[{"field": "action"}])
     if action != "move":
@@ -184,7 +190,7 @@ def bulk_target(
         raise InvalidInput("a move needs target_scope_id", details=[{"field": "target_scope_id"}])
     oid = parse_object_id(target_scope_id)
     target = store.scopes.get(oid) if oid is not None else None
-    if target is None:
+    if target is None or (visible_agents is not None and target.agent_id not in visible_agents):
         raise NotFound("target scope not found")
     if target.agent_id != agent_id:
         raise InvalidInput(
@@ -206,7 +212,6 @@ def bulk_match(
     action: BulkAction = "delete",
     target: Scope | None = None,
     max_matched: int = DEFAULT_MAX,
-    visible_agents: frozenset[str] | None = None,
 ) -> BulkMatch:
     """The observations the filter takes for this action (those it would change: a move
     leaves out what is in the target already, mark-private what is private already).

@@ -36,11 +36,16 @@ def do_observations_bulk(
     dry_run: bool = True,
     max_matched: int = DEFAULT_MAX,
     batch_size: int = DEFAULT_BATCH,
+    visible_agents: frozenset[str] | None = None,
 ) -> BulkOutcome:
     """Match the filter; unless a dry run, freeze the match into a `bulk` job and record
     the one audit entry (the filter, the action and the count) in the same transaction."""
     target = bulk_target(
-        store=store, agent_id=agent_id, action=action, target_scope_id=target_scope_id
+        store=store,
+        agent_id=agent_id,
+        action=action,
+        target_scope_id=target_scope_id,
+        visible_agents=visible_agents,
     )
     match = bulk_match(
         store=store,

@@ -329,6 +329,17 @@ def test_unknown_and_foreign_scopes_and_agents_are_404(api, limited_api, store, 
     )
 
 
+def test_an_agent_key_cannot_see_a_target_of_another_agent(db, store):
+    from memory_admin.models import ApiKey
+    from tests.api.conftest import bearer_client
+
+    _, raw = ApiKey.generate(name="a1-key", agent_ids=[AGENT])
+    theirs, _ = scope_get_or_create(store=store, key=ScopeKey.group("a2", "g-9"))
+    ours, _ = scope_get_or_create(store=store, key=ScopeKey.group(AGENT, "g-1"))
+    body = {"filter": {"scope_id": ours.id}, "action": "move", "target_scope_id": theirs.id}
+    assert_error(bulk(bearer_client(raw), body), 404, "not_found")
+
+
 def test_no_key_is_401(client, world):
     response = bulk(client, {"filter": {"session_id": "s-bad"}, "action": "delete"})
     assert_error(response, 401, "unauthorized")

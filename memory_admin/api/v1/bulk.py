@@ -10,7 +10,7 @@ from ninja import Field, Path, Router, Schema
 from pydantic import StrictBool, StringConstraints
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import require_agent
+from memory_admin.api.auth import require_agent, visible_agents
 from memory_admin.api.v1.schemas import (
     NOT_BLANK,
     ExternalId,
@@ -82,6 +82,7 @@ def bulk_observations(
         dry_run=payload.dry_run,
         max_matched=settings.MEMORY_BULK_MAX,
         batch_size=settings.MEMORY_BULK_BATCH,
+        visible_agents=visible_agents(request),
     )
     return {
         "matched": outcome.matched,
