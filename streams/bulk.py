@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from bson import ObjectId
@@ -120,6 +120,8 @@ class BulkFilter:
             value = getattr(self, name)
             if value is not None and value.tzinfo is None:
                 raise InvalidInput(f"{name} needs a timezone", details=[{"field": name}])
+            if value is not None and not _storable(value):
+                raise InvalidInput(f"{name} is out of range", details=[{"field": name}])
         if (
             self.observed_after is not None
             and self.observed_before is not None
@@ -153,6 +155,15 @@ class BulkFilter:
         if self.status in ("pending", "consolidated"):
             query["consolidated"] = self.status == "consolidated"
         return query
+
+
+def _storable(value: datetime) -> bool:
+    """A time the store can hold: in UTC within years 1..9999 (0001-01-01T00:00+05:00 is not)."""
+    try:
+        value.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 @dataclass

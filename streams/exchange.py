@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from bson import ObjectId
@@ -245,7 +245,12 @@ def _time(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo is not None else None
+    if parsed.tzinfo is None:
+        return None
+    try:
+        return parsed.astimezone(UTC)  # one the store can hold (years 1..9999 in UTC)
+    except OverflowError:
+        return None
 
 
 def _external(value: Any, *, optional: bool = False) -> bool:

@@ -343,3 +343,13 @@ def test_an_agent_key_cannot_see_a_target_of_another_agent(db, store):
 def test_no_key_is_401(client, world):
     response = bulk(client, {"filter": {"session_id": "s-bad"}, "action": "delete"})
     assert_error(response, 401, "unauthorized")
+
+
+@pytest.mark.parametrize(
+    "when", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2024-02-30T00:00:00Z"]
+)
+def test_times_at_the_edges_of_the_calendar_are_4xx_or_match_nothing(api, world, when):
+    response = bulk(api, {"filter": {"observed_after": when}, "action": "delete"})
+    assert response.status_code in (200, 422), response.content
+    if response.status_code == 200:
+        assert response.json()["matched"] in (0, 20)

@@ -257,3 +257,13 @@ def test_access_and_not_found(api, limited_api, client, store):
     assert_error(client.get(f"{API}/scopes/{ids['alice']}/export"), 401, "unauthorized")
     nobody = api.get(f"{API}/agents/{AGENT}/users/nobody/export").json()
     assert nobody["scopes"] == []
+
+
+def test_times_the_store_cannot_hold_are_bad_items(api, store):
+    ids = _world(store)
+    document = api.get(f"{API}/scopes/{ids['alice']}/export").json()
+    item = document["scopes"][0]["observations"][0]
+    item.pop("digest")
+    item["observed_at"] = "0001-01-01T00:00:00+05:00"
+    error = assert_error(post_import(api, document), 422, "validation_error")
+    assert error["details"][0]["field"] == "observed_at"
