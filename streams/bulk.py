@@ -236,19 +236,26 @@ def bulk_match(
         extra["private"] = False
     limit = max_matched + 1
     docs: list[dict[str, Any]] = []
+    scope: Scope | None = None
     if bulk_filter.scope_id:
         scope = store.scopes.get(ObjectId(bulk_filter.scope_id))
         if scope is None or scope.agent_id != agent_id:
             raise NotFound("scope not found")
-        docs = _walk_scope(repo, scope, extra, limit)
-    elif bulk_filter.session_id or bulk_filter.speaker_user_id:
+    if bulk_filter.session_id or bulk_filter.speaker_user_id:
+        # A session or a person holds far fewer observations than a scope can: their index
+        # leads, and the scope rides in the query (a scope of 100,000 walked whole took 65 s
+        # on the embedded store to find one session's 10,000).
         key, value = (
             ("source_session_id", bulk_filter.session_id)
             if bulk_filter.session_id
             else ("related_user_ids", bulk_filter.speaker_user_id)
         )
         assert value is not None
+        if bulk_filter.scope_id:
+            extra["scope_id"] = ObjectId(bulk_filter.scope_id)
         docs = repo.agent_matches(agent_id, key=key, value=value, extra=extra, limit=limit)
+    elif scope is not None:
+        docs = _walk_scope(repo, scope, extra, limit)
     else:
         docs = _walk_agent(store, repo, agent_id, extra, limit)
     if target is not None:
