@@ -22,6 +22,7 @@ from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.bulk import bulk_run
 from streams.chat import chat_ingest_run
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
@@ -145,6 +146,13 @@ def run_chat_ingest(self, job_id: str) -> None:
     )
 
 
+@shared_task(name="memory_admin.tasks.run_bulk", **TASK_OPTIONS)
+def run_bulk(self, job_id: str) -> None:
+    """A bulk action by filter, batch by batch; a retried job resumes at its progress."""
+    store = get_store()
+    _execute(self, job_id, lambda run: bulk_run(store=store, run=run))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
@@ -152,6 +160,7 @@ TASKS_BY_KIND = {
     "forget_user": run_forget_user,
     "rebuild": run_rebuild,
     "chat_ingest": run_chat_ingest,
+    "bulk": run_bulk,
 }
 
 

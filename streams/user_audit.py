@@ -123,15 +123,7 @@ def user_export(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str,
     repo = _repo(store)
     if individual is not None:
         oid = ObjectId(individual.id)
-        history = [
-            _version_json(v)
-            for low in range(0, individual.consolidation_version, HISTORY_CHUNK)
-            for v in store.consolidations.page(
-                scope_id=oid,
-                below_version=min(low + HISTORY_CHUNK, individual.consolidation_version) + 1,
-                limit=HISTORY_CHUNK,
-            )
-        ]
+        history = [_version_json(v) for v in version_pages(store=store, scope=individual)]
         observations = [
             _observation_json(o)
             for low in range(0, individual.observation_seq, BATCH)
@@ -157,6 +149,26 @@ def user_export(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str,
         if len(batch) < BATCH:
             return export
         after = ObjectId(batch[-1].id)
+
+
+def version_pages(*, store: MemoryStore, scope: Scope) -> list[ConsolidationVersion]:
+    """Every version of the scope's history, oldest first, read in pages."""
+    oid = ObjectId(scope.id)
+    versions = [
+        v
+        for low in range(0, scope.consolidation_version, HISTORY_CHUNK)
+        for v in store.consolidations.page(
+            scope_id=oid,
+            below_version=min(low + HISTORY_CHUNK, scope.consolidation_version) + 1,
+            limit=HISTORY_CHUNK,
+        )
+    ]
+    return sorted(versions, key=lambda v: v.version)
+
+
+def observation_json(o: Observation) -> dict[str, Any]:
+    """An observation as the exports show it (the API's and the UI's)."""
+    return _observation_json(o)
 
 
 def _observation_json(o: Observation) -> dict[str, Any]:

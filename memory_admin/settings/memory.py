@@ -24,6 +24,10 @@ MEMORY_CONSOLIDATION_LEASE_SECONDS = env_int("MEMORY_CONSOLIDATION_LEASE_SECONDS
 # A running job renews its lease (and a formation its session's claim) every third of
 # this; a job not renewed for this long is taken over (its worker died).
 MEMORY_JOB_STALE_SECONDS = env_int("MEMORY_JOB_STALE_SECONDS", 30)
+# Bulk actions by filter: at most this many observations per action (more: 422), applied
+# by a `bulk` job in batches of MEMORY_BULK_BATCH (one transaction each).
+MEMORY_BULK_MAX = env_int("MEMORY_BULK_MAX", 10_000)
+MEMORY_BULK_BATCH = env_int("MEMORY_BULK_BATCH", 200)
 # Ingest: one message's content at most this many characters (422 naming the message).
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 32000)
 # Requests per minute per API key (429 with Retry-After); 0 = no limit (the default).

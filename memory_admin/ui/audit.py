@@ -19,11 +19,13 @@ from memory_admin.ui.common import actor, param
 from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
+from streams.actions.exchange import do_user_export_document
 from streams.actions.privacy import do_user_export, do_user_forget
 from streams.audit import audit_page
 from streams.documents import Job, Observation
 from streams.documents_audit import AuditEntry
 from streams.exceptions import InvalidInput, NotFound
+from streams.exchange import export_markdown
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
@@ -287,16 +289,30 @@ def user_export_view(request: HttpRequest) -> HttpResponse:
     if not (agent_id and user_id):
         return redirect("ui:user_audit")
     store = get_store()
+    markdown = request.GET.get("format") == "markdown"
     try:
-        data = do_user_export(store=store, actor=actor(request), agent_id=agent_id, user_id=user_id)
+        if markdown:  # the API's export, as a person reads it (streams/exchange.py)
+            text = export_markdown(
+                do_user_export_document(
+                    store=store, actor=actor(request), agent_id=agent_id, user_id=user_id
+                )
+            )
+        else:
+            data = do_user_export(
+                store=store, actor=actor(request), agent_id=agent_id, user_id=user_id
+            )
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("ui:user_audit")
-    response = HttpResponse(
-        json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json"
-    )
+    if markdown:
+        response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
+    else:
+        response = HttpResponse(
+            json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json"
+        )
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{agent_id}-{user_id}")
-    response["Content-Disposition"] = f'attachment; filename="memory-{safe}.json"'
+    extension = "md" if markdown else "json"
+    response["Content-Disposition"] = f'attachment; filename="memory-{safe}.{extension}"'
     return response
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.urls import path
 
 from memory_admin.ui import audit as audit_views
+from memory_admin.ui import bulk as bulk_views
 from memory_admin.ui import context_log as context_log_views
 from memory_admin.ui import dashboard, scope_state
 from memory_admin.ui import history as history_views
@@ -54,6 +55,11 @@ urlpatterns = [
         "scopes/<str:scope_id>/observations/add/",
         observation_views.observation_create,
         name="observation_add",
+    ),
+    path(
+        "scopes/<str:scope_id>/observations/bulk/",
+        bulk_views.observation_bulk,
+        name="observation_bulk",
     ),
     path(
         "observations/<str:observation_id>/",

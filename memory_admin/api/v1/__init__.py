@@ -10,9 +10,11 @@ from memory_admin.api.openapi import document_common_errors
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
     audit,
+    bulk,
     chat,
     consolidations,
     context,
+    exchange,
     health,
     jobs,
     observations,
@@ -40,12 +42,14 @@ document_common_errors(api)
 api.add_router("", health.router)
 api.add_router("", scopes.router)
 api.add_router("", observations.router)
+api.add_router("", bulk.router)
 api.add_router("", consolidations.router)
 api.add_router("", sessions.router)
 api.add_router("", jobs.router)
 api.add_router("", context.router)
 api.add_router("", search.router)
 api.add_router("", privacy.router)
+api.add_router("", exchange.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", chat.router)

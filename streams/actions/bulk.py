@@ -1,0 +1,96 @@
+"""Bulk actions by filter: a dry run (count and sample), or a `bulk` job that applies them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streams.actions.base import Actor, record, schedule
+from streams.bulk import (
+    DEFAULT_BATCH,
+    DEFAULT_MAX,
+    BulkAction,
+    BulkFilter,
+    bulk_match,
+    bulk_payload,
+    bulk_target,
+)
+from streams.documents import Job, Observation
+from streams.store import MemoryStore, StoreSession
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    matched: int
+    sample: list[Observation]
+    job: Job | None
+
+
+def do_observations_bulk(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    agent_id: str,
+    bulk_filter: BulkFilter,
+    action: BulkAction,
+    target_scope_id: str | None = None,
+    dry_run: bool = True,
+    max_matched: int = DEFAULT_MAX,
+    batch_size: int = DEFAULT_BATCH,
+    visible_agents: frozenset[str] | None = None,
+) -> BulkOutcome:
+    """Match the filter; unless a dry run, freeze the match into a `bulk` job and record
+    the one audit entry (the filter, the action and the count) in the same transaction."""
+    target = bulk_target(
+        store=store,
+        agent_id=agent_id,
+        action=action,
+        target_scope_id=target_scope_id,
+        visible_agents=visible_agents,
+    )
+    match = bulk_match(
+        store=store,
+        agent_id=agent_id,
+        bulk_filter=bulk_filter,
+        action=action,
+        target=target,
+        max_matched=max_matched,
+    )
+    if dry_run or not match.matched:
+        return BulkOutcome(matched=match.matched, sample=match.sample, job=None)
+    job = Job(
+        kind="bulk",
+        agent_id=agent_id,
+        scope_id=bulk_filter.scope_id,
+        trigger=action,
+        actor=str(actor),
+        payload=bulk_payload(
+            bulk_filter=bulk_filter,
+            action=action,
+            target=target,
+            match=match,
+            batch_size=batch_size,
+        ),
+    )
+
+    def write(session: StoreSession) -> None:
+        store.jobs.insert(job, session=session)
+        record(
+            store=store,
+            actor=actor,
+            action=f"observation.bulk_{action}",
+            object_type="agent",
+            object_id=agent_id,
+            agent_id=agent_id,
+            summary={
+                "filter": bulk_filter.describe(),
+                "action": action,
+                "target_scope_id": target.id if target is not None else None,
+                "count": match.matched,
+                "job_id": job.id,
+            },
+            session=session,
+        )
+
+    store.in_transaction(write)
+    schedule([job])
+    return BulkOutcome(matched=match.matched, sample=match.sample, job=job)

@@ -1,0 +1,60 @@
+"""Export (a user, a scope) and import through the API; each is audited like any write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streams.actions.base import Actor, record
+from streams.documents import Scope
+from streams.exchange import memory_import, scope_export, user_export_document
+from streams.store import MemoryStore
+from streams.user_audit import check_user_ids
+
+
+def do_user_export_document(
+    *, store: MemoryStore, actor: Actor, agent_id: str, user_id: str
+) -> dict[str, Any]:
+    """Everything kept about the user; reading someone's whole memory is itself audited."""
+    check_user_ids(agent_id, user_id)
+    data = user_export_document(store=store, agent_id=agent_id, user_id=user_id)
+    record(
+        store=store,
+        actor=actor,
+        action="user.export",
+        object_type="user",
+        object_id=user_id,
+        agent_id=agent_id,
+        summary={"scopes": len(data["scopes"])},
+    )
+    return data
+
+
+def do_scope_export(*, store: MemoryStore, actor: Actor, scope: Scope) -> dict[str, Any]:
+    data = scope_export(store=store, scope=scope)
+    record(
+        store=store,
+        actor=actor,
+        action="scope.export",
+        object_type="scope",
+        object_id=scope.id,
+        agent_id=scope.agent_id,
+        summary={"observations": len(data["scopes"][0]["observations"])},
+    )
+    return data
+
+
+def do_memory_import(
+    *, store: MemoryStore, actor: Actor, agent_id: str, document: Any
+) -> dict[str, Any]:
+    """Import an export back (all items checked first; nothing stored when any is bad)."""
+    result = memory_import(store=store, agent_id=agent_id, document=document)
+    record(
+        store=store,
+        actor=actor,
+        action="agent.import",
+        object_type="agent",
+        object_id=agent_id,
+        agent_id=agent_id,
+        summary=dict(result),
+    )
+    return result

@@ -1,0 +1,214 @@
+"""The queries of bulk actions by filter (`streams.bulk`), on `memory_observations` and jobs.
+
+Matching walks what a filter names through a declared index: a scope's log by closed
+`seq` windows, a session's or a speaker's observations by one bounded find (the limit is
+one more than `MEMORY_BULK_MAX`, so "too many" is known without counting the rest). The
+other filter fields ride inside those queries. Applying writes one batch of one scope at
+a time: updates by `_id` in one `bulk_write` (an `_id` `$in` of hundreds is a scan on the
+embedded store), inside the transaction that also advances the job's progress.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import DESCENDING, UpdateOne
+from pymongo.client_session import ClientSession
+from pymongo.database import Database
+
+from streams.documents import Observation
+from streams.store import observations, scopes
+from streams.store.indexes import IndexSpec, index
+
+INDEXES: list[IndexSpec] = [
+    # Bulk by session: one session's observations across the agent's scopes, newest first.
+    index(observations.COLLECTION, "agent_id", "source_session_id", "_id"),
+]
+MATCH_FIELDS = {"_id": 1, "scope_id": 1, "seq": 1}
+# One document per bulk job (`_id`: the job's): how many entries are done, how many of
+# them changed something, and the scopes that need a rebuild.
+PROGRESS = "memory_bulk_progress"
+
+
+class BulkRepository:
+    def __init__(self, db: Database) -> None:
+        self.observations = db[observations.COLLECTION]
+        self.scopes = db[scopes.COLLECTION]
+        self.progress_docs = db[PROGRESS]
+
+    # -- matching ------------------------------------------------------------------------
+
+    def scope_window(
+        self, scope_id: ObjectId, *, low_seq: int, high_seq: int, extra: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """`{_id, scope_id, seq}` of the scope's observations in `low_seq < seq <= high_seq`
+        that match `extra`, newest first."""
+        query = {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}, **extra}
+        cursor = (
+            self.observations.find(query, MATCH_FIELDS)
+            .sort("seq", DESCENDING)
+            .limit(high_seq - low_seq)
+        )
+        return list(cursor)
+
+    def agent_matches(
+        self, agent_id: str, *, key: str, value: str, extra: dict[str, Any], limit: int
+    ) -> list[dict[str, Any]]:
+        """`{_id, scope_id, seq}` of the agent's observations whose `key` (`source_session_id`
+        or `related_user_ids`) holds `value` and that match `extra`, newest first."""
+        query = {"agent_id": agent_id, key: value, **extra}
+        cursor = self.observations.find(query, MATCH_FIELDS).sort("_id", DESCENDING).limit(limit)
+        return list(cursor)
+
+    def at_seqs(self, scope_id: ObjectId, seqs: list[int]) -> list[Observation]:
+        """The observations at these places of one scope's log (the `(scope_id, seq)` index)."""
+        if not seqs:
+            return []
+        wanted = sorted(set(seqs))
+        cursor = self.observations.find({"scope_id": scope_id, "seq": {"$in": wanted}}).limit(
+            len(wanted)
+        )
+        return [Observation.from_mongo(d) for d in cursor]
+
+    # -- applying ------------------------------------------------------------------------
+
+    def mark_deleted(
+        self, observation_ids: list[ObjectId], *, now: datetime, session: ClientSession
+    ) -> int:
+        """Soft delete those not deleted yet; how many were."""
+        if not observation_ids:
+            return 0
+        result = self.observations.bulk_write(
+            [
+                UpdateOne({"_id": oid, "deleted_at": None}, {"$set": {"deleted_at": now}})
+                for oid in observation_ids
+            ],
+            ordered=False,
+            session=session,
+        )
+        return result.modified_count
+
+    def mark_private(self, observation_ids: list[ObjectId], *, session: ClientSession) -> int:
+        if not observation_ids:
+            return 0
+        result = self.observations.bulk_write(
+            [
+                UpdateOne({"_id": oid, "private": False}, {"$set": {"private": True}})
+                for oid in observation_ids
+            ],
+            ordered=False,
+            session=session,
+        )
+        return result.modified_count
+
+    def move(
+        self,
+        placements: list[tuple[ObjectId, int]],
+        *,
+        source_id: ObjectId,
+        target_id: ObjectId,
+        session: ClientSession,
+    ) -> int:
+        """Re-file observations (`(_id, new seq)`) from the source scope into the target:
+        pending there, whatever they were; every other field (provenance, people, times)
+        stays. Only those still in the source move."""
+        if not placements:
+            return 0
+        result = self.observations.bulk_write(
+            [
+                UpdateOne(
+                    {"_id": oid, "scope_id": source_id},
+                    {
+                        "$set": {
+                            "scope_id": target_id,
+                            "seq": seq,
+                            "consolidated": False,
+                            "restored_to_pending": False,
+                        }
+                    },
+                )
+                for oid, seq in placements
+            ],
+            ordered=False,
+            session=session,
+        )
+        return result.modified_count
+
+    def unlink_from_scope(
+        self,
+        scope_id: ObjectId,
+        *,
+        pending_after: list[ObjectId] | None,
+        moved_out: int,
+        rebuild_after: list[ObjectId] | None,
+        session: ClientSession,
+    ) -> None:
+        """In the source scope: the pending list without the batch and the rebuild list
+        with the batch's consolidated ones (each `None`: as it is), and `moved_out` fewer
+        in the count.
+
+        The lists are set whole, from the scope as the transaction read it, not `$pull`ed
+        or `$addToSet`: the embedded store's `$pull` with an `$in` of 200 over a list of
+        thousands took ~2.5 s. Inside the batch's snapshot transaction a concurrent
+        change of the scope is a write conflict (the batch is retried), so nothing added
+        meanwhile is lost."""
+        fields: dict[str, Any] = {}
+        if pending_after is not None:
+            fields["pending_observation_ids"] = pending_after
+        if rebuild_after is not None:
+            fields["rebuild_observation_ids"] = rebuild_after
+        update: dict[str, Any] = {"$set": fields} if fields else {}
+        if moved_out:
+            update["$inc"] = {"observation_count": -moved_out}
+        if update:
+            self.scopes.update_one({"_id": scope_id}, update, session=session)
+
+    def flag_rebuild(
+        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
+    ) -> None:
+        if observation_ids:
+            self.scopes.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"rebuild_observation_ids": {"$each": observation_ids}}},
+                session=session,
+            )
+
+    # -- the job's progress --------------------------------------------------------------
+
+    def progress(self, job_id: ObjectId) -> dict[str, Any]:
+        return dict(self.progress_docs.find_one({"_id": job_id}) or {})
+
+    def advance(
+        self,
+        job_id: ObjectId,
+        *,
+        expected_done: int,
+        done: int,
+        applied: int,
+        scope_ids: list[str],
+        session: ClientSession,
+    ) -> bool:
+        """Record a batch as done, in the batch's own transaction; False when the progress
+        moved on (another runner did this batch). Its own document, not the job's: the
+        job's heartbeat writes there while a batch runs, and would conflict with it."""
+        update: dict[str, Any] = {
+            "$set": {"done": done},
+            "$inc": {"applied": applied},
+        }
+        if scope_ids:
+            update["$addToSet"] = {"scope_ids": {"$each": scope_ids}}
+        if expected_done == 0:
+            # The first batch creates the document; a second runner's insert collides.
+            if self.progress_docs.find_one({"_id": job_id}, session=session) is not None:
+                return False
+            self.progress_docs.insert_one(
+                {"_id": job_id, "done": done, "applied": applied, "scope_ids": scope_ids},
+                session=session,
+            )
+            return True
+        result = self.progress_docs.update_one(
+            {"_id": job_id, "done": expected_done}, update, session=session
+        )
+        return result.matched_count == 1
