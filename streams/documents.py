@@ -229,9 +229,22 @@ class Observation:
     # a unique index keeps one live observation per fact and scope.
     text_key: str | None = None
     similar_to: str | None = None  # a near duplicate: the observation it resembles
+    # Lifecycle (`streams.lifecycle`): after `expires_at` in no context or search; the
+    # expiry sweep handles it once (`expiry_swept`), and purges it days later.
+    expires_at: datetime | None = None
+    expiry_swept: bool = False
+    useful_count: int = 0  # feedback: a retrieved observation was useful ...
+    useless_count: int = 0  # ... or not
     id: str = field(default_factory=lambda: str(ObjectId()))
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or utcnow())
+
+    @property
+    def expired(self) -> bool:
+        return self.is_expired()
 
     @property
     def status(self) -> Literal["pending", "consolidated"]:
@@ -263,6 +276,15 @@ class Observation:
             "similar_to": _oid(self.similar_to),
             # Absent, not null, when unset: the unique index holds only documents that have it.
             **({"text_key": self.text_key} if self.text_key else {}),
+            # Absent when unset: the sparse expiry indexes hold only observations that expire;
+            # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
+            **(
+                {"expires_at": self.expires_at, "expiry_due": self.expires_at}
+                if self.expires_at is not None and not self.expiry_swept
+                else {"expires_at": self.expires_at}
+                if self.expires_at is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -287,6 +309,10 @@ class Observation:
             seq=doc.get("seq", 0),
             text_key=doc.get("text_key"),
             similar_to=_str(doc.get("similar_to")),
+            expires_at=doc.get("expires_at"),
+            expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
+            useful_count=doc.get("useful_count", 0),
+            useless_count=doc.get("useless_count", 0),
         )
 
 

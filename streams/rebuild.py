@@ -156,7 +156,7 @@ def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) ->
         return
     ids = list(scope.rebuild_observation_ids)
     now_live = store.observations.get_many([ObjectId(i) for i in ids])
-    changed = {o.id for o in now_live if not o.deleted and not o.private}
+    changed = {o.id for o in now_live if not o.deleted and not o.private and not o.is_expired()}
     outcome = rebuild_scope(
         store=store,
         run=run,
@@ -283,7 +283,7 @@ def _rebuild(
     remaining = [
         o
         for o in _absorbed_observations(store, scope, keep_ids)
-        if not o.deleted and not o.private and o.id not in removed
+        if not o.deleted and not o.private and not o.is_expired() and o.id not in removed
     ]
     remaining.sort(key=lambda o: o.observed_at)
     text, details = consolidation_fold(

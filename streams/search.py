@@ -258,7 +258,7 @@ def search_in_scopes(
     visible = {s.id for s in scopes}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if observation.deleted or observation.scope_id not in visible:
+        if observation.deleted or observation.is_expired() or observation.scope_id not in visible:
             continue
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
@@ -283,7 +283,9 @@ def search_in_scopes(
                 known=[c.observation for c in kept.values()],
                 reach=ranking.reach,
             )
-            if str(o.id) not in exclude_ids and _in_window(o, observed_after, observed_before)
+            if str(o.id) not in exclude_ids
+            and _in_window(o, observed_after, observed_before)
+            and not o.is_expired()
         ]
         neighbour_stage(
             candidates=kept,

@@ -11,7 +11,13 @@ from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.observation_batch import BatchItem, BatchResult, observation_batch_add
-from streams.observations import observation_add, observation_delete, observation_update
+from streams.observations import (
+    UNSET,
+    Unset,
+    observation_add,
+    observation_delete,
+    observation_update,
+)
 from streams.store import MemoryStore
 
 
@@ -23,6 +29,7 @@ def do_observation_add(
     content: str,
     private: bool = False,
     observed_at: datetime | None = None,
+    expires_at: datetime | None = None,
 ) -> Observation:
     """A manual addition; it joins the scope's pending observations. Its audit entry
     commits in the add's own transaction (one journal sync, and never one without the other)."""
@@ -35,6 +42,7 @@ def do_observation_add(
         observed_at=observed_at,
         follow_ups=jobs,
         actor=str(actor),
+        expires_at=expires_at,
     )
     schedule(jobs)
     return observation
@@ -59,6 +67,7 @@ def do_observation_update(
     observation: Observation,
     content: str | None = None,
     private: bool | None = None,
+    expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
     what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
@@ -70,6 +79,7 @@ def do_observation_update(
         private=private,
         follow_ups=jobs,
         actor=str(actor),
+        expires_at=expires_at,
     )
     record(
         store=store,
@@ -79,8 +89,16 @@ def do_observation_update(
         object_id=observation.id,
         agent_id=observation.agent_id,
         summary=audit_changes(
-            {"content": observation.content, "private": observation.private},
-            {"content": updated.content, "private": updated.private},
+            {
+                "content": observation.content,
+                "private": observation.private,
+                "expires_at": observation.expires_at,
+            },
+            {
+                "content": updated.content,
+                "private": updated.private,
+                "expires_at": updated.expires_at,
+            },
         ),
     )
     schedule(jobs)

@@ -37,6 +37,20 @@ INDEXES: list[IndexSpec] = [
         name="text_key_live",
         options={"sparse": True},
     ),
+    # Lifecycle: the expiry sweep's to-do (`expiry_due`, unset once handled) and its purge
+    # (`expires_at`); sparse, so they hold only the observations that expire.
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("expiry_due", 1),),
+        name="expiry_due",
+        options={"sparse": True},
+    ),
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("expires_at", 1),),
+        name="expires_at",
+        options={"sparse": True},
+    ),
 ]
 
 StatusFilter = Literal["pending", "consolidated", "all"]
@@ -271,3 +285,46 @@ class ObservationRepository:
             .limit(high_seq - low_seq)
         )
         return [Observation.from_mongo(d) for d in cursor]
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def set_expiry(
+        self,
+        observation_id: ObjectId,
+        expires_at: datetime | None,
+        *,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Set or clear an observation's expiry, unless the sweep handled it already
+        (False then, or when it is gone)."""
+        change: dict[str, Any] = (
+            {"$set": {"expires_at": expires_at, "expiry_due": expires_at}}
+            if expires_at is not None
+            else {"$unset": {"expires_at": "", "expiry_due": ""}}
+        )
+        result = self.collection.update_one(
+            {"_id": observation_id, "deleted_at": None}, change, session=session
+        )
+        return result.matched_count == 1
+
+    def expiry_due(self, now: datetime, *, limit: int) -> list[Observation]:
+        """Observations expired by `now` that the sweep has not handled yet (oldest first)."""
+        cursor = (
+            self.collection.find({"expiry_due": {"$lte": now}}).sort("expiry_due", 1).limit(limit)
+        )
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def expiry_claim(self, observation_id: ObjectId, *, session: ClientSession | None) -> bool:
+        """Mark one expired observation handled (once: False if another sweep did): it
+        leaves the dedup key, so the same fact may be told again."""
+        result = self.collection.update_one(
+            {"_id": observation_id, "expiry_due": {"$exists": True}},
+            {"$unset": {"expiry_due": "", "text_key": ""}},
+            session=session,
+        )
+        return result.matched_count == 1
+
+    def expired_before(self, cutoff: datetime, *, limit: int) -> list[Observation]:
+        """Observations that expired before `cutoff` (to purge; handled ones only)."""
+        cursor = self.collection.find({"expires_at": {"$lte": cutoff}}).limit(limit)
+        return [o for o in map(Observation.from_mongo, cursor) if o.expiry_swept]

@@ -31,7 +31,7 @@ from streams.actions.observations import (
 )
 from streams.documents import Observation, Scope
 from streams.observation_batch import BatchItem
-from streams.observations import observation_get, observation_list
+from streams.observations import UNSET, observation_get, observation_list
 from streams.pagination import Page
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -97,6 +97,7 @@ def add_observation(
         content=payload.content,
         private=payload.private,
         observed_at=payload.observed_at,
+        expires_at=payload.expires_at,
     )
     return Status(200 if observation.duplicate else 201, observation)
 
@@ -114,6 +115,7 @@ def _add_batch(
                 client_id=item.client_id,
                 private=item.private,
                 observed_at=item.observed_at,
+                expires_at=item.expires_at,
             )
             for item in payload.items
         ],
@@ -190,6 +192,7 @@ def update_observation(
         observation=observation,
         content=payload.content,
         private=payload.private,
+        expires_at=payload.expires_at if "expires_at" in payload.model_fields_set else UNSET,
     )
     return updated
 

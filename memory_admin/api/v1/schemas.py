@@ -231,6 +231,11 @@ class ObservationIn(InSchema):
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
     )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
+    )
 
 
 class ObservationOut(Schema):
@@ -251,6 +256,10 @@ class ObservationOut(Schema):
     similar_to: str | None = Field(
         None, description="A near duplicate: the observation of the scope it resembles."
     )
+    expires_at: Time | None = Field(None, description="When it leaves memory (null: never).")
+    expired: bool = Field(False, description="Past its `expires_at`: in no context or search.")
+    useful_count: int = Field(0, description="Feedback: times it was found useful.")
+    useless_count: int = Field(0, description="Feedback: times it was found not useful.")
 
 
 class EarlierTextOut(Schema):
@@ -282,6 +291,11 @@ class ObservationBatchItemIn(InSchema):
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
     )
 
 
@@ -329,6 +343,11 @@ class ObservationBatchOut(Schema):
 class ObservationPatchIn(InSchema):
     content: ObservationContent = None  # type: ignore[assignment]
     private: StrictBool = None  # type: ignore[assignment]
+    expires_at: IsoTime | None = Field(
+        None,
+        description="Set the expiry (a past time expires it at once) or clear it with null; "
+        "409 once the expiry sweep has handled the observation.",
+    )
 
 
 # -- conversation ingest -----------------------------------------------------------------
