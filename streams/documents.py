@@ -94,6 +94,11 @@ class Scope:
     rebuild_observation_ids: list[str] = field(default_factory=list)
     # Sentences every consolidation version holds word for word (`streams.pins`).
     pins: list[str] = field(default_factory=list)
+    # Retention (`streams.lifecycle`): keep at most this many observations (None: off);
+    # the oldest consolidated ones beyond it are purged, and counted here.
+    max_observations: int | None = None
+    retention_purged: int = 0
+    retention_purged_at: datetime | None = None
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -163,6 +168,8 @@ class Scope:
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "pins": list(self.pins),
+            **({"max_observations": self.max_observations} if self.max_observations else {}),
+            "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -197,6 +204,9 @@ class Scope:
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             pins=list(doc.get("pins") or []),
+            max_observations=doc.get("max_observations"),
+            retention_purged=doc.get("retention_purged", 0),
+            retention_purged_at=doc.get("retention_purged_at"),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),

@@ -1,4 +1,4 @@
-"""Memory lifecycle: expiry of observations and the sweep that handles it.
+"""Memory lifecycle: expiry of observations, retention caps, and the sweep that does both.
 
 An observation with `expires_at` is live until then; from that moment every reader
 (context, search, consolidation, propagation) leaves it out: a query-time check, so it
@@ -14,6 +14,13 @@ observation, once:
 and purges the handled ones for good `MEMORY_EXPIRED_KEEP_DAYS` after they expired.
 A sweep killed between step 1 and 2 repeats step 1 next time; that step is idempotent
 (copies already gone, the scope's flag a set, at most one queued rebuild per scope).
+
+Retention: a scope's `max_observations` (None: off) caps its log. Beyond it, the oldest
+consolidated observations are removed for good (records only: the consolidation keeps
+what it absorbed and is never rebuilt for it, domain.md). Pending observations, pinned
+ones (a pin quotes their text), ones waiting for review and ones with a rebuild pending
+are never removed. The pass holds the scope's consolidation lease, so it never runs
+while a consolidation (or rebuild) run holds it, and none starts while it purges.
 """
 
 from __future__ import annotations
@@ -24,9 +31,10 @@ from datetime import datetime, timedelta
 from bson import ObjectId
 
 from streams.audit import audit_record, content_digest
-from streams.documents import Job, Observation, utcnow
+from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput
-from streams.rebuild import prune_search_terms, sources_changed
+from streams.pins import pin_quotes
+from streams.rebuild import LEASE, prune_search_terms, sources_changed
 from streams.search import search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import PrivacyRepository
@@ -34,6 +42,9 @@ from streams.store.privacy import PrivacyRepository
 SWEEP_ACTOR = "system:lifecycle"
 SWEEP_BATCH = 200
 MAX_SWEEP_BATCHES = 50  # per pass: a backlog is worked through over several passes
+RETENTION_WINDOW = 500  # of a scope's log, read oldest first
+RETENTION_WINDOWS = 40  # per scope and pass (20,000 observations)
+RETENTION_SCOPES = 100  # scopes with a cap read per page
 
 
 def expires_at_check(expires_at: datetime | None, *, now: datetime, field_name: str) -> None:
@@ -187,3 +198,84 @@ def _purge_scope(
     if live:
         prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in live])
     return count
+
+
+# -- retention ------------------------------------------------------------------------------
+
+
+@dataclass
+class RetentionResult:
+    purged: int = 0
+    note: str | None = None
+
+
+def retention_apply(
+    *, store: MemoryStore, scope: Scope, now: datetime | None = None
+) -> RetentionResult:
+    """Bring one scope back under its `max_observations`, under its consolidation lease."""
+    now = now or utcnow()
+    if not scope.max_observations or scope.observation_count <= scope.max_observations:
+        return RetentionResult(note="within the cap")
+    oid = ObjectId(scope.id)
+    owner = f"retention:{ObjectId()}"
+    if not store.scopes.acquire_lease(oid, owner=owner, now=now, until=now + LEASE):
+        return RetentionResult(note="a consolidation run holds the scope; next pass")
+    try:
+        fresh = store.scopes.get(oid)
+        if fresh is None or not fresh.max_observations:
+            return RetentionResult(note="no cap")
+        excess = fresh.observation_count - fresh.max_observations
+        chosen = _oldest_purgeable(store=store, scope=fresh, wanted=excess, now=now)
+        purged = observations_purge(store=store, observations=chosen, now=now, reason="retention")
+        if purged:
+            store.scopes.count_retention_purge(oid, purged, now=now)
+        return RetentionResult(purged=purged)
+    finally:
+        store.scopes.release_lease(oid, owner=owner)
+
+
+def _oldest_purgeable(
+    *, store: MemoryStore, scope: Scope, wanted: int, now: datetime
+) -> list[Observation]:
+    if wanted <= 0:
+        return []
+    oid = ObjectId(scope.id)
+    keep = set(scope.pending_observation_ids) | set(scope.rebuild_observation_ids)
+    chosen: list[Observation] = []
+    low = 0
+    for _ in range(RETENTION_WINDOWS):
+        if low >= scope.observation_seq:
+            break
+        high = min(low + RETENTION_WINDOW, scope.observation_seq)
+        for observation in store.observations.seq_window(oid, low_seq=low, high_seq=high):
+            if _purgeable(observation, scope=scope, keep=keep, now=now):
+                chosen.append(observation)
+                if len(chosen) == wanted:
+                    return chosen
+        low = high
+    return chosen
+
+
+def _purgeable(observation: Observation, *, scope: Scope, keep: set[str], now: datetime) -> bool:
+    """Consolidated (so neither pending nor waiting for review), live, not pinned."""
+    return (
+        observation.status == "consolidated"
+        and not observation.deleted
+        and not observation.is_expired(now)  # the expiry sweep's
+        and observation.id not in keep
+        and not any(pin_quotes(pin, observation.content) for pin in scope.pins)
+    )
+
+
+def retention_sweep(*, store: MemoryStore, now: datetime | None = None) -> int:
+    """One pass over the scopes with a cap; how many observations it purged."""
+    now = now or utcnow()
+    purged = 0
+    after: ObjectId | None = None
+    while True:
+        scopes = store.scopes.with_retention(after=after, limit=RETENTION_SCOPES)
+        if not scopes:
+            return purged
+        for scope in scopes:
+            purged += retention_apply(store=store, scope=scope, now=now).purged
+        after = ObjectId(scopes[-1].id)

@@ -93,3 +93,26 @@ def test_patch_sets_clears_and_expires_at_once(api, store):
     patch(api, created["id"], {"expires_at": later})
     assert patch(api, created["id"], {"private": True}).json()["expires_at"] == later
     assert_error(patch(api, created["id"], {"expires_at": "soon"}), 422, "validation_error")
+
+
+def scope_patch(client, scope_id: str, body: object):
+    return client.patch(f"{API}/scopes/{scope_id}", body, content_type="application/json")
+
+
+def test_max_observations_is_patched_shown_and_turned_off(api, store):
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    assert api.get(f"{API}/scopes/{scope.id}").json()["max_observations"] is None
+    on = scope_patch(api, scope.id, {"max_observations": 500})
+    assert on.status_code == 200, on.content
+    assert (on.json()["max_observations"], on.json()["retention_purged"]) == (500, 0)
+    off = scope_patch(api, scope.id, {"max_observations": None}).json()
+    assert off["max_observations"] is None
+
+
+@pytest.mark.parametrize("value", [9, 0, -1, 1_000_001, "100", 10.5, True, [10]])
+def test_a_bad_max_observations_is_a_422(api, store, value):
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    error = assert_error(
+        scope_patch(api, scope.id, {"max_observations": value}), 422, "validation_error"
+    )
+    assert "max_observations" in str(error["details"])

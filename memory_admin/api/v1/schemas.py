@@ -163,6 +163,13 @@ class ScopeOut(Schema):
         default_factory=list,
         description="Sentences every later consolidation version holds word for word.",
     )
+    max_observations: int | None = Field(
+        None,
+        description="Retention: the scope keeps at most this many observations; the oldest "
+        "consolidated ones beyond it are purged (never pending, pinned or in-review ones). "
+        "null: off.",
+    )
+    retention_purged: int = Field(0, description="Observations retention has purged so far.")
     created_at: Time
     last_activity_at: Time
 
@@ -202,6 +209,11 @@ class ScopePatchIn(InSchema):
     is_active: StrictBool = None  # type: ignore[assignment]
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
+    max_observations: Annotated[StrictInt, Field(ge=10, le=1_000_000)] | None = Field(
+        None,
+        description="Retention: keep at most this many observations (the oldest consolidated "
+        "ones beyond it are purged by the periodic sweep); null turns it off.",
+    )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
         description="A hand edit of the consolidation text; needs `expected_version`.",
