@@ -85,6 +85,11 @@ class Ranking:
     names: bool = True  # a person asked about weighs at most as much as the topic's terms
     neighbours: bool = True
     dates: bool = True
+    # Lifecycle stages (`streams.ranking_lifecycle`), each bounded: retrievals and feedback
+    # as a prior, recency, and MMR diversity among the final top k.
+    importance: bool = True
+    recency: bool = False
+    mmr: bool = False
 
 
 # What the first round of this issue shipped (the scale benchmark's starting point).

@@ -41,6 +41,7 @@ from streams.ranking import (
     term_weights,
     upper_bound,
 )
+from streams.ranking_lifecycle import importance_stage, mmr_reorder, recency_stage
 from streams.rerank import (
     date_stage,
     neighbour_seeds,
@@ -300,9 +301,12 @@ def search_in_scopes(
         )
     if ranking.dates:
         date_stage(candidates=kept, query=parsed)
+    lifecycle_stages(candidates=kept, ranking=ranking)
     final = [(c, c.score) for c in ordered(kept.values())]
     if semantic is not None and final:
         final = _semantic(store=store, ranker=semantic, query=query, ranked=final)
+    if ranking.mmr and final:
+        final = mmr_reorder(final, k=limit)
     order = {t: i for i, t in enumerate(parsed.terms)}
     hits: list[SearchHit] = []
     for candidate, fused in final:
@@ -322,6 +326,14 @@ def search_in_scopes(
         if len(hits) == limit:
             break
     return hits
+
+
+def lifecycle_stages(*, candidates: dict[ObjectId, Candidate], ranking: Ranking) -> None:
+    """The bounded lifecycle stages (`streams.ranking_lifecycle`) the ranking switches on."""
+    if ranking.importance:
+        importance_stage(candidates=candidates)
+    if ranking.recency:
+        recency_stage(candidates=candidates)
 
 
 def _neighbours(

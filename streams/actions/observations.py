@@ -10,6 +10,7 @@ from streams.actions.base import Actor, record, schedule
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
+from streams.feedback import observation_feedback
 from streams.observation_batch import BatchItem, BatchResult, observation_batch_add
 from streams.observations import (
     UNSET,
@@ -156,3 +157,24 @@ def do_observation_merge(
     )
     schedule(jobs)
     return jobs
+
+
+def do_observation_feedback(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    observation_id: str,
+    useful: bool,
+    context_call_id: str | None = None,
+    agent_ids: frozenset[str] | None = None,
+) -> Observation:
+    """Feedback on a retrieved observation; its audit entry commits with the count."""
+    observation, _ = observation_feedback(
+        store=store,
+        observation_id=observation_id,
+        useful=useful,
+        context_call_id=context_call_id,
+        agent_ids=agent_ids,
+        actor=str(actor),
+    )
+    return observation

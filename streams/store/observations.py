@@ -53,6 +53,7 @@ INDEXES: list[IndexSpec] = [
     ),
 ]
 
+FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
 StatusFilter = Literal["pending", "consolidated", "all"]
 
 
@@ -328,3 +329,21 @@ class ObservationRepository:
         """Observations that expired before `cutoff` (to purge; handled ones only)."""
         cursor = self.collection.find({"expires_at": {"$lte": cutoff}}).limit(limit)
         return [o for o in map(Observation.from_mongo, cursor) if o.expiry_swept]
+
+    def add_feedback(
+        self,
+        observation_id: ObjectId,
+        *,
+        useful: bool,
+        call_id: str | None,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Count one feedback on a live observation; with `call_id`, once per context call
+        (a repeat matches nothing). False when nothing was counted."""
+        query: dict[str, Any] = {"_id": observation_id, "deleted_at": None}
+        change: dict[str, Any] = {"$inc": {"useful_count" if useful else "useless_count": 1}}
+        if call_id is not None:
+            query["feedback_calls"] = {"$ne": call_id}
+            change["$push"] = {"feedback_calls": {"$each": [call_id], "$slice": -FEEDBACK_CALLS}}
+        result = self.collection.update_one(query, change, session=session)
+        return result.matched_count == 1

@@ -1,6 +1,9 @@
-"""Retention on the scope page: the cap in the settings form, and what it purged."""
+"""Lifecycle on the pages: retention in the scope settings and page, feedback counts in the
+observation log and the search inspector."""
 
 from __future__ import annotations
+
+import re
 
 from bson import ObjectId
 from django.urls import reverse
@@ -10,6 +13,7 @@ from streams.lifecycle import retention_sweep
 from streams.observations import observation_add
 from streams.scopes import scope_get
 from tests.factories import ScopeFactory
+from tests.ui.helpers import recall_search_params
 
 
 def test_the_cap_is_set_in_the_settings_and_the_page_shows_what_it_purged(client_as, store):
@@ -51,3 +55,19 @@ def test_the_cap_is_set_in_the_settings_and_the_page_shows_what_it_purged(client
          "max_observations": ""},
     )  # fmt: skip
     assert store.scopes.get(ObjectId(scope.id)).max_observations is None
+
+
+def test_feedback_counts_show_in_the_log_and_the_search_inspector(client_as, store):
+    params = recall_search_params(store)
+    client = client_as("viewer")
+    html = client.get(reverse("ui:search"), params).content.decode()
+    rust_id = re.search(r'data-observation-id="(\w+)">\s*<td class="num">1</td>', html).group(1)
+    rust = store.observations.get(ObjectId(rust_id))
+    assert rust.content == "Gene uses Rust."
+    assert 'data-useful="0" data-useless="0"' in html
+    store.observations.add_feedback(ObjectId(rust_id), useful=True, call_id=None)
+    store.observations.add_feedback(ObjectId(rust_id), useful=False, call_id="c1")
+    html = client.get(reverse("ui:search"), params).content.decode()
+    assert 'data-useful="1" data-useless="1"' in html
+    log = client.get(reverse("ui:scope_detail", args=[rust.scope_id])).content.decode()
+    assert "feedback: 1 useful · 1 not" in log

@@ -352,6 +352,16 @@ class ObservationBatchOut(Schema):
     created: int = Field(..., description="How many items were stored by this request.")
 
 
+class ObservationFeedbackIn(InSchema):
+    useful: StrictBool = Field(..., description="Whether the retrieved observation helped.")
+    context_call_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{24}$",
+        description="The context call that retrieved it (`context_call_id` of the answer): "
+        "that call's feedback on this observation counts once.",
+    )
+
+
 class ObservationPatchIn(InSchema):
     content: ObservationContent = None  # type: ignore[assignment]
     private: StrictBool = None  # type: ignore[assignment]
