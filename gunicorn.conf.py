@@ -14,6 +14,12 @@ from __future__ import annotations
 
 import os
 
+# A production entry point: DEBUG is off unless DJANGO_DEBUG says otherwise, so with no
+# environment the app refuses to start (DJANGO_SECRET_KEY is then required) instead of
+# serving Django's debug pages. `make run` (runserver) keeps DEBUG on for development.
+if not os.environ.get("DJANGO_DEBUG", "").strip():
+    os.environ["DJANGO_DEBUG"] = "false"
+
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
 # Threaded workers: a streamed chat answer (`stream: true`) holds its thread, not its worker.

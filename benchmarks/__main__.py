@@ -2,7 +2,7 @@
 
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
 legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
-context_log.
+context_log, detectors, single_add, versus_mem0 (the last two run only when named).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ def main() -> None:
             "usage_pages",
             "dedup",
             "context_log",
+            "detectors",
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")

@@ -1,5 +1,18 @@
 """What one observation add costs: `python -m benchmarks write_throughput [--sizes 1000,10000]`.
 
+First, what a caller gets (`benchmarks/single_add.py`, issue 32): the production
+config (`gunicorn -c gunicorn.conf.py -w 1`: the threaded envelope worker, its access
+log), embedded defaults in a fresh data dir, default settings (threshold consolidation
+on, the in-process job pool), sequential adds from a separate client process, a new
+connection per request and keep-alive, interleaved.
+
+The tables after it measure the server-side cost of an add under controlled conditions,
+not a caller's latency: they once reported 11 ms for what callers saw as 40 ms,
+because they ran a sync worker without the production config (no access log, no
+threads), sent every request on one keep-alive connection from this process, seeded
+the scope and turned consolidation off (so no consolidation job competed for the store
+and no add met the write conflicts and the extra threshold reads a running job causes).
+
 For each size N, one scope is seeded with N observations (indexed for search), then
 observations are added to that scope over HTTP (one gunicorn sync worker, embedded
 defaults) one per request, and in batches of 100 (`{"items": [...]}`). Per mode:
@@ -124,6 +137,15 @@ class ByteCounter(monitoring.CommandListener):
 
 
 def run(sizes: list[int] | None = None) -> None:
+    from benchmarks.single_add import ADDS, CALLER_HEADERS, caller_rows
+
+    print_table(
+        f"What a caller gets: sequential single adds from a separate client process ({ADDS} "
+        "per mode, interleaved; gunicorn -c gunicorn.conf.py -w 1, embedded defaults, fresh "
+        "data dir, threshold consolidation on)",
+        CALLER_HEADERS,
+        caller_rows("production config"),
+    )
     rows: list[list[object]] = []
     breakdown: list[list[object]] = []
     footprint: list[list[object]] = []
@@ -154,8 +176,9 @@ def run(sizes: list[int] | None = None) -> None:
             print_row(footprint[-1])
             client.close()
     print_table(
-        "Observation adds over HTTP into one scope of N observations (1 gunicorn sync worker, "
-        "embedded store, shared 2-core machine)",
+        "Server-side cost: adds over HTTP into one scope of N observations (1 gunicorn sync "
+        "worker, one keep-alive connection from this process, consolidation off, embedded "
+        "store, shared 2-core machine): not a caller's latency, see the table above",
         [
             "N in scope",
             "mode",

@@ -14,15 +14,24 @@ import fcntl
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
+
+from memory_admin.private_files import (
+    create_private_file,
+    open_private_append,
+    private_dir,
+    read_or_create_secret,
+)
 
 STATE_FILE = "secantus-server.json"
 LOCK_FILE = "secantus-server.lock"
@@ -33,27 +42,87 @@ LOG_FILE = "secantus-server.log"
 class EmbeddedServer:
     pid: int
     port: int
+    auth: bool = False  # started with --auth (the data directory's servers always are)
 
     @property
     def uri(self) -> str:
         # directConnection: we talk to this one server (a one-node replica set with the oplog on).
         return f"mongodb://127.0.0.1:{self.port}/?directConnection=true&journal=true"
 
+    def uri_as(self, credentials: dict[str, str]) -> str:
+        """The URI with the store's user (SCRAM-SHA-256, defined in the admin database)."""
+        user = urllib.parse.quote(credentials["username"], safe="")
+        password = urllib.parse.quote(credentials["password"], safe="")
+        return (
+            f"mongodb://{user}:{password}@127.0.0.1:{self.port}/?directConnection=true"
+            "&journal=true&authSource=admin&authMechanism=SCRAM-SHA-256"
+        )
+
+
+# -- access: the store runs with --auth, its credentials in a 0600 file ---------------------
+#
+# Any local user can reach a loopback port, so the data directory's server requires a
+# user (SecantusDB's `--auth`, SCRAM-SHA-256). Its name and a generated password are
+# kept in CREDENTIALS_FILE, created 0600 (`memory_admin.private_files`) in the 0700 data
+# directory; only the app's own user can read them. SecantusDB provisions users the
+# way mongod does: the first start of a data directory runs without --auth for the
+# moment it takes to create the user (on a loopback port no one has been told of), then
+# the server restarts with --auth, for good (AUTH_MARKER records it).
+CREDENTIALS_FILE = "store-credentials.json"
+AUTH_MARKER = "store-auth-provisioned"
+STORE_USER = "memory-admin"
+
+
+def store_credentials(data_dir: Path) -> dict[str, str]:
+    """The data directory's store user and password (generated once, kept 0600)."""
+    text = read_or_create_secret(
+        data_dir / CREDENTIALS_FILE,
+        lambda: json.dumps({"username": STORE_USER, "password": secrets.token_urlsafe(32)}),
+    )
+    return json.loads(text)
+
 
 def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
     """The URI of the data directory's server, starting the server if none is running."""
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     with _locked(data_dir / LOCK_FILE):
+        credentials = store_credentials(data_dir)
         server = _running_server(data_dir)
+        if server is not None and not server.auth:
+            stop_server(server)  # started by an older version, without --auth
+            server = None
         if server is None:
+            if not (data_dir / AUTH_MARKER).is_file():
+                _provision_user(data_dir, credentials, start_timeout=start_timeout)
             server = start_server(
                 storage_path=data_dir / "mongo",
                 log_path=data_dir / LOG_FILE,
                 start_timeout=start_timeout,
                 detached=True,
+                auth=True,
             )
-            (data_dir / STATE_FILE).write_text(json.dumps({"pid": server.pid, "port": server.port}))
-    return server.uri
+            state = {"pid": server.pid, "port": server.port, "auth": True}
+            (data_dir / STATE_FILE).write_text(json.dumps(state))
+    return server.uri_as(credentials)
+
+
+def _provision_user(data_dir: Path, credentials: dict[str, str], *, start_timeout: float) -> None:
+    """Create (or reset the password of) the store user, on a server without --auth."""
+    from streams.store.client import provision_root_user
+
+    server = start_server(
+        storage_path=data_dir / "mongo",
+        log_path=data_dir / LOG_FILE,
+        start_timeout=start_timeout,
+        detached=True,
+    )
+    try:  # a lost marker with the user already there: the file's password wins
+        provision_root_user(
+            server.uri, username=credentials["username"], password=credentials["password"]
+        )
+    finally:
+        stop_server(server)
+    create_private_file(data_dir / AUTH_MARKER, "the store user exists; the store runs --auth\n")
 
 
 def restart_if_dead(*, data_dir: Path, start_timeout: float = 60.0) -> str | None:
@@ -81,15 +150,36 @@ def stop_embedded_server(*, data_dir: Path) -> bool:
 # The server is Python: a thread serving a long write holds the GIL for the interpreter's
 # switch interval (5 ms) before a short read may run, and a context call's few reads queue
 # behind an ingest's large inserts. A shorter interval lets them interleave.
-_SERVER_MAIN = (
-    "import os, sys; "
-    "sys.setswitchinterval(float(os.environ.get('MEMORY_STORE_SWITCH_SECONDS', '0.0005'))); "
-    "from secantus.cli import main; raise SystemExit(main())"
-)
+#
+# A transaction whose client died (a worker killed mid-ingest) stays open until the
+# server reaps it, idle past its transaction lifetime: 60 s by default, and meanwhile
+# every write to what it touched conflicts. Our transactions never idle for long (no
+# LLM call or other wait inside one), so the server reaps them after
+# MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS (10). SecantusDB has no flag or config key
+# for it (`transactionLifetimeLimitSeconds` is not settable either): its server class
+# takes it as a constructor default, set here before its CLI builds the server.
+_SERVER_MAIN = """
+import os, sys
+sys.setswitchinterval(float(os.environ.get('MEMORY_STORE_SWITCH_SECONDS', '0.0005')))
+import secantus.server
+defaults = secantus.server.SecantusDBServer.__init__.__kwdefaults__ or {}
+if 'transaction_lifetime_seconds' in defaults:
+    defaults['transaction_lifetime_seconds'] = float(
+        os.environ.get('MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS', '10'))
+else:
+    print('memory-admin: this SecantusDB has no transaction lifetime to shorten', file=sys.stderr)
+from secantus.cli import main
+raise SystemExit(main())
+"""
 
 
 def start_server(
-    *, storage_path: Path | str, log_path: Path, start_timeout: float, detached: bool
+    *,
+    storage_path: Path | str,
+    log_path: Path,
+    start_timeout: float,
+    detached: bool,
+    auth: bool = False,
 ) -> EmbeddedServer:
     """Start a SecantusDB server on a free loopback port and wait until it accepts connections.
 
@@ -102,9 +192,8 @@ def start_server(
         )
     port = _free_port()
     if isinstance(storage_path, Path):
-        storage_path.mkdir(parents=True, exist_ok=True)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
+        private_dir(storage_path)
+    with open_private_append(log_path) as log:
         process = subprocess.Popen(
             [
                 sys.executable,
@@ -120,6 +209,7 @@ def start_server(
                 "--log-level",
                 "WARNING",
                 *oplog_args(),
+                *(["--auth"] if auth else []),
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -134,7 +224,7 @@ def start_server(
                 f"the embedded store exited with code {process.returncode}; see {log_path}"
             )
         if _port_open(port):
-            return EmbeddedServer(pid=process.pid, port=port)
+            return EmbeddedServer(pid=process.pid, port=port, auth=auth)
         time.sleep(0.1)
     process.kill()
     raise ImproperlyConfigured(f"the embedded store did not start within {start_timeout:.0f}s")
@@ -156,7 +246,9 @@ def recorded_server(data_dir: Path) -> EmbeddedServer | None:
     """The server the state file names, alive or not."""
     try:
         state = json.loads((data_dir / STATE_FILE).read_text())
-        return EmbeddedServer(pid=int(state["pid"]), port=int(state["port"]))
+        return EmbeddedServer(
+            pid=int(state["pid"]), port=int(state["port"]), auth=state.get("auth") is True
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 from memory_admin.api.errors import store_unavailable_response
 from memory_admin.api.middleware import is_api_request
 from memory_admin.stores import store_unreachable
+from streams.exceptions import Busy
 
 logger = logging.getLogger("memory_admin.store")
 
@@ -26,6 +27,15 @@ class StoreUnavailableMiddleware:
         return self.get_response(request)
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, Busy) and not is_api_request(request):
+            # A page's write met a transaction a killed worker left open (the API answers
+            # its envelope through its own handler).
+            body = render_to_string(
+                "store_busy.html", {"retry_after": exception.retry_after}, request=request
+            )
+            response = HttpResponse(body, status=503)
+            response["Retry-After"] = str(exception.retry_after)
+            return response
         if not store_unreachable(exception):
             return None
         logger.warning("store unreachable: %s %s: %s", request.method, request.path, exception)

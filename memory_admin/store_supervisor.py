@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -64,7 +65,7 @@ def supervised_uri(*, data_dir: Path, start_timeout: float) -> str:
         if fresh is not None:
             _known = _Known(pid=os.getpid(), uri=uri, signature=fresh)
     if previous is not None and previous.pid == os.getpid() and previous.uri != uri:
-        logger.warning("the embedded store moved to %s: reconnecting", uri)
+        logger.warning("the embedded store moved to %s: reconnecting", _without_password(uri))
         close_client(previous.uri)
     _watch(data_dir, start_timeout)
     return uri
@@ -102,7 +103,7 @@ def _recover(data_dir: Path, start_timeout: float) -> None:
     except Exception:
         logger.exception("the embedded store could not be restarted")
         return
-    logger.info("embedded store checked: %s", uri)
+    logger.info("embedded store checked: %s", _without_password(uri) if uri else uri)
 
 
 def _watch(data_dir: Path, start_timeout: float) -> None:
@@ -133,6 +134,11 @@ def _watch_loop(data_dir: Path, start_timeout: float) -> None:
                 store_failed(data_dir=data_dir, start_timeout=start_timeout)
         except Exception:  # the watchdog must outlive any one failed check
             logger.exception("embedded store watchdog check failed")
+
+
+def _without_password(uri: str) -> str:
+    """The URI for the log: the store's password is kept in its 0600 file only."""
+    return re.sub(r"//([^:/@]+):[^@/]*@", r"//\1:***@", uri)
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

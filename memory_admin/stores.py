@@ -52,6 +52,9 @@ def get_store() -> MemoryStore:
         prices=settings.MEMORY_LLM_PRICES,
         access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
         context_log_days=settings.MEMORY_CONTEXT_LOG_DAYS,
+        conflict_seconds=settings.MEMORY_STORE_CONFLICT_SECONDS,
+        review_mode_shared=settings.MEMORY_REVIEW_MODE_SHARED,
+        collective_min_groups=settings.MEMORY_COLLECTIVE_MIN_GROUPS,
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 MAX_DAYS = 366
 
@@ -25,6 +26,7 @@ def activity_record(
     observations: int = 0,
     consolidations: int = 0,
     session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> None:
     """Count what was just committed on its UTC day. Long transactions (formation) call it
     after their commit, so a hot day document never makes them conflict; a short add
@@ -35,7 +37,7 @@ def activity_record(
         if value
     }
     if counts:
-        store.agent_days.increment(agent_id, now.date(), counts, session=session)
+        store.agent_days.increment(agent_id, now.date(), counts, session=session, writes=writes)
 
 
 def activity_days(*, store: MemoryStore, agent_id: str, last: date, days: int) -> list[ActivityDay]:

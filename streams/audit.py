@@ -22,6 +22,7 @@ from streams.documents_audit import AuditEntry
 from streams.exceptions import InvalidInput
 from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 MAX_FILTER_CHARS = 200
 # The filter that leads the index a page query uses, most selective first.
@@ -39,9 +40,11 @@ def audit_record(
     summary: dict[str, Any] | None = None,
     at: datetime | None = None,
     session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> None:
     """Record one write. `action` is "<object_type>.<verb>", e.g. "observation.update".
-    With `session`, the entry is part of the write's own transaction."""
+    With `session`, the entry is part of the write's own transaction (with `writes`, of
+    its batch of writes)."""
     store.audit.insert(
         AuditEntry(
             actor=actor,
@@ -53,6 +56,7 @@ def audit_record(
             at=at or utcnow(),
         ),
         session=session,
+        writes=writes,
     )
 
 

@@ -16,9 +16,9 @@ from datetime import timedelta
 from bson import ObjectId
 
 from streams.consolidation import WORD, RunDetails, consolidation_commit, word_count
-from streams.documents import Job, Observation, Scope, utcnow
+from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, NotFound
-from streams.jobs import CountingLLM, JobRun, job_create
+from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
 from streams.llm.port import (
     ConsolidationContext,
     DatedObservation,
@@ -50,9 +50,20 @@ def consolidation_request(
 def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
     """A consolidation job when the scope's pending list reached its threshold, else None."""
     scope = store.scopes.get(ObjectId(scope_id))
-    if scope is None or not scope.is_active:
+    if scope is None:
         return None
-    if scope.pending_count < scope.consolidation_threshold:
+    return consolidation_due_at(
+        store=store, scope=scope, pending_count=scope.pending_count, trigger=trigger
+    )
+
+
+def consolidation_due_at(
+    *, store: MemoryStore, scope: Scope, pending_count: int, trigger: str
+) -> Job | None:
+    """`consolidation_due` for a caller that knows the pending count without reading the
+    scope again: an add's transaction claimed the scope at the version it had read, so
+    that scope's count plus the add's is exact as of the add's commit."""
+    if not scope.is_active or pending_count < scope.consolidation_threshold:
         return None
     if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
         return None
@@ -75,10 +86,10 @@ def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEA
     job = run.job
     assert job.scope_id is not None
     scope_oid = ObjectId(job.scope_id)
-    now = utcnow()
-    if not store.scopes.acquire_lease(scope_oid, owner=job.id, now=now, until=now + lease):
-        run.result = {"absorbed": 0, "note": "another run holds the scope's lease"}
-        return
+    # Its own lease back at once after a takeover; Conflict (fail, retry) while another
+    # live run holds it: never `succeeded` for work it did not do.
+    if not scope_lease_take(store=store, run=run, scope_id=job.scope_id, lease=lease):
+        raise NotFound("scope not found")
     try:
         scope = store.scopes.get(scope_oid)
         if scope is None:

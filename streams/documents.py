@@ -13,6 +13,10 @@ from typing import Any, Literal
 from bson import ObjectId
 
 ScopeType = Literal["individual", "group", "collective"]
+ReviewMode = Literal["off", "propagated", "all"]
+REVIEW_MODES: tuple[str, ...] = ("off", "propagated", "all")
+ReviewStatus = Literal["in_review", "candidate", "rejected"]
+ObservationStatus = Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
 JobKind = Literal[
     "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest"
@@ -94,6 +98,11 @@ class Scope:
     rebuild_observation_ids: list[str] = field(default_factory=list)
     # Sentences every consolidation version holds word for word (`streams.pins`).
     pins: list[str] = field(default_factory=list)
+
+    # Which new observations wait for a person: none ("off"), propagated copies, or all.
+    review_mode: ReviewMode = "off"
+    # Copies this scope's propagation was refused, by flag (pii:*, secret): the scope page.
+    propagation_blocked: dict[str, int] = field(default_factory=dict)
     # Retention (`streams.lifecycle`): keep at most this many observations (None: off);
     # the oldest consolidated ones beyond it are purged, and counted here.
     max_observations: int | None = None
@@ -168,6 +177,8 @@ class Scope:
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "pins": list(self.pins),
+            "review_mode": self.review_mode,
+            "propagation_blocked": dict(self.propagation_blocked),
             **({"max_observations": self.max_observations} if self.max_observations else {}),
             "retention_purged": self.retention_purged,
             "seq": self.seq,
@@ -204,6 +215,8 @@ class Scope:
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             pins=list(doc.get("pins") or []),
+            review_mode=doc.get("review_mode") or "off",
+            propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             max_observations=doc.get("max_observations"),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
@@ -239,6 +252,17 @@ class Observation:
     # a unique index keeps one live observation per fact and scope.
     text_key: str | None = None
     similar_to: str | None = None  # a near duplicate: the observation it resembles
+
+    # What the deterministic detectors found (`streams.detectors`), with the spans on
+    # `content` ({"flag", "start", "end"}) that the review queue highlights.
+    flags: list[str] = field(default_factory=list)
+    flag_spans: list[dict[str, Any]] = field(default_factory=list)
+    # Held out of memory: "in_review" (waits for a person), "candidate" (a collective copy
+    # waiting for more groups) or "rejected" (kept for the audit, used nowhere). None: live.
+    review_status: ReviewStatus | None = None
+    # {"reasons": [...], "since": datetime, "supporting_group_ids": [...], and once decided
+    # "decision", "decided_by", "decided_at", "note"}.
+    review: dict[str, Any] | None = None
     # Lifecycle (`streams.lifecycle`): after `expires_at` in no context or search; the
     # expiry sweep handles it once (`expiry_swept`), and purges it days later.
     expires_at: datetime | None = None
@@ -257,8 +281,21 @@ class Observation:
         return self.is_expired()
 
     @property
-    def status(self) -> Literal["pending", "consolidated"]:
+    def status(self) -> ObservationStatus:
+        if self.review_status is not None:
+            return self.review_status
         return "consolidated" if self.consolidated else "pending"
+
+    @property
+    def live(self) -> bool:
+        """What memory may use: pending or consolidated, not deleted."""
+        return self.deleted_at is None and self.review_status is None
+
+    @property
+    def held(self) -> bool:
+        """In review, a candidate or rejected: in no context, search, consolidation,
+        propagation or pending count."""
+        return self.review_status is not None
 
     @property
     def deleted(self) -> bool:
@@ -286,6 +323,10 @@ class Observation:
             "similar_to": _oid(self.similar_to),
             # Absent, not null, when unset: the unique index holds only documents that have it.
             **({"text_key": self.text_key} if self.text_key else {}),
+            "flags": list(self.flags),
+            "flag_spans": list(self.flag_spans),
+            "review_status": self.review_status,
+            "review": self.review,
             # Absent when unset: the sparse expiry indexes hold only observations that expire;
             # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
             **(
@@ -319,6 +360,10 @@ class Observation:
             seq=doc.get("seq", 0),
             text_key=doc.get("text_key"),
             similar_to=_str(doc.get("similar_to")),
+            flags=list(doc.get("flags") or []),
+            flag_spans=list(doc.get("flag_spans") or []),
+            review_status=doc.get("review_status"),
+            review=doc.get("review"),
             expires_at=doc.get("expires_at"),
             expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
             useful_count=doc.get("useful_count", 0),

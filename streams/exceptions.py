@@ -36,6 +36,18 @@ class Unavailable(MemoryServiceError):
     code = "unavailable"
 
 
+class Busy(Unavailable):
+    """A write kept conflicting with another transaction for the store's conflict window
+    (e.g. one a killed worker left open, until the store reaps it): retry after
+    `retry_after` seconds. Answered 503 with Retry-After, never a 500."""
+
+    code = "busy"
+
+    def __init__(self, message: str, *, retry_after: int, details: Any = None) -> None:
+        super().__init__(message, details=details)
+        self.retry_after = retry_after
+
+
 class IndexesMissing(Unavailable):
     """The store's indexes could not be created: writes would break their guarantees
     (idempotent ingest rests on unique indexes), so the store is not used until they are."""

@@ -38,6 +38,8 @@ class JobRun:
     # Leases the work holds besides the job's own (a formation's claim on its session),
     # renewed with it: each is called with the time of the heartbeat.
     renewals: list[Callable[[datetime], object]] = field(default_factory=list)
+    # A running job whose heartbeat is older than this is dead (`job_execute`'s).
+    stale_after: timedelta = STALE_RUNNING_AFTER
 
 
 class CountingLLM:
@@ -138,7 +140,7 @@ def job_execute(
         return None  # finished already, or running in another worker
     job = store.jobs.get(oid)
     assert job is not None
-    run = JobRun(job=job, llm=CountingLLM(llm))
+    run = JobRun(job=job, llm=CountingLLM(llm), stale_after=stale_after)
     heartbeat = _Heartbeat(store, run, interval=stale_after.total_seconds() / 3)
     heartbeat.start()
     try:
@@ -163,6 +165,55 @@ def job_execute(
     )
     usage_record(store=store, job=job, results=run.llm.results, result=run.result, failed=False)
     return run
+
+
+def scope_lease_take(*, store: MemoryStore, run: JobRun, scope_id: str, lease: timedelta) -> bool:
+    """Take the scope's consolidation lease (one run at a time per scope) for `run`'s job,
+    until now + `lease`; False when the scope does not exist.
+
+    The lease names the job holding it. It is taken when it is free or expired; when
+    this job holds it already (its earlier attempt's runner or store was killed, and
+    the job was taken over: the lease comes back at once); and when the job holding it
+    is no longer alive (finished, back in the queue, gone, or running without a
+    heartbeat for `run.stale_after`). A live run holding it raises Conflict naming it:
+    the job fails and is retried, it never reports success for work it did not do.
+    """
+    oid = require_object_id(scope_id, what="scope")
+    owner = run.job.id
+    for _ in range(3):  # the holder may change between the reads and the writes
+        now = utcnow()
+        until = now + lease
+        if store.scopes.acquire_lease(oid, owner=owner, now=now, until=until):
+            return True
+        if store.scopes.take_back_lease(oid, owner=owner, until=until):
+            return True
+        seen = store.scopes.lease_holder(oid)
+        if seen is None:
+            return False
+        holder, held_until = seen
+        if holder is None or held_until < now:
+            continue  # released or expired meanwhile: acquire it
+        if _alive(store, holder, stale_before=now - run.stale_after):
+            raise Conflict(
+                f"scope {scope_id} is being consolidated by another run (job {holder}, "
+                f"lease until {held_until.isoformat()}); this job is retried later"
+            )
+        if store.scopes.take_over_lease(oid, holder=holder, owner=owner, until=until):
+            logger.info("job %s took the lease of scope %s from dead job %s", owner, oid, holder)
+            return True
+    raise Conflict(f"scope {scope_id}'s lease keeps changing hands; this job is retried later")
+
+
+def _alive(store: MemoryStore, holder: str, *, stale_before: datetime) -> bool:
+    """Whether the run named `holder` may still be working (a holder that is no job id
+    is someone else's: alive until its lease expires)."""
+    holder_oid = parse_object_id(holder)
+    if holder_oid is None:
+        return True
+    seen = store.jobs.last_beat(holder_oid)
+    if seen is None or seen[0] != "running":
+        return False
+    return seen[1] is not None and seen[1] >= stale_before
 
 
 def job_retry(*, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None) -> Job:

@@ -277,6 +277,7 @@ class _Migration:
                     session=session,
                     now=self.now,
                     duplicates=found,
+                    origin="migration",
                 )
                 duplicates.update(found)
 

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.audit import audit_record
+from streams.audit import audit_record, content_digest
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -28,6 +28,7 @@ from streams.observations import (
     observations_append,
     threshold_check,
 )
+from streams.screening import WriteOrigin, origin_of
 from streams.store import MemoryStore, StoreSession
 
 MAX_BATCH = 500
@@ -93,6 +94,7 @@ def _append_once(
     keyed: list[tuple[str, Observation]],
     session: StoreSession,
     now: datetime,
+    origin: WriteOrigin = "extraction",
 ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
     (None when every item was known and nothing was appended) and the duplicates."""
@@ -109,6 +111,7 @@ def _append_once(
             session=session,
             now=now,
             duplicates=duplicates,
+            origin=origin,
         )
         store.client_ids.insert(
             oid,
@@ -159,7 +162,12 @@ def observation_batch_add(
         session: StoreSession,
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
         known, before, duplicates = _append_once(
-            store=store, scope_id=scope.id, keyed=keyed, session=session, now=now
+            store=store,
+            scope_id=scope.id,
+            keyed=keyed,
+            session=session,
+            now=now,
+            origin=origin_of(actor),
         )
         fresh = [o for c, o in keyed if c not in known and o.id not in duplicates]
         if fresh and actor is not None:
@@ -176,6 +184,7 @@ def observation_batch_add(
                     "created": len(fresh),
                     "duplicates": len(duplicates),
                     "private": sum(1 for o in fresh if o.private),
+                    "in_review": sum(1 for o in fresh if o.held),
                     "observation_ids": [o.id for o in fresh],
                 },
                 at=now,
@@ -226,7 +235,90 @@ def observation_batch_add(
     )
 
 
-def _validate(items: list[BatchItem]) -> None:
+def observation_add_once(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    content: str,
+    client_id: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+) -> tuple[Observation, bool]:
+    """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
+    keys collection, whose `_id` is unique per scope and key): stored once per scope.
+    Returns (observation, created); a repeat returns the first observation, whatever
+    its content, and writes nothing (no audit entry, no counter). The audit entry of a
+    new one is the single add's (`observation.create`), with the key."""
+    _validate([BatchItem(content=content, client_id=client_id)], field_prefix="")
+    now = utcnow()
+    observation = Observation(
+        scope_id=scope.id,
+        agent_id=scope.agent_id,
+        content=content.strip(),
+        observed_at=observed_at or now,
+        created_at=now,
+        private=private,
+        related_user_ids=[scope.user_id] if scope.user_id else [],
+    )
+
+    duplicates: dict[str, Observation] = {}
+
+    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
+        known, before, found = _append_once(
+            store=store,
+            scope_id=scope.id,
+            keyed=[(client_id, observation)],
+            session=session,
+            now=now,
+            origin=origin_of(actor),
+        )
+        duplicates.clear()
+        duplicates.update(found)
+        if known or found:  # the key, or the same fact, is stored already
+            return known, None
+        if actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.create",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=scope.agent_id,
+                summary={
+                    "scope_id": scope.id,
+                    "content": content_digest(observation.content),
+                    "private": observation.private,
+                    "client_id": client_id,
+                },
+                at=now,
+                session=session,
+            )
+        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        return known, before
+
+    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    if known:
+        earlier = store.observations.get_many([known[client_id]])
+        if not earlier:
+            raise NotFound(f"the observation of client_id {client_id!r} is gone")
+        return earlier[0], False
+    if duplicates:
+        kept = duplicate_kept(
+            store=store,
+            kept=duplicates[observation.id],
+            private=private,
+            follow_ups=follow_ups,
+            actor=actor,
+        )
+        return kept, False
+    if before is not None:
+        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    return observation, True
+
+
+def _validate(items: list[BatchItem], *, field_prefix: str = "items.{n}.") -> None:
     """What the API schema checks too, so every caller of the domain gets the same rules."""
     if not items:
         raise InvalidInput("items must not be empty", details=[{"field": "items"}])
@@ -238,12 +330,12 @@ def _validate(items: list[BatchItem]) -> None:
         if not content or len(content) > MAX_CONTENT_CHARS:
             raise InvalidInput(
                 f"content must hold 1 to {MAX_CONTENT_CHARS} characters",
-                details=[{"field": f"items.{n}.content"}],
+                details=[{"field": field_prefix.format(n=n) + "content"}],
             )
         if not item.client_id or len(item.client_id) > MAX_CLIENT_ID_CHARS:
             raise InvalidInput(
                 f"client_id must hold 1 to {MAX_CLIENT_ID_CHARS} characters",
-                details=[{"field": f"items.{n}.client_id"}],
+                details=[{"field": field_prefix.format(n=n) + "client_id"}],
             )
         if item.client_id in seen:
             raise InvalidInput(

@@ -9,18 +9,21 @@ from bson import ObjectId
 
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_runs import consolidation_due_at
 from streams.dedup import SIMILAR_AT, text_key, token_set
+from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.lifecycle import expires_at_check
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.rebuild import copies_closure, prune_search_terms, sources_changed
+from streams.screening import WriteOrigin, origin_of, screen_observations
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
 from streams.store.privacy import PrivacyRepository
+from streams.store.write_batch import WriteBatch
 from streams.webhooks import observations_changed
 
 MAX_CONTENT_CHARS = 4000
@@ -44,8 +47,11 @@ def observations_append(
     now: datetime,
     read_before: Scope | None = None,
     duplicates: dict[str, Observation] | None = None,
+    writes: WriteBatch | None = None,
+    origin: WriteOrigin = "extraction",
 ) -> Scope:
-    """Within the caller's transaction: store the observations and make them pending;
+    """Within the caller's transaction: store the observations and make them pending
+    (or hold them for review: see `streams.screening.screen_observations`);
     returns the scope as it was before (its pending list tells the caller whether a
     consolidation is due, without reading the scope again).
 
@@ -60,20 +66,26 @@ def observations_append(
     transaction and the caller retries it whole. `read_before` is the scope as the
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
-    must pass None to read it inside the transaction.
+    must pass None to read it inside the transaction. With `writes`, the writes after
+    the claim join that batch (the claim goes at once: its answer decides the rest).
     """
     oid = require_object_id(scope_id, what="scope")
+    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
+    if scope is None:
+        raise NotFound("scope not found")
+    # The guard runs inside the write, before the dedup check (which compares what is
+    # stored: redacted text): secrets redacted, flags set, and what must wait for a person
+    # held out of the pending list and the search index.
+    screen_observations(scope=scope, observations=observations, origin=origin, now=now)
     split = _without_duplicates(
         store=store, scope_id=scope_id, observations=observations, session=session
     )
     if duplicates is not None:
         duplicates.clear()
         duplicates.update(split.duplicates)
-    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
-    if scope is None:
-        raise NotFound("scope not found")
     if not split.fresh:
         return scope
+    live = [o for o in split.fresh if not o.held]
     _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
@@ -82,7 +94,7 @@ def observations_append(
         oid,
         expected_seq=scope.observation_seq,
         count=len(split.fresh),
-        pending_ids=[ObjectId(o.id) for o in split.fresh if not o.consolidated],
+        pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
         session=session,
     )
@@ -91,13 +103,20 @@ def observations_append(
     for offset, observation in enumerate(split.fresh, start=1):
         observation.seq = scope.observation_seq + offset
     try:
-        store.observations.insert_many(split.fresh, session=session)
+        # In a batch, a duplicate key surfaces at its flush, as a Conflict: retried whole.
+        store.observations.insert_many(split.fresh, session=session, writes=writes)
     except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
-    search_index_add(store=store, observations=split.fresh, session=session)
+    search_index_add(store=store, observations=live, session=session, writes=writes)
     observations_changed(
-        store=store, event="observation.created", observations=split.fresh, session=session
+        store=store, event="observation.created", observations=live, session=session
     )
+    waiting = [o for o in split.fresh if o.review_status == "in_review"]
+    observations_changed(store=store, event="review.waiting", observations=waiting, session=session)
+    held = sum(1 for o in split.fresh if o.held and not o.consolidated)
+    if held:
+        # Callers count every new observation as pending; held ones are not.
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
     return scope
 
 
@@ -201,6 +220,8 @@ def observation_add(
     duplicates: dict[str, Observation] = {}
 
     def add(session: StoreSession) -> Scope:
+        # Every write below in one round trip where the server takes it (then flushed).
+        writes = store.write_batch(session)
         before = observations_append(
             store=store,
             scope_id=scope.id,
@@ -209,6 +230,8 @@ def observation_add(
             now=now,
             read_before=read_before.pop() if read_before else None,
             duplicates=duplicates,
+            writes=writes,
+            origin=origin_of(actor),
         )
         if duplicates:
             return before  # the fact is stored already: nothing is written
@@ -224,11 +247,18 @@ def observation_add(
                     "scope_id": scope.id,
                     "content": content_digest(observation.content),
                     "private": observation.private,
+                    "flags": observation.flags,
+                    "status": observation.status,
                 },
                 at=now,
                 session=session,
+                writes=writes,
             )
-        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        counters_add(
+            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        )
+        if writes is not None:
+            writes.flush()
         return before
 
     before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
@@ -273,24 +303,38 @@ def duplicate_kept(
 
 
 def counters_add(
-    *, store: MemoryStore, agent_id: str, added: int, now: datetime, session: StoreSession
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    added: int,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
 ) -> None:
     """The agent's counters and its day's count, inside a short add's transaction: written
     last, so the agent's document is held only until the commit that follows."""
     store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session
+        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
     )
-    activity_record(store=store, agent_id=agent_id, now=now, observations=added, session=session)
+    activity_record(
+        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+    )
 
 
 def threshold_check(
     *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
 ) -> None:
     """Queue a consolidation when the add filled the pending list up to the threshold;
-    below it (almost every add) no further read."""
-    if before.pending_count + added < before.consolidation_threshold:
+    below it (almost every add) no further read. At or above it (every add while a run
+    is queued or running) one read: whether a run is active. The scope is not read
+    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
+    count plus `added` is what the commit left."""
+    pending = before.pending_count + added
+    if pending < before.consolidation_threshold:
         return
-    job = consolidation_due(store=store, scope_id=before.id, trigger="threshold")
+    job = consolidation_due_at(
+        store=store, scope=before, pending_count=pending, trigger="threshold"
+    )
     if job is not None and follow_ups is not None:
         follow_ups.append(job)
 
@@ -371,7 +415,11 @@ def observation_update(
                 f"content is longer than {MAX_CONTENT_CHARS} characters",
                 details=[{"field": "content"}],
             )
+        # An edit is a write too: secrets redacted, flags renewed.
+        content, detection = detect_and_redact(content)
         fields["content"] = content
+        fields["flags"] = list(detection.flags)
+        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
         if content != observation.content:
             # Its vector described the old text: text ranking alone serves it from now on.
             fields.update(embedding=None, embedding_model=None)

@@ -11,23 +11,28 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 
 from bson import ObjectId
 
 from streams.activity import activity_record
+from streams.audit import audit_record
 from streams.consolidation_runs import consolidation_due, describe_scope
+from streams.detectors import BLOCKING_FLAGS, detect
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import NotFound
 from streams.jobs import JobRun
 from streams.llm.port import LLMError, LLMRequest, PropagationContext
 from streams.observations import observations_append
 from streams.prompts import Draft, PromptPart, render_propagation, resolve_template
+from streams.review import normalized_text, observation_release
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore, StoreSession
 
 WORD = re.compile(r"\w+")
 MIN_OVERLAP = 0.5
+MAX_OPEN_CANDIDATES = 50  # the oldest open candidates shown to the model and matched
 
 
 @dataclass(frozen=True)
@@ -68,8 +73,10 @@ def propagation_plan(
     if candidates and targets:
         context = PropagationContext(
             observations=[o.content for o in candidates],
-            targets=[label for label, _ in targets],
+            # Group names (the prompt writes each as "group:<name>"), or "collective".
+            targets=[label.removeprefix("group:") for label, _ in targets],
             source_description=describe_scope(source),
+            candidates=[(o.id, o.content) for o in open_candidates(store=store, source=source)],
         )
         request = LLMRequest(
             task="propagation",
@@ -108,8 +115,19 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
         return
     answer = run.llm.complete(plan.request)
     copies = propagation_copies(answer.text, source=source, plan=plan)
-    created = _store_copies(store, source, copies)
-    run.result = {"copied": created, "offered": len(plan.offered), "model": answer.model}
+    outcome = _store_copies(store, source, copies, job_id=job.id)
+    created = outcome.created
+    run.result = {
+        "copied": created,
+        "offered": len(plan.offered),
+        "model": answer.model,
+        "blocked": sum(outcome.blocked.values()),
+        "blocked_by": dict(sorted(outcome.blocked.items())),
+        "in_review": outcome.in_review,
+        "candidates": outcome.candidates,
+        "supported": outcome.supported,
+        "promoted": outcome.promoted,
+    }
     for key in {key for key, _ in copies}:
         scope = store.scopes.find_by_identity(**key.identity())
         if scope is not None:
@@ -159,6 +177,7 @@ def _copies(
         if target is None or origin is None or origin.private or origin.deleted:
             continue  # unknown target, invented content, or a private observation: never
         key, _ = target
+        supports = item.get("supports")
         copies.append(
             (
                 key,
@@ -173,24 +192,72 @@ def _copies(
                     related_user_ids=list(origin.related_user_ids),
                     propagated_from=origin.id,
                     expires_at=origin.expires_at,  # a copy of an expiring fact expires with it
+                    review={"supports": supports} if isinstance(supports, str) else None,
                 ),
             )
         )
     return copies
 
 
+@dataclass
+class _Outcome:
+    created: int = 0
+    blocked: dict[str, int] = field(default_factory=dict)
+    in_review: int = 0
+    candidates: int = 0
+    supported: int = 0
+    promoted: int = 0
+
+
+def open_candidates(*, store: MemoryStore, source: Scope) -> list[Observation]:
+    """The collective's open candidates a group's propagation may support (others' only)."""
+    if source.scope_type != "group":
+        return []
+    collective = store.scopes.find_by_identity(**ScopeKey.collective(source.agent_id).identity())
+    if collective is None:
+        return []
+    found = store.observations.review_page(
+        agent_id=source.agent_id,
+        status="candidate",
+        scope_id=ObjectId(collective.id),
+        reason=None,
+        after=None,
+        limit=MAX_OPEN_CANDIDATES,
+    )
+    return [
+        o
+        for o in found
+        if source.group_id not in ((o.review or {}).get("supporting_group_ids") or [])
+    ]
+
+
 def _store_copies(
-    store: MemoryStore, source: Scope, copies: list[tuple[ScopeKey, Observation]]
-) -> int:
+    store: MemoryStore,
+    source: Scope,
+    copies: list[tuple[ScopeKey, Observation]],
+    *,
+    job_id: str | None = None,
+) -> _Outcome:
+    """Store the copies the guard lets through: one flagged `pii:*` or `secret` is never
+    stored, whatever the model answered. A group's copy for the collective is a candidate
+    until enough groups supply the same fact (or a person approves it); a copy of an open
+    candidate's fact supports that candidate instead of being stored again."""
+    outcome = _Outcome()
     by_scope: dict[str, list[Observation]] = {}
+    scopes: dict[str, Scope] = {}
     for key, observation in copies:
+        detection = detect(observation.content)
+        if detection.blocks_propagation:
+            for flag in detection.flags:
+                if flag in BLOCKING_FLAGS:
+                    outcome.blocked[flag] = outcome.blocked.get(flag, 0) + 1
+            continue
         scope, _ = scope_get_or_create(store=store, key=key)
         if not scope.is_active:
             continue  # a paused scope receives nothing new
         observation.scope_id = scope.id
+        scopes[scope.id] = scope
         by_scope.setdefault(scope.id, []).append(observation)
-    if not by_scope:
-        return 0
     origins = [
         ObjectId(o.propagated_from)
         for observations in by_scope.values()
@@ -198,14 +265,20 @@ def _store_copies(
         if o.propagated_from
     ]
     now = utcnow()
-    created = 0
+    min_groups = max(1, store.collective_min_groups)
+    group_id = source.group_id if source.scope_type == "group" else None
 
     def commit(session: StoreSession) -> None:
-        nonlocal created
+        outcome.created = outcome.in_review = outcome.candidates = 0
+        outcome.supported = outcome.promoted = 0
         existing = store.observations.copies_of(origins, session=session)
-        created = 0
         for scope_id, observations in by_scope.items():
+            scope = scopes[scope_id]
             fresh = [o for o in observations if (scope_id, o.propagated_from) not in existing]
+            if group_id is not None and scope.scope_type == "collective" and min_groups > 1:
+                fresh = _candidates(
+                    store, scope, fresh, group_id, min_groups, session, now, outcome
+                )
             if fresh:
                 duplicates: dict[str, Observation] = {}  # the target holds the fact already
                 observations_append(
@@ -215,16 +288,123 @@ def _store_copies(
                     session=session,
                     now=now,
                     duplicates=duplicates,
+                    origin="propagation",
                 )
-                created += len(fresh) - len(duplicates)
+                stored = [o for o in fresh if o.id not in duplicates]
+                outcome.created += len(stored)
+                outcome.in_review += sum(1 for o in stored if o.review_status == "in_review")
+                outcome.candidates += sum(1 for o in stored if o.review_status == "candidate")
+        if outcome.blocked:
+            store.scopes.count_blocked(ObjectId(source.id), outcome.blocked, session=session)
+            audit_record(
+                store=store,
+                actor="system",
+                action="propagation.blocked",
+                object_type="scope",
+                object_id=source.id,
+                agent_id=source.agent_id,
+                summary={
+                    "job_id": job_id,
+                    "blocked": sum(outcome.blocked.values()),
+                    "blocked_by": dict(sorted(outcome.blocked.items())),
+                },
+                at=now,
+                session=session,
+            )
 
-    store.in_transaction(commit, attempts=5)
-    if created:
+    if by_scope or outcome.blocked:
+        store.in_transaction(commit, attempts=5)
+    if outcome.created:
         store.agents.adjust_counters(
-            source.agent_id, now=now, observations=created, pending=created
+            source.agent_id, now=now, observations=outcome.created, pending=outcome.created
         )
-        activity_record(store=store, agent_id=source.agent_id, now=now, observations=created)
-    return created
+        activity_record(
+            store=store, agent_id=source.agent_id, now=now, observations=outcome.created
+        )
+    return outcome
+
+
+def _candidates(
+    store: MemoryStore,
+    collective: Scope,
+    fresh: list[Observation],
+    group_id: str,
+    min_groups: int,
+    session: StoreSession,
+    now: datetime,
+    outcome: _Outcome,
+) -> list[Observation]:
+    """A group's copies for the collective: each supports the open candidate it names (or
+    whose normalized text it repeats) and promotes it once `min_groups` groups stand
+    behind it; the others become candidates. Returns the copies still to store."""
+    open_ = store.observations.review_page(
+        agent_id=collective.agent_id,
+        status="candidate",
+        scope_id=ObjectId(collective.id),
+        reason=None,
+        after=None,
+        limit=MAX_OPEN_CANDIDATES,
+    )
+    by_id = {o.id: o for o in open_}
+    by_text = {normalized_text(o.content): o for o in open_}
+    to_store: list[Observation] = []
+    for copy in fresh:
+        named = (copy.review or {}).get("supports")
+        candidate = by_id.get(named) if isinstance(named, str) else None
+        candidate = candidate or by_text.get(normalized_text(copy.content))
+        if candidate is None:
+            copy.review_status = "candidate"
+            copy.review = {
+                "reasons": ["needs_more_groups"],
+                "since": now,
+                "supporting_group_ids": [group_id],
+            }
+            by_text[normalized_text(copy.content)] = copy
+            to_store.append(copy)
+            continue
+        if any(candidate is c for c in to_store):  # two copies of one fact in one answer
+            continue
+        supporters = list((candidate.review or {}).get("supporting_group_ids") or [])
+        if group_id in supporters:
+            continue
+        supporters.append(group_id)
+        store.observations.push_supporting_group(ObjectId(candidate.id), group_id, session=session)
+        candidate.review = {**(candidate.review or {}), "supporting_group_ids": supporters}
+        outcome.supported += 1
+        if len(supporters) >= min_groups:
+            _promote(store, collective, candidate, session, now)
+            outcome.promoted += 1
+            by_text.pop(normalized_text(candidate.content), None)
+            by_id.pop(candidate.id, None)
+    return to_store
+
+
+def _promote(
+    store: MemoryStore, collective: Scope, candidate: Observation, session: StoreSession, now
+) -> None:
+    """Enough groups supply the fact: into the collective memory, or to a person first
+    when the scope reviews propagated copies (or the text is flagged)."""
+    reasons = [r for r in (candidate.review or {}).get("reasons") or [] if r != "needs_more_groups"]
+    review = {**(candidate.review or {}), "promoted_at": now}
+    if collective.review_mode in ("propagated", "all") or reasons:
+        review["reasons"] = list(dict.fromkeys([*reasons, "propagated"]))
+        review["since"] = now
+        store.observations.set_review_status(
+            ObjectId(candidate.id),
+            expected="candidate",
+            fields={"review_status": "in_review", "review": review},
+            session=session,
+        )
+        return
+    review["reasons"] = reasons
+    observation_release(
+        store=store,
+        observation=candidate,
+        expected="candidate",
+        session=session,
+        now=now,
+        review=review,
+    )
 
 
 def _closest(content: str, absorbed: list[Observation]) -> Observation | None:

@@ -26,8 +26,7 @@ from bson import ObjectId
 from streams.consolidation import consolidation_commit
 from streams.consolidation_runs import consolidation_fold
 from streams.documents import Job, Observation, Scope, utcnow
-from streams.exceptions import Conflict
-from streams.jobs import JobRun, job_create
+from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.search import search_index_forget
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
@@ -122,7 +121,7 @@ def remove_copies(*, store: MemoryStore, copies: list[Observation]) -> int:
         count = repo.delete_observations(ids)
         if count:
             repo.unlink_observations(ObjectId(scope_id), ids, count=count)
-            pending = sum(1 for o in observations if not o.consolidated and not o.deleted)
+            pending = sum(1 for o in observations if o.status == "pending" and not o.deleted)
             store.agents.adjust_counters(
                 observations[0].agent_id, now=now, observations=-count, pending=-pending
             )
@@ -205,8 +204,8 @@ def rebuild_scope(
     changed = changed or set()
     oid = ObjectId(scope_id)
     now = utcnow()
-    if not store.scopes.acquire_lease(oid, owner=run.job.id, now=now, until=now + lease):
-        raise Conflict(f"scope {scope_id} is being consolidated; the rebuild retries later")
+    if not scope_lease_take(store=store, run=run, scope_id=scope_id, lease=lease):
+        return None  # the scope is gone
     try:
         scope = store.scopes.get(oid)
         if scope is None:

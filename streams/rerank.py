@@ -134,7 +134,7 @@ def _around(
     the next turn, halved per turn further."""
     for step in neighbour_steps(reach):
         other = slots.get((seed.scope_id, seed.seq + step))
-        if other is not None and not other.deleted and are_neighbours(seed, other, reach=reach):
+        if other is not None and other.live and are_neighbours(seed, other, reach=reach):
             yield other, 1 / 2 ** (abs(step) - 1)
 
 

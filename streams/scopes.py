@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streams.consolidation_runs import consolidation_due
-from streams.documents import Job, Scope, ScopeType, utcnow
+from streams.documents import REVIEW_MODES, Job, Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
@@ -72,13 +72,14 @@ def scope_get_or_create(
         return existing, False
     now = utcnow()
     store.agents.ensure(key.agent_id, now=now)
+    review = {} if key.scope_type == "individual" else {"review_mode": store.review_mode_shared}
     scope = Scope(
         **key.identity(),
         display_name=display_name or key.name,
         seq=store.agents.allocate_scope_seq(key.agent_id),
         created_at=now,
         last_activity_at=now,
-        **{**store.scope_defaults, **(defaults or {})},
+        **{**store.scope_defaults, **review, **(defaults or {})},
     )
     if not store.scopes.insert(scope):
         # Another caller created it between our read and our insert: theirs stands.
@@ -194,6 +195,7 @@ SETTING_FIELDS = frozenset(
         "consolidation_threshold",
         "consolidation_max_words",
         "max_observations",
+        "review_mode",
     }
 )
 
@@ -217,6 +219,12 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
         if name == "is_active":
             if not isinstance(value, bool):
                 raise InvalidInput("is_active must be true or false", details=[{"field": name}])
+            checked[name] = value
+        elif name == "review_mode":
+            if value not in REVIEW_MODES:
+                raise InvalidInput(
+                    "review_mode must be one of off, propagated, all", details=[{"field": name}]
+                )
             checked[name] = value
         elif name in ("consolidation_threshold", "consolidation_max_words"):
             low, high = THRESHOLD_RANGE if name == "consolidation_threshold" else MAX_WORDS_RANGE

@@ -52,6 +52,7 @@ from streams.rerank import (
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
+from streams.store.write_batch import WriteBatch
 
 MAX_LIMIT = 50
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
@@ -96,12 +97,17 @@ def _changes(observations: list[Observation], sign: int) -> list[IndexChange]:
 
 
 def search_index_add(
-    *, store: MemoryStore, observations: list[Observation], session: StoreSession | None = None
+    *,
+    store: MemoryStore,
+    observations: list[Observation],
+    session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> None:
-    """Index new observations (call inside the transaction that inserts them)."""
-    live = [o for o in observations if not o.deleted]
+    """Index new observations (call inside the transaction that inserts them); those held
+    for review are indexed when they are released (`streams.review`)."""
+    live = [o for o in observations if not o.deleted and not o.held]
     if live:
-        store.search_index.apply(_changes(live, +1), session=session)
+        store.search_index.apply(_changes(live, +1), session=session, writes=writes)
 
 
 def search_index_remove(
@@ -109,10 +115,11 @@ def search_index_remove(
 ) -> None:
     """Take observations out of search (soft delete, or before re-indexing new content).
 
-    Observations already deleted were taken out when they were deleted: skipped, so
-    the statistics are never decremented twice.
+    Observations already deleted were taken out when they were deleted, and held ones
+    (in review, candidates, rejected) were never in: skipped, so the statistics are never
+    decremented twice.
     """
-    live = [o for o in observations if not o.deleted]
+    live = [o for o in observations if not o.deleted and not o.held]
     if live:
         store.search_index.apply(_changes(live, -1), session=session)
 
@@ -259,7 +266,7 @@ def search_in_scopes(
     visible = {s.id for s in scopes}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if observation.deleted or observation.is_expired() or observation.scope_id not in visible:
+        if not observation.live or observation.is_expired() or observation.scope_id not in visible:
             continue
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation

@@ -41,7 +41,7 @@ def scope_live_observations(*, store: MemoryStore, scope_id: str) -> list[Observ
         window = store.observations.seq_window(
             oid, low_seq=low, high_seq=min(low + BATCH, scope.observation_seq)
         )
-        live += [o for o in window if not o.deleted]
+        live += [o for o in window if not o.deleted and not o.held]
     return live
 
 

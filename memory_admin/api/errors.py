@@ -23,7 +23,14 @@ from memory_admin.api.auth import PermissionDenied
 from memory_admin.api.ratelimit import RateLimited
 from memory_admin.connection import close_connection
 from memory_admin.stores import store_unreachable
-from streams.exceptions import Conflict, InvalidInput, MemoryServiceError, NotFound, Unavailable
+from streams.exceptions import (
+    Busy,
+    Conflict,
+    InvalidInput,
+    MemoryServiceError,
+    NotFound,
+    Unavailable,
+)
 
 logger = logging.getLogger("memory_admin.api")
 
@@ -143,9 +150,12 @@ def _on_domain_error(request: HttpRequest, exc: MemoryServiceError) -> HttpRespo
     if status == 503:
         logger.warning("unavailable: %s %s: %s", request.method, request.path, exc.message)
         store_unreachable(exc)  # an embedded store that died is restarted meanwhile
-        return with_retry_after(
+        response = with_retry_after(
             error_response(status, code=exc.code, message=exc.message, details=domain_details(exc))
         )
+        if isinstance(exc, Busy):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
     response = error_response(
         status, code=exc.code, message=exc.message, details=domain_details(exc)
     )

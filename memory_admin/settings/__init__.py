@@ -11,12 +11,16 @@ from pathlib import Path
 
 import dj_database_url
 
+from memory_admin.private_files import private_dir, private_sqlite_file
 from memory_admin.settings.env import env_bool, env_list, env_str, load_dotenv_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 load_dotenv_file(BASE_DIR / ".env")
 
 MEMORY_DATA_DIR = Path(env_str("MEMORY_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+# Created if missing (a fresh MEMORY_DATA_DIR would fail `migrate` with "unable to open
+# database file"), and 0700: it holds the store, the SQLite database and secrets.
+private_dir(MEMORY_DATA_DIR)
 
 DEBUG = env_bool("DJANGO_DEBUG", default=True)
 SECRET_KEY = env_str("DJANGO_SECRET_KEY", "")
@@ -39,6 +43,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "ninja",
+    "axes",  # login throttling: memory_admin/settings/login.py
     "memory_admin.apps.MemoryAdminConfig",
 ]
 
@@ -60,6 +65,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memory_admin.middleware.StoreUnavailableMiddleware",
+    # Last, as django-axes asks: answers a locked-out sign-in with its lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memory_admin.urls"
@@ -87,6 +94,8 @@ DATABASES = {
         conn_max_age=60,
     )
 }
+# SQLite creates its file 0644 (and its journals like it): created 0600 before it opens it.
+private_sqlite_file(DATABASES["default"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -137,6 +146,7 @@ from memory_admin.settings.cache import *  # noqa: E402,F403
 from memory_admin.settings.celery import *  # noqa: E402,F403
 from memory_admin.settings.chat import *  # noqa: E402,F403
 from memory_admin.settings.llm import *  # noqa: E402,F403
+from memory_admin.settings.login import *  # noqa: E402,F403
 from memory_admin.settings.memory import *  # noqa: E402,F403
 from memory_admin.settings.mongo import *  # noqa: E402,F403
 from memory_admin.settings.production import *  # noqa: E402,F403

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
+from memory_admin.private_files import close_to_others, read_or_create_secret
+
 
 def load_dotenv_file(path: Path) -> None:
     """Read `.env` if present; real environment variables win over it."""
@@ -46,12 +48,10 @@ def env_list(name: str, default: list[str]) -> list[str]:
 
 
 def dev_secret_key(data_dir: Path) -> str:
-    """A development key generated once per data directory, so sessions survive restarts."""
+    """A development key generated once per data directory, so sessions survive restarts.
+
+    Created 0600 from the start (`memory_admin.private_files`).
+    """
     path = data_dir / "dev-secret-key"
-    if path.is_file():
-        return path.read_text().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(50)
-    path.write_text(key)
-    path.chmod(0o600)
-    return key
+    close_to_others(path)
+    return read_or_create_secret(path, lambda: secrets.token_urlsafe(50))

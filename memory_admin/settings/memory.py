@@ -10,6 +10,13 @@ MEMORY_FORMATION_MIN_MESSAGES = env_int("MEMORY_FORMATION_MIN_MESSAGES", 4)
 MEMORY_COLD_SESSION_MINUTES = env_int("MEMORY_COLD_SESSION_MINUTES", 10)
 MEMORY_CONSOLIDATION_THRESHOLD = env_int("MEMORY_CONSOLIDATION_THRESHOLD", 10)
 MEMORY_CONSOLIDATION_MAX_WORDS = env_int("MEMORY_CONSOLIDATION_MAX_WORDS", 500)
+# Review of shared memory: the review_mode new group, collective and shard scopes start
+# with ("off", "propagated" or "all"), and how many different groups must supply the same
+# fact before a group's copy enters the collective memory without a person's approval.
+MEMORY_REVIEW_MODE_SHARED = env_str("MEMORY_REVIEW_MODE_SHARED", "off")
+if MEMORY_REVIEW_MODE_SHARED not in ("off", "propagated", "all"):
+    raise ValueError("MEMORY_REVIEW_MODE_SHARED must be off, propagated or all")
+MEMORY_COLLECTIVE_MIN_GROUPS = max(1, env_int("MEMORY_COLLECTIVE_MIN_GROUPS", 2))
 # A consolidation run holds its scope's lease this long; a job "running" longer is
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.

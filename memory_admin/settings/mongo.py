@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_admin.settings.env import env_int, env_optional, env_str
+from memory_admin.settings.env import env_float, env_int, env_optional, env_str
 
 MONGODB_URI: str | None = env_optional("MONGODB_URI")
 MONGODB_DB: str = env_str("MONGODB_DB", "memory")
@@ -13,3 +13,9 @@ MEMORY_EMBEDDED_START_TIMEOUT = 60.0
 MONGODB_SERVER_SELECTION_TIMEOUT_MS: int = env_int("MONGODB_SERVER_SELECTION_TIMEOUT_MS", 1000)
 # The Retry-After (seconds) of those 503s.
 MEMORY_STORE_RETRY_AFTER_SECONDS = 2
+# A write that keeps conflicting with another transaction this long answers 503 (code
+# `busy`) with Retry-After, instead of waiting: typically a transaction left open by a
+# worker killed mid-write, until the store reaps it (the embedded store after
+# MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS, 10 by default; mongod after its
+# transactionLifetimeLimitSeconds, 60 by default).
+MEMORY_STORE_CONFLICT_SECONDS: float = env_float("MEMORY_STORE_CONFLICT_SECONDS", 5.0)

@@ -17,6 +17,7 @@ from memory_admin.ui.usage import ranked_scopes
 from streams.activity import activity_days
 from streams.documents import Agent, Job, utcnow
 from streams.retrieval_health import retrieval_health
+from streams.review import review_counts_by_agent
 from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
 from streams.store import MemoryStore
 
@@ -38,6 +39,7 @@ class AgentRow:
     agent: Agent
     consolidations_today: int
     failed_jobs: int
+    in_review: int = 0
 
     @property
     def id(self) -> str:
@@ -63,11 +65,13 @@ def agent_page(*, store: MemoryStore, after: str | None, limit: int) -> AgentPag
     ids = [a.id for a in agents]
     today = agent_day_counters(store=store, agent_ids=ids, day=utcnow().date())
     failed = failed_job_counts(store=store, agent_ids=ids)
+    waiting = review_counts_by_agent(store=store, agent_ids=ids)
     rows = [
         AgentRow(
             agent=a,
             consolidations_today=int(today.get(a.id, {}).get("consolidations", 0)),
             failed_jobs=failed.get(a.id, 0),
+            in_review=waiting.get(a.id, 0),
         )
         for a in agents
     ]

@@ -14,7 +14,14 @@ SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group"
 SCOPE_TYPES += [("collective", "Collective")]
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
 TEXT_TARGETS = [("names", "names and ids"), ("consolidation", "consolidation text")]
-STATUSES = [("all", "Any status"), ("pending", "Pending"), ("consolidated", "Consolidated")]
+STATUSES = [
+    ("all", "Any status"),
+    ("pending", "Pending"),
+    ("consolidated", "Consolidated"),
+    ("in_review", "In review"),
+    ("candidate", "Candidate"),
+    ("rejected", "Rejected"),
+]
 PRIVACY = [("", "Private or not"), ("yes", "Private only"), ("no", "Not private")]
 JOB_STATUSES = [("", "Any status"), ("queued", "Queued"), ("running", "Running")]
 JOB_STATUSES += [("succeeded", "Succeeded"), ("failed", "Failed")]
@@ -78,6 +85,15 @@ class ScopeSettingsForm(forms.Form):
         label="Keep at most (observations)",
         help_text="Empty: no cap. Beyond it the oldest consolidated observations are purged; "
         "pending, pinned and in-review ones never.",
+    )
+    review_mode = forms.ChoiceField(
+        choices=[
+            ("off", "Off: only flagged text waits"),
+            ("propagated", "Propagated copies wait for review"),
+            ("all", "Everything new waits (but an operator's own adds)"),
+        ],
+        label="Review",
+        required=False,
     )
 
 

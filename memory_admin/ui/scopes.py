@@ -31,6 +31,7 @@ from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.pagination import Page
 from streams.pins import sentences
 from streams.prompts import prompt_role, resolve_for_scope
+from streams.review import review_counts
 from streams.scopes import scope_get, scope_list
 from streams.selectors import (
     agents_page,
@@ -144,6 +145,7 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         "can_edit": can_edit(request),
         **history_context(store, scope),
         **scope_usage_context(store, scope),
+        "review": review_counts(store=store, scope_id=scope.id),
         **log,
     }
     return render(request, "ui/scope_detail.html", context)
@@ -185,6 +187,7 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "consolidation_threshold": scope.consolidation_threshold,
         "consolidation_max_words": scope.consolidation_max_words,
         "max_observations": scope.max_observations,
+        "review_mode": scope.review_mode,
     }
     form = ScopeSettingsForm(data, initial=initial)
     return form
@@ -345,7 +348,11 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     scope = found(scope_get, store=store, scope_id=scope_id)
     form = _settings_form(scope, request.POST)
     if form.is_valid():
-        changes = {k: v for k, v in form.cleaned_data.items() if k in form.changed_data}
+        changes = {
+            k: v
+            for k, v in form.cleaned_data.items()
+            if k in form.changed_data and not (k == "review_mode" and not v)
+        }
         try:
             do_scope_update(store=store, actor=actor(request), scope=scope, changes=changes)
         except InvalidInput as exc:

@@ -11,7 +11,12 @@ from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.feedback import observation_feedback
-from streams.observation_batch import BatchItem, BatchResult, observation_batch_add
+from streams.observation_batch import (
+    BatchItem,
+    BatchResult,
+    observation_add_once,
+    observation_batch_add,
+)
 from streams.observations import (
     UNSET,
     Unset,
@@ -47,6 +52,33 @@ def do_observation_add(
     )
     schedule(jobs)
     return observation
+
+
+def do_observation_add_once(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    scope: Scope,
+    content: str,
+    client_id: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+) -> tuple[Observation, bool]:
+    """A manual addition keyed by the caller's `client_id`: (observation, created); a
+    repeat returns the first observation and writes nothing (`observation_add_once`)."""
+    jobs: list[Job] = []
+    result = observation_add_once(
+        store=store,
+        scope=scope,
+        content=content,
+        client_id=client_id,
+        private=private,
+        observed_at=observed_at,
+        follow_ups=jobs,
+        actor=str(actor),
+    )
+    schedule(jobs)
+    return result
 
 
 def do_observation_add_batch(

@@ -36,7 +36,9 @@ OFFLINE_MODEL = "offline-rules"
 
 _I = re.IGNORECASE
 # Personal information never propagates: first/second person, preferences and requests,
-# contact details, health, identity. Deliberately broad: a false drop only loses a copy.
+# health, identity. Deliberately broad: a false drop only loses a copy. Contact details,
+# account numbers and secrets are the propagation guard's (`streams.detectors`), whatever
+# the provider answers.
 _PERSONAL_WORDS = re.compile(
     r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself|you|your|yours)\b"
     r"|\b(?:prefers?|preferred|likes|loves|hates|enjoys|dislikes|favou?rite|wants to be called"
@@ -55,8 +57,6 @@ _IDENTITY = re.compile(
     r"|nationality)\b",
     _I,
 )
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_PHONE = re.compile(r"\+?\d[\d\s().-]{6,}\d")
 _SHARED = re.compile(
     r"\b(?:team|teams|project|projects|we|we're|our|us|everyone|everybody|users|customers"
     r"|the product|company|release)\b",
@@ -141,7 +141,7 @@ def _mentions(text: str, name: str) -> bool:
 
 def is_personal(text: str, names: frozenset[str] = frozenset()) -> bool:
     """Whether the text carries anything about one person that must stay where it is."""
-    if any(p.search(text) for p in (_PERSONAL_WORDS, _HEALTH, _IDENTITY, _EMAIL, _PHONE)):
+    if any(p.search(text) for p in (_PERSONAL_WORDS, _HEALTH, _IDENTITY)):
         return True
     return any(_mentions(text, name) for name in names)
 

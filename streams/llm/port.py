@@ -73,6 +73,8 @@ class PropagationContext:
     observations: list[str]
     targets: list[str]  # group names, or ["collective"]
     source_description: str
+    # Open collective candidates (id, text) a copy may support instead of repeating.
+    candidates: list[tuple[str, str]] = field(default_factory=list)
 
 
 LLMContext = ExtractionContext | ConsolidationContext | PropagationContext

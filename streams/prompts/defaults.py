@@ -137,6 +137,10 @@ beyond it; most usually are not.
 # Where they may be shared
 {targets}
 
+# Open collective candidates
+Facts other groups proposed for the collective memory, waiting for more groups:
+{candidates}
+
 # Your task
 Select the observations, if any, that are useful beyond their source and contain \
 nothing personal:
@@ -151,11 +155,13 @@ anything said in confidence.
 
 Rewrite each selected observation so that it stands on its own, names no person \
 and stays specific and factual. Give it the scope of one target exactly as listed \
-above ("group:<group name>" or "collective").
+above ("group:<group name>" or "collective"). When a selected observation says the \
+same as an open candidate, add "supports": "<candidate id>" to its item.
 
 # Answer format
 JSON only: no prose, no code fences. Exactly this shape:
-{{"observations": [{{"content": "...", "scope": "group:<group name>|collective"}}]}}
+{{"observations": [{{"content": "...", "scope": "group:<group name>|collective", \
+"supports": "<candidate id, optional>"}}]}}
 When nothing should be shared, answer {{"observations": []}}.
 """
 

@@ -86,6 +86,11 @@ PLACEHOLDERS: dict[PromptKind, dict[str, Placeholder]] = {
             True, 'The scopes they may go to: "group:<name>" lines, or "collective".'
         ),
         "source": Placeholder(False, 'Where they were absorbed, e.g. "individual memory of Gene".'),
+        "candidates": Placeholder(
+            False,
+            'Open collective candidates, one "- [<id>] <text>" line each, or "(none)" '
+            "(a template without it gets them after the targets).",
+        ),
     },
 }
 
@@ -244,18 +249,27 @@ def render_consolidation(template: str, context: ConsolidationContext) -> str:
 
 def render_propagation(template: str, context: PropagationContext) -> str:
     """The propagation prompt for the observations one consolidation just absorbed."""
+    # Targets are group names (a ready "group:<name>" label is not prefixed again): the
+    # model answers with a target exactly as listed here.
     targets = [
         "- collective (lessons for all users of this assistant)"
         if target == COLLECTIVE_TARGET
-        else f"- group:{target}"
+        else f"- group:{_one_line(target.removeprefix('group:'))}"
         for target in context.targets
     ]
+    candidates = "\n".join(
+        f"- [{candidate_id}] {_one_line(text)}" for candidate_id, text in context.candidates
+    )
+    targets_text = "\n".join(targets)
+    if candidates and "{candidates}" not in template:
+        targets_text += f'\n\nOpen collective candidates (name one in "supports"):\n{candidates}'
     return _render(
         "propagation",
         template,
         observations=_bullets(context.observations) or NO_OBSERVATIONS,
-        targets="\n".join(targets),
+        targets=targets_text,
         source=context.source_description,
+        candidates=candidates or NO_OBSERVATIONS,
     )
 
 

@@ -7,6 +7,7 @@ repository module declares the indexes its queries need (`INDEXES`), and
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterator
@@ -19,7 +20,7 @@ from pymongo.errors import ConnectionFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from streams.exceptions import Conflict, Unavailable
+from streams.exceptions import Busy, Conflict, Unavailable
 from streams.store import (
     agent_days,
     agents,
@@ -45,6 +46,7 @@ from streams.store import (
     webhooks,
 )
 from streams.store.indexes import IndexSpec, apply_indexes
+from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
 # What a store call raises when the store fails (unreachable, timed out): callers that
@@ -90,11 +92,24 @@ class MemoryStore:
         prices: dict[str, tuple[float, float]] | None = None,
         access_flush_seconds: float = 0.0,
         context_log_days: int = 0,
+        conflict_seconds: float | None = None,
+        review_mode_shared: str = "off",
+        collective_min_groups: int = 2,
     ) -> None:
         self.client = client
+        # How long a transaction that keeps meeting write conflicts is retried before
+        # `Busy` (MEMORY_STORE_CONFLICT_SECONDS).
+        self.conflict_seconds = (
+            TRANSACTION_RETRY_SECONDS if conflict_seconds is None else conflict_seconds
+        )
         self.db = client[db_name]
         # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
         self.scope_defaults = dict(scope_defaults or {})
+        # New group, collective and shard scopes start with this review mode
+        # (MEMORY_REVIEW_MODE_SHARED); a group's collective copy waits as a candidate until
+        # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
+        self.review_mode_shared = review_mode_shared
+        self.collective_min_groups = collective_min_groups
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.
@@ -127,6 +142,11 @@ class MemoryStore:
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 
+    def write_batch(self, session: ClientSession) -> WriteBatch | None:
+        """The transaction's writes as one round trip, or None where the server cannot
+        (streams/store/write_batch.py): then each write goes as it is made."""
+        return WriteBatch.for_session(self.client, session)
+
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)
 
@@ -156,7 +176,7 @@ class MemoryStore:
         at once: `with_transaction` retries those for up to 120 s, so a dead server would hold
         every writing request for two minutes instead of answering 503.
         """
-        deadline = time.monotonic() + TRANSACTION_RETRY_SECONDS
+        deadline = time.monotonic() + self.conflict_seconds
         with self.client.start_session() as session:
             retry = 0
             while True:
@@ -174,14 +194,32 @@ class MemoryStore:
                         session.abort_transaction()
                     if _retryable(exc, "TransientTransactionError", deadline):
                         continue
+                    self._raise_busy_if_conflict(exc)
                     raise
                 try:
                     _commit(session, deadline)
                 except PyMongoError as exc:
                     if _retryable(exc, "TransientTransactionError", deadline):
                         continue
+                    self._raise_busy_if_conflict(exc)
                     raise
                 return result
+
+    def _raise_busy_if_conflict(self, exc: BaseException) -> None:
+        """A write conflict that outlasted the window: `Busy` (503, Retry-After), not a
+        500 after pymongo's two minutes. What holds the documents is most likely a
+        transaction whose client died, which the store aborts once it idles past its
+        transaction lifetime (`memory_admin.embedded_store`)."""
+        if (
+            isinstance(exc, PyMongoError)
+            and not isinstance(exc, ConnectionFailure)
+            and exc.has_error_label("TransientTransactionError")
+        ):
+            raise Busy(
+                "another write to the same memory is still open (a worker may have died "
+                "in the middle of it); retry shortly",
+                retry_after=max(1, math.ceil(self.conflict_seconds)),
+            ) from exc
 
     @contextmanager
     def session(self) -> Iterator[ClientSession]:
@@ -189,8 +227,10 @@ class MemoryStore:
             yield session
 
 
-# How long a transaction that keeps meeting write conflicts is retried (pymongo: 120 s).
-TRANSACTION_RETRY_SECONDS = 30.0
+# How long a transaction that keeps meeting write conflicts is retried (pymongo: 120 s)
+# before `Busy`: a conflict with a live writer clears in milliseconds, one with a dead
+# writer's orphan only when the store reaps it.
+TRANSACTION_RETRY_SECONDS = 5.0
 
 
 def _retryable(exc: BaseException, label: str, deadline: float) -> bool:

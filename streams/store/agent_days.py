@@ -10,12 +10,14 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
+from pymongo import UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_agent_days"
 INDEXES: list[IndexSpec] = [
@@ -35,9 +37,21 @@ class AgentDayRepository:
         counts: dict[str, int],
         *,
         session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
         """Inside a transaction (`session`), two first writes of a day can race on the
-        unique index: that is a `Conflict`, and the caller's transaction is retried."""
+        unique index: that is a `Conflict`, and the caller's transaction is retried
+        (with `writes`, the batch's duplicate key is that Conflict)."""
+        if writes is not None:
+            writes.add(
+                UpdateOne(
+                    {"agent_id": agent_id, "day": day.isoformat()},
+                    {"$inc": counts},
+                    upsert=True,
+                    namespace=self.collection.full_name,
+                )
+            )
+            return
         try:
             self.collection.update_one(
                 {"agent_id": agent_id, "day": day.isoformat()},

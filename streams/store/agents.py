@@ -12,12 +12,14 @@ import contextlib
 from datetime import datetime
 from typing import Any
 
+from pymongo import UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.documents import Agent
 from streams.store.indexes import IndexSpec
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_agents"
 INDEXES: list[IndexSpec] = []  # every query is by `_id` (the agent id)
@@ -75,6 +77,7 @@ class AgentRepository:
         observations: int = 0,
         pending: int = 0,
         session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
         increments = {
             key: value
@@ -88,6 +91,9 @@ class AgentRepository:
         update: dict[str, Any] = {"$set": {"last_activity_at": now}}
         if increments:
             update["$inc"] = increments
+        if writes is not None:
+            writes.add(UpdateOne({"_id": agent_id}, update, namespace=self.collection.full_name))
+            return
         self.collection.update_one({"_id": agent_id}, update, session=session)
 
     def set_counters(self, agent_id: str, *, scopes: int, observations: int, pending: int) -> None:

@@ -16,12 +16,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
-from pymongo import DESCENDING
+from pymongo import DESCENDING, InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.documents_audit import AuditEntry
 from streams.store.indexes import IndexSpec, index
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_audit"
 META = "memory_audit_meta"
@@ -57,7 +58,13 @@ class AuditRepository:
         self.meta = db[META]
         self._key = (id(db.client), db.name)
 
-    def insert(self, entry: AuditEntry, *, session: ClientSession | None = None) -> str:
+    def insert(
+        self,
+        entry: AuditEntry,
+        *,
+        session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
+    ) -> str:
         """With `session`, the entry commits (or not) with the write it records. The log's
         start is moved outside it: a `$min` on one shared document would make every
         concurrent transaction conflict, and a start a little early is harmless."""
@@ -67,7 +74,10 @@ class AuditRepository:
             _STARTED[self._key] = entry.at
         doc = entry.to_mongo()
         doc.setdefault("_id", _id_at(entry.at))
-        self.collection.insert_one(doc, session=session)
+        if writes is not None:
+            writes.add(InsertOne(doc, namespace=self.collection.full_name))
+        else:
+            self.collection.insert_one(doc, session=session)
         return str(doc["_id"])
 
     def started_at(self) -> datetime | None:

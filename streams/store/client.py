@@ -69,3 +69,15 @@ def is_unreachable(exc: BaseException | None) -> bool:
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
+
+
+def provision_root_user(uri: str, *, username: str, password: str) -> None:
+    """Create the server's administrative user, or reset its password if it exists (on a
+    server running without access control: how mongod and SecantusDB provision users)."""
+    from pymongo.errors import OperationFailure
+
+    with MongoClient(uri, serverSelectionTimeoutMS=10_000) as client:
+        try:
+            client.admin.command("createUser", username, pwd=password, roles=["root"])
+        except OperationFailure:  # it exists
+            client.admin.command("updateUser", username, pwd=password, roles=["root"])

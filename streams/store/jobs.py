@@ -78,6 +78,15 @@ class JobRepository:
         )
         return result.matched_count == 1
 
+    def last_beat(self, job_id: ObjectId) -> tuple[str, datetime | None] | None:
+        """(status, last heartbeat, else start) of a job; None when there is no such job."""
+        doc = self.collection.find_one(
+            {"_id": job_id}, {"status": 1, "heartbeat_at": 1, "started_at": 1, "_id": 0}
+        )
+        if doc is None:
+            return None
+        return doc["status"], doc.get("heartbeat_at") or doc.get("started_at")
+
     def stale_running(self, *, stale_before: datetime, limit: int) -> list[Job]:
         """Running jobs whose worker stopped renewing their lease (it died)."""
         found = []

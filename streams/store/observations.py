@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
+from pymongo import InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -16,6 +17,7 @@ from streams.exceptions import Conflict
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import page_by_seq
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_observations"
 INDEXES: list[IndexSpec] = [
@@ -37,6 +39,10 @@ INDEXES: list[IndexSpec] = [
         name="text_key_live",
         options={"sparse": True},
     ),
+    # The review queue: an agent's held observations, oldest first (`_id` order) ...
+    index(COLLECTION, "agent_id", "review_status", "_id"),
+    # ... and one scope's (the scope page, open collective candidates).
+    index(COLLECTION, "scope_id", "review_status", "_id"),
     # Lifecycle: the expiry sweep's to-do (`expiry_due`, unset once handled) and its purge
     # (`expires_at`); sparse, so they hold only the observations that expire.
     IndexSpec(
@@ -54,7 +60,8 @@ INDEXES: list[IndexSpec] = [
 ]
 
 FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
-StatusFilter = Literal["pending", "consolidated", "all"]
+StatusFilter = Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"]
+HELD_STATUSES = ("in_review", "candidate", "rejected")
 
 
 class TextTaken(Conflict):
@@ -74,9 +81,17 @@ class ObservationRepository:
         self.access_flush_seconds = access_flush_seconds
 
     def insert_many(
-        self, observations: list[Observation], *, session: ClientSession | None = None
+        self,
+        observations: list[Observation],
+        *,
+        session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
         if not observations:
+            return
+        if writes is not None:
+            for o in observations:
+                writes.add(InsertOne(o.to_mongo(), namespace=self.collection.full_name))
             return
         try:
             self.collection.insert_many([o.to_mongo() for o in observations], session=session)
@@ -145,8 +160,11 @@ class ObservationRepository:
         """A page of the scope's log, newest first; filters (the text one included, a
         case-insensitive match on content) ride inside the bounded `seq` windows."""
         base: dict[str, Any] = {"scope_id": scope_id}
-        if status != "all":
+        if status in HELD_STATUSES:
+            base["review_status"] = status
+        elif status != "all":
             base["consolidated"] = status == "consolidated"
+            base["review_status"] = None
         if not include_deleted:
             base["deleted_at"] = None
         if private is not None:
@@ -157,6 +175,85 @@ class ObservationRepository:
             self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
         )
         return [Observation.from_mongo(d) for d in page.docs], page.next_before
+
+    def review_page(
+        self,
+        *,
+        agent_id: str,
+        status: str,
+        scope_id: ObjectId | None,
+        reason: str | None,
+        after: ObjectId | None,
+        limit: int,
+    ) -> list[Observation]:
+        """Held observations of an agent (or of one of its scopes), oldest first."""
+        query: dict[str, Any] = {"review_status": status, "deleted_at": None}
+        if scope_id is not None:
+            query = {"scope_id": scope_id, "agent_id": agent_id, **query}
+        else:
+            query = {"agent_id": agent_id, **query}
+        if reason:
+            query["review.reasons"] = reason
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        cursor = self.collection.find(query).sort("_id", 1).limit(limit)
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def review_counts(
+        self, *, statuses: list[str], agent_id: str | None = None, scope_id: ObjectId | None = None
+    ) -> dict[str, int]:
+        """How many wait in each status, per agent or per scope (one of them), in one read."""
+        match: dict[str, Any] = (
+            {"scope_id": scope_id} if scope_id is not None else {"agent_id": agent_id}
+        )
+        match.update(review_status={"$in": statuses}, deleted_at=None)
+        pipeline = [{"$match": match}, {"$group": {"_id": "$review_status", "n": {"$sum": 1}}}]
+        found = {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
+        return {status: found.get(status, 0) for status in statuses}
+
+    def review_counts_by_agent(self, agent_ids: list[str], *, status: str) -> dict[str, int]:
+        """How many wait in `status` for each of these agents (absent: none), in one read."""
+        if not agent_ids:
+            return {}
+        pipeline = [
+            {
+                "$match": {
+                    "agent_id": {"$in": agent_ids},
+                    "review_status": status,
+                    "deleted_at": None,
+                }
+            },
+            {"$group": {"_id": "$agent_id", "n": {"$sum": 1}}},
+        ]
+        return {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
+
+    def set_review_status(
+        self,
+        observation_id: ObjectId,
+        *,
+        expected: str,
+        fields: dict[str, Any],
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Change a held observation, only while it is still `expected` and not deleted:
+        of two deciders, the second misses (False)."""
+        result = self.collection.update_one(
+            {"_id": observation_id, "review_status": expected, "deleted_at": None},
+            {"$set": fields},
+            session=session,
+        )
+        return result.matched_count == 1
+
+    def push_supporting_group(
+        self, observation_id: ObjectId, group_id: str, *, session: ClientSession | None = None
+    ) -> bool:
+        """Add a group to an open candidate's supporters (once)."""
+        result = self.collection.update_one(
+            {"_id": observation_id, "review_status": "candidate", "deleted_at": None},
+            {"$addToSet": {"review.supporting_group_ids": group_id}},
+            session=session,
+        )
+        return result.matched_count == 1
 
     def mark_consolidated(
         self,

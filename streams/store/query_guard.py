@@ -18,7 +18,16 @@ from pymongo import monitoring
 from streams.store.indexes import IndexSpec
 
 SERVED_OPERATORS = {"$eq", "$in", "$gt", "$gte", "$lt", "$lte", "$all"}
-CHECKED_COMMANDS = {"find", "aggregate", "count", "distinct", "update", "delete", "findAndModify"}
+CHECKED_COMMANDS = {
+    "find",
+    "aggregate",
+    "count",
+    "distinct",
+    "update",
+    "delete",
+    "findAndModify",
+    "bulkWrite",
+}
 
 
 class QueryGuard(monitoring.CommandListener):
@@ -53,6 +62,8 @@ class QueryGuard(monitoring.CommandListener):
 def check_command(
     name: str, command: dict[str, Any], catalog: dict[str, list[IndexSpec]]
 ) -> str | None:
+    if name == "bulkWrite":
+        return _check_bulk_write(command, catalog)
     collection = command.get(name)
     if not isinstance(collection, str) or not collection.startswith("memory_"):
         return None
@@ -63,6 +74,21 @@ def check_command(
             problem = "an unbounded list: no limit, no _id list, no closed range"
         if problem:
             return f"{name} on {collection} {query!r}: {problem}"
+    return None
+
+
+def _check_bulk_write(command: dict[str, Any], catalog: dict[str, list[IndexSpec]]) -> str | None:
+    """A client-level `bulkWrite` (several collections in one command): each of its
+    updates and deletes is checked as the collection's own command would be."""
+    namespaces = [info.get("ns", "") for info in command.get("nsInfo") or []]
+    for op in command.get("ops") or []:
+        for kind, plural in (("update", "updates"), ("delete", "deletes")):
+            if kind in op and isinstance(op[kind], int) and op[kind] < len(namespaces):
+                collection = namespaces[op[kind]].split(".", 1)[-1]
+                single = {kind: collection, plural: [{"q": op.get("filter") or {}}]}
+                problem = check_command(kind, single, catalog)
+                if problem:
+                    return problem
     return None
 
 

@@ -179,6 +179,33 @@ class ScopeRepository:
         )
         return result.matched_count == 1
 
+    def take_back_lease(self, scope_id: ObjectId, *, owner: str, until: datetime) -> bool:
+        """The lease `owner` already holds (its run was taken over after its runner died):
+        renewed to `until`."""
+        result = self.collection.update_one(
+            {"_id": scope_id, "lease_owner": owner}, {"$set": {"lease_until": until}}
+        )
+        return result.matched_count == 1
+
+    def lease_holder(self, scope_id: ObjectId) -> tuple[str | None, datetime] | None:
+        """(owner, until) of the scope's lease; None when the scope does not exist."""
+        doc = self.collection.find_one(
+            {"_id": scope_id}, {"lease_owner": 1, "lease_until": 1, "_id": 0}
+        )
+        if doc is None:
+            return None
+        return doc.get("lease_owner"), doc.get("lease_until") or EPOCH
+
+    def take_over_lease(
+        self, scope_id: ObjectId, *, holder: str, owner: str, until: datetime
+    ) -> bool:
+        """Take the lease from `holder` (a run known to be dead) if it still holds it."""
+        result = self.collection.update_one(
+            {"_id": scope_id, "lease_owner": holder},
+            {"$set": {"lease_owner": owner, "lease_until": until}},
+        )
+        return result.matched_count == 1
+
     def release_lease(self, scope_id: ObjectId, *, owner: str) -> None:
         self.collection.update_one(
             {"_id": scope_id, "lease_owner": owner},
@@ -294,6 +321,28 @@ class ScopeRepository:
             session=session,
         )
         return result.modified_count
+
+    def count_blocked(
+        self, scope_id: ObjectId, blocked: dict[str, int], *, session: ClientSession
+    ) -> None:
+        """Add to the counts of copies this scope's propagation was refused, by flag."""
+        if blocked:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$inc": {f"propagation_blocked.{flag}": n for flag, n in blocked.items()}},
+                session=session,
+            )
+
+    def push_pending_in(
+        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
+    ) -> None:
+        """Make observations pending inside the caller's transaction (a review approval)."""
+        if observation_ids:
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
+                session=session,
+            )
 
     def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Back to pending (a restore): each at most once."""

@@ -60,6 +60,7 @@ from streams.store.postings import (
     totals_key,
     unpack,
 )
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_search_terms"
 INDEXES: list[IndexSpec] = [
@@ -132,7 +133,13 @@ class SearchIndexRepository:
     def is_empty(self) -> bool:
         return self.collection.find_one({"_id": {"$lt": LAYOUT_ID}}, {"_id": 1}) is None
 
-    def apply(self, changes: list[IndexChange], *, session: ClientSession | None = None) -> None:
+    def apply(
+        self,
+        changes: list[IndexChange],
+        *,
+        session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
+    ) -> None:
         """All changes: one read of the heads they touch (and, for a delete of a posting
         already sealed, one read of the chunks holding it) and one bulk write, in the
         caller's transaction (or one of its own when none is given).
@@ -143,9 +150,15 @@ class SearchIndexRepository:
         """
         if len({c.sign for c in changes}) > 1:
             for change in changes:
-                self.apply([change], session=session)
+                self.apply([change], session=session, writes=writes)
             return
         if not changes:
+            return
+        if writes is not None and changes[0].sign > 0:
+            # The heads are read now (in the transaction); the writes join the batch.
+            assert session is not None, "a batch belongs to a transaction"
+            for op in self._ops(changes, session, {"namespace": self.collection.full_name}):
+                writes.add(op)
             return
         if session is None:
             # Read-modify-write: only a transaction makes a concurrent writer conflict.
@@ -159,6 +172,15 @@ class SearchIndexRepository:
         self._apply(changes, session)
 
     def _apply(self, changes: list[IndexChange], session: ClientSession) -> None:
+        ops = self._ops(changes, session, {})
+        if ops:
+            self.collection.bulk_write(ops, ordered=True, session=session)
+
+    def _ops(
+        self, changes: list[IndexChange], session: ClientSession, ns: dict[str, str]
+    ) -> list[Any]:
+        """The writes of `_apply`; `ns` ({"namespace": ...}) when they go to a client-level
+        batch (additions only: removals build their own, collection-level)."""
         sign = changes[0].sign
         terms: dict[str, tuple[ObjectId, str, list[IndexChange]]] = {}
         totals: dict[ObjectId, list[IndexChange]] = {}
@@ -180,18 +202,19 @@ class SearchIndexRepository:
                 for c in group:
                     chunk = head.add(c.posting(term))
                     if chunk is not None:
-                        sealed.append(InsertOne(chunk))
+                        sealed.append(InsertOne(chunk, **ns))
                         if head.just_turned_common:
                             flips.append(
                                 UpdateMany(
                                     {"k": key, "f": True, "n": {"$gte": 0}},  # chunks, not the head
                                     {"$set": {"f": False}},
+                                    **ns,
                                 )
                             )
                 if doc is None or "k" not in doc or "p" in doc:  # new, or the earlier layout
-                    ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True))
+                    ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True, **ns))
                 else:
-                    ops.append(UpdateOne({"_id": key}, {"$set": head.changes()}))
+                    ops.append(UpdateOne({"_id": key}, {"$set": head.changes()}, **ns))
             ops += sealed + flips
         else:
             ops += self._removals(terms, current, session)
@@ -208,10 +231,10 @@ class SearchIndexRepository:
                         "$setOnInsert": {"scope_id": scope_id, "term": ""},
                     },
                     upsert=True,
+                    **ns,
                 )
             )
-        if ops:
-            self.collection.bulk_write(ops, ordered=True, session=session)
+        return ops
 
     def _removals(
         self,

@@ -40,6 +40,8 @@ from tests.fakes.openai_wire import (
     embedding_vector,
     extraction_responder,
     prompt_lines,
+    propagation_prompt,
+    propagation_responder,
 )
 
 __all__ = [
@@ -59,6 +61,8 @@ __all__ = [
     "prompt_lines",
     "fake_openai",
     "fake_openai_server",
+    "propagation_prompt",
+    "propagation_responder",
 ]
 
 CHAT_PATH = "/v1/chat/completions"

@@ -198,6 +198,84 @@ def default_responder(request: RecordedRequest) -> str:
     return DEFAULT_JSON_TEXT if request.wants_json else DEFAULT_TEXT
 
 
+@dataclass(frozen=True)
+class PropagationPrompt:
+    """What a propagation prompt offers, read back from its text the way a model reads it."""
+
+    observations: list[str]
+    targets: list[str]  # exactly as listed, e.g. "group:Eden Team" or "collective"
+    candidates: dict[str, str]  # open collective candidates: id -> text
+
+
+def _section(prompt: str, heading: str) -> list[str]:
+    lines = prompt.split("\n")
+    try:
+        start = lines.index(heading) + 1
+    except ValueError:
+        return []
+    out: list[str] = []
+    for line in lines[start:]:
+        if line.startswith("# "):
+            break
+        out.append(line)
+    return out
+
+
+def propagation_prompt(prompt: str) -> PropagationPrompt | None:
+    """The parts of the default propagation prompt; None when `prompt` is not one."""
+    if "# Where they may be shared" not in prompt:
+        return None
+    observations = [
+        line[2:] for line in _section(prompt, "# Observations just absorbed") if line[:2] == "- "
+    ]
+    targets = []
+    for line in _section(prompt, "# Where they may be shared"):
+        if line.startswith("- "):
+            # "- collective (lessons ...)": the target is what precedes the " (…)" note.
+            targets.append(line[2:].split(" (", 1)[0].strip())
+    candidates = {}
+    for line in _section(prompt, "# Open collective candidates"):
+        if line.startswith("- [") and "] " in line:
+            candidate_id, _, text = line[3:].partition("] ")
+            candidates[candidate_id] = text
+    if observations == ["(none)"]:
+        observations = []
+    return PropagationPrompt(observations, targets, candidates)
+
+
+def _normal(text: str) -> str:
+    return " ".join("".join(c for c in text.lower() if c.isalnum() or c.isspace()).split())
+
+
+def propagation_responder(
+    *, keep: Callable[[str], bool] | None = None, support: bool = True
+) -> Responder:
+    """A model that follows the propagation prompt: it copies each offered observation
+    (those `keep` accepts) word for word to every target exactly as the prompt lists it,
+    naming an open candidate with the same text in "supports". Other requests get the
+    default answer."""
+
+    def respond(request: RecordedRequest) -> str:
+        messages = (request.body or {}).get("messages") or []
+        prompt = "".join(_content_text(m.get("content")) for m in messages)
+        parts = propagation_prompt(prompt)
+        if parts is None:
+            return default_responder(request)
+        by_text = {_normal(text): cid for cid, text in parts.candidates.items()}
+        items = []
+        for text in parts.observations:
+            if keep is not None and not keep(text):
+                continue
+            for target in parts.targets:
+                item = {"content": text, "scope": target}
+                if support and target == "collective" and _normal(text) in by_text:
+                    item["supports"] = by_text[_normal(text)]
+                items.append(item)
+        return json.dumps({"observations": items})
+
+    return respond
+
+
 def estimate_tokens(text: str) -> int:
     """About four characters per token: close enough for usage accounting in tests."""
     return math.ceil(len(text) / 4)

@@ -311,3 +311,31 @@ def test_script_is_consumed_once_under_concurrency(
 
     assert sorted(answers) == [f"reply {i}" for i in range(8)]
     assert fake_openai.pending == 0
+
+
+def test_the_propagation_responder_answers_with_targets_exactly_as_listed():
+    from streams.llm.port import PropagationContext
+    from streams.prompts import render_propagation
+    from streams.prompts.defaults import DEFAULT_TEMPLATES
+    from tests.fakes.openai_wire import RecordedRequest, propagation_prompt, propagation_responder
+
+    context = PropagationContext(
+        observations=["Exports need admin rights."],
+        targets=["collective"],
+        source_description="group Eden Team",
+        candidates=[("a" * 24, "Exports need admin rights.")],
+    )
+    prompt = render_propagation(DEFAULT_TEMPLATES["propagation"], context)
+    parts = propagation_prompt(prompt)
+    assert parts.targets == ["collective"] and parts.candidates == {
+        "a" * 24: context.candidates[0][1]
+    }
+    request = RecordedRequest(
+        "POST", "/v1/chat/completions", {}, {"messages": [{"content": prompt}]}, 0.0
+    )
+    answer = json.loads(propagation_responder()(request))
+    assert answer == {
+        "observations": [
+            {"content": "Exports need admin rights.", "scope": "collective", "supports": "a" * 24}
+        ]
+    }

@@ -22,6 +22,8 @@ def start_worker(
 ) -> subprocess.Popen:
     """One worker in its own process group (so SIGKILL reaches all of it)."""
     output = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
+    # The suite runs on the development settings; a worker defaults to DEBUG off.
+    env = {"DJANGO_DEBUG": "true", **env}
     try:
         return subprocess.Popen(
             [

@@ -99,6 +99,9 @@ def add(store: MemoryStore, scope_id: str, content: str, user: str) -> Observati
 @pytest.fixture
 def world(store: MemoryStore, fake_openai) -> dict[str, str]:
     fake_openai.set_responder(responder)
+    # One group's copy enters the collective at once here (no candidates): this module
+    # follows derived text through every level; the several-groups rule has its own tests.
+    store.collective_min_groups = 1
     eden = [{"id": "g1", "name": "Eden Team"}]
     ids = {}
     for name, key, display in (

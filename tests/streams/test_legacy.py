@@ -192,3 +192,23 @@ def test_batches_follow_id_order_through_crowded_and_empty_windows(raw_client, s
 def test_odd_legacy_documents_are_read_leniently():
     item = LegacyItem.from_mongo({"_id": "x", "content": 5, "related_users": "u1"})
     assert (item.content, item.related_users, item.created_at) == (None, [], None)
+
+
+def test_the_migration_goes_through_the_write_guard(store, raw_client, dataset, source_db):
+    """Flags and redaction on migrated items; flagged pending items of a shard wait."""
+    sessions = raw_client[source_db]["memory_sessions"]
+    fact = sessions.find_one({"memory_type": "fact"})
+    directive = sessions.find_one({"memory_type": "directive"})
+    sessions.update_one({"_id": fact["_id"]}, {"$set": {"content": "Mail help@acme.example."}})
+    sessions.update_one(
+        {"_id": directive["_id"]}, {"$set": {"content": 'VPN password = "Hunter22!" for now.'}}
+    )
+
+    legacy_migrate(store=store, source_db=source_db)
+
+    migrated_fact = store.observations.get(fact["_id"])
+    assert migrated_fact.flags == ["pii:email"]
+    assert migrated_fact.status == "in_review"  # a pending fact of a shard, flagged
+    migrated_directive = store.observations.get(directive["_id"])
+    assert migrated_directive.flags == ["secret"] and "Hunter22" not in migrated_directive.content
+    assert migrated_directive.status in ("pending", "consolidated")  # individual: not held

@@ -298,13 +298,13 @@ def test_a_single_sentence_over_the_limit_is_cut() -> None:
 
 
 def test_propagation_copies_shared_facts_to_each_group_and_drops_personal_ones() -> None:
+    # Contact details are left to the propagation guard (streams.detectors), which blocks
+    # them whatever any provider answers: see tests/streams/test_review.py.
     observations = [
         "Gene prefers tea.",
         "Gene said: Our team is migrating to Postgres.",
         "Gene works at Acme with the team.",
         "I think the project is late.",
-        "The team's contact is ops@example.com.",
-        "Call the team on +44 20 7946 0958.",
         "The team lead is in hospital.",
         "The sky is blue.",
         "Everyone should write tests first.",

@@ -103,5 +103,5 @@ def test_store_commands_per_page_are_the_same_at_two_sizes(
 
     assert large == small
     # And few: no per-row queries anywhere (the scope page's cost-and-health panel reads
-    # its 30 day counters and its oldest pending observation: 13).
+    # its 30 day counters and its oldest pending observation: 13; the review counts: 14).
     assert max(large.values()) <= 14, large

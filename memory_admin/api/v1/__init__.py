@@ -19,6 +19,7 @@ from memory_admin.api.v1 import (
     pins,
     privacy,
     prompt_checks,
+    review,
     scopes,
     search,
     sessions,
@@ -51,6 +52,7 @@ api.add_router("", chat.router)
 api.add_router("", usage.router)
 api.add_router("", pins.router)
 api.add_router("", webhooks.router)
+api.add_router("", review.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

@@ -27,6 +27,7 @@ from memory_admin.stores import get_store
 from streams.actions.observations import (
     do_observation_add,
     do_observation_add_batch,
+    do_observation_add_once,
     do_observation_delete,
     do_observation_feedback,
     do_observation_update,
@@ -87,11 +88,25 @@ def add_observation(
     The same fact is stored once per scope: an add whose text, normalized (Unicode NFKC,
     case, spacing, punctuation), equals a live observation's answers 200 with that
     observation (a batch item carries `duplicate_of`); `private: true` marks it private.
+
+    A single observation may carry a `client_id` too, so that a retry is safe: 201 when
+    it was stored, 200 with the first observation when the `client_id` was stored before.
     """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     if isinstance(payload, ObservationBatchIn):
         return _add_batch(request, store=store, scope=scope, payload=payload)
+    if payload.client_id is not None:
+        observation, created = do_observation_add_once(
+            store=store,
+            actor=api_actor(request),
+            scope=scope,
+            content=payload.content,
+            client_id=payload.client_id,
+            private=payload.private,
+            observed_at=payload.observed_at,
+        )
+        return Status(201 if created else 200, observation)
     observation = do_observation_add(
         store=store,
         actor=api_actor(request),

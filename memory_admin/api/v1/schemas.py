@@ -163,6 +163,10 @@ class ScopeOut(Schema):
         default_factory=list,
         description="Sentences every later consolidation version holds word for word.",
     )
+    review_mode: Literal["off", "propagated", "all"] = Field(
+        description="Which new observations wait for a person: none, propagated copies, or "
+        "everything from extraction, propagation and API keys"
+    )
     max_observations: int | None = Field(
         None,
         description="Retention: the scope keeps at most this many observations; the oldest "
@@ -207,6 +211,10 @@ class ScopePatchIn(InSchema):
         "is the source; null falls back to the agent's default.",
     )
     is_active: StrictBool = None  # type: ignore[assignment]
+    review_mode: Literal["off", "propagated", "all"] = Field(
+        None,  # type: ignore[arg-type]
+        description="Which new observations wait for review (needs the `review` permission).",
+    )
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
     max_observations: Annotated[StrictInt, Field(ge=10, le=1_000_000)] | None = Field(
@@ -228,7 +236,7 @@ class ScopePatchIn(InSchema):
 
 
 class ObservationListQuery(PageQuery):
-    status: Literal["pending", "consolidated", "all"] = "all"
+    status: Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"] = "all"
     include_deleted: bool = False
 
 
@@ -239,6 +247,15 @@ ObservationContent = Annotated[
 
 class ObservationIn(InSchema):
     content: ObservationContent
+    client_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] | None
+    ) = Field(
+        None,
+        description="The caller's key of this observation, unique in the scope (shared with "
+        "batch items' `client_id`): a repeat with a stored `client_id` is not stored again "
+        "and answers 200 with the observation the first request created (whatever the new "
+        "content). Without it every request adds one.",
+    )
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
@@ -250,6 +267,20 @@ class ObservationIn(InSchema):
     )
 
 
+class ReviewOut(Schema):
+    reasons: list[str] = Field(
+        description='"propagated", "flag:<flag>", "needs_more_groups", "api" or "review_mode"'
+    )
+    since: Time | None = None
+    supporting_group_ids: list[str] = Field(
+        default_factory=list, description="Groups that supplied a collective candidate's fact"
+    )
+    decision: Literal["approve", "reject"] | None = None
+    decided_by: str | None = None
+    decided_at: Time | None = None
+    note: str | None = None
+
+
 class ObservationOut(Schema):
     id: str
     scope_id: str
@@ -259,7 +290,7 @@ class ObservationOut(Schema):
     source_session_id: str | None
     source_message_ids: list[str]
     related_user_ids: list[str]
-    status: Literal["pending", "consolidated"]
+    status: Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
     private: bool
     propagated_from: str | None
     access_count: int
@@ -267,6 +298,13 @@ class ObservationOut(Schema):
     deleted: bool
     similar_to: str | None = Field(
         None, description="A near duplicate: the observation of the scope it resembles."
+    )
+    flags: list[str] = Field(
+        description="What the deterministic detectors found: pii:email, pii:phone, pii:iban, "
+        "pii:card, secret (redacted at write), instruction"
+    )
+    review: ReviewOut | None = Field(
+        description="Why and since when it waits (or waited) for review; null when it never did"
     )
     expires_at: Time | None = Field(None, description="When it leaves memory (null: never).")
     expired: bool = Field(False, description="Past its `expires_at`: in no context or search.")
@@ -468,3 +506,37 @@ class JobOut(Schema):
 def error_responses(*statuses: int) -> dict[int, type[ErrorOut]]:
     """The error statuses an operation declares, for the OpenAPI document."""
     return dict.fromkeys(statuses, ErrorOut)
+
+
+# -- review ------------------------------------------------------------------------------
+
+
+class ReviewQueueQuery(PageQuery):
+    scope_id: Annotated[str, StringConstraints(min_length=1, max_length=64)] | None = None
+    reason: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    status: Literal["in_review", "candidate"] = "in_review"
+
+
+ReviewNote = Annotated[str, StringConstraints(max_length=2000)]
+
+
+class ReviewDecisionIn(InSchema):
+    decision: Literal["approve", "reject"]
+    content: ObservationContent | None = Field(
+        None, description="Approve with this text instead (at most 50 words)."
+    )
+    note: ReviewNote | None = None
+
+
+class ReviewBulkIn(InSchema):
+    ids: list[Annotated[str, StringConstraints(min_length=1, max_length=64)]] = Field(
+        ..., min_length=1, max_length=500
+    )
+    decision: Literal["approve", "reject"]
+    note: ReviewNote | None = None
+
+
+class ReviewBulkOut(Schema):
+    approved: int
+    rejected: int
+    skipped: list[str]

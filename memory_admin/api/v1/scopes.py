@@ -6,7 +6,7 @@ from django.http import HttpRequest
 from ninja import Path, Query, Router, Status
 
 from memory_admin.api.audit_trail import api_actor
-from memory_admin.api.auth import needs, require_agent, visible_agents
+from memory_admin.api.auth import needs, require_agent, require_permission, visible_agents
 from memory_admin.api.v1.schemas import (
     ExternalId,
     GroupScopeIn,
@@ -97,6 +97,8 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     changes = payload.model_dump(exclude_unset=True)
+    if "review_mode" in changes:  # who may hold shared memory for review decides with it
+        require_permission(request, "review")
     text = changes.pop("consolidation", None)
     expected_version = changes.pop("expected_version", None)
     return do_scope_update(

@@ -10,6 +10,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from memory_admin.private_files import close_to_others, read_or_create_secret
+
 DEMO_USERS = (("admin", "admin"), ("operator", "operator"), ("viewer", "viewer"))
 
 
@@ -21,13 +23,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         password_file = settings.MEMORY_DATA_DIR / "demo-password"
-        if password_file.is_file():
-            password = password_file.read_text().strip()
-        else:
-            password = secrets.token_urlsafe(9)
-            password_file.parent.mkdir(parents=True, exist_ok=True)
-            password_file.write_text(password)
-            password_file.chmod(0o600)
+        close_to_others(password_file)
+        password = read_or_create_secret(password_file, lambda: secrets.token_urlsafe(9))
         user_model = get_user_model()
         for username, role in DEMO_USERS:
             user, created = user_model.objects.get_or_create(username=username)

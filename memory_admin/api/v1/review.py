@@ -1,0 +1,106 @@
+"""Review of shared memory: an agent's queue, one decision, and decisions in bulk.
+
+Permissions (for the key-permissions work): listing the queue needs `read`; a
+decision (single or bulk) and a scope's `review_mode` need `review`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Body, Query, Router
+
+from memory_admin.api.audit_trail import api_actor
+from memory_admin.api.auth import needs, require_agent, visible_agents
+from memory_admin.api.v1.schemas import (
+    ObservationOut,
+    ObservationPageOut,
+    ReviewBulkIn,
+    ReviewBulkOut,
+    ReviewDecisionIn,
+    ReviewQueueQuery,
+    error_responses,
+)
+from memory_admin.stores import get_store
+from streams.actions.review import do_review_decide, do_review_decide_bulk
+from streams.documents import Observation
+from streams.exceptions import NotFound
+from streams.observations import observation_get
+from streams.pagination import Page
+from streams.review import review_queue
+from streams.scopes import scope_get
+
+router = Router(tags=["review"])
+
+
+@router.get(
+    "/agents/{agent_id}/review",
+    auth=needs("read"),
+    response={200: ObservationPageOut, **error_responses(401, 404, 422)},
+)
+def list_review_queue(
+    request: HttpRequest, agent_id: str, filters: Query[ReviewQueueQuery]
+) -> Page[Observation]:
+    """What waits for a person (`in_review`) or for more groups (`candidate`), oldest
+    first; `scope_id` narrows to one scope, `reason` to one reason (e.g. `flag:secret`)."""
+    require_agent(request, agent_id)
+    store = get_store()
+    if filters.scope_id is not None:
+        scope = scope_get(store=store, scope_id=filters.scope_id, agent_ids=visible_agents(request))
+        if scope.agent_id != agent_id:
+            raise NotFound("scope not found")
+    return review_queue(
+        store=store,
+        agent_id=agent_id,
+        status=filters.status,
+        scope_id=filters.scope_id,
+        reason=filters.reason,
+        cursor=filters.cursor,
+        limit=filters.limit,
+    )
+
+
+@router.post(
+    "/observations/{observation_id}/review",
+    auth=needs("review"),
+    response={200: ObservationOut, **error_responses(400, 401, 403, 404, 409, 422)},
+)
+def decide(
+    request: HttpRequest, observation_id: str, payload: Body[ReviewDecisionIn]
+) -> Observation:
+    """Approve (it becomes `pending`; `content` approves an edited text) or reject (it
+    becomes `rejected`, kept for the audit and used nowhere), with an optional note.
+    409 `not_in_review` when it is not waiting (any more): of two deciders one wins."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    return do_review_decide(
+        store=store,
+        actor=api_actor(request),
+        observation=observation,
+        decision=payload.decision,
+        content=payload.content,
+        note=payload.note,
+    )
+
+
+@router.post(
+    "/agents/{agent_id}/review/decisions",
+    auth=needs("review"),
+    response={200: ReviewBulkOut, **error_responses(400, 401, 403, 404, 413, 422)},
+)
+def decide_bulk(request: HttpRequest, agent_id: str, payload: Body[ReviewBulkIn]) -> dict[str, Any]:
+    """One decision for up to 500 of the agent's waiting observations; ids that are unknown,
+    of another agent or not waiting are listed in `skipped`, the rest apply."""
+    require_agent(request, agent_id)
+    result = do_review_decide_bulk(
+        store=get_store(),
+        actor=api_actor(request),
+        agent_id=agent_id,
+        ids=payload.ids,
+        decision=payload.decision,
+        note=payload.note,
+    )
+    return {"approved": result.approved, "rejected": result.rejected, "skipped": result.skipped}

@@ -1,0 +1,31 @@
+"""Sign-in throttling (django-axes): too many failed sign-ins lock the name out for a while.
+
+Failures are counted per user name and client address together, in the database (the
+default SQLite or DATABASE_URL), so the count holds across gunicorn workers without a
+shared cache. Behind a proxy every client has the proxy's address: then the lockout is
+per user name. A good sign-in resets the count; `manage.py axes_reset` lifts every
+lockout at once (`axes_reset_username NAME` one).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from memory_admin.settings.env import env_int
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out sign-in before the password is checked.
+    "memory_admin.login_throttle.LoginThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# Failed sign-ins that lock the name out (from the same address).
+AXES_FAILURE_LIMIT = env_int("MEMORY_LOGIN_FAILURE_LIMIT", 5)
+# How long the lockout lasts; failures older than this no longer count.
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "memory_admin.login_throttle.lockout_response"  # 429, Retry-After
+AXES_VERBOSE = False
+# Sign-ins only: the API authenticates with keys, never through `authenticate()`.
+AXES_ONLY_ADMIN_SITE = False

@@ -1,0 +1,166 @@
+"""A single add's writes after its log claim go to the store in one `bulkWrite`, in the
+add's own transaction; a server without `bulkWrite` gets them one by one, with the same
+result. Either way, a failed add leaves nothing behind."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from bson import ObjectId
+from pymongo import InsertOne, MongoClient, monitoring
+
+from streams.documents import utcnow
+from streams.exceptions import Conflict
+from streams.observations import observation_add
+from streams.store import MemoryStore, write_batch
+from streams.store.query_guard import check_command
+from streams.store.write_batch import WriteBatch
+from tests.factories import ScopeFactory
+
+
+class Commands(monitoring.CommandListener):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._lock = threading.Lock()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        collection = event.command.get(event.command_name)
+        with self._lock:
+            self.names.append(
+                f"{event.command_name} {collection if isinstance(collection, str) else ''}".strip()
+            )
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@pytest.fixture
+def listened(embedded_mongo, memory_db):
+    commands = Commands()
+    client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[commands])
+    yield MemoryStore(client, memory_db), commands
+    client.close()
+
+
+def _stored(store: MemoryStore, observation_id: str, agent_id: str) -> dict:
+    """What one add left: the observation, its audit entry, postings, counters, day."""
+    observation = store.observations.get(ObjectId(observation_id))
+    audit = list(store.audit.collection.find({"object_id": observation_id}).limit(5))
+    day = store.agent_days.collection.find_one(
+        {"agent_id": agent_id, "day": utcnow().date().isoformat()}
+    )
+    agent = store.agents.get(agent_id)
+    return {
+        "content": observation.content if observation else None,
+        "seq": observation.seq if observation else None,
+        "audit": [(e["actor"], e["action"]) for e in audit],
+        "observations": agent.observation_count,
+        "pending": agent.pending_count,
+        "day": day["observations"] if day else 0,
+    }
+
+
+def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(listened):
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    commands.names.clear()
+
+    observation = observation_add(
+        store=store, scope=scope, content="Likes green tea.", actor="api:k"
+    )
+
+    sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
+    # The dedup check (one find by text key) first, then the claim, answered at once.
+    assert sent[:2] == ["find memory_observations", "update memory_scopes"]
+    assert sent.count("bulkWrite") == 1
+    assert not [n for n in sent if n.startswith("insert")]
+    assert sent[-2:] == ["bulkWrite", "commitTransaction"]
+    assert _stored(store, observation.id, "a1") == {
+        "content": "Likes green tea.",
+        "seq": 1,
+        "audit": [("api:k", "observation.create")],
+        "observations": 1,
+        "pending": 1,
+        "day": 1,
+    }
+    found = store.search_index.read([ObjectId(scope.id)], ["green"])[1]
+    assert [(t.term, t.document_frequency) for t in found] == [("green", 1)]
+
+
+def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listened, monkeypatch):
+    store, commands = listened
+    monkeypatch.setattr(write_batch, "ENABLED", False)
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    commands.names.clear()
+
+    observation = observation_add(
+        store=store, scope=scope, content="Likes green tea.", actor="api:k"
+    )
+
+    assert "bulkWrite" not in commands.names
+    assert "insert memory_observations" in commands.names
+    assert "insert memory_audit" in commands.names
+    assert _stored(store, observation.id, "a1") == {
+        "content": "Likes green tea.",
+        "seq": 1,
+        "audit": [("api:k", "observation.create")],
+        "observations": 1,
+        "pending": 1,
+        "day": 1,
+    }
+
+
+def test_consecutive_adds_from_one_stale_read_each_take_the_next_number(listened):
+    store, _ = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+
+    added = [
+        observation_add(store=store, scope=scope, content=f"Fact {n}.", actor="api:k")
+        for n in range(3)
+    ]
+
+    assert [o.seq for o in added] == [1, 2, 3]
+    assert store.agents.get("a1").observation_count == 3
+
+
+def test_a_duplicate_key_in_a_batch_is_a_conflict_and_the_transaction_writes_nothing(store):
+    namespace = store.audit.collection.full_name
+    same = ObjectId()
+
+    def work(session):
+        batch = WriteBatch.for_session(store.client, session)
+        assert batch is not None  # the embedded store takes client-level bulkWrite
+        store.agents.collection.find_one({"_id": "nobody"}, session=session)  # not first
+        batch.add(InsertOne({"_id": same, "action": "x"}, namespace=namespace))
+        batch.add(InsertOne({"_id": same, "action": "y"}, namespace=namespace))
+        batch.flush()
+
+    with pytest.raises(Conflict):
+        store.in_transaction(work)
+    assert store.audit.collection.find_one({"_id": same}) is None
+
+
+def test_the_query_guard_checks_the_filters_inside_a_bulk_write():
+    catalog = {}
+    from streams.store import DECLARED_INDEXES
+
+    for spec in DECLARED_INDEXES:
+        catalog.setdefault(spec.collection, []).append(spec)
+    command = {
+        "bulkWrite": 1,
+        "nsInfo": [{"ns": "db.memory_audit"}, {"ns": "db.memory_agents"}],
+        "ops": [
+            {"insert": 0, "document": {"_id": 1}},
+            {"update": 1, "filter": {"_id": "a1"}, "updateMods": {"$inc": {"n": 1}}},
+        ],
+    }
+    assert check_command("bulkWrite", command, catalog) is None
+    command["ops"].append(
+        {"update": 1, "filter": {"display_name": "x"}, "updateMods": {"$set": {"n": 0}}}
+    )
+    problem = check_command("bulkWrite", command, catalog)
+    assert problem is not None and "memory_agents" in problem
