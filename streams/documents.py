@@ -269,6 +269,8 @@ class Observation:
     expiry_swept: bool = False
     useful_count: int = 0  # feedback: a retrieved observation was useful ...
     useless_count: int = 0  # ... or not
+    # Observations of the scope this one contradicts (`streams.contradictions`), both ways.
+    contradicts: list[str] = field(default_factory=list)
     id: str = field(default_factory=lambda: str(ObjectId()))
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
@@ -327,6 +329,7 @@ class Observation:
             "flag_spans": list(self.flag_spans),
             "review_status": self.review_status,
             "review": self.review,
+            "contradicts": list(self.contradicts),
             # Absent when unset: the sparse expiry indexes hold only observations that expire;
             # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
             **(
@@ -364,6 +367,7 @@ class Observation:
             flag_spans=list(doc.get("flag_spans") or []),
             review_status=doc.get("review_status"),
             review=doc.get("review"),
+            contradicts=[str(i) for i in doc.get("contradicts") or []],
             expires_at=doc.get("expires_at"),
             expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
             useful_count=doc.get("useful_count", 0),

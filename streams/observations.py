@@ -10,6 +10,7 @@ from bson import ObjectId
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due_at
+from streams.contradictions import first_contradicted
 from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
@@ -85,6 +86,7 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
+    _mark_contradictions(store=store, scope=scope, fresh=split.fresh, session=session, now=now)
     live = [o for o in split.fresh if not o.held]
     _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
@@ -146,6 +148,45 @@ def _without_duplicates(
             live[observation.text_key] = observation
             fresh.append(observation)
     return _Split(fresh=fresh, duplicates=duplicates)
+
+
+def _mark_contradictions(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    fresh: list[Observation],
+    session: StoreSession,
+    now: datetime,
+) -> None:
+    """Flag each new observation that contradicts one of the scope's newest
+    `SIMILAR_WINDOW` (`streams.contradictions`), and that one, with each other's id; in a
+    shared scope the new one waits for review (`contradicts:<id>`). One bounded read."""
+    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
+    if not checked:
+        return
+    top = scope.observation_seq
+    recent = store.observations.recent_live_texts(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+    for observation in checked:
+        other = first_contradicted(observation.content, recent)
+        if other is None:
+            continue
+        observation.contradicts = [other]
+        store.observations.add_contradiction(ObjectId(other), observation.id, session=session)
+        if scope.scope_type == "individual":
+            continue  # the flag shows in the log; the newer wins
+        reason = f"contradicts:{other}"
+        review = dict(observation.review or {})
+        review["reasons"] = list(dict.fromkeys([*(review.get("reasons") or []), reason]))
+        review.setdefault("since", now)
+        review.setdefault("supporting_group_ids", [])
+        observation.review = review
+        if observation.review_status is None:
+            observation.review_status = "in_review"
 
 
 def _mark_similar(

@@ -444,3 +444,11 @@ class ObservationRepository:
             change["$push"] = {"feedback_calls": {"$each": [call_id], "$slice": -FEEDBACK_CALLS}}
         result = self.collection.update_one(query, change, session=session)
         return result.matched_count == 1
+
+    def add_contradiction(
+        self, observation_id: ObjectId, other_id: str, *, session: ClientSession | None = None
+    ) -> None:
+        """Flag an observation as contradicted by `other_id` (the newer one)."""
+        self.collection.update_one(
+            {"_id": observation_id}, {"$addToSet": {"contradicts": other_id}}, session=session
+        )

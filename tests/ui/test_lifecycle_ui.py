@@ -71,3 +71,14 @@ def test_feedback_counts_show_in_the_log_and_the_search_inspector(client_as, sto
     assert 'data-useful="1" data-useless="1"' in html
     log = client.get(reverse("ui:scope_detail", args=[rust.scope_id])).content.decode()
     assert "feedback: 1 useful · 1 not" in log
+
+
+def test_an_individual_contradiction_shows_in_the_log_with_newer_wins(client_as, store):
+    scope = ScopeFactory.create(store=store, agent_id="a1", user_id="u1")
+    old = observation_add(store=store, scope=scope, content="Ada lives in Porto.")
+    new = observation_add(
+        store=store, scope=scope_get(store=store, scope_id=scope.id), content="Ada lives in Lisbon."
+    )
+    page = client_as("viewer").get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    assert f'data-contradicts="{old.id}"' in page and f'data-contradicts="{new.id}"' in page
+    assert "newer wins" in page

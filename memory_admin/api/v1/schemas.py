@@ -310,6 +310,11 @@ class ObservationOut(Schema):
     expired: bool = Field(False, description="Past its `expires_at`: in no context or search.")
     useful_count: int = Field(0, description="Feedback: times it was found useful.")
     useless_count: int = Field(0, description="Feedback: times it was found not useful.")
+    contradicts: list[str] = Field(
+        default_factory=list,
+        description="Observations of the scope this one contradicts (same subject, another "
+        "value), flagged on both sides; in a shared scope the newer waits for review.",
+    )
 
 
 class EarlierTextOut(Schema):
