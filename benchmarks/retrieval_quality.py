@@ -269,17 +269,22 @@ def _row(
 
 # -- lifecycle stages (issue 31) --------------------------------------------------------
 
-NO_LIFECYCLE = replace(FINAL, importance=False, recency=False, mmr=False)
+NO_LIFECYCLE = replace(FINAL, feedback=False, access=False, recency=False, mmr=False)
 LIFECYCLE: dict[str, Ranking] = {
     "final without lifecycle stages": NO_LIFECYCLE,
     "+ recency exp(-age/30 days)": replace(NO_LIFECYCLE, recency=True),
     "+ MMR among the top 10": replace(NO_LIFECYCLE, mmr=True),
 }
 AFTER_FEEDBACK: dict[str, Ranking] = {
-    "+ importance (retrievals, feedback)": replace(NO_LIFECYCLE, importance=True),
-    "+ importance, recency and MMR together": replace(
-        NO_LIFECYCLE, importance=True, recency=True, mmr=True
+    "+ feedback prior": replace(NO_LIFECYCLE, feedback=True),
+    "+ retrieval counts": replace(NO_LIFECYCLE, access=True),
+    "+ importance (feedback and retrieval counts)": replace(
+        NO_LIFECYCLE, feedback=True, access=True
     ),
+    "+ importance, recency and MMR together": replace(
+        NO_LIFECYCLE, feedback=True, access=True, recency=True, mmr=True
+    ),
+    "final ranking (defaults)": FINAL,
 }
 
 

@@ -1,10 +1,11 @@
 """Ranking stages of the memory lifecycle, each a switch of `streams.ranking.Ranking`
 and each bounded, so no stage can bury a relevant fact or lift an irrelevant one:
 
-- `importance`: how often the observation was retrieved (`access_count`) and what the
-  agent said of it (`useful_count`, `useless_count`), as a prior on the score: at most
-  `IMPORTANCE_BOUND` of it either way. Feedback counts as votes shrunk towards neutral
-  by `PRIOR_VOTES` pseudo-votes: one voice moves a fact by a fifth of the bound.
+- `importance` (switches `feedback` and `access`): how often the observation was
+  retrieved (`access_count`) and what the agent said of it (`useful_count`,
+  `useless_count`), as a prior on the score: at most `IMPORTANCE_BOUND` of it either
+  way. Feedback counts as votes shrunk towards neutral by `PRIOR_VOTES` pseudo-votes:
+  one voice moves a fact by a fifth of its share.
 - `recency`: `exp(-age / 30 days)`, the age counted from the newest candidate (the
   freshest competing fact gains most), adding at most `RECENCY_WEIGHT` of the score.
 - `mmr`: maximal marginal relevance among the final top k: each next hit is the one
@@ -46,20 +47,27 @@ def feedback_prior(useful: int, useless: int) -> float:
     return FEEDBACK_SHARE * (useful - useless) / (useful + useless + PRIOR_VOTES)
 
 
-def importance_prior(observation: Observation) -> float:
+def importance_prior(
+    observation: Observation, *, feedback: bool = True, access: bool = True
+) -> float:
     """The share of its score an observation gains (or loses), within the bound."""
-    access = ACCESS_SHARE * min(
-        1.0, math.log1p(max(observation.access_count, 0)) / math.log1p(ACCESS_SATURATION)
-    )
-    prior = access + feedback_prior(observation.useful_count, observation.useless_count)
+    prior = 0.0
+    if access:
+        prior += ACCESS_SHARE * min(
+            1.0, math.log1p(max(observation.access_count, 0)) / math.log1p(ACCESS_SATURATION)
+        )
+    if feedback:
+        prior += feedback_prior(observation.useful_count, observation.useless_count)
     return max(-IMPORTANCE_BOUND, min(IMPORTANCE_BOUND, prior))
 
 
-def importance_stage(*, candidates: dict[ObjectId, Candidate]) -> None:
+def importance_stage(
+    *, candidates: dict[ObjectId, Candidate], feedback: bool = True, access: bool = True
+) -> None:
     for candidate in candidates.values():
         if candidate.observation is None:
             continue
-        prior = importance_prior(candidate.observation)
+        prior = importance_prior(candidate.observation, feedback=feedback, access=access)
         if prior:
             candidate.mechanisms["importance"] = candidate.score * prior
 

@@ -337,8 +337,8 @@ def search_in_scopes(
 
 def lifecycle_stages(*, candidates: dict[ObjectId, Candidate], ranking: Ranking) -> None:
     """The bounded lifecycle stages (`streams.ranking_lifecycle`) the ranking switches on."""
-    if ranking.importance:
-        importance_stage(candidates=candidates)
+    if ranking.feedback or ranking.access:
+        importance_stage(candidates=candidates, feedback=ranking.feedback, access=ranking.access)
     if ranking.recency:
         recency_stage(candidates=candidates)
 
