@@ -9,15 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from streams.extraction import _expires_at
+from streams.formation import formation_request
 from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConversationLine, ExtractionContext, LLMRequest
+from streams.observations import observation_list
+from streams.scopes import ScopeKey, scope_get_or_create
+from tests.streams.test_formation import ingest, run_formation
 
 WEDNESDAY = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def memory_db() -> str:
-    return ""  # nothing here touches the store
 
 
 def extracted(text: str) -> list[dict]:
@@ -65,3 +64,27 @@ def test_the_parser_keeps_only_a_sound_future_validity() -> None:
         "9" * 100,
     ):
         assert _expires_at(bad) is None, bad
+
+
+def test_formation_stores_the_validity_the_model_gives(store, fake_openai) -> None:
+    ingest(store, 4)
+    job = formation_request(store=store, agent_id="a1", session_id="s1", trigger="api")
+    until = (datetime.now(UTC) + timedelta(days=3)).replace(microsecond=0)
+    fake_openai.reply(
+        json.dumps(
+            {
+                "observations": [
+                    {
+                        "content": "Gene is in Lisbon until Friday",
+                        "scope": "individual",
+                        "expires_at": until.isoformat(),
+                    },
+                    {"content": "Gene prefers tea", "scope": "individual", "expires_at": "soon"},
+                ]
+            }
+        )
+    )
+    run_formation(store, job.id)
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual("a1", "u1"))
+    stored = {o.content: o.expires_at for o in observation_list(store=store, scope=scope).items}
+    assert stored == {"Gene is in Lisbon until Friday": until, "Gene prefers tea": None}
