@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from memory_admin.api.v1.schemas import iso_utc
+from memory_admin.tasks import lifecycle_sweep
 from streams.documents import utcnow
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
@@ -116,3 +117,14 @@ def test_a_bad_max_observations_is_a_422(api, store, value):
         scope_patch(api, scope.id, {"max_observations": value}), 422, "validation_error"
     )
     assert "max_observations" in str(error["details"])
+
+
+def test_the_periodic_task_sweeps_expired_observations_and_retention(api, store):
+    scope = ScopeFactory.create(store=store, user_id="u1", agent_id="agent-1")
+    created = add(api, scope.id, {"content": "Ada waits for the courier"}).json()
+    patch(api, created["id"], {"expires_at": iso_utc(utcnow() - timedelta(seconds=1))})
+    assert lifecycle_sweep() == {"expired": 1, "purged": 0, "rebuilds": 0, "retention_purged": 0}
+    assert lifecycle_sweep() == {"expired": 0, "purged": 0, "rebuilds": 0, "retention_purged": 0}
+    assert api.get(f"{API}/scopes/{scope.id}").json()["pending_count"] == 0
+    # A handled expiry cannot be changed any more.
+    assert_error(patch(api, created["id"], {"expires_at": None}), 409, "conflict")
