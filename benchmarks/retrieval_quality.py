@@ -325,6 +325,42 @@ def _lifecycle() -> None:
     )
 
 
+def lifecycle_at_scale(distractors: int) -> None:
+    """The lifecycle table for conv-26 among `distractors` generated observations (newer
+    than the conversation: what recency must not favour), seeded as `search_scale` does.
+    `python -c "...; lifecycle_at_scale(100_000)"`; not part of `run()` (seeding is slow)."""
+    from benchmarks.search_scale import _seed
+
+    conversation = json.loads(DATA.read_text())
+    turns = _turns(conversation)
+    questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
+    held_out = list(range(1, len(questions), 2))
+    rows: list[list[object]] = []
+    with embedded_server() as server:
+        client = MongoClient(server.uri, tz_aware=True)
+        store = MemoryStore(client, f"bench_lifecycle_scale_{distractors}")
+        started = time.perf_counter()
+        _seed(store, turns, distractors)
+        seeded = time.perf_counter() - started
+        label = f"conv-26 + {distractors:,} distractors"
+        for name, ranking in LIFECYCLE.items():
+            ranker = _ours(store, ranking)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
+        _usage(store, [questions[i] for i in range(0, len(questions), 2)])
+        for name, ranking in AFTER_FEEDBACK.items():
+            ranker = _ours(store, ranking)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
+        client.drop_database(store.db.name)
+        client.close()
+    print_table(
+        f"Lifecycle ranking stages among distractors (odd questions; seeded in {seeded:.0f} s)",
+        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
+        rows,
+    )
+
+
 def _usage(store: MemoryStore, questions: list[dict]) -> None:
     """The agent's usage on these questions: top 5 retrieved, each marked useful or not."""
     from bson import ObjectId
