@@ -226,3 +226,16 @@ def compute_embeddings() -> int:
     if ranker is None:
         return 0
     return embeddings_compute(store=get_store(), provider=ranker.provider, model=ranker.model)
+
+
+@shared_task(name="memory_admin.tasks.lifecycle_sweep")
+def lifecycle_sweep() -> dict[str, int]:
+    """Periodic: handle expired observations (out of search and pending, consolidations
+    that absorbed them rebuilt), purge them MEMORY_EXPIRED_KEEP_DAYS later (resumable:
+    each observation is claimed once); then retention for scopes with a cap."""
+    from streams.lifecycle import expiry_sweep, retention_sweep
+
+    store = get_store()
+    result = expiry_sweep(store=store, keep_days=settings.MEMORY_EXPIRED_KEEP_DAYS)
+    enqueue_all(result.follow_ups)
+    return {**result.as_dict(), "retention_purged": retention_sweep(store=store)}

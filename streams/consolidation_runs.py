@@ -111,7 +111,7 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
     live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
     # Private observations stay in the log (and the scope's own search), never in the
     # consolidation text: that text is the scope's summary, sent in every context.
-    folded = [o for o in live if not o.private]
+    folded = [o for o in live if not o.private and not o.is_expired()]
     text, details = consolidation_fold(
         store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
     )

@@ -184,8 +184,9 @@ def _recent_observations(
         return {}
     shared = {s.id for s in scopes if s.scope_type != "individual"}
     by_scope: dict[str, list[Observation]] = {}
+    now = utcnow()
     for o in store.observations.get_many(ids):
-        if not o.live or (o.private and o.scope_id in shared):
+        if not o.live or o.is_expired(now) or (o.private and o.scope_id in shared):
             continue
         by_scope.setdefault(o.scope_id, []).append(o)
     for found in by_scope.values():

@@ -148,5 +148,9 @@ def _live_then(*, store: MemoryStore, ids: list[str], as_of: datetime) -> list[O
     if not ids:
         return []
     found = store.observations.get_many([ObjectId(i) for i in ids if ObjectId.is_valid(i)])
-    live = [o for o in found if o.created_at <= as_of and not o.deleted and not o.private]
+    live = [
+        o
+        for o in found
+        if o.created_at <= as_of and not o.deleted and not o.private and not o.is_expired(as_of)
+    ]
     return sorted(live, key=lambda o: (o.observed_at, o.seq))

@@ -103,6 +103,11 @@ class Scope:
     review_mode: ReviewMode = "off"
     # Copies this scope's propagation was refused, by flag (pii:*, secret): the scope page.
     propagation_blocked: dict[str, int] = field(default_factory=dict)
+    # Retention (`streams.lifecycle`): keep at most this many observations (None: off);
+    # the oldest consolidated ones beyond it are purged, and counted here.
+    max_observations: int | None = None
+    retention_purged: int = 0
+    retention_purged_at: datetime | None = None
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -174,6 +179,8 @@ class Scope:
             "pins": list(self.pins),
             "review_mode": self.review_mode,
             "propagation_blocked": dict(self.propagation_blocked),
+            **({"max_observations": self.max_observations} if self.max_observations else {}),
+            "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
             "lease_until": EPOCH,
@@ -210,6 +217,9 @@ class Scope:
             pins=list(doc.get("pins") or []),
             review_mode=doc.get("review_mode") or "off",
             propagation_blocked=dict(doc.get("propagation_blocked") or {}),
+            max_observations=doc.get("max_observations"),
+            retention_purged=doc.get("retention_purged", 0),
+            retention_purged_at=doc.get("retention_purged_at"),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),
@@ -253,9 +263,24 @@ class Observation:
     # {"reasons": [...], "since": datetime, "supporting_group_ids": [...], and once decided
     # "decision", "decided_by", "decided_at", "note"}.
     review: dict[str, Any] | None = None
+    # Lifecycle (`streams.lifecycle`): after `expires_at` in no context or search; the
+    # expiry sweep handles it once (`expiry_swept`), and purges it days later.
+    expires_at: datetime | None = None
+    expiry_swept: bool = False
+    useful_count: int = 0  # feedback: a retrieved observation was useful ...
+    useless_count: int = 0  # ... or not
+    # Observations of the scope this one contradicts (`streams.contradictions`), both ways.
+    contradicts: list[str] = field(default_factory=list)
     id: str = field(default_factory=lambda: str(ObjectId()))
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
+
+    def is_expired(self, now: datetime | None = None) -> bool:
+        return self.expires_at is not None and self.expires_at <= (now or utcnow())
+
+    @property
+    def expired(self) -> bool:
+        return self.is_expired()
 
     @property
     def status(self) -> ObservationStatus:
@@ -304,6 +329,16 @@ class Observation:
             "flag_spans": list(self.flag_spans),
             "review_status": self.review_status,
             "review": self.review,
+            "contradicts": list(self.contradicts),
+            # Absent when unset: the sparse expiry indexes hold only observations that expire;
+            # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
+            **(
+                {"expires_at": self.expires_at, "expiry_due": self.expires_at}
+                if self.expires_at is not None and not self.expiry_swept
+                else {"expires_at": self.expires_at}
+                if self.expires_at is not None
+                else {}
+            ),
         }
 
     @classmethod
@@ -332,6 +367,11 @@ class Observation:
             flag_spans=list(doc.get("flag_spans") or []),
             review_status=doc.get("review_status"),
             review=doc.get("review"),
+            contradicts=[str(i) for i in doc.get("contradicts") or []],
+            expires_at=doc.get("expires_at"),
+            expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
+            useful_count=doc.get("useful_count", 0),
+            useless_count=doc.get("useless_count", 0),
         )
 
 

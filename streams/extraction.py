@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from bson import ObjectId
@@ -58,6 +59,9 @@ class ExtractedItem:
     # The ids of the lines it came from (`[<message id>]` in the prompt), only ids of this
     # batch; the speaker's lines when the answer named none of them.
     sources: list[str] = field(default_factory=list)
+    # When the conversation said until when it holds ("until Friday"): the answer's
+    # optional `expires_at`, kept only when it is a time with a zone, in the future.
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -298,8 +302,32 @@ def parse_extraction_items(
         else:
             related = named or speaker_ids
         sources = _sources(raw.get("sources"), plan=plan, speaker=route.user_id, about=named)
-        items.append(ExtractedItem(route.key, route.display_name, content, related, sources))
+        items.append(
+            ExtractedItem(
+                route.key,
+                route.display_name,
+                content,
+                related,
+                sources,
+                expires_at=_expires_at(raw.get("expires_at")),
+            )
+        )
     return items, dropped
+
+
+def _expires_at(raw: Any) -> datetime | None:
+    """An answer's `expires_at`: ISO 8601 with a timezone and still ahead, else None (a
+    malformed or past validity is dropped, never the observation)."""
+    if not isinstance(raw, str) or len(raw) > 40:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if value.tzinfo is None:
+        return None
+    value = value.astimezone(UTC)
+    return value if value > datetime.now(UTC) else None
 
 
 def _sources(raw: Any, *, plan: ExtractionPlan, speaker: str | None, about: list[str]) -> list[str]:

@@ -257,6 +257,7 @@ def _form(
             source_session_id=job.session_id,
             source_message_ids=[m.message_id for m in cited],
             related_user_ids=item.related_user_ids,
+            expires_at=item.expires_at,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
     duplicates: dict[str, Observation] = {}

@@ -19,6 +19,7 @@ from streams.audit import audit_record, content_digest
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import InvalidInput, NotFound
 from streams.ids import require_object_id
+from streams.lifecycle import expires_at_check
 from streams.observations import (
     APPEND_ATTEMPTS,
     MAX_CONTENT_CHARS,
@@ -40,6 +41,7 @@ class BatchItem:
     client_id: str
     private: bool = False
     observed_at: datetime | None = None
+    expires_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ def observation_batch_add(
     (one per batch that stored anything) commits in the same transaction."""
     _validate(items)
     now = utcnow()
+    for n, item in enumerate(items):
+        expires_at_check(item.expires_at, now=now, field_name=f"items.{n}.expires_at")
     keyed = [
         (
             item.client_id,
@@ -148,6 +152,7 @@ def observation_batch_add(
                 created_at=now,
                 private=item.private,
                 related_user_ids=[scope.user_id] if scope.user_id else [],
+                expires_at=item.expires_at,
             ),
         )
         for item in items

@@ -10,21 +10,31 @@ from bson import ObjectId
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
 from streams.consolidation_runs import consolidation_due_at
+from streams.contradictions import first_contradicted
 from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
+from streams.lifecycle import expires_at_check
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.rebuild import prune_search_terms, sources_changed
+from streams.rebuild import copies_closure, prune_search_terms, sources_changed
 from streams.screening import WriteOrigin, origin_of, screen_observations
 from streams.search import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
+from streams.store.privacy import PrivacyRepository
 from streams.store.write_batch import WriteBatch
 from streams.webhooks import observations_changed
 
 MAX_CONTENT_CHARS = 4000
+
+
+class Unset:
+    """A keyword left out (where None means "clear")."""
+
+
+UNSET = Unset()
 APPEND_ATTEMPTS = 5
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
@@ -76,6 +86,7 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
+    _mark_contradictions(store=store, scope=scope, fresh=split.fresh, session=session, now=now)
     live = [o for o in split.fresh if not o.held]
     _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
@@ -139,6 +150,45 @@ def _without_duplicates(
     return _Split(fresh=fresh, duplicates=duplicates)
 
 
+def _mark_contradictions(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    fresh: list[Observation],
+    session: StoreSession,
+    now: datetime,
+) -> None:
+    """Flag each new observation that contradicts one of the scope's newest
+    `SIMILAR_WINDOW` (`streams.contradictions`), and that one, with each other's id; in a
+    shared scope the new one waits for review (`contradicts:<id>`). One bounded read."""
+    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
+    if not checked:
+        return
+    top = scope.observation_seq
+    recent = store.observations.recent_live_texts(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+    for observation in checked:
+        other = first_contradicted(observation.content, recent)
+        if other is None:
+            continue
+        observation.contradicts = [other]
+        store.observations.add_contradiction(ObjectId(other), observation.id, session=session)
+        if scope.scope_type == "individual":
+            continue  # the flag shows in the log; the newer wins
+        reason = f"contradicts:{other}"
+        review = dict(observation.review or {})
+        review["reasons"] = list(dict.fromkeys([*(review.get("reasons") or []), reason]))
+        review.setdefault("since", now)
+        review.setdefault("supporting_group_ids", [])
+        observation.review = review
+        if observation.review_status is None:
+            observation.review_status = "in_review"
+
+
 def _mark_similar(
     *, store: MemoryStore, scope: Scope, fresh: list[Observation], session: StoreSession
 ) -> None:
@@ -175,6 +225,7 @@ def observation_add(
     related_user_ids: list[str] | None = None,
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    expires_at: datetime | None = None,
 ) -> Observation:
     """Add one observation by hand (operator or agent); it goes to pending, and a
     consolidation job is queued (in `follow_ups`) when that reaches the threshold.
@@ -190,7 +241,9 @@ def observation_add(
             f"content is longer than {MAX_CONTENT_CHARS} characters", details=[{"field": "content"}]
         )
     now = utcnow()
+    expires_at_check(expires_at, now=now, field_name="expires_at")
     observation = Observation(
+        expires_at=expires_at,
         scope_id=scope.id,
         agent_id=scope.agent_id,
         content=content,
@@ -382,8 +435,10 @@ def observation_update(
     private: bool | None = None,
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    expires_at: datetime | None | Unset = UNSET,
 ) -> Observation:
-    """Correct an observation's content or mark it private; returns the fresh observation.
+    """Correct an observation's content or mark it private, or set or clear its expiry
+    (`expires_at`: a time, None to clear, UNSET to leave); returns the fresh observation.
 
     A content change keeps the earlier text in the observation's text history (with
     `actor` and the time), in the same transaction.
@@ -413,11 +468,30 @@ def observation_update(
             fields["text_key"] = text_key(observation.scope_id, content)
     if private is not None:
         fields["private"] = private
-    if not fields:
+    expiry_changes = not isinstance(expires_at, Unset) and expires_at != observation.expires_at
+    if not fields and not expiry_changes:
         return observation
     if observation.deleted:
         raise Conflict("the observation is deleted; it cannot be changed")
+    if expiry_changes and observation.expiry_swept:
+        raise Conflict(
+            "the observation expired and left memory; its expiry cannot change",
+            details=[{"field": "expires_at"}],
+        )
     oid = require_object_id(observation.id, what="observation")
+    if expiry_changes:
+        assert not isinstance(expires_at, Unset)
+        if not store.observations.set_expiry(oid, expires_at):
+            raise NotFound("observation not found")
+        # Its propagated copies say the same fact: they expire with it.
+        for copy in copies_closure(PrivacyRepository(store.db), [observation.id]):
+            if not copy.expiry_swept:
+                store.observations.set_expiry(ObjectId(copy.id), expires_at)
+        if not fields:
+            fresh = store.observations.get(oid)
+            if fresh is None:
+                raise NotFound("observation not found")
+            return fresh
 
     def change(session: StoreSession) -> None:
         try:

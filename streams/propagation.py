@@ -63,7 +63,7 @@ def propagation_plan(
     if offered is not None:
         ids = [i for i in ids if i in set(offered)]
     absorbed = store.observations.get_many([ObjectId(i) for i in ids])
-    candidates = [o for o in absorbed if not o.private and not o.deleted]
+    candidates = [o for o in absorbed if not o.private and not o.deleted and not o.is_expired()]
     targets = _targets(source)
     # The source scope's override, else the agent's, else the code default.
     template = resolve_template(
@@ -191,6 +191,7 @@ def _copies(
                     source_message_ids=list(origin.source_message_ids),
                     related_user_ids=list(origin.related_user_ids),
                     propagated_from=origin.id,
+                    expires_at=origin.expires_at,  # a copy of an expiring fact expires with it
                     review={"supports": supports} if isinstance(supports, str) else None,
                 ),
             )

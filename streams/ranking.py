@@ -85,6 +85,14 @@ class Ranking:
     names: bool = True  # a person asked about weighs at most as much as the topic's terms
     neighbours: bool = True
     dates: bool = True
+    # Lifecycle stages (`streams.ranking_lifecycle`), each bounded: feedback and retrieval
+    # counts as a prior (together, the importance stage), recency, and MMR diversity among
+    # the final top k. Measured on the dev conversations (docs/lifecycle.md), each lowered
+    # recall on at least one of them, so each is off by default (on: `replace(FINAL, ...)`).
+    feedback: bool = False
+    access: bool = False
+    recency: bool = False
+    mmr: bool = False
 
 
 # What the first round of this issue shipped (the scale benchmark's starting point).

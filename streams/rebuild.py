@@ -156,7 +156,11 @@ def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) ->
     ids = list(scope.rebuild_observation_ids)
     now_live = store.observations.get_many([ObjectId(i) for i in ids])
     # An observation re-filed into another scope (a bulk move) left this one: removed here.
-    changed = {o.id for o in now_live if not o.deleted and not o.private and o.scope_id == scope.id}
+    changed = {
+        o.id
+        for o in now_live
+        if not o.deleted and not o.private and not o.is_expired() and o.scope_id == scope.id
+    }
     outcome = rebuild_scope(
         store=store,
         run=run,
@@ -283,7 +287,11 @@ def _rebuild(
     remaining = [
         o
         for o in _absorbed_observations(store, scope, keep_ids)
-        if not o.deleted and not o.private and o.id not in removed and o.scope_id == scope.id
+        if not o.deleted
+        and not o.private
+        and not o.is_expired()
+        and o.id not in removed
+        and o.scope_id == scope.id
     ]
     remaining.sort(key=lambda o: o.observed_at)
     text, details = consolidation_fold(

@@ -182,6 +182,7 @@ def scope_list(
 
 THRESHOLD_RANGE = (1, 1000)
 MAX_WORDS_RANGE = (50, 5000)
+MAX_OBSERVATIONS_RANGE = (10, 1_000_000)
 PROMPT_FIELDS = {
     "extraction_prompt": "extraction",
     "consolidation_prompt": "consolidation",
@@ -193,6 +194,7 @@ SETTING_FIELDS = frozenset(
         "is_active",
         "consolidation_threshold",
         "consolidation_max_words",
+        "max_observations",
         "review_mode",
     }
 )
@@ -233,6 +235,16 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
                 )
             if name == "consolidation_max_words" and scope.pins:
                 pins_checked(scope.pins, max_words=value)  # the pins must still fit
+            checked[name] = value
+        elif name == "max_observations":
+            low, high = MAX_OBSERVATIONS_RANGE
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise InvalidInput(
+                    f"max_observations must be null (off) or a whole number from {low} to {high}",
+                    details=[{"field": name}],
+                )
             checked[name] = value
         else:
             checked[name] = _checked_prompt(scope, name, value)

@@ -41,6 +41,7 @@ from streams.ranking import (
     term_weights,
     upper_bound,
 )
+from streams.ranking_lifecycle import importance_stage, mmr_reorder, recency_stage
 from streams.rerank import (
     date_stage,
     neighbour_seeds,
@@ -265,7 +266,7 @@ def search_in_scopes(
     visible = {s.id for s in scopes}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if not observation.live or observation.scope_id not in visible:
+        if not observation.live or observation.is_expired() or observation.scope_id not in visible:
             continue
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
@@ -290,7 +291,9 @@ def search_in_scopes(
                 known=[c.observation for c in kept.values()],
                 reach=ranking.reach,
             )
-            if str(o.id) not in exclude_ids and _in_window(o, observed_after, observed_before)
+            if str(o.id) not in exclude_ids
+            and _in_window(o, observed_after, observed_before)
+            and not o.is_expired()
         ]
         neighbour_stage(
             candidates=kept,
@@ -305,9 +308,12 @@ def search_in_scopes(
         )
     if ranking.dates:
         date_stage(candidates=kept, query=parsed)
+    lifecycle_stages(candidates=kept, ranking=ranking)
     final = [(c, c.score) for c in ordered(kept.values())]
     if semantic is not None and final:
         final = _semantic(store=store, ranker=semantic, query=query, ranked=final)
+    if ranking.mmr and final:
+        final = mmr_reorder(final, k=limit)
     order = {t: i for i, t in enumerate(parsed.terms)}
     hits: list[SearchHit] = []
     for candidate, fused in final:
@@ -327,6 +333,14 @@ def search_in_scopes(
         if len(hits) == limit:
             break
     return hits
+
+
+def lifecycle_stages(*, candidates: dict[ObjectId, Candidate], ranking: Ranking) -> None:
+    """The bounded lifecycle stages (`streams.ranking_lifecycle`) the ranking switches on."""
+    if ranking.feedback or ranking.access:
+        importance_stage(candidates=candidates, feedback=ranking.feedback, access=ranking.access)
+    if ranking.recency:
+        recency_stage(candidates=candidates)
 
 
 def _neighbours(

@@ -29,4 +29,6 @@ CELERY_BEAT_SCHEDULE = {
     "compute-embeddings": {"task": "memory_admin.tasks.compute_embeddings", "schedule": 60.0},
     # Every 5 s: webhook deliveries whose turn has come (outbox, retried with backoff).
     "deliver-webhooks": {"task": "memory_admin.tasks.deliver_webhooks", "schedule": 5.0},
+    # Every minute: expired observations (rebuilds, purge after the keep days), retention.
+    "lifecycle-sweep": {"task": "memory_admin.tasks.lifecycle_sweep", "schedule": 60.0},
 }

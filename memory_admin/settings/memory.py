@@ -42,6 +42,9 @@ MEMORY_LARGE_REQUEST_WAIT_SECONDS = env_int("MEMORY_LARGE_REQUEST_WAIT_SECONDS",
 # summed per observation and written at most this many seconds later (0: each call
 # writes its own, unawaited). A process killed in between loses that second's counts.
 MEMORY_ACCESS_FLUSH_SECONDS = env_float("MEMORY_ACCESS_FLUSH_SECONDS", 1.0)
+# Lifecycle: an expired observation is purged for good this many days after it expired
+# (until then it stays in the log, marked expired, out of every context and search).
+MEMORY_EXPIRED_KEEP_DAYS = env_int("MEMORY_EXPIRED_KEEP_DAYS", 7)
 # The context log (what each context call gave the agent) keeps records this many days;
 # 0 turns it off (`context_call_id` is then null). Written behind like access counts.
 MEMORY_CONTEXT_LOG_DAYS = env_int("MEMORY_CONTEXT_LOG_DAYS", 7)

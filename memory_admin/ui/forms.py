@@ -8,7 +8,7 @@ from django import forms
 from streams.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.observations import MAX_CONTENT_CHARS
 from streams.prompts import MAX_TEMPLATE_CHARS
-from streams.scopes import MAX_WORDS_RANGE, THRESHOLD_RANGE
+from streams.scopes import MAX_OBSERVATIONS_RANGE, MAX_WORDS_RANGE, THRESHOLD_RANGE
 
 SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group")]
 SCOPE_TYPES += [("collective", "Collective")]
@@ -77,6 +77,14 @@ class ScopeSettingsForm(forms.Form):
     )
     consolidation_max_words = forms.IntegerField(
         min_value=MAX_WORDS_RANGE[0], max_value=MAX_WORDS_RANGE[1], label="Word limit"
+    )
+    max_observations = forms.IntegerField(
+        required=False,
+        min_value=MAX_OBSERVATIONS_RANGE[0],
+        max_value=MAX_OBSERVATIONS_RANGE[1],
+        label="Keep at most (observations)",
+        help_text="Empty: no cap. Beyond it the oldest consolidated observations are purged; "
+        "pending, pinned and in-review ones never.",
     )
     review_mode = forms.ChoiceField(
         choices=[

@@ -186,6 +186,7 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "is_active": scope.is_active,
         "consolidation_threshold": scope.consolidation_threshold,
         "consolidation_max_words": scope.consolidation_max_words,
+        "max_observations": scope.max_observations,
         "review_mode": scope.review_mode,
     }
     form = ScopeSettingsForm(data, initial=initial)

@@ -10,13 +10,20 @@ from streams.actions.base import Actor, record, schedule
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
+from streams.feedback import observation_feedback
 from streams.observation_batch import (
     BatchItem,
     BatchResult,
     observation_add_once,
     observation_batch_add,
 )
-from streams.observations import observation_add, observation_delete, observation_update
+from streams.observations import (
+    UNSET,
+    Unset,
+    observation_add,
+    observation_delete,
+    observation_update,
+)
 from streams.store import MemoryStore
 
 
@@ -28,6 +35,7 @@ def do_observation_add(
     content: str,
     private: bool = False,
     observed_at: datetime | None = None,
+    expires_at: datetime | None = None,
 ) -> Observation:
     """A manual addition; it joins the scope's pending observations. Its audit entry
     commits in the add's own transaction (one journal sync, and never one without the other)."""
@@ -40,6 +48,7 @@ def do_observation_add(
         observed_at=observed_at,
         follow_ups=jobs,
         actor=str(actor),
+        expires_at=expires_at,
     )
     schedule(jobs)
     return observation
@@ -91,6 +100,7 @@ def do_observation_update(
     observation: Observation,
     content: str | None = None,
     private: bool | None = None,
+    expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
     what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
@@ -102,6 +112,7 @@ def do_observation_update(
         private=private,
         follow_ups=jobs,
         actor=str(actor),
+        expires_at=expires_at,
     )
     record(
         store=store,
@@ -111,8 +122,16 @@ def do_observation_update(
         object_id=observation.id,
         agent_id=observation.agent_id,
         summary=audit_changes(
-            {"content": observation.content, "private": observation.private},
-            {"content": updated.content, "private": updated.private},
+            {
+                "content": observation.content,
+                "private": observation.private,
+                "expires_at": observation.expires_at,
+            },
+            {
+                "content": updated.content,
+                "private": updated.private,
+                "expires_at": updated.expires_at,
+            },
         ),
     )
     schedule(jobs)
@@ -170,3 +189,24 @@ def do_observation_merge(
     )
     schedule(jobs)
     return jobs
+
+
+def do_observation_feedback(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    observation_id: str,
+    useful: bool,
+    context_call_id: str | None = None,
+    agent_ids: frozenset[str] | None = None,
+) -> Observation:
+    """Feedback on a retrieved observation; its audit entry commits with the count."""
+    observation, _ = observation_feedback(
+        store=store,
+        observation_id=observation_id,
+        useful=useful,
+        context_call_id=context_call_id,
+        agent_ids=agent_ids,
+        actor=str(actor),
+    )
+    return observation

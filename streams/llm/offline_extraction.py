@@ -12,6 +12,7 @@ reads it later.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from streams.llm.offline_text import (
@@ -151,6 +152,9 @@ def extract_observations(context: ExtractionContext) -> list[dict[str, Any]]:
                 continue
             seen.add(key)
             cites = {"sources": [line.message_id]} if line.message_id else {}
+            until = validity_end(sentence, said_at=line.created_at)
+            if until is not None:
+                cites["expires_at"] = until.isoformat()  # type: ignore[assignment]
             if line.user_id:
                 if scope == "individual":
                     scope = f"individual:{line.user_id}"
@@ -158,6 +162,34 @@ def extract_observations(context: ExtractionContext) -> list[dict[str, Any]]:
             else:
                 found.append({"content": content, "scope": scope, **cites})
     return found
+
+
+_WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_UNTIL = re.compile(
+    r"\b(?:until|till|through)\s+(?:next\s+)?(" + "|".join(_WEEKDAYS) + r"|tomorrow|tonight)\b"
+    r"|\b(?:this|for the)\s+(week|weekend)\b",
+    _I,
+)
+
+
+def validity_end(sentence: str, *, said_at: datetime | None) -> datetime | None:
+    """When a sentence says how long it holds ("until Friday", "till tomorrow", "this
+    week"): the end of that day (UTC), counted from when it was said; else None."""
+    found = _UNTIL.search(sentence)
+    if found is None:
+        return None
+    base = (said_at or datetime.now(UTC)).astimezone(UTC)
+    word = (found.group(1) or found.group(2)).lower()
+    if word == "tonight":
+        days = 0
+    elif word == "tomorrow":
+        days = 1
+    elif word in ("week", "weekend"):
+        days = 6 - base.weekday()  # to Sunday
+    else:
+        days = (_WEEKDAYS.index(word) - base.weekday()) % 7 or 7
+    day = (base + timedelta(days=days)).replace(hour=23, minute=59, second=59, microsecond=0)
+    return day
 
 
 def _strip_filler(sentence: str) -> str:

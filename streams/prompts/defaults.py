@@ -84,6 +84,9 @@ JSON only: no prose, no code fences. Exactly this shape:
 no one in particular). "sources" lists the ids of the lines the observation comes \
 from, exactly as they appear in brackets at the start of those lines: only the lines \
 that say it, not the whole conversation.
+When a line says until when a fact holds ("until Friday", "this week"), add \
+"expires_at": "<ISO 8601 date-time with timezone>" to that observation; leave it out \
+otherwise.
 When there is nothing worth remembering, answer {{"observations": []}}.
 """  # noqa: E501 (the JSON shape reads best on one line)
 

@@ -43,8 +43,23 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "review_status", "_id"),
     # ... and one scope's (the scope page, open collective candidates).
     index(COLLECTION, "scope_id", "review_status", "_id"),
+    # Lifecycle: the expiry sweep's to-do (`expiry_due`, unset once handled) and its purge
+    # (`expires_at`); sparse, so they hold only the observations that expire.
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("expiry_due", 1),),
+        name="expiry_due",
+        options={"sparse": True},
+    ),
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("expires_at", 1),),
+        name="expires_at",
+        options={"sparse": True},
+    ),
 ]
 
+FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
 StatusFilter = Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"]
 HELD_STATUSES = ("in_review", "candidate", "rejected")
 
@@ -368,3 +383,72 @@ class ObservationRepository:
             .limit(high_seq - low_seq)
         )
         return [Observation.from_mongo(d) for d in cursor]
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def set_expiry(
+        self,
+        observation_id: ObjectId,
+        expires_at: datetime | None,
+        *,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Set or clear an observation's expiry, unless the sweep handled it already
+        (False then, or when it is gone)."""
+        change: dict[str, Any] = (
+            {"$set": {"expires_at": expires_at, "expiry_due": expires_at}}
+            if expires_at is not None
+            else {"$unset": {"expires_at": "", "expiry_due": ""}}
+        )
+        result = self.collection.update_one(
+            {"_id": observation_id, "deleted_at": None}, change, session=session
+        )
+        return result.matched_count == 1
+
+    def expiry_due(self, now: datetime, *, limit: int) -> list[Observation]:
+        """Observations expired by `now` that the sweep has not handled yet (oldest first)."""
+        cursor = (
+            self.collection.find({"expiry_due": {"$lte": now}}).sort("expiry_due", 1).limit(limit)
+        )
+        return [Observation.from_mongo(d) for d in cursor]
+
+    def expiry_claim(self, observation_id: ObjectId, *, session: ClientSession | None) -> bool:
+        """Mark one expired observation handled (once: False if another sweep did): it
+        leaves the dedup key, so the same fact may be told again."""
+        result = self.collection.update_one(
+            {"_id": observation_id, "expiry_due": {"$exists": True}},
+            {"$unset": {"expiry_due": "", "text_key": ""}},
+            session=session,
+        )
+        return result.matched_count == 1
+
+    def expired_before(self, cutoff: datetime, *, limit: int) -> list[Observation]:
+        """Observations that expired before `cutoff` (to purge; handled ones only)."""
+        cursor = self.collection.find({"expires_at": {"$lte": cutoff}}).limit(limit)
+        return [o for o in map(Observation.from_mongo, cursor) if o.expiry_swept]
+
+    def add_feedback(
+        self,
+        observation_id: ObjectId,
+        *,
+        useful: bool,
+        call_id: str | None,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Count one feedback on a live observation; with `call_id`, once per context call
+        (a repeat matches nothing). False when nothing was counted."""
+        query: dict[str, Any] = {"_id": observation_id, "deleted_at": None}
+        change: dict[str, Any] = {"$inc": {"useful_count" if useful else "useless_count": 1}}
+        if call_id is not None:
+            query["feedback_calls"] = {"$ne": call_id}
+            change["$push"] = {"feedback_calls": {"$each": [call_id], "$slice": -FEEDBACK_CALLS}}
+        result = self.collection.update_one(query, change, session=session)
+        return result.matched_count == 1
+
+    def add_contradiction(
+        self, observation_id: ObjectId, other_id: str, *, session: ClientSession | None = None
+    ) -> None:
+        """Flag an observation as contradicted by `other_id` (the newer one)."""
+        self.collection.update_one(
+            {"_id": observation_id}, {"$addToSet": {"contradicts": other_id}}, session=session
+        )

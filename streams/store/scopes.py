@@ -29,6 +29,13 @@ INDEXES: list[IndexSpec] = [
     # A user's scopes across types (user audit, the scope browser's user filter).
     index(COLLECTION, "agent_id", "user_id"),
     index(COLLECTION, "agent_id", "group_id"),
+    # Retention: the scopes with a `max_observations` (sparse: most have none).
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("max_observations", 1), ("_id", 1)),
+        name="max_observations",
+        options={"sparse": True},
+    ),
 ]
 
 
@@ -53,6 +60,21 @@ class ScopeRepository:
         low = after if after is not None else ObjectId("0" * 24)
         cursor = self.collection.find({"_id": {"$gt": low}}, {"_id": 1}).sort("_id", 1).limit(limit)
         return [d["_id"] for d in cursor]
+
+    def with_retention(self, *, after: ObjectId | None, limit: int) -> list[Scope]:
+        """Scopes with a `max_observations`, in `_id` order after `after`."""
+        query: dict[str, Any] = {"max_observations": {"$gte": 1}}
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        cursor = self.collection.find(query).sort("_id", 1).limit(limit)
+        return [Scope.from_mongo(d) for d in cursor]
+
+    def count_retention_purge(self, scope_id: ObjectId, count: int, *, now: datetime) -> None:
+        """Retention removed `count` observations of the scope (shown on its page)."""
+        self.collection.update_one(
+            {"_id": scope_id},
+            {"$inc": {"retention_purged": count}, "$set": {"retention_purged_at": now}},
+        )
 
     def get_many(self, scope_ids: list[ObjectId]) -> list[Scope]:
         return [Scope.from_mongo(d) for d in self.collection.find({"_id": {"$in": scope_ids}})]

@@ -13,6 +13,7 @@ from memory_admin.api.v1.schemas import (
     ObservationBatchIn,
     ObservationBatchItemOut,
     ObservationBatchOut,
+    ObservationFeedbackIn,
     ObservationHistoryOut,
     ObservationListQuery,
     ObservationOut,
@@ -28,11 +29,12 @@ from streams.actions.observations import (
     do_observation_add_batch,
     do_observation_add_once,
     do_observation_delete,
+    do_observation_feedback,
     do_observation_update,
 )
 from streams.documents import Observation, Scope
 from streams.observation_batch import BatchItem
-from streams.observations import observation_get, observation_list
+from streams.observations import UNSET, observation_get, observation_list
 from streams.pagination import Page
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -112,6 +114,7 @@ def add_observation(
         content=payload.content,
         private=payload.private,
         observed_at=payload.observed_at,
+        expires_at=payload.expires_at,
     )
     return Status(200 if observation.duplicate else 201, observation)
 
@@ -129,6 +132,7 @@ def _add_batch(
                 client_id=item.client_id,
                 private=item.private,
                 observed_at=item.observed_at,
+                expires_at=item.expires_at,
             )
             for item in payload.items
         ],
@@ -205,6 +209,7 @@ def update_observation(
         observation=observation,
         content=payload.content,
         private=payload.private,
+        expires_at=payload.expires_at if "expires_at" in payload.model_fields_set else UNSET,
     )
     return updated
 
@@ -222,3 +227,25 @@ def delete_observation(request: HttpRequest, observation_id: str) -> Status[None
     )
     do_observation_delete(store=store, actor=api_actor(request), observation=observation)
     return Status(204, None)
+
+
+@router.post(
+    "/observations/{observation_id}/feedback",
+    auth=needs("read"),
+    response={200: ObservationOut, **error_responses(400, 401, 403, 404, 422)},
+)
+def observation_feedback(
+    request: HttpRequest, observation_id: str, payload: ObservationFeedbackIn
+) -> Observation:
+    """The agent says a retrieved observation was useful (or not). The counts are on the
+    observation and weigh in ranking as a bounded prior: no number of votes moves a fact
+    by more than its bound. With `context_call_id`, that call's feedback counts once.
+    404 for a deleted observation or one of an agent the key does not see."""
+    return do_observation_feedback(
+        store=get_store(),
+        actor=api_actor(request),
+        observation_id=observation_id,
+        useful=payload.useful,
+        context_call_id=payload.context_call_id,
+        agent_ids=visible_agents(request),
+    )

@@ -167,6 +167,13 @@ class ScopeOut(Schema):
         description="Which new observations wait for a person: none, propagated copies, or "
         "everything from extraction, propagation and API keys"
     )
+    max_observations: int | None = Field(
+        None,
+        description="Retention: the scope keeps at most this many observations; the oldest "
+        "consolidated ones beyond it are purged (never pending, pinned or in-review ones). "
+        "null: off.",
+    )
+    retention_purged: int = Field(0, description="Observations retention has purged so far.")
     created_at: Time
     last_activity_at: Time
 
@@ -210,6 +217,11 @@ class ScopePatchIn(InSchema):
     )
     consolidation_threshold: Annotated[StrictInt, Field(ge=1, le=1000)] = None  # type: ignore[assignment]
     consolidation_max_words: Annotated[StrictInt, Field(ge=50, le=5000)] = None  # type: ignore[assignment]
+    max_observations: Annotated[StrictInt, Field(ge=10, le=1_000_000)] | None = Field(
+        None,
+        description="Retention: keep at most this many observations (the oldest consolidated "
+        "ones beyond it are purged by the periodic sweep); null turns it off.",
+    )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
         description="A hand edit of the consolidation text; needs `expected_version`.",
@@ -247,6 +259,11 @@ class ObservationIn(InSchema):
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
     )
 
 
@@ -289,6 +306,15 @@ class ObservationOut(Schema):
     review: ReviewOut | None = Field(
         description="Why and since when it waits (or waited) for review; null when it never did"
     )
+    expires_at: Time | None = Field(None, description="When it leaves memory (null: never).")
+    expired: bool = Field(False, description="Past its `expires_at`: in no context or search.")
+    useful_count: int = Field(0, description="Feedback: times it was found useful.")
+    useless_count: int = Field(0, description="Feedback: times it was found not useful.")
+    contradicts: list[str] = Field(
+        default_factory=list,
+        description="Observations of the scope this one contradicts (same subject, another "
+        "value), flagged on both sides; in a shared scope the newer waits for review.",
+    )
 
 
 class EarlierTextOut(Schema):
@@ -320,6 +346,11 @@ class ObservationBatchItemIn(InSchema):
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
         None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
     )
 
 
@@ -364,9 +395,24 @@ class ObservationBatchOut(Schema):
     created: int = Field(..., description="How many items were stored by this request.")
 
 
+class ObservationFeedbackIn(InSchema):
+    useful: StrictBool = Field(..., description="Whether the retrieved observation helped.")
+    context_call_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{24}$",
+        description="The context call that retrieved it (`context_call_id` of the answer): "
+        "that call's feedback on this observation counts once.",
+    )
+
+
 class ObservationPatchIn(InSchema):
     content: ObservationContent = None  # type: ignore[assignment]
     private: StrictBool = None  # type: ignore[assignment]
+    expires_at: IsoTime | None = Field(
+        None,
+        description="Set the expiry (a past time expires it at once) or clear it with null; "
+        "409 once the expiry sweep has handled the observation.",
+    )
 
 
 # -- conversation ingest -----------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""Feedback on retrieved memories: the agent says an observation was useful or not.
+
+Counts live on the observation (`useful_count`, `useless_count`); the ranking reads
+them as a bounded prior (`streams.ranking_lifecycle`), so no number of votes moves a
+fact by more than its bound. With a `context_call_id` the same call's feedback on the
+same observation counts once (a retried request is not a second voice). The context
+log is written behind, so the call id is not looked up: it is recorded as given.
+"""
+
+from __future__ import annotations
+
+from bson import ObjectId
+
+from streams.audit import audit_record
+from streams.documents import Observation, utcnow
+from streams.exceptions import InvalidInput, NotFound
+from streams.observations import observation_get
+from streams.store import MemoryStore, StoreSession
+
+
+def observation_feedback(
+    *,
+    store: MemoryStore,
+    observation_id: str,
+    useful: bool,
+    context_call_id: str | None = None,
+    agent_ids: frozenset[str] | None = None,
+    actor: str,
+) -> tuple[Observation, bool]:
+    """Count the feedback (audited, one transaction); the fresh observation and whether
+    it counted (False: this call's feedback on it was counted before).
+
+    NotFound for a deleted observation, or one of an agent the caller does not see."""
+    if context_call_id is not None and not (
+        len(context_call_id) == 24 and ObjectId.is_valid(context_call_id)
+    ):
+        raise InvalidInput(
+            "context_call_id is not a context call id", details=[{"field": "context_call_id"}]
+        )
+    observation = observation_get(store=store, observation_id=observation_id, agent_ids=agent_ids)
+    if observation.deleted:
+        raise NotFound("observation not found")
+    oid = ObjectId(observation.id)
+
+    def count(session: StoreSession) -> bool:
+        counted = store.observations.add_feedback(
+            oid, useful=useful, call_id=context_call_id, session=session
+        )
+        if counted:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.feedback",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=observation.agent_id,
+                summary={"useful": useful, "context_call_id": context_call_id},
+                at=utcnow(),
+                session=session,
+            )
+        return counted
+
+    counted = bool(store.in_transaction(count))
+    fresh = store.observations.get(oid)
+    if fresh is None or fresh.deleted:
+        raise NotFound("observation not found")
+    return fresh, counted
