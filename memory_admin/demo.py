@@ -1,7 +1,7 @@
 """A believable demo data set, written through the same services the app uses.
 
 Three agents, thirty users, four groups, two collective shards with their own
-extraction guidance, a few hundred
+extraction guidance (saved as version 1 of their prompt history), a few hundred
 observations and consolidations with a few versions of history. Every observation
 cites a session that exists: its messages were ingested as conversations are
 (`messages_ingest`) and formed by a formation job, group sessions with several
@@ -437,10 +437,12 @@ def _seed_agent(
     said = [Said(t, SAID[t], rng.choice(speakers)) for t in COLLECTIVE_FACTS]
     _fill(store, rng, runner, scope, said, counts, chunk=1)
     for shard_name, prompt in SHARDS.get(agent_id, []):
-        scope, _ = scope_get_or_create(
+        # Created as an operator would: the guidance is version 1 of the shard's prompt history.
+        scope = do_scope_create(
             store=store,
+            actor=DEMO_ACTOR,
             key=ScopeKey.collective(agent_id, shard_name),
-            defaults={"extraction_prompt": prompt},
+            extraction_prompt=prompt,
         )
         said = [Said(t, SAID[t], rng.choice(speakers)) for t in SHARD_FACTS[shard_name]]
         _fill(store, rng, runner, scope, said, counts, chunk=1)
