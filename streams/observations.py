@@ -284,19 +284,24 @@ def observation_delete(
         return
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
-    was_pending = False
+    was_pending = deleted = False
 
     def delete(session: StoreSession) -> None:
-        nonlocal was_pending
-        if store.observations.mark_deleted(oid, now=utcnow(), session=session):
+        nonlocal was_pending, deleted
+        deleted = store.observations.mark_deleted(oid, now=utcnow(), session=session)
+        if deleted:
             search_index_remove(store=store, observations=[observation], session=session)
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
+            store.scopes.count_deleted(scope_oid, session=session)
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")
 
     store.in_transaction(delete)
-    if was_pending:
-        store.agents.adjust_counters(observation.agent_id, now=utcnow(), pending=-1)
+    if deleted:
+        # A deleted observation leaves every count: the scope's, the agent's, pending.
+        store.agents.adjust_counters(
+            observation.agent_id, now=utcnow(), observations=-1, pending=-int(was_pending)
+        )
     prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     jobs = follow_ups if follow_ups is not None else []
     sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)

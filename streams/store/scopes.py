@@ -262,6 +262,12 @@ class ScopeRepository:
         )
         return result.modified_count
 
+    def count_deleted(self, scope_id: ObjectId, *, session: ClientSession | None = None) -> None:
+        """One observation left the scope's count (a soft delete: it counts nowhere)."""
+        self.collection.update_one(
+            {"_id": scope_id}, {"$inc": {"observation_count": -1}}, session=session
+        )
+
     def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Back to pending (a restore): each at most once."""
         if observation_ids:
