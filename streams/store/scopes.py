@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from bson import ObjectId
 from pymongo.client_session import ClientSession
@@ -84,7 +84,7 @@ class ScopeRepository:
         top_seq: int,
         before: int | None,
         limit: int,
-        scope_type: ScopeType | None = None,
+        scope_type: ScopeType | Literal["shard"] | None = None,
         user_id: str | None = None,
         group_id: str | None = None,
         text: str | None = None,
@@ -277,6 +277,9 @@ class ScopeRepository:
             )
 
 
+SHARD_TYPE = "shard"  # the scope list's type filter for named collective scopes
+
+
 def _scope_matcher(
     scope_type: str | None, text: str | None, consolidation_text: str | None
 ) -> Callable[[dict[str, Any]], bool]:
@@ -285,7 +288,10 @@ def _scope_matcher(
     words = consolidation_text.lower() if consolidation_text else None
 
     def keep(doc: dict[str, Any]) -> bool:
-        if scope_type and doc.get("scope_type") != scope_type:
+        if scope_type == SHARD_TYPE:  # a shard is a named collective scope
+            if doc.get("scope_type") != "collective" or doc.get("name") is None:
+                return False
+        elif scope_type and doc.get("scope_type") != scope_type:
             return False
         if label and label not in (doc.get("label_text") or ""):
             return False

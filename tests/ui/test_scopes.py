@@ -62,6 +62,19 @@ def test_scope_browser_shard_filter_and_sorting(client_as, store):
     assert newest.index(second.id) < newest.index(first.id)
 
 
+def test_scope_browser_type_filter_has_a_shard_option(client_as, store):
+    shard = ScopeFactory.create(store=store, agent_id="a1", shard=True, name="feedback")
+    collective = ScopeFactory.create(store=store, agent_id="a1", collective=True)
+    group = ScopeFactory.create(store=store, agent_id="a1", group=True)
+    client = client_as("viewer")
+    page = client.get(reverse("ui:scopes"), {"agent": "a1"}).content.decode()
+    assert '<option value="shard">Shard</option>' in page
+    shards = client.get(reverse("ui:scopes"), {"agent": "a1", "type": "shard"}, **HTMX)
+    html = shards.content.decode()
+    assert shards.status_code == 200 and f'data-scope-id="{shard.id}"' in html
+    assert collective.id not in html and group.id not in html
+
+
 def test_scope_browser_pages_with_a_cursor(client_as, store, monkeypatch):
     from memory_admin.ui import scopes
 
