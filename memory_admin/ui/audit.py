@@ -20,13 +20,13 @@ from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.privacy import do_user_export, do_user_forget
 from streams.audit import audit_page
-from streams.documents import Job, Observation
+from streams.documents import Job, Observation, Scope
 from streams.documents_audit import AuditEntry
 from streams.exceptions import InvalidInput, NotFound
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
-from streams.selectors import agents_page
+from streams.selectors import agents_page, scopes_by_ids
 from streams.user_audit import user_audit
 from streams.user_find import user_find
 
@@ -87,7 +87,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
-        "rows": [_row(entry) for entry in page.items],
+        "rows": _rows(page.items),
         "error": error,
         "query": query.urlencode(),
         "cursor": param(request, "cursor"),
@@ -97,15 +97,32 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _row(entry: AuditEntry) -> dict[str, Any]:
-    """An entry as the table shows it: a link to the object where it has a page."""
-    link = None
-    if entry.object_id and entry.object_type in ("scope", "consolidation"):
+SCOPE_OBJECTS = ("scope", "consolidation")
+
+
+def _rows(entries: list[AuditEntry]) -> list[dict[str, Any]]:
+    """The page's entries, each scope named (one read for the page's scopes)."""
+    ids = sorted({e.object_id for e in entries if e.object_type in SCOPE_OBJECTS and e.object_id})
+    scopes = {s.id: s for s in scopes_by_ids(store=get_store(), scope_ids=ids)}
+    return [_row(entry, scopes) for entry in entries]
+
+
+def _row(entry: AuditEntry, scopes: dict[str, Scope]) -> dict[str, Any]:
+    """An entry as the table shows it: a link to the object where it has a page, and the
+    object's name where it has one."""
+    link = name = None
+    if entry.object_id and entry.object_type in SCOPE_OBJECTS:
         link = reverse("ui:scope_detail", args=[entry.object_id])
+        scope = scopes.get(entry.object_id)
+        if scope is not None:
+            kind = "shard" if scope.is_shard else scope.scope_type
+            name = f"{scope.label} ({kind})"
     elif entry.object_id and entry.object_type == "user" and entry.agent_id:
         link = _user_url(entry.agent_id, entry.object_id)
+    elif entry.object_id and entry.object_type == "session" and entry.agent_id:
+        link = reverse("ui:session_detail", args=[entry.agent_id, entry.object_id])
     summary = "; ".join(f"{key}: {_short(value)}" for key, value in sorted(entry.summary.items()))
-    return {"entry": entry, "link": link, "summary": summary}
+    return {"entry": entry, "link": link, "name": name, "summary": summary}
 
 
 def _short(value: Any) -> str:

@@ -19,6 +19,7 @@ from streams.actions.jobs import do_job_retry
 from streams.exceptions import Conflict, InvalidInput
 from streams.jobs import job_get, job_list
 from streams.pagination import Page
+from streams.selectors import scopes_by_ids
 
 PAGE_SIZE = 25
 POLL_SECONDS = 1
@@ -43,9 +44,12 @@ def job_index(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("cursor", None)
     role = request_role(request)
+    scope_ids = sorted({job.scope_id for job in page.items if job.scope_id})
     context = {
         "form": form,
         "page": page,
+        # Each job's scope by name (the user's, group's or shard's), not by id.
+        "scopes": {s.id: s for s in scopes_by_ids(store=get_store(), scope_ids=scope_ids)},
         "error": error,
         "query": query.urlencode(),
         "cursor": param(request, "cursor"),
