@@ -74,7 +74,18 @@ def test_jobs_show_scope_names_users_and_session_links(client_as, store):
     job_create(store=store, kind="consolidation", agent_id="a1", scope_id=shard.id)
     job_create(store=store, kind="formation", agent_id="a1", session_id="sess-42")
     job_create(store=store, kind="forget_user", agent_id="a1", payload={"user_id": "u-gene"})
+    formed = job_create(store=store, kind="formation", agent_id="a1", session_id="sess-43")
+    store.jobs.start(formed.id_oid, now=utcnow(), stale_before=utcnow())
+    store.jobs.finish(
+        formed.id_oid,
+        status="succeeded",
+        now=utcnow(),
+        result={"observations": 3, "scopes": {gene.id: 2, shard.id: 1}},
+        llm_calls=1,
+    )
     html = client_as("viewer").get(reverse("ui:jobs")).content.decode()
+    assert "Gene (individual): 2; feedback (shard): 1" in html  # the result names its scopes
+    assert gene.id not in html.split(f'data-job-id="{formed.id}"')[1].split("</tr>")[0]
     assert "Gene <span" in html and "(individual)" in html
     assert "feedback <span" in html and "(shard)" in html
     assert reverse("ui:session_detail", args=["a1", "sess-42"]) in html
