@@ -45,7 +45,7 @@ def session_detail(request: HttpRequest, agent_id: str, session_id: str) -> Http
         "page": page,
         "cursor": cursor,
         "error": error,
-        "messages": session_messages(
+        "said": session_messages(
             store=get_store(),
             agent_id=agent_id[:128],
             session_id=session_id[:128],

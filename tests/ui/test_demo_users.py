@@ -36,6 +36,7 @@ def test_a_demo_user_shows_groups_sessions_and_labelled_searches(client_as, stor
     session = client.get(links[0])
     html = session.content.decode()
     assert session.status_code == 200 and 'id="session-messages"' in html
+    assert 'class="messages"' not in html  # not mistaken for the page's flash messages
     assert html.count("data-message-id=") >= 2
     session_id = links[0].rstrip("/").rsplit("/", 1)[-1]
     cited = [
