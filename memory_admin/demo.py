@@ -430,11 +430,12 @@ def _seed_agent(
                     SAID[template],
                     speaker,
                     chime_in=other if other != speaker else None,
+                    related=[speaker.user_id],  # who said it (forgetting them rebuilds this)
                 )
             )
         _fill(store, rng, runner, scope, said, counts, chunk=3)
     scope, _ = scope_get_or_create(store=store, key=ScopeKey.collective(agent_id))
-    said = [Said(t, SAID[t], rng.choice(speakers)) for t in COLLECTIVE_FACTS]
+    said = [_said_by(t, rng.choice(speakers)) for t in COLLECTIVE_FACTS]
     _fill(store, rng, runner, scope, said, counts, chunk=1)
     for shard_name, prompt in SHARDS.get(agent_id, []):
         # Created as an operator would: the guidance is version 1 of the shard's prompt history.
@@ -444,8 +445,12 @@ def _seed_agent(
             key=ScopeKey.collective(agent_id, shard_name),
             extraction_prompt=prompt,
         )
-        said = [Said(t, SAID[t], rng.choice(speakers)) for t in SHARD_FACTS[shard_name]]
+        said = [_said_by(t, rng.choice(speakers)) for t in SHARD_FACTS[shard_name]]
         _fill(store, rng, runner, scope, said, counts, chunk=1)
+
+
+def _said_by(text: str, speaker: Speaker) -> Said:
+    return Said(text, SAID[text], speaker, related=[speaker.user_id])
 
 
 def _fill(

@@ -30,6 +30,10 @@ def test_a_demo_user_shows_groups_sessions_and_labelled_searches(client_as, stor
     export = json.loads(client.get(reverse("ui:user_export"), query).content)
     assert export["individual_scope"]["groups"] == [{"id": "eden-team", "name": "Eden Team"}]
 
+    # What they said in the Eden Team's group sessions shows as theirs too.
+    assert "Nothing from this user in group or collective memories." not in page
+    assert "The Eden Team" in page
+
     # Session ids are links to the session page, which shows the messages cited.
     links = re.findall(r'href="(/agents/support-assistant/sessions/[^"]+/)"', page)
     assert links, "no session link on the Users page"
