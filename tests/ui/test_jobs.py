@@ -8,7 +8,7 @@ from django.urls import reverse
 from streams.audit import audit_record
 from streams.documents import utcnow
 from streams.jobs import job_create
-from tests.factories import ScopeFactory
+from tests.factories import ObservationFactory, ScopeFactory
 from tests.ui.helpers import HTMX
 
 pytestmark = pytest.mark.django_db
@@ -110,6 +110,26 @@ def test_audit_names_scopes_and_links_sessions(client_as, store):
         object_id="sess-42",
         agent_id="a1",
     )
+    noted = ObservationFactory.create(store=store, scope=gene, content="Gene likes tea.")
+    audit_record(
+        store=store,
+        actor="ui:olivia",
+        action="observation.update",
+        object_type="observation",
+        object_id=noted.id,
+        agent_id="a1",
+    )
+    audit_record(  # an id that is not one (an old entry, a hand-made one) is shown as is
+        store=store,
+        actor="cli",
+        action="observation.delete",
+        object_type="observation",
+        object_id="not-an-id",
+        agent_id="a1",
+    )
     html = client_as("viewer").get(reverse("ui:audit_log")).content.decode()
+    assert "<code>not-an-id</code>" in html
     assert ">Gene (individual)</a>" in html
+    assert f'href="/scopes/{gene.id}/#obs-{noted.id}"' in html
+    assert ">in Gene (individual)</a>" in html
     assert reverse("ui:session_detail", args=["a1", "sess-42"]) in html
