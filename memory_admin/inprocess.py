@@ -15,6 +15,10 @@ no GIL); a child that dies or overruns JOB_TIMEOUT_SECONDS is killed and replace
 and its job is taken over once its lease lapses. `thread` runs jobs in the pool
 thread itself (lower priority too, but sharing the GIL).
 
+`start` (the WSGI module, at start-up) starts the pool and its children before the first
+job arrives: a child's start (Django, its store connection and indexes, at low priority
+on a busy host) took seconds, and the first job after a start waited that long queued.
+
 `shutdown` (tests, before dropping a database) waits for the backlog, then stops the
 threads and their children; nothing of a job can write after it returns.
 """
@@ -48,11 +52,27 @@ _queue: queue.Queue[tuple[Any, str]] | None = None
 _pending = 0  # jobs submitted and not finished
 _threads: list[threading.Thread] = []  # threads of the current pool
 _runners: set[_Runner] = set()  # children alive, whichever pool started them
+_warm = threading.Condition(_lock)
+_warming = 0  # pool threads still starting their child
+WARM = "warm"  # the id the child answers a warm-up with
 
 
 def enabled() -> bool:
     """Jobs go to the pool: no broker, and at least one worker thread configured."""
     return bool(settings.CELERY_TASK_ALWAYS_EAGER) and settings.MEMORY_INPROCESS_WORKERS > 0
+
+
+def start() -> None:
+    """Start the pool now, each thread with its child ready (store connected, indexes
+    checked), so the first job does not wait for a child to start; a no-op without a pool."""
+    if enabled():
+        _get_queue()
+
+
+def wait_warm(timeout: float = 30.0) -> bool:
+    """Tests: wait until every thread of the pool has its child started and answering."""
+    with _warm:
+        return _warm.wait_for(lambda: _warming == 0, timeout=timeout)
 
 
 def submit(task: Any, job_id: str) -> bool:
@@ -118,12 +138,14 @@ def _get_queue() -> queue.Queue[tuple[Any, str]]:
     """Start the threads on first use. They are daemons: a process that exits does not wait
     for the backlog (those jobs stay queued in the store, and a job cut off mid-run is
     taken over when its lease lapses)."""
-    global _queue
+    global _queue, _warming
     with _lock:
         if _queue is None:
             _queue = queue.Queue(maxsize=max(settings.MEMORY_INPROCESS_QUEUE, 1))
             isolated = settings.MEMORY_INPROCESS_ISOLATION == "process"
-            for n in range(max(settings.MEMORY_INPROCESS_WORKERS, 1)):
+            workers = max(settings.MEMORY_INPROCESS_WORKERS, 1)
+            _warming += workers if isolated else 0
+            for n in range(workers):
                 thread = threading.Thread(
                     target=_work, args=(_queue, isolated), name=f"memory-job-{n}", daemon=True
                 )
@@ -133,11 +155,18 @@ def _get_queue() -> queue.Queue[tuple[Any, str]]:
 
 
 def _work(jobs: queue.Queue[tuple[Any, str]], isolated: bool) -> None:
-    global _pending
+    global _pending, _warming
     # Linux priorities are per thread: requests get the CPU before background jobs.
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
     runner = _Runner() if isolated else None
+    if runner is not None:
+        try:
+            runner.warm()
+        finally:
+            with _warm:
+                _warming -= 1
+                _warm.notify_all()
     try:
         while True:
             task, job_id = jobs.get()
@@ -168,18 +197,31 @@ class _Runner:
         self.buffer = b""
 
     def run(self, task_name: str, job_id: str) -> None:
-        process = self._process()
         request = {"task": task_name, "job_id": job_id, "settings": shipped_settings()}
+        if self._ask(request) != job_id:
+            logger.warning("job runner died or overran during job %s; replacing it", job_id)
+            self.stop(kill=True)
+
+    def warm(self) -> None:
+        """Start the child and let it open the store before any job needs it."""
+        try:
+            request = {"warm": True, "settings": shipped_settings()}
+        except Exception:  # the store is not reachable yet: the child still starts
+            logger.warning("job runner warm-up without the store settings", exc_info=True)
+            request = {"warm": True, "settings": {}}
+        if self._ask(request) != WARM:
+            logger.warning("job runner did not answer its warm-up; replacing it")
+            self.stop(kill=True)
+
+    def _ask(self, request: dict[str, Any]) -> str | None:
+        process = self._process()
         assert process.stdin is not None
         try:
             process.stdin.write(json.dumps(request).encode() + b"\n")
             process.stdin.flush()
-            answer = self._answer(process, deadline=time.monotonic() + JOB_TIMEOUT_SECONDS)
+            return self._answer(process, deadline=time.monotonic() + JOB_TIMEOUT_SECONDS)
         except OSError:
-            answer = None
-        if answer != job_id:
-            logger.warning("job runner died or overran during job %s; replacing it", job_id)
-            self.stop(kill=True)
+            return None
 
     def stop(self, *, kill: bool = False) -> None:
         """End the child: closing its stdin ends its loop after its job; kill it if it does

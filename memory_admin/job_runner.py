@@ -5,7 +5,8 @@ prompt); in a thread of the web process it competes with requests for the GIL. I
 this child, started by the web process at OS niceness N, it only gets the CPU the
 requests leave.
 
-Protocol, one JSON line each way. In (stdin): {"task", "job_id", "settings"}; out
+Protocol, one JSON line each way. In (stdin): {"task", "job_id", "settings"} (or a
+warm-up, {"warm": true, "settings"}: open the store before the first job); out
 (the original stdout, kept for the protocol alone): {"done": job_id}. `settings` are the
 web process's store, LLM and MEMORY_* settings at the moment it queued the job (its
 resolved store URI included), applied before the job runs: the child then acts on
@@ -27,6 +28,7 @@ from typing import IO, Any
 
 # Never taken from the parent: the child runs its follow-ups itself, inline.
 CHILD_OWN = {"MEMORY_INPROCESS_WORKERS": 0, "MEMORY_INPROCESS_ISOLATION": "thread"}
+WARM = "warm"  # a warm-up request ({"warm": true, "settings"}) is answered {"done": "warm"}
 
 
 def main() -> None:
@@ -46,14 +48,20 @@ def main() -> None:
     for line in sys.stdin:
         try:
             request: dict[str, Any] = json.loads(line)
-            task, job_id = app.tasks[request["task"]], str(request["job_id"])
-        except (ValueError, KeyError, TypeError):
+            if request.get("warm") is True:
+                task, job_id = None, WARM
+            else:
+                task, job_id = app.tasks[request["task"]], str(request["job_id"])
+        except (ValueError, KeyError, TypeError, AttributeError):
             print(f"job runner: unreadable request {line[:200]!r}", file=sys.stderr, flush=True)
             continue
         for name, value in {**request.get("settings", {}), **CHILD_OWN}.items():
             setattr(settings, name, value)
         try:
-            task.apply(args=[job_id])
+            if task is None:
+                _warm_up()
+            else:
+                task.apply(args=[job_id])
         except Exception as exc:  # recorded on the job; the runner keeps serving
             print(f"job {job_id} failed: {exc}", file=sys.stderr, flush=True)
         try:
@@ -61,6 +69,14 @@ def main() -> None:
             answers.flush()
         except BrokenPipeError:  # the web process is gone: so is the reason to run
             return
+
+
+def _warm_up() -> None:
+    """Before the first job: connect to the store and check its indexes (what a first job
+    would otherwise wait for)."""
+    from memory_admin.stores import get_store
+
+    get_store().db.command("ping")
 
 
 def _protocol_out() -> IO[str]:

@@ -20,6 +20,9 @@ def start_inprocess_scheduler() -> None:
     if not settings.CELERY_TASK_ALWAYS_EAGER or _started.is_set():
         return
     _started.set()
+    from memory_admin import inprocess
+
+    inprocess.start()  # the job pool and its children, ready before the first job
     thread = threading.Thread(target=_loop, name="memory-periodic", daemon=True)
     thread.start()
 

@@ -27,7 +27,7 @@ from streams.jobs import JobRun, job_create
 from streams.large_work import large_work
 from streams.llm.port import LLMRequest
 from streams.observation_batch import observations_append_once
-from streams.scopes import scope_get_or_create
+from streams.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore, StoreSession
 
 ROLE_WEIGHTS = {"user": 1.0, "tool": 0.5, "assistant": 0.2}
@@ -286,12 +286,24 @@ def _form(
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
         activity_record(store=store, agent_id=job.agent_id, now=now, observations=created)
     speaker_groups = {s.user_id: s.groups for s in plan.speakers}
+    remembered: set[str] = set()
     for scope, _ in by_scope.values():
         groups = (
             speaker_groups.get(scope.user_id or "") if scope.scope_type == "individual" else None
         )
         if groups:
             store.scopes.remember_groups(ObjectId(scope.id), groups)
+            remembered.add(scope.user_id or "")
+    # A speaker this formation filed nothing personal about is in these groups all the
+    # same: their individual memory, if they have one, remembers them (one indexed find
+    # per such speaker; none is created).
+    for user_id, groups in speaker_groups.items():
+        if groups and user_id not in remembered:
+            own = store.scopes.find_by_identity(
+                **ScopeKey.individual(job.agent_id, user_id).identity()
+            )
+            if own is not None:
+                store.scopes.remember_groups(ObjectId(own.id), groups)
     run.result = {
         "messages": len(messages),
         "observations": created,

@@ -553,12 +553,13 @@ def observation_delete(
         return
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
-    was_pending = False
+    was_pending = deleted = False
 
     def delete(session: StoreSession) -> None:
-        nonlocal was_pending
+        nonlocal was_pending, deleted
         now = utcnow()
-        if store.observations.mark_deleted(oid, now=now, session=session):
+        deleted = store.observations.mark_deleted(oid, now=now, session=session)
+        if deleted:
             search_index_remove(store=store, observations=[observation], session=session)
             store.text_history.purge([oid], session=session)  # earlier texts go with it
             gone = replace(observation, deleted_at=now)
@@ -566,12 +567,16 @@ def observation_delete(
                 store=store, event="observation.deleted", observations=[gone], session=session
             )
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
+            store.scopes.count_deleted(scope_oid, session=session)
         elif store.observations.get(oid) is None:
             raise NotFound("observation not found")
 
     store.in_transaction(delete)
-    if was_pending:
-        store.agents.adjust_counters(observation.agent_id, now=utcnow(), pending=-1)
+    if deleted:
+        # A deleted observation leaves every count: the scope's, the agent's, pending.
+        store.agents.adjust_counters(
+            observation.agent_id, now=utcnow(), observations=-1, pending=-int(was_pending)
+        )
     prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     jobs = follow_ups if follow_ups is not None else []
     sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)

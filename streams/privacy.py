@@ -113,6 +113,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_webhook_deliveries": 0,
     }
     now = utcnow()
+    uncounted = 0
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
         count = store.in_transaction(
@@ -122,12 +123,15 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         )
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
         store.text_history.purge([ObjectId(o.id) for o in observations])
+        # A soft-deleted observation left the counts when it was deleted.
+        counted = min(count, sum(1 for o in observations if not o.deleted))
         if count:
             repo.unlink_observations(
-                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=count
+                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=counted
             )
         deleted["memory_observations"] += count
-    store.agents.adjust_counters(agent_id, now=now, observations=-deleted["memory_observations"])
+        uncounted += counted
+    store.agents.adjust_counters(agent_id, now=now, observations=-uncounted)
     if individual is not None:
         # Term by term rather than `search_index_drop_scope`: its `_id` range delete
         # scans the whole index on the embedded store (3 s at 10,000 observations).
@@ -145,7 +149,8 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
                 agent_id,
                 now=now,
                 scopes=-1,
-                observations=-removed["memory_observations"],
+                # What the scope counted: its soft-deleted observations left it already.
+                observations=-individual.observation_count,
                 pending=-individual.pending_count,
             )
     for collection, count in said.items():

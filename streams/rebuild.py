@@ -120,10 +120,12 @@ def remove_copies(*, store: MemoryStore, copies: list[Observation]) -> int:
         ids = [ObjectId(o.id) for o in observations]
         count = repo.delete_observations(ids)
         if count:
-            repo.unlink_observations(ObjectId(scope_id), ids, count=count)
+            # A soft-deleted copy left the counts when it was deleted.
+            counted = min(count, sum(1 for o in observations if not o.deleted))
+            repo.unlink_observations(ObjectId(scope_id), ids, count=counted)
             pending = sum(1 for o in observations if o.status == "pending" and not o.deleted)
             store.agents.adjust_counters(
-                observations[0].agent_id, now=now, observations=-count, pending=-pending
+                observations[0].agent_id, now=now, observations=-counted, pending=-pending
             )
         removed += count
     return removed

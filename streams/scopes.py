@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from streams.consolidation_runs import consolidation_due
 from streams.documents import REVIEW_MODES, Job, Scope, ScopeType, utcnow
@@ -144,7 +144,7 @@ def scope_list(
     *,
     store: MemoryStore,
     agent_id: str,
-    scope_type: ScopeType | None = None,
+    scope_type: ScopeType | Literal["shard"] | None = None,
     user_id: str | None = None,
     group_id: str | None = None,
     text: str | None = None,

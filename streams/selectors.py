@@ -10,7 +10,15 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from streams.documents import Agent, ConsolidationVersion, Job, JobStatus, Observation, Scope
+from streams.documents import (
+    Agent,
+    BufferedMessage,
+    ConsolidationVersion,
+    Job,
+    JobStatus,
+    Observation,
+    Scope,
+)
 from streams.ids import parse_object_id, require_object_id
 from streams.store import MemoryStore
 
@@ -78,3 +86,11 @@ def agent_day_counters(
 ) -> dict[str, dict[str, Any]]:
     """Each agent's counters of one day (consolidations, observations, ...)."""
     return store.agent_days.on_day(agent_ids, day)
+
+
+def session_messages(
+    *, store: MemoryStore, agent_id: str, session_id: str, limit: int
+) -> list[BufferedMessage]:
+    """A session's latest `limit` messages, formed or not, oldest first (the ids that
+    observations cite, and who said what)."""
+    return store.session_samples.latest_messages(agent_id, session_id, limit=limit)

@@ -37,7 +37,11 @@ def document_common_errors(api: NinjaAPI) -> None:
             for operation in path_item.values():
                 if not isinstance(operation, dict) or "responses" not in operation:
                     continue
-                responses = operation["responses"]
+                # Ninja keys statuses by int; JSON makes both "422" and 422 the same
+                # key, written twice (a duplicated mapping key Swagger refuses). One
+                # string key per status; the operation's own entry wins.
+                responses = {str(status): value for status, value in operation["responses"].items()}
+                operation["responses"] = responses
                 for status, response in COMMON_ERRORS.items():
                     responses.setdefault(status, response)
                 if operation.get("security"):

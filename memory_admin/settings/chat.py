@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from memory_admin.settings.env import env_float, env_int, env_optional, env_str
 
+# The base URL includes the API's version path, as the openai SDK's `base_url` does
+# (`https://api.openai.com/v1`, Ollama's `http://localhost:11434/v1`): a chat call goes to
+# `<base>/chat/completions`. A URL with no path is flagged by `manage.py check` (W001).
 MEMORY_CHAT_UPSTREAM_BASE_URL: str | None = env_optional("MEMORY_CHAT_UPSTREAM_BASE_URL")
 MEMORY_CHAT_UPSTREAM_API_KEY: str | None = env_optional("MEMORY_CHAT_UPSTREAM_API_KEY")
 # "alias=upstream-model,other=upstream-2": a model the caller names is sent as its mapped

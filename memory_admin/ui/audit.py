@@ -4,6 +4,7 @@ JSON export, and "forget this user" behind a typed confirmation (admins only).""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from django import forms
@@ -22,7 +23,7 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.exchange import do_user_export_document
 from streams.actions.privacy import do_user_export, do_user_forget
 from streams.audit import audit_page
-from streams.documents import Job, Observation
+from streams.documents import Job, Observation, Scope
 from streams.documents_audit import AuditEntry
 from streams.exceptions import InvalidInput, NotFound
 from streams.exchange import export_markdown
@@ -30,7 +31,7 @@ from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.pagination import Page
 from streams.provenance import cited_lines
-from streams.selectors import agents_page
+from streams.selectors import agents_page, observations_by_ids, scopes_by_ids
 from streams.user_audit import user_audit
 from streams.user_find import user_find
 
@@ -102,7 +103,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
-        "rows": [_row(entry) for entry in page.items],
+        "rows": _rows(page.items),
         "error": error,
         "query": query.urlencode(),
         "cursor": param(request, "cursor"),
@@ -112,15 +113,57 @@ def audit_log(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _row(entry: AuditEntry) -> dict[str, Any]:
-    """An entry as the table shows it: a link to the object where it has a page."""
-    link = None
-    if entry.object_id and entry.object_type in ("scope", "consolidation"):
+SCOPE_OBJECTS = ("scope", "consolidation")
+OBJECT_ID = re.compile(r"[0-9a-f]{24}")
+
+
+def _rows(entries: list[AuditEntry]) -> list[dict[str, Any]]:
+    """The page's entries, each scope named, and each observation by its scope's name (one
+    read for the page's observations, one for their scopes)."""
+    store = get_store()
+    observation_ids = sorted(
+        {
+            e.object_id
+            for e in entries
+            if e.object_type == "observation" and e.object_id and OBJECT_ID.fullmatch(e.object_id)
+        }
+    )
+    observations = {
+        o.id: o for o in observations_by_ids(store=store, observation_ids=observation_ids)
+    }
+    ids = {e.object_id for e in entries if e.object_type in SCOPE_OBJECTS and e.object_id}
+    ids |= {o.scope_id for o in observations.values()}
+    scopes = {s.id: s for s in scopes_by_ids(store=store, scope_ids=sorted(ids))}
+    return [_row(entry, scopes, observations) for entry in entries]
+
+
+def _scope_name(scope: Scope) -> str:
+    return f"{scope.label} ({'shard' if scope.is_shard else scope.scope_type})"
+
+
+def _row(
+    entry: AuditEntry, scopes: dict[str, Scope], observations: dict[str, Observation]
+) -> dict[str, Any]:
+    """An entry as the table shows it: a link to the object where it has a page, and the
+    object's name where it has one (an observation: the scope it is in)."""
+    link = name = None
+    if entry.object_id and entry.object_type in SCOPE_OBJECTS:
         link = reverse("ui:scope_detail", args=[entry.object_id])
+        scope = scopes.get(entry.object_id)
+        if scope is not None:
+            name = _scope_name(scope)
+    elif entry.object_id and entry.object_type == "observation":
+        observation = observations.get(entry.object_id)
+        scope = scopes.get(observation.scope_id) if observation else None
+        if observation is not None and scope is not None:
+            link = reverse("ui:scope_detail", args=[scope.id]) + f"#obs-{observation.id}"
+            name = f"in {_scope_name(scope)}"
     elif entry.object_id and entry.object_type == "user" and entry.agent_id:
         link = _user_url(entry.agent_id, entry.object_id)
+    elif entry.object_id and entry.object_type == "session" and entry.agent_id:
+        link = reverse("ui:session_detail", args=[entry.agent_id, entry.object_id])
     summary = "; ".join(f"{key}: {_short(value)}" for key, value in sorted(entry.summary.items()))
-    return {"entry": entry, "link": link, "summary": summary}
+    return {"entry": entry, "link": link, "name": name, "summary": summary}
 
 
 def _short(value: Any) -> str:

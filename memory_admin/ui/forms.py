@@ -11,7 +11,7 @@ from streams.prompts import MAX_TEMPLATE_CHARS
 from streams.scopes import MAX_OBSERVATIONS_RANGE, MAX_WORDS_RANGE, THRESHOLD_RANGE
 
 SCOPE_TYPES = [("", "Any type"), ("individual", "Individual"), ("group", "Group")]
-SCOPE_TYPES += [("collective", "Collective")]
+SCOPE_TYPES += [("collective", "Collective"), ("shard", "Shard")]
 SORTS = [("newest", "Newest first"), ("oldest", "Oldest first")]
 TEXT_TARGETS = [("names", "names and ids"), ("consolidation", "consolidation text")]
 STATUSES = [

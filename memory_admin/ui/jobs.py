@@ -11,17 +11,21 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.stores import get_store
+from memory_admin.templatetags.labelled import labelled
 from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.forms import JobFilterForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.jobs import do_job_retry
+from streams.documents import Job, Scope
 from streams.exceptions import Conflict, InvalidInput
 from streams.jobs import job_get, job_list
 from streams.pagination import Page
+from streams.selectors import scopes_by_ids
 
 PAGE_SIZE = 25
 POLL_SECONDS = 1
+MAX_NAMED_SCOPES = 20  # per job: a formation names the few scopes it wrote to
 
 
 @require_GET
@@ -43,15 +47,46 @@ def job_index(request: HttpRequest) -> HttpResponse:
     query = request.GET.copy()
     query.pop("cursor", None)
     role = request_role(request)
+    scope_ids = sorted({i for job in page.items for i in _scope_ids(job)})
+    scopes = {s.id: s for s in scopes_by_ids(store=get_store(), scope_ids=scope_ids)}
     context = {
         "form": form,
         "page": page,
+        # Each job's scope by name (the user's, group's or shard's), not by id, and the
+        # scopes its result names too.
+        "scopes": scopes,
+        "results": {job.id: _named_result(job, scopes) for job in page.items},
         "error": error,
         "query": query.urlencode(),
         "cursor": param(request, "cursor"),
         "can_edit": role is not None and role >= Role.OPERATOR,
     }
     return render_page(request, page="ui/jobs.html", partial="ui/_job_table.html", context=context)
+
+
+def _scope_ids(job: Job) -> list[str]:
+    """The scope ids a job is about: its own, and those its result names."""
+    result = job.result or {}
+    found = [job.scope_id] if job.scope_id else []
+    if isinstance(result.get("scope_id"), str):
+        found.append(result["scope_id"])
+    if isinstance(result.get("scopes"), dict):
+        found += [k for k in result["scopes"] if isinstance(k, str)]
+    for rebuilt in result.get("reconsolidated_scopes") or []:
+        if isinstance(rebuilt, dict) and isinstance(rebuilt.get("scope_id"), str):
+            found.append(rebuilt["scope_id"])
+    return found[:MAX_NAMED_SCOPES]
+
+
+def _named_result(job: Job, scopes: dict[str, Scope]) -> list[tuple[str, str]]:
+    """The result as labelled rows, each scope id written as the scope's name."""
+    rows = labelled(job.result)
+    for scope_id in _scope_ids(job):
+        scope = scopes.get(scope_id)
+        if scope is not None:
+            name = f"{scope.label} ({'shard' if scope.is_shard else scope.scope_type})"
+            rows = [(label, text.replace(scope_id, name)) for label, text in rows]
+    return rows
 
 
 @require_GET

@@ -6,8 +6,10 @@ the full context XML exactly as the context API returns it."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory_admin.embeddings import semantic_ranker
@@ -95,9 +97,15 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
         if context is not None:
             result["sections"] = context_sections(context.xml)
             result["context_tokens"] = estimate_tokens(context.xml)
-    return render_page(
+        # The address of this result (what htmx pushes too): the form's fields, nothing else.
+        shared = {k: v for k, v in data.items() if v}
+        result["share_url"] = f"{reverse('ui:search')}?{urlencode(shared)}"
+    response = render_page(
         request,
         page="ui/search.html",
         partial="ui/_search_result.html",
         context={"form": form, "agents": agents, "result": result},
     )
+    if result is not None:
+        response["HX-Push-Url"] = result["share_url"]  # the address bar shows the same link
+    return response

@@ -1,4 +1,5 @@
-"""A session's page: every call through the chat endpoint, with the memory it was given.
+"""A session's page: its messages (who said what, which observations cite), and every call
+through the chat endpoint, with the memory it was given.
 
 "Why did the agent say that?": per call, the context injected (its XML and size in
 tokens), whether retrieval fired and why, the observations it retrieved, how the
@@ -21,8 +22,10 @@ from memory_admin.ui.roles import Role, role_required
 from streams.chat import chat_session_page
 from streams.exceptions import InvalidInput
 from streams.pagination import Page
+from streams.selectors import session_messages
 
 PAGE_SIZE = 20
+MESSAGES_SHOWN = 100
 
 
 @require_GET
@@ -47,6 +50,13 @@ def session_detail(request: HttpRequest, agent_id: str, session_id: str) -> Http
         "page": page,
         "cursor": cursor,
         "error": error,
+        "said": session_messages(
+            store=get_store(),
+            agent_id=agent_id[:128],
+            session_id=session_id[:128],
+            limit=MESSAGES_SHOWN,
+        ),
+        "messages_shown": MESSAGES_SHOWN,
     }
     here = reverse("ui:session_detail", args=[agent_id, session_id])
     context.update(

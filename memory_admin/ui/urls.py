@@ -133,7 +133,7 @@ urlpatterns = [
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
     path("audit/", audit_views.audit_log, name="audit_log"),
     path(
-        "agents/<str:agent_id>/sessions/<str:session_id>/",
+        "agents/<str:agent_id>/sessions/<path:session_id>/",
         session_views.session_detail,
         name="session_detail",
     ),

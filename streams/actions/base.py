@@ -57,6 +57,11 @@ def register_dispatcher(dispatcher: JobDispatcher | None) -> None:
     _dispatcher = dispatcher
 
 
+def current_dispatcher() -> JobDispatcher | None:
+    """What runs scheduled jobs now (a caller that swaps it puts this one back)."""
+    return _dispatcher
+
+
 def schedule(jobs: list[Job]) -> None:
     """Hand the jobs an action created to the runner. Without one registered (a script
     outside Django) they stay queued documents, which the periodic sweep dispatches."""

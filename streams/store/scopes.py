@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from bson import ObjectId
 from pymongo.client_session import ClientSession
@@ -106,7 +106,7 @@ class ScopeRepository:
         top_seq: int,
         before: int | None,
         limit: int,
-        scope_type: ScopeType | None = None,
+        scope_type: ScopeType | Literal["shard"] | None = None,
         user_id: str | None = None,
         group_id: str | None = None,
         text: str | None = None,
@@ -344,6 +344,12 @@ class ScopeRepository:
                 session=session,
             )
 
+    def count_deleted(self, scope_id: ObjectId, *, session: ClientSession | None = None) -> None:
+        """One observation left the scope's count (a soft delete: it counts nowhere)."""
+        self.collection.update_one(
+            {"_id": scope_id}, {"$inc": {"observation_count": -1}}, session=session
+        )
+
     def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Back to pending (a restore): each at most once."""
         if observation_ids:
@@ -351,6 +357,9 @@ class ScopeRepository:
                 {"_id": scope_id},
                 {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
             )
+
+
+SHARD_TYPE = "shard"  # the scope list's type filter for named collective scopes
 
 
 def _scope_matcher(
@@ -361,7 +370,10 @@ def _scope_matcher(
     words = consolidation_text.lower() if consolidation_text else None
 
     def keep(doc: dict[str, Any]) -> bool:
-        if scope_type and doc.get("scope_type") != scope_type:
+        if scope_type == SHARD_TYPE:  # a shard is a named collective scope
+            if doc.get("scope_type") != "collective" or doc.get("name") is None:
+                return False
+        elif scope_type and doc.get("scope_type") != scope_type:
             return False
         if label and label not in (doc.get("label_text") or ""):
             return False

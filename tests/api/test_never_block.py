@@ -226,6 +226,40 @@ def test_the_pool_runs_jobs_in_a_child_process_with_this_process_settings(
     assert process.poll() is not None and not inprocess._runners
 
 
+def test_the_pool_and_its_child_are_ready_before_the_first_job(
+    api, settings, fake_openai, store, run_tasks, monkeypatch
+):
+    """The first job after a start waited seconds in the queue while the pool started its
+    child (Django, the store, its indexes). The WSGI module's start-up now starts the pool,
+    and each child opens the store before any job arrives; the first job runs in it."""
+    from memory_admin import scheduler
+
+    started: list[bool] = []
+    monkeypatch.setattr(scheduler, "_started", threading.Event())
+    monkeypatch.setattr(scheduler, "_loop", lambda: None)  # no periodic sweeps in a test
+    monkeypatch.setattr(inprocess, "start", lambda: started.append(True))
+    scheduler.start_inprocess_scheduler()
+    assert started == [True]
+    monkeypatch.undo()
+
+    settings.MEMORY_INPROCESS_WORKERS = 1
+    settings.MEMORY_INPROCESS_ISOLATION = "process"
+    settings.MEMORY_INPROCESS_NICENESS = 0  # a loaded test machine must not starve it
+    settings.MEMORY_FORMATION_MAX_MESSAGES = 1
+    settings.MEMORY_FORMATION_MIN_MESSAGES = 1
+    inprocess.start()
+    assert inprocess.wait_warm(timeout=120), "the child never answered its warm-up"
+    [child] = list(inprocess._runners)  # started before any job was submitted
+    pid = child.process.pid
+    assert child.process.poll() is None and pid != os.getpid()
+    fake_openai.reply_json(
+        {"observations": [{"content": "Gene drinks green tea.", "scope": "individual:u1"}]}
+    )
+    first = _ingest_and_wait(api, run_tasks, msg(1))
+    assert first["status"] == "succeeded", first
+    assert [r.process.pid for r in inprocess._runners] == [pid]  # the warm child ran it
+
+
 def _ingest_and_wait(api, run_tasks, message: dict) -> dict:
     with run_tasks():  # the request's on-commit dispatch: here, to the pool
         body = ingest(api, [message]).json()

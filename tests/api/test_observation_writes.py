@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from streams.ids import require_object_id
+from streams.recount import recount
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
+from tests.task_mode import settle
+
+JSON = "application/json"
 
 
 @pytest.fixture
@@ -94,3 +98,39 @@ def test_other_agents_observations_are_404_for_a_limited_key(limited_api, store)
     assert_error(limited_api.delete(f"{API}/observations/{other.id}"), 404, "not_found")
     stored = store.observations.get(require_object_id(other.id, what="observation"))
     assert stored is not None and (stored.deleted_at, stored.private) == (None, False)
+
+
+def test_a_deleted_observation_leaves_every_count(api, store, django_capture_on_commit_callbacks):
+    """README: deleted observations leave every count (the scope's, the agent's, pending),
+    once however often they are deleted, and forgetting the user later takes no more."""
+    scope = ScopeFactory.create(store=store, agent_id="counts", user_id="u-counts")
+    ids = [
+        api.post(
+            f"{API}/scopes/{scope.id}/observations", {"content": text}, content_type=JSON
+        ).json()["id"]
+        for text in ("Gene prefers Go.", "Gene lives in Oslo.", "Gene has a cat.")
+    ]
+
+    def counts() -> tuple[int, int, int, int]:
+        agent = store.agents.get("counts")
+        body = api.get(f"{API}/scopes/{scope.id}").json()
+        return (
+            body["observation_count"],
+            body["pending_count"],
+            agent.observation_count,
+            agent.pending_count,
+        )
+
+    assert counts() == (3, 3, 3, 3)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"{API}/observations/{ids[0]}").status_code == 204
+        assert api.delete(f"{API}/observations/{ids[0]}").status_code == 204  # twice: once
+    settle(store)
+    assert counts() == (2, 2, 2, 2)
+    assert recount(store=store, min_messages=4).agents_changed == 0  # the counters agree
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"{API}/agents/counts/users/u-counts").status_code == 202
+    settle(store)
+    assert store.agents.get("counts").observation_count == 0
+    assert recount(store=store, min_messages=4).agents_changed == 0

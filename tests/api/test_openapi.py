@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from django.test import Client
 
 from tests.api.conftest import API
@@ -37,3 +39,21 @@ def test_docs_page_is_served_without_login(db):
     response = Client().get(f"{API}/docs")
     assert response.status_code == 200
     assert b"openapi.json" in response.content
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """`json.loads` keeps the last of two equal keys silently; Swagger's parser refuses them."""
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        assert key not in seen, f"duplicated mapping key {key!r}"
+        seen[key] = value
+    return seen
+
+
+def test_openapi_document_has_no_duplicated_keys(db):
+    response = Client().get(f"{API}/openapi.json")
+    assert response.status_code == 200
+    document = json.loads(response.content, object_pairs_hook=_no_duplicate_keys)
+    statuses = document["paths"][f"{API}/scopes/{{scope_id}}"]["get"]["responses"]
+    assert {"200", "401", "404", "422", "503"} <= set(statuses)
+    assert statuses["503"]["headers"]["Retry-After"]  # the common entry, added once

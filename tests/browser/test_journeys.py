@@ -51,7 +51,7 @@ def test_operator_signs_in_and_sees_agent_counts(
     assert page.locator('tr[data-agent-id="onboarding-assistant"]').is_visible()
     assert page.locator(".who-name").inner_text() == "olivia"
     assert page.locator(".role").inner_text().lower() == "operator"
-    assert page.get_by_text("LLM: offline (rule-based demo provider)").is_visible()
+    assert page.get_by_text("LLM: offline (rule-based)").is_visible()
     # Fits a laptop screen: nothing wider than the viewport.
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     page.screenshot(path=str(artifacts_dir / "dashboard.png"), full_page=True)

@@ -68,6 +68,20 @@ def test_readme_screenshots_show_the_seeded_demo(
     page.goto(f"{live_server.url}/scopes/{gene.id}/consolidation/compare/?a=2&b=3")
     _shot(page, shots, "consolidation-diff")
 
+    # Every page has something real on a fresh install: recent sessions to dry-run on,
+    # a saved prompt check, sessions whose messages the observations cite, chat calls.
+    page.goto(f"{live_server.url}/prompts/{agent}/extraction/")
+    assert page.locator("#id_session option[value^='sess-']").count() > 0
+    assert "Platform preferences land in the user" in page.content()
+    page.goto(f"{live_server.url}/agents/{agent}/sessions/chat-user-gene-1/")
+    assert page.locator('[data-memory="injected"]').count() == 1
+    assert page.locator("#session-messages tr[data-message-id]").count() == 2
+    _shot(page, shots, "chat-session")
+    page.goto(f"{live_server.url}/scopes/{gene.id}/")
+    session_link = page.locator("td.prov a[href*='/sessions/sess-']").first
+    session_link.click()
+    page.wait_for_url("**/sessions/sess-*/")
+    assert page.locator("#session-messages tr[data-message-id]").count() >= 2
     page.goto(f"{live_server.url}/prompts/{agent}/extraction/")
     page.fill("#id_conversation", "user: I moved to Lisbon last month.\nassistant: Noted!")
     page.click("#dry-run-button")
@@ -82,6 +96,8 @@ def test_readme_screenshots_show_the_seeded_demo(
     _shot(page, shots, "search-inspector")
 
     page.goto(f"{live_server.url}/jobs/")
+    for kind in ("rebuild", "chat_ingest", "formation"):
+        assert page.locator(f"#job-table th a:text-is('{kind}')").count() > 0, kind
     _shot(page, shots, "jobs")
 
     page.goto(f"{live_server.url}/users/?q=gene")

@@ -170,3 +170,21 @@ def test_three_speakers_in_one_request_then_forget_one(store, fake_openai):
     assert observations(store, individual("bob")) == []
     assert store.db["memory_messages"].count_documents({"agent_id": AGENT, "user_id": "bob"}) == 0
     assert store.db["memory_messages"].count_documents({"agent_id": AGENT}) == 2
+
+
+def test_a_speaker_with_a_memory_is_remembered_in_the_session_groups(store, fake_openai):
+    """A user whose individual memory exists, speaking in a group session that files
+    nothing about them personally, is still remembered as a member of its groups (the
+    Users page and the export list them; propagation targets them)."""
+    dana, _ = scope_get_or_create(store=store, key=individual("dana"), display_name="Dana")
+    assert dana.groups == []
+    say(store, "dana", [("m1", None, "Our team ships on Fridays.")], groups=[EDEN], session="g")
+    fake_openai.reply_json(
+        {"observations": [{"content": "Eden ships on Fridays.", "scope": "group:Eden"}]}
+    )
+    form(store, session="g")
+    assert observations(store, individual("dana")) == []
+    fresh, _ = scope_get_or_create(store=store, key=individual("dana"))
+    assert fresh.groups == [EDEN]
+    never, _ = scope_get_or_create(store=store, key=individual("erin"))  # did not speak
+    assert never.groups == []

@@ -96,7 +96,9 @@ def test_the_user_audit_shows_memory_with_provenance(client_as, gene):
     response = client_as("viewer").get(user_url())
     assert response.status_code == 200
     html = response.content.decode()
-    assert "Gene likes green tea." in html and "session <code>s-42</code>" in html
+    session = reverse("ui:session_detail", args=["support-bot", "s-42"])
+    assert "Gene likes green tea." in html
+    assert f'session <a href="{session}"><code>s-42</code></a>' in html
     assert "<code>m-1</code>" in html
     assert "Gene is pregnant." in html and "pill-private" in html
     assert "Gene runs the Friday demo." in html and "Eden Team" in html

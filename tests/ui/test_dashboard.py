@@ -52,7 +52,7 @@ def test_empty_store_says_how_to_get_data(client_as):
 def test_shows_the_llm_provider_and_store_mode(client_as, settings):
     settings.MEMORY_LLM_PROVIDER = "offline"
     html = client_as("viewer").get(reverse("ui:dashboard")).content.decode()
-    assert "LLM: offline (rule-based demo provider)" in html
+    assert "LLM: offline (rule-based)" in html
     assert "mongodb" in html  # the test settings point at a MongoDB URI
     assert settings.MONGODB_DB in html
 

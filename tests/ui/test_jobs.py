@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from streams.audit import audit_record
 from streams.documents import utcnow
 from streams.jobs import job_create
+from tests.factories import ObservationFactory, ScopeFactory
 from tests.ui.helpers import HTMX
 
 pytestmark = pytest.mark.django_db
@@ -61,3 +63,73 @@ def test_malformed_cursor_and_unknown_job(client_as):
     client = client_as("viewer")
     assert "malformed cursor" in client.get(reverse("ui:jobs"), {"cursor": "@@"}).content.decode()
     assert client.get(reverse("ui:job_status", args=["nope"])).status_code == 404
+
+
+def test_jobs_show_scope_names_users_and_session_links(client_as, store):
+    """Names where names exist: a job's scope by its label, a forget job's user, and its
+    session as a link to the session page."""
+    gene = ScopeFactory.create(store=store, agent_id="a1", user_id="u-gene", display_name="Gene")
+    shard = ScopeFactory.create(store=store, agent_id="a1", shard=True, name="feedback")
+    job_create(store=store, kind="consolidation", agent_id="a1", scope_id=gene.id)
+    job_create(store=store, kind="consolidation", agent_id="a1", scope_id=shard.id)
+    job_create(store=store, kind="formation", agent_id="a1", session_id="sess-42")
+    job_create(store=store, kind="forget_user", agent_id="a1", payload={"user_id": "u-gene"})
+    formed = job_create(store=store, kind="formation", agent_id="a1", session_id="sess-43")
+    store.jobs.start(formed.id_oid, now=utcnow(), stale_before=utcnow())
+    store.jobs.finish(
+        formed.id_oid,
+        status="succeeded",
+        now=utcnow(),
+        result={"observations": 3, "scopes": {gene.id: 2, shard.id: 1}},
+        llm_calls=1,
+    )
+    html = client_as("viewer").get(reverse("ui:jobs")).content.decode()
+    assert "Gene (individual): 2; feedback (shard): 1" in html  # the result names its scopes
+    assert gene.id not in html.split(f'data-job-id="{formed.id}"')[1].split("</tr>")[0]
+    assert "Gene <span" in html and "(individual)" in html
+    assert "feedback <span" in html and "(shard)" in html
+    assert reverse("ui:session_detail", args=["a1", "sess-42"]) in html
+    assert "?agent=a1&amp;user=u-gene" in html
+
+
+def test_audit_names_scopes_and_links_sessions(client_as, store):
+    gene = ScopeFactory.create(store=store, agent_id="a1", user_id="u-gene", display_name="Gene")
+    audit_record(
+        store=store,
+        actor="ui:olivia",
+        action="scope.update",
+        object_type="scope",
+        object_id=gene.id,
+        agent_id="a1",
+    )
+    audit_record(
+        store=store,
+        actor="api:bot",
+        action="session.ingest",
+        object_type="session",
+        object_id="sess-42",
+        agent_id="a1",
+    )
+    noted = ObservationFactory.create(store=store, scope=gene, content="Gene likes tea.")
+    audit_record(
+        store=store,
+        actor="ui:olivia",
+        action="observation.update",
+        object_type="observation",
+        object_id=noted.id,
+        agent_id="a1",
+    )
+    audit_record(  # an id that is not one (an old entry, a hand-made one) is shown as is
+        store=store,
+        actor="cli",
+        action="observation.delete",
+        object_type="observation",
+        object_id="not-an-id",
+        agent_id="a1",
+    )
+    html = client_as("viewer").get(reverse("ui:audit_log")).content.decode()
+    assert "<code>not-an-id</code>" in html
+    assert ">Gene (individual)</a>" in html
+    assert f'href="/scopes/{gene.id}/#obs-{noted.id}"' in html
+    assert ">in Gene (individual)</a>" in html
+    assert reverse("ui:session_detail", args=["a1", "sess-42"]) in html

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
+
 import pytest
 from bson import ObjectId
 from django.urls import reverse
 
 from streams.consolidation import consolidation_edit
 from streams.observations import observation_list
+from streams.prompts import DEFAULT_TEMPLATES
 from tests.factories import ScopeFactory
 from tests.ui.helpers import HTMX, scope_with_history
 
@@ -62,6 +65,19 @@ def test_scope_browser_shard_filter_and_sorting(client_as, store):
     assert newest.index(second.id) < newest.index(first.id)
 
 
+def test_scope_browser_type_filter_has_a_shard_option(client_as, store):
+    shard = ScopeFactory.create(store=store, agent_id="a1", shard=True, name="feedback")
+    collective = ScopeFactory.create(store=store, agent_id="a1", collective=True)
+    group = ScopeFactory.create(store=store, agent_id="a1", group=True)
+    client = client_as("viewer")
+    page = client.get(reverse("ui:scopes"), {"agent": "a1"}).content.decode()
+    assert '<option value="shard">Shard</option>' in page
+    shards = client.get(reverse("ui:scopes"), {"agent": "a1", "type": "shard"}, **HTMX)
+    html = shards.content.decode()
+    assert shards.status_code == 200 and f'data-scope-id="{shard.id}"' in html
+    assert collective.id not in html and group.id not in html
+
+
 def test_scope_browser_pages_with_a_cursor(client_as, store, monkeypatch):
     from memory_admin.ui import scopes
 
@@ -94,6 +110,26 @@ def test_scope_detail_full_page_shows_everything(client_as, store):
     assert 'id="observation-log"' in html
     assert "Prompts in effect" in html and "default" in html
     assert "Consolidate now" in html and "Edit by hand" in html
+
+
+def test_scope_detail_prompts_in_effect_show_their_text(client_as, store):
+    """README: the prompts in effect, exactly as the model gets them: the text, not only
+    where it comes from."""
+    scope = scope_with_history(store)
+    shard = ScopeFactory.create(
+        store=store,
+        agent_id="support-bot",
+        shard=True,
+        name="feedback",
+        extraction_prompt="Feature requests & complaints, with the <feature> named.",
+    )
+    client = client_as("viewer")
+    page = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    for kind, template in DEFAULT_TEMPLATES.items():
+        assert f'<tr class="prompt-text-row" data-kind="{kind}">' in page
+        assert html.escape(template.splitlines()[0]) in page
+    shard_page = client.get(reverse("ui:scope_detail", args=[shard.id])).content.decode()
+    assert "Feature requests &amp; complaints, with the &lt;feature&gt; named." in shard_page
 
 
 def test_scope_detail_log_partial_filters(client_as, store):

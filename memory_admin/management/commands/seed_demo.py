@@ -1,4 +1,4 @@
-"""Seed the demo data set (3 agents, 30 users, groups, shards, history) into an empty store."""
+"""Seed the demo data set (3 agents, 30 users, groups, shards, sessions, chat calls, history)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand
 
 from memory_admin.demo import demo_present, seed_demo
 from memory_admin.stores import get_store
+from memory_admin.tasks import formation_settings
 
 
 class Command(BaseCommand):
@@ -30,10 +31,11 @@ class Command(BaseCommand):
                 return
             self.stderr.write(message)
             raise SystemExit(1)
-        counts = seed_demo(store=store)
+        counts = seed_demo(store=store, settings=formation_settings())
         self.stdout.write(
             self.style.SUCCESS(
                 f"Seeded {counts.agents} agents, {counts.scopes} scopes, "
-                f"{counts.observations} observations, {counts.versions} consolidation versions."
+                f"{counts.observations} observations, {counts.versions} consolidation versions, "
+                f"{counts.sessions} sessions, {counts.chat_calls} chat calls, {counts.jobs} jobs."
             )
         )
