@@ -102,11 +102,12 @@ def webhook_create(
     events: list[str],
     actor: str,
     allow_private: bool,
+    session: StoreSession | None = None,
 ) -> dict[str, Any]:
     """The new hook, with its `secret` (the only time it is shown)."""
     webhook_url_check(url, allow_private=allow_private)
     _check_events(events)
-    if store.webhooks.count_for_agent(agent_id) >= MAX_HOOKS_PER_AGENT:
+    if store.webhooks.count_for_agent(agent_id, session=session) >= MAX_HOOKS_PER_AGENT:
         raise Conflict(f"an agent has at most {MAX_HOOKS_PER_AGENT} webhooks")
     doc = {
         "_id": ObjectId(),
@@ -118,7 +119,7 @@ def webhook_create(
         "created_at": utcnow(),
         "created_by": actor,
     }
-    store.webhooks.insert(doc)
+    store.webhooks.insert(doc, session=session)
     return {**webhook_view(doc), "secret": doc["secret"]}
 
 
@@ -139,6 +140,7 @@ def webhook_update(
     url: str | None = None,
     events: list[str] | None = None,
     allow_private: bool,
+    session: StoreSession | None = None,
 ) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if url is not None:
@@ -149,13 +151,15 @@ def webhook_update(
         fields["events"] = list(dict.fromkeys(events))
     if active is not None:
         fields["active"] = active
-    if fields and not store.webhooks.update(hook["_id"], hook["agent_id"], fields):
+    if fields and not store.webhooks.update(hook["_id"], hook["agent_id"], fields, session=session):
         raise NotFound("webhook not found")
     return webhook_view({**hook, **fields})
 
 
-def webhook_delete(*, store: MemoryStore, hook: dict[str, Any]) -> None:
-    if not store.webhooks.delete(hook["_id"], hook["agent_id"]):
+def webhook_delete(
+    *, store: MemoryStore, hook: dict[str, Any], session: StoreSession | None = None
+) -> None:
+    if not store.webhooks.delete(hook["_id"], hook["agent_id"], session=session):
         raise NotFound("webhook not found")
 
 

@@ -50,15 +50,17 @@ class WebhookRepository:
 
     # -- hooks ---------------------------------------------------------------------------
 
-    def insert(self, doc: dict[str, Any]) -> None:
-        self.hooks.insert_one(doc)
+    def insert(self, doc: dict[str, Any], *, session: ClientSession | None = None) -> None:
+        self.hooks.insert_one(doc, session=session)
         self._forget(doc["agent_id"])
 
     def get(self, hook_id: ObjectId) -> dict[str, Any] | None:
         return self.hooks.find_one({"_id": hook_id})
 
-    def count_for_agent(self, agent_id: str) -> int:
-        return self.hooks.count_documents({"agent_id": agent_id}, limit=MAX_HOOKS_PER_AGENT + 1)
+    def count_for_agent(self, agent_id: str, *, session: ClientSession | None = None) -> int:
+        return self.hooks.count_documents(
+            {"agent_id": agent_id}, limit=MAX_HOOKS_PER_AGENT + 1, session=session
+        )
 
     def page(self, *, agent_id: str, after: ObjectId | None, limit: int) -> list[dict[str, Any]]:
         query: dict[str, Any] = {"agent_id": agent_id}
@@ -66,15 +68,24 @@ class WebhookRepository:
             query["_id"] = {"$gt": after}
         return list(self.hooks.find(query).sort("_id", ASCENDING).limit(limit))
 
-    def update(self, hook_id: ObjectId, agent_id: str, fields: dict[str, Any]) -> bool:
-        result = self.hooks.update_one({"_id": hook_id}, {"$set": fields})
+    def update(
+        self,
+        hook_id: ObjectId,
+        agent_id: str,
+        fields: dict[str, Any],
+        *,
+        session: ClientSession | None = None,
+    ) -> bool:
+        result = self.hooks.update_one({"_id": hook_id}, {"$set": fields}, session=session)
         self._forget(agent_id)
         return result.matched_count == 1
 
-    def delete(self, hook_id: ObjectId, agent_id: str) -> bool:
-        deleted = self.hooks.delete_one({"_id": hook_id}).deleted_count == 1
+    def delete(
+        self, hook_id: ObjectId, agent_id: str, *, session: ClientSession | None = None
+    ) -> bool:
+        deleted = self.hooks.delete_one({"_id": hook_id}, session=session).deleted_count == 1
         if deleted:
-            self.deliveries.delete_many({"webhook_id": hook_id})
+            self.deliveries.delete_many({"webhook_id": hook_id}, session=session)
         self._forget(agent_id)
         return deleted
 

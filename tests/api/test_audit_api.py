@@ -12,6 +12,7 @@ from memory_admin.api.v1 import api as ninja_api
 from streams.audit import audit_page, audit_record
 from streams.documents import utcnow
 from streams.jobs import job_create
+from streams.observations import observation_add
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 
@@ -48,8 +49,24 @@ def write_operations() -> set[tuple[str, str]]:
     return found
 
 
-def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
+def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
+    settings.MEMORY_WEBHOOK_ALLOW_PRIVATE = True
     scope = ScopeFactory.create(store=store, agent_id="a1", user_id="u1")
+    # A shared scope whose observations with a phone number wait for a person (`in_review`).
+    group = ScopeFactory.create(store=store, group=True, agent_id="a1")
+    held = [
+        observation_add(store=store, scope=group, content=f"Ops: +1 415 555 267{i}.")
+        for i in range(2)
+    ]
+    assert all(o.review_status == "in_review" for o in held)
+
+    def export_document() -> dict:
+        """The individual scope's export as it is when the import step runs (its `scope.export`
+        entry is written before that step counts); importing it back is idempotent by ids."""
+        exported = api.get(f"{API}/scopes/{scope.id}/export")
+        assert exported.status_code == 200, exported.content
+        return exported.json()
+
     steps: list[tuple[str, str, str, object, int, str]] = []
 
     def step(method, route, path, body, status, action):
@@ -124,6 +141,14 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
         "consolidation.trigger",
     )
     step(
+        "POST",
+        "/observations/{observation_id}/feedback",
+        "/observations/{oid}/feedback",
+        {"useful": True},
+        200,
+        "observation.feedback",
+    )
+    step(
         "PATCH",
         "/observations/{observation_id}",
         "/observations/{oid}",
@@ -148,6 +173,27 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
          check, 201, "prompt_check.create")  # fmt: skip
     step("DELETE", "/agents/{agent_id}/prompt-checks/{check_id}",
          "/agents/a1/prompt-checks/{cid}", None, 204, "prompt_check.delete")  # fmt: skip
+    step("PUT", "/scopes/{scope_id}/pins", f"/scopes/{scope.id}/pins",
+         {"pins": ["Gene likes tea."]}, 200, "scope.pins")  # fmt: skip
+    hook = {"url": "http://127.0.0.1:9/hook", "events": ["observation.created"]}
+    step("POST", "/agents/{agent_id}/webhooks", "/agents/a1/webhooks",
+         hook, 201, "webhook.create")  # fmt: skip
+    step("PATCH", "/webhooks/{webhook_id}", "/webhooks/{wid}",
+         {"active": False}, 200, "webhook.update")  # fmt: skip
+    step("DELETE", "/webhooks/{webhook_id}", "/webhooks/{wid}",
+         None, 204, "webhook.delete")  # fmt: skip
+    step("POST", "/observations/{observation_id}/review", f"/observations/{held[0].id}/review",
+         {"decision": "approve", "note": "a public line"}, 200,
+         "observation.review_approve")  # fmt: skip
+    step("POST", "/agents/{agent_id}/review/decisions", "/agents/a1/review/decisions",
+         {"ids": [held[1].id], "decision": "reject"}, 200,
+         "observation.review_reject")  # fmt: skip
+    step("POST", "/agents/{agent_id}/import", "/agents/a1/import",
+         export_document, 200, "agent.import")  # fmt: skip
+    # Matches the approved (now pending) phone line: a real run queues its `bulk` job.
+    bulk = {"filter": {"scope_id": group.id, "q": "ops:"}, "action": "private", "dry_run": False}
+    step("POST", "/agents/{agent_id}/observations/bulk", "/agents/a1/observations/bulk",
+         bulk, 200, "observation.bulk_private")  # fmt: skip
     failed = job_create(store=store, kind="consolidation", agent_id="a1", scope_id=scope.id)
     store.jobs.start(failed.id_oid, now=utcnow(), stale_before=utcnow())
     store.jobs.finish(failed.id_oid, status="failed", now=utcnow(), error="LLMError: down")
@@ -156,9 +202,11 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
          None, 202, "user.forget")  # fmt: skip
 
     assert {(m, r) for m, r, *_ in steps} == write_operations(), "a write endpoint is not walked"
-    observation_id = check_id = None
+    observation_id = check_id = webhook_id = None
     for method, _, path, body, status, action in steps:
         path = path.replace("{oid}", str(observation_id)).replace("{cid}", str(check_id))
+        path = path.replace("{wid}", str(webhook_id))
+        body = body() if callable(body) else body
         before = api_entries(store)
         response = (
             getattr(api, method.lower())(f"{API}{path}", body, content_type="application/json")
@@ -170,6 +218,8 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store):
             observation_id = response.json()["id"]
         if action == "prompt_check.create":
             check_id = response.json()["id"]
+        if action == "webhook.create":
+            webhook_id = response.json()["id"]
         after = api_entries(store)
         assert len(after) == len(before) + 1, f"{method} {path}: {len(after) - len(before)} entries"
         entry = after[0]

@@ -78,6 +78,27 @@ def test_delete_removes_the_hook_and_its_log(api: Client) -> None:
     assert_error(api.get(f"{API}/webhooks/{hook['id']}/deliveries"), 404, "not_found")
 
 
+def test_create_change_and_delete_are_audited_without_the_secret_or_the_path(
+    api: Client, settings
+) -> None:
+    hook = _create(api, {"url": "http://127.0.0.1:9/hook?token=abc", "events": EVENTS}).json()
+    assert _patch(api, hook["id"], {"active": False}).status_code == 200
+    assert api.delete(f"{API}/webhooks/{hook['id']}").status_code == 204
+    settings.MEMORY_WEBHOOK_ALLOW_PRIVATE = False  # a refused create leaves no entry
+    assert _create(api, {"url": "http://127.0.0.1:9/x", "events": EVENTS}).status_code == 422
+    entries = api.get(f"{API}/audit", {"object_id": hook["id"]}).json()["items"]
+    assert [(e["action"], e["actor"], e["agent_id"]) for e in entries] == [
+        ("webhook.delete", "api:test-key", "agent-1"),
+        ("webhook.update", "api:test-key", "agent-1"),
+        ("webhook.create", "api:test-key", "agent-1"),
+    ]
+    assert entries[2]["summary"] == {"host": "127.0.0.1", "events": EVENTS}
+    assert entries[1]["summary"] == {"active": {"before": True, "after": False}}
+    assert hook["secret"] not in str(entries) and "token" not in str(entries)
+    everything = api.get(f"{API}/audit", {"action": "webhook.create"}).json()["items"]
+    assert len(everything) == 1
+
+
 @pytest.mark.parametrize(
     "url",
     [

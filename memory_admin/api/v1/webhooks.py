@@ -19,15 +19,13 @@ from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent, visible_agents
 from memory_admin.api.v1.schemas import ExternalId, InSchema, PageQuery, error_responses
 from memory_admin.stores import get_store
+from streams.actions.webhooks import do_webhook_create, do_webhook_delete, do_webhook_update
 from streams.pagination import Page
 from streams.webhooks import (
     EVENTS,
     MAX_URL_CHARS,
-    webhook_create,
-    webhook_delete,
     webhook_deliveries_page,
     webhook_get,
-    webhook_update,
     webhooks_page,
 )
 
@@ -108,12 +106,12 @@ def create_webhook(
 ) -> Status[dict[str, Any]]:
     """A hook for the agent's changes; the answer holds its `secret`, shown this once."""
     require_agent(request, agent_id)
-    hook = webhook_create(
+    hook = do_webhook_create(
         store=get_store(),
+        actor=api_actor(request),
         agent_id=agent_id,
         url=payload.url,
         events=list(payload.events),
-        actor=str(api_actor(request)),
         allow_private=settings.MEMORY_WEBHOOK_ALLOW_PRIVATE,
     )
     return Status(201, hook)
@@ -140,8 +138,9 @@ def patch_webhook(request: HttpRequest, webhook_id: str, payload: WebhookPatchIn
     """`{"active": false}` stops deliveries (waiting ones are marked `stopped`)."""
     store = get_store()
     hook = webhook_get(store=store, webhook_id=webhook_id, agent_ids=visible_agents(request))
-    return webhook_update(
+    return do_webhook_update(
         store=store,
+        actor=api_actor(request),
         hook=hook,
         active=payload.active,
         url=payload.url,
@@ -156,7 +155,7 @@ def patch_webhook(request: HttpRequest, webhook_id: str, payload: WebhookPatchIn
 def delete_webhook(request: HttpRequest, webhook_id: str) -> Status[None]:
     store = get_store()
     hook = webhook_get(store=store, webhook_id=webhook_id, agent_ids=visible_agents(request))
-    webhook_delete(store=store, hook=hook)
+    do_webhook_delete(store=store, actor=api_actor(request), hook=hook)
     return Status(204, None)
 
 

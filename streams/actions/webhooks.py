@@ -1,0 +1,118 @@
+"""Webhook actions: create, change and delete an agent's hook, each with its one audit entry
+in the same transaction. The entry names the URL's host and the events, never the secret
+(nor the URL's path or query, which may carry a token)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from streams.actions.base import Actor, record
+from streams.store import MemoryStore, StoreSession
+from streams.webhooks import webhook_create, webhook_delete, webhook_update
+
+
+def do_webhook_create(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    agent_id: str,
+    url: str,
+    events: list[str],
+    allow_private: bool,
+) -> dict[str, Any]:
+    """The new hook with its `secret` (shown this once)."""
+
+    def write(session: StoreSession) -> dict[str, Any]:
+        hook = webhook_create(
+            store=store,
+            agent_id=agent_id,
+            url=url,
+            events=events,
+            actor=str(actor),
+            allow_private=allow_private,
+            session=session,
+        )
+        record(
+            store=store,
+            actor=actor,
+            action="webhook.create",
+            object_type="webhook",
+            object_id=hook["id"],
+            agent_id=agent_id,
+            summary={"host": _host(hook["url"]), "events": hook["events"]},
+            session=session,
+        )
+        return hook
+
+    return store.in_transaction(write)
+
+
+def do_webhook_update(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    hook: dict[str, Any],
+    active: bool | None = None,
+    url: str | None = None,
+    events: list[str] | None = None,
+    allow_private: bool,
+) -> dict[str, Any]:
+    """The hook as changed; `active=False` stops deliveries."""
+
+    def write(session: StoreSession) -> dict[str, Any]:
+        updated = webhook_update(
+            store=store,
+            hook=hook,
+            active=active,
+            url=url,
+            events=events,
+            allow_private=allow_private,
+            session=session,
+        )
+        summary: dict[str, Any] = {}
+        if active is not None:
+            summary["active"] = {"before": hook["active"], "after": updated["active"]}
+        if url is not None:
+            summary["host"] = {"before": _host(hook["url"]), "after": _host(updated["url"])}
+        if events is not None:
+            summary["events"] = {"before": hook["events"], "after": updated["events"]}
+        record(
+            store=store,
+            actor=actor,
+            action="webhook.update",
+            object_type="webhook",
+            object_id=updated["id"],
+            agent_id=hook["agent_id"],
+            summary=summary,
+            session=session,
+        )
+        return updated
+
+    return store.in_transaction(write)
+
+
+def do_webhook_delete(*, store: MemoryStore, actor: Actor, hook: dict[str, Any]) -> None:
+    """Remove the hook and its delivery log."""
+
+    def write(session: StoreSession) -> None:
+        webhook_delete(store=store, hook=hook, session=session)
+        record(
+            store=store,
+            actor=actor,
+            action="webhook.delete",
+            object_type="webhook",
+            object_id=str(hook["_id"]),
+            agent_id=hook["agent_id"],
+            summary={"host": _host(hook["url"]), "events": hook["events"]},
+            session=session,
+        )
+
+    store.in_transaction(write)
+
+
+def _host(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
