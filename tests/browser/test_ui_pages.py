@@ -118,7 +118,7 @@ def test_consolidate_now_shows_the_job_live_then_the_new_version_and_its_diff(
     assert "Gene moved to Porto" in page.locator("#consolidation-panel").inner_text()
     page.locator("#pending-panel >> text=Nothing waits for consolidation.").wait_for()
     page.locator("#observation-log .pill-consolidated").first.wait_for()
-    assert page.locator("#observation-log >> text=Mark private").count() == 3
+    assert page.locator("#observation-log button", has_text="Mark private").count() == 3
     page.screenshot(path=str(artifacts_dir / "consolidation_done.png"), full_page=True)
 
     page.click("#job-status >> text=See the diff")

@@ -36,8 +36,8 @@ def test_a_propagated_copy_of_a_fact_the_target_holds_is_not_stored(store):
         )  # fmt: skip
 
     key = ScopeKey.collective("a1")
-    assert _store_copies(store, source, [(key, copy("DEPLOYS FREEZE ON FRIDAYS!"))]) == 0
-    assert _store_copies(store, source, [(key, copy("Releases go out on Tuesdays."))]) == 1
+    assert _store_copies(store, source, [(key, copy("DEPLOYS FREEZE ON FRIDAYS!"))]).created == 0
+    assert _store_copies(store, source, [(key, copy("Releases go out on Tuesdays."))]).created == 1
     fresh = scope_get(store=store, scope_id=collective.id)
     contents = sorted(o.content for o in observation_list(store=store, scope=fresh).items)
     assert contents == ["Deploys freeze on fridays", "Releases go out on Tuesdays."]

@@ -259,11 +259,14 @@ def test_the_old_text_is_nowhere_after_the_action_and_its_jobs(
         origin_scope = scope_get(store=store, scope_id=world[origin])
         assert "madagascar" in (origin_scope.consolidation or "").lower()
 
-    # Nothing anywhere but the source itself: the soft-deleted row kept for the audit, or
-    # the private observation with its own scope's search terms.
+    # Nothing anywhere but the source itself: the soft-deleted row kept for the audit, the
+    # private observation with its own scope's search terms, or (an edit) the earlier text
+    # in the observation's own text history, which admins read and delete/forget purge.
     def is_source(collection: str, doc: dict[str, Any]) -> bool:
         if collection == "memory_observations" and str(doc["_id"]) == secret.id:
             return action in ("delete", "restore", "private")
+        if collection == "memory_text_history":
+            return action == "edit" and str(doc.get("observation_id")) == secret.id
         return (
             action == "private"
             and collection == "memory_search_terms"
