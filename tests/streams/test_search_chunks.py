@@ -8,6 +8,7 @@ from sealed chunks.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -44,9 +45,13 @@ def offline_llm(settings):
     settings.MEMORY_LLM_PROVIDER = "offline"
 
 
-def text(rng: random.Random) -> str:
+def text(rng: random.Random, tag: int) -> str:
+    """Skewed words, then `tag`: a word of its own ("n17"), so that no two texts are the
+    same fact (`streams.dedup` stores a text once per scope) and every add stores a new
+    observation, every edit lands. The tag matches no query and draws nothing from `rng`."""
     n = rng.randint(1, 6)
-    return " ".join(WORDS[min(int(rng.expovariate(0.5)), len(WORDS) - 1)] for _ in range(n)) + "."
+    words = [WORDS[min(int(rng.expovariate(0.5)), len(WORDS) - 1)] for _ in range(n)]
+    return " ".join([*words, f"n{tag}"]) + "."
 
 
 def brute_force(store: MemoryStore, scope_id: str, query: str) -> dict[str, float]:
@@ -96,6 +101,7 @@ def test_random_writes_keep_chunks_exact_and_search_agrees(store, monkeypatch, s
     scopes["collective"] = collective(store)
     ever = {s.id for s in scopes.values()}
     known = {}
+    tags = itertools.count()  # one per text written: each text is distinct
     seen_sealed = seen_common = False
     for n in range(45):
         live = live_of(store, known)
@@ -103,20 +109,24 @@ def test_random_writes_keep_chunks_exact_and_search_agrees(store, monkeypatch, s
         if roll < 0.3 or len(live) < 4:
             name = rng.choice(sorted(scopes))
             scope = store.scopes.get(ObjectId(scopes[name].id)) or scopes[name]
-            o = observation_add(store=store, scope=scope, content=text(rng))
+            o = observation_add(store=store, scope=scope, content=text(rng, next(tags)))
+            assert not o.duplicate, n  # distinct texts: a new observation each time
             known[o.id] = o
             step = f"{n} add to {name}"
         elif roll < 0.45:
             scope = scopes[rng.choice(USERS)]
             items = [
-                BatchItem(content=text(rng), client_id=f"{seed}-{n}-{i}")
+                BatchItem(content=text(rng, next(tags)), client_id=f"{seed}-{n}-{i}")
                 for i in range(rng.randint(2, 8))
             ]
-            for o in observation_batch_add(store=store, scope=scope, items=items).observations:
+            batch = observation_batch_add(store=store, scope=scope, items=items)
+            assert all(batch.created) and not any(batch.duplicate_of), n
+            for o in batch.observations:
                 known[o.id] = o
             step = f"{n} batch of {len(items)}"
         elif roll < 0.65:
-            observation_update(store=store, observation=rng.choice(live), content=text(rng))
+            edited = rng.choice(live)
+            observation_update(store=store, observation=edited, content=text(rng, next(tags)))
             step = f"{n} edit"
         elif roll < 0.85:
             observation_delete(store=store, observation=rng.choice(live))
@@ -145,9 +155,11 @@ def test_random_writes_keep_chunks_exact_and_search_agrees(store, monkeypatch, s
 
 
 def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(store):
-    """2,400 newer observations say "coffee", 400 of them "berlin" too (both past the
+    """2,400 newer observations, 2,000 of them say "coffee", 400 "berlin" (both past the
     earlier layout's 200 newest postings): the first one, the only one about coffee in
-    Berlin with "gene", is still the best hit for "coffee berlin"."""
+    Berlin with "gene", is still the best hit for "coffee berlin". Each filler ends with a
+    word of its own ("n17"): a text is stored once per scope (`streams.dedup`), and the
+    fillers must all be stored for "coffee" to have its thousands of postings."""
     scope = individual(store, "u1")
     old = observation_add(store=store, scope=scope, content="Gene drinks his coffee in Berlin.")
     rng = random.Random(5)
@@ -157,13 +169,14 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
         words = ["coffee", *rng.sample(fillers, 3)]
         if i % 6 == 0:
             words = ["berlin", "trip", *rng.sample(fillers, 2)]
-        contents.append(" ".join(words))
+        contents.append(" ".join([*words, f"n{i}"]))
     for start in range(0, len(contents), 500):
         items = [
             BatchItem(content=c, client_id=f"filler-{start + i}")
             for i, c in enumerate(contents[start : start + 500])
         ]
-        observation_batch_add(store=store, scope=scope, items=items)
+        batch = observation_batch_add(store=store, scope=scope, items=items)
+        assert all(batch.created) and not any(batch.duplicate_of)  # every filler stored
     fresh = store.scopes.get(ObjectId(scope.id))
     hits = search_in_scopes(store=store, scopes=[fresh], query="coffee in Berlin", limit=5)
     assert hits[0].observation.id == old.id
