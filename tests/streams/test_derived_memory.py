@@ -97,11 +97,14 @@ def add(store: MemoryStore, scope_id: str, content: str, user: str) -> Observati
 
 
 @pytest.fixture
-def world(store: MemoryStore, fake_openai) -> dict[str, str]:
+def world(store: MemoryStore, fake_openai, settings) -> dict[str, str]:
     fake_openai.set_responder(responder)
     # One group's copy enters the collective at once here (no candidates): this module
     # follows derived text through every level; the several-groups rule has its own tests.
+    # The store here, and the setting for the store a job builds: in broker mode the
+    # task message carries the MEMORY_* settings to the worker (tests/task_mode.py).
     store.collective_min_groups = 1
+    settings.MEMORY_COLLECTIVE_MIN_GROUPS = 1
     eden = [{"id": "g1", "name": "Eden Team"}]
     ids = {}
     for name, key, display in (
@@ -259,11 +262,14 @@ def test_the_old_text_is_nowhere_after_the_action_and_its_jobs(
         origin_scope = scope_get(store=store, scope_id=world[origin])
         assert "madagascar" in (origin_scope.consolidation or "").lower()
 
-    # Nothing anywhere but the source itself: the soft-deleted row kept for the audit, or
-    # the private observation with its own scope's search terms.
+    # Nothing anywhere but the source itself: the soft-deleted row kept for the audit, the
+    # edited observation's own text history (its earlier text, kept while it lives; see
+    # docs/precise-memory.md), or the private observation with its own scope's search terms.
     def is_source(collection: str, doc: dict[str, Any]) -> bool:
         if collection == "memory_observations" and str(doc["_id"]) == secret.id:
             return action in ("delete", "restore", "private")
+        if collection == "memory_text_history" and str(doc["observation_id"]) == secret.id:
+            return action == "edit"
         return (
             action == "private"
             and collection == "memory_search_terms"
