@@ -97,11 +97,14 @@ def add(store: MemoryStore, scope_id: str, content: str, user: str) -> Observati
 
 
 @pytest.fixture
-def world(store: MemoryStore, fake_openai) -> dict[str, str]:
+def world(store: MemoryStore, fake_openai, settings) -> dict[str, str]:
     fake_openai.set_responder(responder)
     # One group's copy enters the collective at once here (no candidates): this module
     # follows derived text through every level; the several-groups rule has its own tests.
+    # The store here, and the setting for the store a job builds: in broker mode the
+    # task message carries the MEMORY_* settings to the worker (tests/task_mode.py).
     store.collective_min_groups = 1
+    settings.MEMORY_COLLECTIVE_MIN_GROUPS = 1
     eden = [{"id": "g1", "name": "Eden Team"}]
     ids = {}
     for name, key, display in (
