@@ -57,6 +57,12 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
 
     after_send_drain()
     inprocess.shutdown()  # the pool's threads and job-runner children end here
+    # Counts and log records written behind (access counts go in transactions) must not
+    # meet the drop either: write what is queued, and wait for a flush in flight.
+    from streams.store import access_log, write_behind
+
+    access_log.flush()
+    write_behind.flush()
     client.drop_database(db_name)
 
 

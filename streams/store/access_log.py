@@ -100,18 +100,25 @@ def write_accesses_together(
                         time.sleep(random.random() * 0.05)
 
 
+_writing = threading.Lock()  # one flush at a time: a caller's flush waits for one in flight
+
+
 def flush() -> None:
-    """Write everything pending now (the flusher's round; a clean exit; tests)."""
-    with _lock:
-        batches = list(_pending.values())
-        _pending.clear()
-    for collection, accesses in batches:
-        try:
-            write_accesses_together(collection, accesses)
-        except InvalidOperation:  # its client was closed: its owner is done with it
-            continue
-        except PyMongoError as exc:  # the store is down: these increments are lost
-            logger.warning("access counts of %d observations not written: %s", len(accesses), exc)
+    """Write everything pending now (the flusher's round; a clean exit; tests). Returns
+    once nothing queued before the call is still being written (by this or the thread)."""
+    with _writing:
+        with _lock:
+            batches = list(_pending.values())
+            _pending.clear()
+        for collection, accesses in batches:
+            try:
+                write_accesses_together(collection, accesses)
+            except InvalidOperation:  # its client was closed: its owner is done with it
+                continue
+            except PyMongoError as exc:  # the store is down: these increments are lost
+                logger.warning(
+                    "access counts of %d observations not written: %s", len(accesses), exc
+                )
 
 
 def _ensure_flusher(interval: float) -> None:

@@ -74,13 +74,18 @@ def write_now(collection: Collection, docs: list[dict[str, Any]]) -> None:
         logger.warning("%d records of %s not written: %s", len(docs), collection.name, exc)
 
 
+_writing = threading.Lock()  # one flush at a time: a caller's flush waits for one in flight
+
+
 def flush() -> None:
-    """Write everything queued now (the flusher's round; a clean exit; forget-user; tests)."""
-    with _lock:
-        batches = list(_pending.values())
-        _pending.clear()
-    for collection, docs in batches:
-        write_now(collection, docs)
+    """Write everything queued now (the flusher's round; a clean exit; forget-user; tests).
+    Returns once nothing queued before the call is still being written."""
+    with _writing:
+        with _lock:
+            batches = list(_pending.values())
+            _pending.clear()
+        for collection, docs in batches:
+            write_now(collection, docs)
 
 
 def _ensure_flusher(interval: float) -> None:
