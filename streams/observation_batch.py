@@ -15,7 +15,7 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.audit import audit_record, content_digest
+from streams.audit import audit_record
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -26,6 +26,7 @@ from streams.observations import (
     counters_add,
     duplicate_kept,
     observations_append,
+    record_created,
     threshold_check,
 )
 from streams.screening import WriteOrigin, origin_of
@@ -280,21 +281,13 @@ def observation_add_once(
         if known or found:  # the key, or the same fact, is stored already
             return known, None
         if actor is not None:
-            audit_record(
+            record_created(
                 store=store,
                 actor=actor,
-                action="observation.create",
-                object_type="observation",
-                object_id=observation.id,
-                agent_id=scope.agent_id,
-                summary={
-                    "scope_id": scope.id,
-                    "content": content_digest(observation.content),
-                    "private": observation.private,
-                    "client_id": client_id,
-                },
-                at=now,
+                observation=observation,
+                now=now,
                 session=session,
+                client_id=client_id,
             )
         counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
         return known, before

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 
@@ -277,21 +278,11 @@ def observation_add(
         if duplicates:
             return before  # the fact is stored already: nothing is written
         if actor is not None:
-            audit_record(
+            record_created(
                 store=store,
                 actor=actor,
-                action="observation.create",
-                object_type="observation",
-                object_id=observation.id,
-                agent_id=scope.agent_id,
-                summary={
-                    "scope_id": scope.id,
-                    "content": content_digest(observation.content),
-                    "private": observation.private,
-                    "flags": observation.flags,
-                    "status": observation.status,
-                },
-                at=now,
+                observation=observation,
+                now=now,
                 session=session,
                 writes=writes,
             )
@@ -360,6 +351,39 @@ def counters_add(
     )
     activity_record(
         store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+    )
+
+
+def record_created(
+    *,
+    store: MemoryStore,
+    actor: str,
+    observation: Observation,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
+    **extra: Any,
+) -> None:
+    """The `observation.create` audit entry of a single add, in the add's transaction
+    (digests only; `extra` adds to its summary, e.g. the caller's `client_id`)."""
+    audit_record(
+        store=store,
+        actor=actor,
+        action="observation.create",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary={
+            "scope_id": observation.scope_id,
+            "content": content_digest(observation.content),
+            "private": observation.private,
+            "flags": observation.flags,
+            "status": observation.status,
+            **extra,
+        },
+        at=now,
+        session=session,
+        writes=writes,
     )
 
 
