@@ -81,7 +81,8 @@ def test_correct_an_absorbed_observation_inline_on_the_scope_page(
     page.locator("#rebuild-pending").wait_for()  # the panel refreshed by itself
     assert page.locator("#rebuild-pill").inner_text() == "rebuild pending"
     page.locator("#job-status[data-status]").wait_for()  # the rebuild's live banner
-    assert "just-saved" in (page.locator(f"#obs-{observations[0].id}").get_attribute("class") or "")
+    # htmx settles the swapped row after the flash lands: wait for the class, do not sample it.
+    page.locator(f"#obs-{observations[0].id}.just-saved").wait_for()
     page.screenshot(path=str(artifacts_dir / "edit_inline_saved.png"), full_page=True)
 
     page.locator("#consolidation-panel .version", has_text="v2").wait_for(timeout=20_000)
@@ -109,9 +110,9 @@ def test_correct_an_observation_in_place_on_the_users_page(
     page.locator(f"#obs-{observations[1].id} button:has-text('Save')").click()
     page.locator("#flash .message", has_text="Observation saved.").wait_for()
     assert "Rebuild pending" in page.locator("#flash").inner_text()
-    saved = page.locator(f"#obs-{observations[1].id}")
+    saved = page.locator(f"#obs-{observations[1].id}.just-saved")
+    saved.wait_for()  # htmx settles the swapped row after the flash lands
     assert "Gene kiteboards in Tarifa." in saved.inner_text()
-    assert "just-saved" in (saved.get_attribute("class") or "")
     assert page.evaluate("window.__notReloaded === true")
     assert page.url.endswith("/users/?agent=support-bot&user=u-gene")  # no page switch
     page.locator("#user-rebuild-pill").wait_for()  # the memory above says it is rebuilding
