@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import (
+    AfterValidator,
     AwareDatetime,
     BeforeValidator,
     ConfigDict,
@@ -65,8 +66,17 @@ def _iso_text(value: Any) -> Any:
     raise ValueError("must be an ISO 8601 date-time with a timezone, e.g. 2024-05-01T12:00:00Z")
 
 
-# Input times: ISO 8601 date-times with a timezone, nothing else.
-IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text)]
+def _in_utc(value: datetime) -> datetime:
+    """Shifted to UTC here, so a time whose zone shift leaves years 1..9999
+    (`9999-12-31T23:00:00-05:00`) is a 422 naming the field, never an overflow later."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("must fall within years 1 to 9999 once shifted to UTC") from None
+
+
+# Input times: ISO 8601 date-times with a timezone, nothing else; handed on in UTC.
+IsoTime = Annotated[AwareDatetime, BeforeValidator(_iso_text), AfterValidator(_in_utc)]
 
 
 class InSchema(Schema):
