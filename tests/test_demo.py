@@ -16,6 +16,7 @@ from streams.jobs import job_list
 from streams.llm.offline import OfflineProvider
 from streams.observations import observation_list
 from streams.prompt_checks import checks_run
+from streams.review import review_queue
 from streams.scopes import scope_list
 
 
@@ -92,6 +93,12 @@ def test_seed_demo_builds_a_believable_data_set_through_the_services(store, caps
         assert job_list(store=store, kind=kind, limit=1).items, kind
     assert not job_list(store=store, status="failed", limit=1).items
     assert not job_list(store=store, status="queued", limit=1).items
+
+    # The review queue has work to show: an instruction and a phone number an agent's key
+    # wrote into the collective wait for a person, each with its detector's flag.
+    held = review_queue(store=store, agent_id=AGENTS[0]).items
+    assert {tuple(o.flags) for o in held} == {("instruction",), ("pii:phone",)}
+    assert len({o.scope_id for o in held}) == 1  # both in the collective
 
     # A prompt check is saved, and the prompt in effect passes it.
     [comparison] = checks_run(store=store, llm=OfflineProvider(), agent_id=PROMPT_CHECK["agent_id"])

@@ -111,3 +111,8 @@ def test_readme_screenshots_show_the_seeded_demo(
 
     page.goto(f"{live_server.url}/people/")
     _shot(page, shots, "people")
+
+    # The review queue of a fresh install is not empty: the demo's held items wait there.
+    page.goto(f"{live_server.url}/review/?agent={agent}")
+    assert page.locator("li.review-item").count() == 2
+    assert page.locator('mark[data-flag="pii:phone"]').count() == 1
