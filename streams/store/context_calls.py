@@ -26,6 +26,9 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "user_id", ("_id", -1)),
     index(COLLECTION, "agent_id", "session_id", ("_id", -1)),
     index(COLLECTION, "agent_id", ("_id", -1)),
+    # Removed text: the records quoting an observation or a consolidation version.
+    index(COLLECTION, "quoted_observation_ids"),
+    index(COLLECTION, "quoted_versions"),
     # Retention: the store removes a record once its `expires_at` has passed.
     IndexSpec(
         collection=COLLECTION,
