@@ -490,6 +490,11 @@ def _text(value: str | None) -> str:
     return escape(INVALID_XML.sub("", (value or "").strip()))
 
 
+def xml_text(value: str | None) -> str:
+    """A text as the context XML holds it (the context log's scrub looks for it)."""
+    return _text(value)
+
+
 def _attr(value: str) -> str:
     return quoteattr(INVALID_XML.sub("", value))
 
