@@ -60,9 +60,11 @@ def sources_changed(
     change: Change,
     follow_ups: list[Job],
     old_text: str | None = None,
+    scrub_log: bool = True,
 ) -> None:
     """After `observation` was deleted, edited or marked private (the change is stored;
-    `old_text`: its text before an edit).
+    `old_text`: its text before an edit). `scrub_log=False` (expiry: the text was live
+    then, and replay shows it then) keeps it in the context log's records.
 
     Its propagated copies (and theirs) are removed, whatever the change: a copy
     is derived text, and an edited observation's copy is re-derived from the new
@@ -85,7 +87,8 @@ def sources_changed(
         if job is not None:
             follow_ups.append(job)
     remove_copies(store=store, copies=copies)
-    _scrub_context_log(store, observation, change, copies, old_text)
+    if scrub_log:
+        _scrub_context_log(store, observation, change, copies, old_text)
 
 
 def _scrub_context_log(
