@@ -48,6 +48,7 @@ WORDS = [
     "euros",
 ]
 BATCH = 5000
+PROGRESS_EVERY = 100_000  # a line per this many, for long seeds
 
 
 def seed(
@@ -88,11 +89,19 @@ def seed(
             [s.to_mongo() for s in scope_docs[start : start + BATCH]]
         )
     batch: list[Observation] = []
+    written = 0
 
     def flush() -> None:
+        nonlocal written
         store.observations.collection.insert_many([o.to_mongo() for o in batch], ordered=False)
         if search_index:
             search_index_build(store=store, observations=batch)
+        if observations >= PROGRESS_EVERY and (written + len(batch)) // PROGRESS_EVERY > (
+            written // PROGRESS_EVERY
+        ):
+            elapsed = time.perf_counter() - started
+            print(f"  seeded {written + len(batch):,} in {elapsed:.0f} s", flush=True)
+        written += len(batch)
         batch.clear()
 
     for scope in scope_docs:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit, urlunsplit
+
 import httpx2 as httpx
 from django.conf import settings
 
@@ -9,10 +11,26 @@ from streams.store import MemoryStore
 from streams.webhooks import webhook_deliver_due
 
 
-def http_post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> int:
-    """The receiver's status; raises when it never answers (refused, reset, timed out)."""
+def http_post(
+    url: str, body: bytes, headers: dict[str, str], timeout: float, address: str | None = None
+) -> int:
+    """The receiver's status; raises when it never answers (refused, reset, timed out).
+
+    With `address` (checked public by `webhook_url_check`), the connection goes to that
+    address, with the URL's host in `Host` and in TLS (SNI and the certificate's name),
+    so the name is not resolved a second time (DNS rebinding)."""
+    extensions: dict[str, str] = {}
+    if address is not None:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        literal = f"[{address}]" if ":" in address else address
+        netloc = f"{literal}:{parts.port}" if parts.port else literal
+        headers = {**headers, "Host": parts.netloc.rsplit("@", 1)[-1]}
+        url = urlunsplit(parts._replace(netloc=netloc))
+        if parts.scheme == "https":
+            extensions["sni_hostname"] = host
     with httpx.Client(timeout=timeout, follow_redirects=False) as client:
-        return client.post(url, content=body, headers=headers).status_code
+        return client.post(url, content=body, headers=headers, extensions=extensions).status_code
 
 
 def deliver_due(store: MemoryStore) -> dict[str, int]:

@@ -28,6 +28,11 @@ from typing import Any, Literal
 from bson import ObjectId
 
 from streams.consolidation_runs import consolidation_due
+from streams.context_log_scrub import (
+    context_log_forget_observations,
+    private_owner,
+    removed_texts,
+)
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import parse_object_id
@@ -488,6 +493,13 @@ def bulk_apply_batch(
     store.in_transaction(write, attempts=5)
     if action != "private" and found:
         prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in found])
+    # Removed text leaves the context log (idempotent: a retried batch finds none left).
+    context_log_forget_observations(store=store, texts=removed_texts(copies))
+    if action != "move" and found:
+        owner = private_owner(store, scope_id) if action == "private" else None
+        context_log_forget_observations(
+            store=store, texts=removed_texts(found), except_user_id=owner
+        )
 
 
 def _move(

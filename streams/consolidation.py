@@ -44,6 +44,9 @@ class RunDetails:
     completion_tokens: int = 0
     duration_ms: int = 0
     warning: str | None = None  # shown on the version, e.g. an answer cut to the word limit
+    # Pairs of the offered observations' ids the model reported contradicting (not stored
+    # with the version: `streams.consolidation_contradictions` flags them).
+    contradictions: tuple[tuple[str, str], ...] = ()
 
 
 def consolidation_commit(

@@ -16,7 +16,8 @@ from datetime import timedelta
 from bson import ObjectId
 
 from streams.consolidation import WORD, RunDetails, consolidation_commit, word_count
-from streams.documents import Job, Observation, Scope
+from streams.consolidation_contradictions import answer_split, contradictions_flag
+from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, NotFound
 from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
 from streams.llm.port import (
@@ -115,6 +116,25 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
     text, details = consolidation_fold(
         store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
     )
+    reported = list(details.contradictions)
+    held = contradictions_flag(
+        store=store,
+        shared=scope.scope_type != "individual",
+        observations=folded,
+        pairs=reported,
+        now=utcnow(),
+    )
+    if held:
+        # The newer of a reported pair waits for a person: this version is written
+        # without it (one more call; what that answer reports is not raised again).
+        waiting = {o.id for o in held}
+        folded = [o for o in folded if o.id not in waiting]
+        live = [o for o in live if o.id not in waiting]
+        pending_ids = [i for i in pending_ids if i not in waiting]
+        text, details = consolidation_fold(
+            store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
+        )
+        scope = store.scopes.get(ObjectId(scope.id)) or scope
     entry = consolidation_commit(
         store=store,
         scope=scope,
@@ -128,6 +148,8 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
     )
     run.result = {
         "absorbed": len(live),
+        "contradictions": [list(pair) for pair in reported],
+        "held_for_review": sorted(o.id for o in held),
         "version": entry.version,
         "model": details.model,
         "prompt_tokens": details.prompt_tokens,
@@ -168,18 +190,21 @@ def consolidation_fold(
     context = ConsolidationContext(
         scope_description=describe_scope(scope),
         current=current,
-        observations=[DatedObservation(o.content, o.observed_at) for o in observations],
+        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
         max_words=scope.consolidation_max_words,
     )
     prompt = render_consolidation(template.text, context)
     limit = scope.consolidation_max_words
+    offered = [o.id for o in observations]
     answers = [_ask(llm, prompt, context)]
-    words = word_count(answers[0].text)
+    memory, pairs = answer_split(answers[0].text, offered)
+    words = word_count(memory)
     if words > limit:
         # Once more, with the overshoot stated; then cut at the last sentence that fits.
         retry = f"{prompt}\n\n{OVERSHOOT.format(words=words, limit=limit)}"
         answers.append(_ask(llm, retry, context))
-    text, warning = within_words(answers[-1].text, limit)
+        memory, pairs = answer_split(answers[-1].text, offered)
+    text, warning = within_words(memory, limit)
     return text, RunDetails(
         model=answers[-1].model,
         prompt_version=template.version,
@@ -187,6 +212,7 @@ def consolidation_fold(
         completion_tokens=sum(a.completion_tokens for a in answers),
         duration_ms=sum(a.duration_ms for a in answers),
         warning=warning,
+        contradictions=tuple(pairs),
     )
 
 

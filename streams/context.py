@@ -150,7 +150,11 @@ def context_assemble(
             caller=caller,
             source=source,
             now=now,
-            extra={"max_tokens": max_tokens, "dropped": dropped},
+            extra={
+                "max_tokens": max_tokens,
+                "dropped": dropped,
+                **context_quotes(parts, scopes),
+            },
         )
     return ContextResult(
         xml=xml,
@@ -250,6 +254,22 @@ def _log_call(
         write_behind.count_failure()
         logger.exception("context %s: the log record could not be queued", call_id)
     return str(call_id)
+
+
+def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[str]]:
+    """What a logged call quoted, by id, so that removing that text later finds the
+    records holding it by index (`streams.context_log_scrub`): the observations shown
+    (recent and retrieved, after the budget) and the consolidation versions read
+    (`<scope id>:<version>`; a section the budget dropped is listed too, harmlessly)."""
+    sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
+    observation_ids = [o.id for s in sections if s is not None for o in s.recent]
+    observation_ids += [o.id for o in parts.retrieved]
+    versions = [
+        f"{s.id}:{s.consolidation_version}"
+        for s in scopes
+        if s.consolidation_version and _has_text(s.consolidation)
+    ]
+    return {"quoted_observation_ids": observation_ids, "quoted_versions": versions}
 
 
 def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:
@@ -468,6 +488,11 @@ def _has_text(value: str | None) -> bool:
 
 def _text(value: str | None) -> str:
     return escape(INVALID_XML.sub("", (value or "").strip()))
+
+
+def xml_text(value: str | None) -> str:
+    """A text as the context XML holds it (the context log's scrub looks for it)."""
+    return _text(value)
 
 
 def _attr(value: str) -> str:

@@ -99,7 +99,13 @@ def _expire(
     scope_oid = ObjectId(observation.scope_id)
     if not observation.deleted:
         # As a delete: copies out, consolidations that absorbed it flagged and rebuilt.
-        sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)
+        sources_changed(
+            store=store,
+            observation=observation,
+            change="delete",
+            follow_ups=jobs,
+            scrub_log=False,
+        )
     was_pending = False
 
     def claim(session: StoreSession) -> bool:

@@ -558,9 +558,21 @@ def observation_update(
     if fresh.content != observation.content:
         prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     if fresh.private and not observation.private:
-        sources_changed(store=store, observation=fresh, change="private", follow_ups=jobs)
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="private",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
     elif fresh.content != observation.content:
-        sources_changed(store=store, observation=fresh, change="edit", follow_ups=jobs)
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="edit",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
     return fresh
 
 

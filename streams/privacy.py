@@ -25,6 +25,7 @@ from typing import Any
 
 from bson import ObjectId
 
+from streams.context_log_scrub import context_log_forget_observations, removed_texts
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.formation import FormationSettings
 from streams.jobs import JobRun, job_create
@@ -161,6 +162,10 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_context_calls"] = store.context_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
     )
+    # Other users' logged calls that quoted what is gone (a group's or the collective's
+    # section): the text is scrubbed from them (their consolidations' versions were
+    # scrubbed by the rebuilds above).
+    context_log_forget_observations(store=store, texts=removed_texts([*own, *elsewhere]))
     # Webhook deliveries that carry their observations: waiting ones are not sent now.
     deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
         [f"observation:{o.id}" for o in [*own, *elsewhere]]

@@ -25,6 +25,12 @@ from bson import ObjectId
 
 from streams.consolidation import consolidation_commit
 from streams.consolidation_runs import consolidation_fold
+from streams.context_log_scrub import (
+    context_log_forget_observations,
+    context_log_forget_versions,
+    private_owner,
+    removed_texts,
+)
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.search import search_index_forget
@@ -48,9 +54,17 @@ def _repo(store: MemoryStore) -> PrivacyRepository:
 
 
 def sources_changed(
-    *, store: MemoryStore, observation: Observation, change: Change, follow_ups: list[Job]
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    follow_ups: list[Job],
+    old_text: str | None = None,
+    scrub_log: bool = True,
 ) -> None:
-    """After `observation` was deleted, edited or marked private (the change is stored).
+    """After `observation` was deleted, edited or marked private (the change is stored;
+    `old_text`: its text before an edit). `scrub_log=False` (expiry: the text was live
+    then, and replay shows it then) keeps it in the context log's records.
 
     Its propagated copies (and theirs) are removed, whatever the change: a copy
     is derived text, and an edited observation's copy is re-derived from the new
@@ -73,6 +87,32 @@ def sources_changed(
         if job is not None:
             follow_ups.append(job)
     remove_copies(store=store, copies=copies)
+    if scrub_log:
+        _scrub_context_log(store, observation, change, copies, old_text)
+
+
+def _scrub_context_log(
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    old_text: str | None,
+) -> None:
+    """The removed text leaves every logged call that quoted it (`context_log_scrub`):
+    the copies' texts and an edit's old text for everyone; a private observation's text
+    for everyone but its owner (their own memory still shows it)."""
+    gone = removed_texts(copies)
+    if old_text is not None and old_text != observation.content:
+        gone.append((observation.id, old_text))
+    if change == "delete":
+        gone.append((observation.id, observation.content))
+    context_log_forget_observations(store=store, texts=gone)
+    if change == "private":
+        context_log_forget_observations(
+            store=store,
+            texts=[(observation.id, observation.content)],
+            except_user_id=private_owner(store, observation.scope_id),
+        )
 
 
 def rebuild_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
@@ -303,6 +343,8 @@ def _rebuild(
         current=base_entry.text if base_entry is not None else None,
         observations=remaining,
     )
+    # The texts the redaction replaces, for the context log's records that showed them.
+    old_texts = repo.history_texts(oid, low_version=first, high_version=last)
     redacted = 0
 
     def redact(session: StoreSession) -> None:
@@ -333,6 +375,7 @@ def _rebuild(
         warning=details.warning,
         also=redact,
     )
+    context_log_forget_versions(store=store, scope_id=scope.id, texts=old_texts)
     back = len({o.id for o in remaining} & set(scope.pending_observation_ids))
     if back:
         store.agents.adjust_counters(scope.agent_id, now=utcnow(), pending=-back)

@@ -4,7 +4,9 @@
   and `active`. The URL must be http(s); a host that resolves to a private, loopback,
   link-local or otherwise non-public address is refused (SSRF) unless `allow_private`
   (`MEMORY_WEBHOOK_ALLOW_PRIVATE=true`, for tests and single-host deployments). The
-  same check runs again before each delivery (a name can be re-pointed).
+  same check runs again before each delivery (a name can be re-pointed), and the POST
+  connects to an address that check approved (DNS rebinding). Callers resolve before
+  their transaction: a slow DNS answer never holds one open.
 - **Outbox.** The write path calls `webhook_outbox_add` inside the change's own
   transaction: one entry per active hook that wants the event, holding the exact body
   to send. A change that rolls back leaves no entry; a committed one cannot lose it.
@@ -31,7 +33,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from bson import ObjectId
 
@@ -60,38 +62,53 @@ MAX_BACKOFF_SECONDS = 3_600
 PASS_LIMIT = 500  # undelivered entries looked at per pass
 MAX_RECORDED_ERROR = 300
 
-# (url, raw body, headers, timeout seconds) -> the HTTP status; raises on no answer.
-Poster = Callable[[str, bytes, dict[str, str], float], int]
+# (url, raw body, headers, timeout seconds, the address to connect to or None to resolve
+# the URL's host) -> the HTTP status; raises on no answer.
+Poster = Callable[[str, bytes, dict[str, str], float, str | None], int]
 
 
 # -- hooks -------------------------------------------------------------------------------
 
 
-def webhook_url_check(url: str, *, allow_private: bool) -> None:
-    """InvalidInput unless `url` is http(s) to a public address (or `allow_private`)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port  # raises for a port that is not a number in range
-    except ValueError as exc:
-        raise InvalidInput("the URL is malformed", details=[{"field": "url"}]) from exc
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL_CHARS:
-        raise InvalidInput("the URL must be http(s) with a host", details=[{"field": "url"}])
-    if any(c.isspace() or ord(c) < 32 for c in url):
-        raise InvalidInput("the URL must not hold spaces", details=[{"field": "url"}])
+def webhook_url_check(url: str, *, allow_private: bool) -> list[str]:
+    """InvalidInput unless `url` is http(s) to a public address (or `allow_private`); the
+    addresses its host resolved to ([] with `allow_private`: not resolved).
+
+    It resolves the name (DNS may be slow): callers run it before their transaction, and
+    the delivery connects to an address it returned (a name re-pointed between the check
+    and the connection, DNS rebinding, cannot reach a private address)."""
+    parts = webhook_url_form(url)
     if allow_private:
-        return
+        return []
     try:
-        infos = socket.getaddrinfo(parts.hostname, port or 443, proto=socket.IPPROTO_TCP)
+        infos = socket.getaddrinfo(parts.hostname, parts.port or 443, proto=socket.IPPROTO_TCP)
     except (OSError, UnicodeError) as exc:
         raise InvalidInput("the URL's host does not resolve", details=[{"field": "url"}]) from exc
+    addresses = []
     for info in infos:
-        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
         if not address.is_global or address.is_multicast:
             raise InvalidInput(
                 "the URL points to a private, loopback or reserved address "
                 "(set MEMORY_WEBHOOK_ALLOW_PRIVATE=true to allow it)",
                 details=[{"field": "url"}],
             )
+        addresses.append(str(address))
+    return list(dict.fromkeys(addresses))
+
+
+def webhook_url_form(url: str) -> SplitResult:
+    """The URL's parts, or InvalidInput unless it is http(s) with a host (no DNS: cheap)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises for a port that is not a number in range
+    except ValueError as exc:
+        raise InvalidInput("the URL is malformed", details=[{"field": "url"}]) from exc
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL_CHARS:
+        raise InvalidInput("the URL must be http(s) with a host", details=[{"field": "url"}])
+    if any(c.isspace() or ord(c) < 32 for c in url):
+        raise InvalidInput("the URL must not hold spaces", details=[{"field": "url"}])
+    return parts
 
 
 def webhook_create(
@@ -103,9 +120,15 @@ def webhook_create(
     actor: str,
     allow_private: bool,
     session: StoreSession | None = None,
+    resolved: bool = False,
 ) -> dict[str, Any]:
-    """The new hook, with its `secret` (the only time it is shown)."""
-    webhook_url_check(url, allow_private=allow_private)
+    """The new hook, with its `secret` (the only time it is shown). `resolved`: the
+    caller ran `webhook_url_check` already, before its transaction (only the URL's form
+    is checked here)."""
+    if resolved:
+        webhook_url_form(url)
+    else:
+        webhook_url_check(url, allow_private=allow_private)
     _check_events(events)
     if store.webhooks.count_for_agent(agent_id, session=session) >= MAX_HOOKS_PER_AGENT:
         raise Conflict(f"an agent has at most {MAX_HOOKS_PER_AGENT} webhooks")
@@ -141,10 +164,15 @@ def webhook_update(
     events: list[str] | None = None,
     allow_private: bool,
     session: StoreSession | None = None,
+    resolved: bool = False,
 ) -> dict[str, Any]:
+    """The hook as changed (`resolved`: as for `webhook_create`)."""
     fields: dict[str, Any] = {}
     if url is not None:
-        webhook_url_check(url, allow_private=allow_private)
+        if resolved:
+            webhook_url_form(url)
+        else:
+            webhook_url_check(url, allow_private=allow_private)
         fields["url"] = url
     if events is not None:
         _check_events(events)
@@ -427,8 +455,10 @@ def _attempt_once(
     }
     started = time.perf_counter()
     try:
-        webhook_url_check(hook["url"], allow_private=allow_private)
-        status = post(hook["url"], body, headers, timeout)
+        # Checked again now (a name can be re-pointed), and the POST goes to an address
+        # this check approved, not to a second resolution of the name.
+        addresses = webhook_url_check(hook["url"], allow_private=allow_private)
+        status = post(hook["url"], body, headers, timeout, addresses[0] if addresses else None)
         error = None if 200 <= status < 300 else f"answered {status}"
     except InvalidInput as exc:
         status, error = None, exc.message

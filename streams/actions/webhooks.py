@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from streams.actions.base import Actor, record
 from streams.store import MemoryStore, StoreSession
-from streams.webhooks import webhook_create, webhook_delete, webhook_update
+from streams.webhooks import webhook_create, webhook_delete, webhook_update, webhook_url_check
 
 
 def do_webhook_create(
@@ -21,7 +21,9 @@ def do_webhook_create(
     events: list[str],
     allow_private: bool,
 ) -> dict[str, Any]:
-    """The new hook with its `secret` (shown this once)."""
+    """The new hook with its `secret` (shown this once). The URL's host is resolved and
+    checked before the transaction: a slow DNS answer never holds one open."""
+    webhook_url_check(url, allow_private=allow_private)
 
     def write(session: StoreSession) -> dict[str, Any]:
         hook = webhook_create(
@@ -32,6 +34,7 @@ def do_webhook_create(
             actor=str(actor),
             allow_private=allow_private,
             session=session,
+            resolved=True,
         )
         record(
             store=store,
@@ -58,7 +61,10 @@ def do_webhook_update(
     events: list[str] | None = None,
     allow_private: bool,
 ) -> dict[str, Any]:
-    """The hook as changed; `active=False` stops deliveries."""
+    """The hook as changed; `active=False` stops deliveries. A new URL is resolved and
+    checked before the transaction."""
+    if url is not None:
+        webhook_url_check(url, allow_private=allow_private)
 
     def write(session: StoreSession) -> dict[str, Any]:
         updated = webhook_update(
@@ -69,6 +75,7 @@ def do_webhook_update(
             events=events,
             allow_private=allow_private,
             session=session,
+            resolved=True,
         )
         summary: dict[str, Any] = {}
         if active is not None:

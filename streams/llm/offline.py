@@ -19,6 +19,7 @@ import math
 import re
 import time
 
+from streams.consolidation_contradictions import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
 from streams.llm.offline_text import capitalise, clean, close_sentence, normalise
@@ -77,7 +78,9 @@ class OfflineProvider:
         if request.task == "extraction" and isinstance(context, ExtractionContext):
             text = _json({"observations": extract_observations(context)})
         elif request.task == "consolidation" and isinstance(context, ConsolidationContext):
-            text = consolidate(context)
+            # It reports what the deterministic check finds among the new observations.
+            pairs = deterministic_pairs([(o.id, o.content) for o in context.observations])
+            text = consolidate(context) + answer_trailer(pairs)
         elif request.task == "propagation" and isinstance(context, PropagationContext):
             text = _json({"observations": propagate(context)})
         else:

@@ -58,6 +58,7 @@ class ExtractionContext:
 class DatedObservation:
     content: str
     observed_at: datetime
+    id: str = ""  # shown to the model, which names it to report a contradiction
 
 
 @dataclass(frozen=True)

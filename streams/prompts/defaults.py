@@ -124,6 +124,11 @@ topic: not a list of facts, not a log of dates.
 # Answer format
 Plain text only: the updated memory and nothing else. No heading, no preamble, \
 no markdown, no comments on what you changed.
+One exception: when two of the new observations give different values for the \
+same thing (one contradicts the other), add after the memory a line \
+CONTRADICTIONS: and under it one line per pair, [<id>] [<id>], with the two ids \
+exactly as they appear in brackets before those observations. Leave it out when \
+nothing contradicts.
 """
 
 PROPAGATION = """\

@@ -240,7 +240,8 @@ def render_consolidation(template: str, context: ConsolidationContext) -> str:
         scope=context.scope_description,
         consolidation=current or NO_CONSOLIDATION,
         observations="\n".join(
-            f"- [{o.observed_at:%Y-%m-%d}] {_one_line(o.content)}" for o in observations
+            f"- [{o.observed_at:%Y-%m-%d}] {f'[{o.id}] ' if o.id else ''}{_one_line(o.content)}"
+            for o in observations
         )
         or NO_OBSERVATIONS,
         max_words=context.max_words,

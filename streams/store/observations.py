@@ -445,6 +445,33 @@ class ObservationRepository:
         result = self.collection.update_one(query, change, session=session)
         return result.matched_count == 1
 
+    def hold_for_review(
+        self,
+        observation_id: ObjectId,
+        *,
+        reason: str,
+        now: datetime,
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Send a pending, unconsolidated observation to review (`in_review`, `reason`);
+        False when it is not pending any more."""
+        result = self.collection.update_one(
+            {
+                "_id": observation_id,
+                "review_status": None,
+                "deleted_at": None,
+                "consolidated": False,
+            },
+            {
+                "$set": {
+                    "review_status": "in_review",
+                    "review": {"reasons": [reason], "since": now, "supporting_group_ids": []},
+                }
+            },
+            session=session,
+        )
+        return result.matched_count == 1
+
     def add_contradiction(
         self, observation_id: ObjectId, other_id: str, *, session: ClientSession | None = None
     ) -> None:

@@ -73,6 +73,20 @@ class PrivacyRepository:
         cursor = self.observations.find({"propagated_from": {"$in": origin_ids}}).limit(limit)
         return [Observation.from_mongo(d) for d in cursor]
 
+    def history_texts(
+        self, scope_id: ObjectId, *, low_version: int, high_version: int
+    ) -> dict[int, str]:
+        """The texts of the versions in `[low_version, high_version]`, by version."""
+        cursor = self.consolidations.find(
+            {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
+            {"version": 1, "text": 1, "redacted_at": 1},
+        ).limit(high_version - low_version + 1)
+        return {
+            int(d["version"]): d.get("text") or ""
+            for d in cursor
+            if d.get("redacted_at") is None  # a redacted one holds the marker only
+        }
+
     def history_absorbed(
         self, scope_id: ObjectId, *, low_version: int, high_version: int
     ) -> list[dict[str, Any]]:

@@ -290,8 +290,9 @@ class FakeOpenAI:
 
 
 def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) -> bool:
-    """Refuse (500, no retry) an extraction answer citing ids its prompt does not show."""
-    unknown = wire.unknown_sources(recorded, text)
+    """Refuse (500, no retry) an extraction answer citing ids its prompt does not show, or
+    a consolidation answer reporting a contradiction between ids its prompt does not list."""
+    unknown = wire.unknown_sources(recorded, text) + wire.unknown_contradiction_ids(recorded, text)
     if unknown:
         error = wire.error_body(500, f"fake answer cites ids not in the prompt: {unknown}")
         _send(handler, 500, error, {"x-should-retry": "false"})

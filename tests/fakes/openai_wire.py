@@ -172,6 +172,52 @@ def unknown_sources(request: RecordedRequest, text: str) -> list[str]:
     return [s for s in cited if s not in shown]
 
 
+CONSOLIDATION_LINE = re.compile(r"^- \[\d{4}-\d{2}-\d{2}\] \[([0-9a-f]{24})\] (.*)$")
+CONTRADICTION_ID = re.compile(r"\[([0-9a-fA-F]{24})\]")
+
+
+def consolidation_lines(request: RecordedRequest) -> dict[str, str]:
+    """The new observations a consolidation prompt lists with their ids: id -> text."""
+    found = {}
+    for raw in prompt_text(request).splitlines():
+        match = CONSOLIDATION_LINE.match(raw)
+        if match:
+            found[match[1]] = match[2]
+    return found
+
+
+def unknown_contradiction_ids(request: RecordedRequest, text: str) -> list[str]:
+    """The ids a consolidation answer reports (after `CONTRADICTIONS:`) that its prompt
+    does not list: a model can only name the observations it was shown."""
+    if request.task != "consolidation" or "CONTRADICTIONS:" not in text.upper():
+        return []
+    trailer = text[text.upper().rindex("CONTRADICTIONS:") :]
+    shown = set(consolidation_lines(request))
+    return [i for i in CONTRADICTION_ID.findall(trailer) if i.lower() not in shown]
+
+
+def contradiction_responder(*pairs: tuple[str, str], memory: str = DEFAULT_TEXT) -> Responder:
+    """Answer a consolidation with `memory`, reporting as contradicting each pair of listed
+    observations whose texts hold these two phrases, by the ids the prompt shows (a pair
+    the prompt does not list is not reported). Other requests get the default answer."""
+
+    def respond(request: RecordedRequest) -> str:
+        if request.task != "consolidation":
+            return default_responder(request)
+        lines = consolidation_lines(request)
+        reported = []
+        for first, second in pairs:
+            a = [i for i, text in lines.items() if first in text]
+            b = [i for i, text in lines.items() if second in text]
+            if a and b:
+                reported.append(f"[{a[0]}] [{b[0]}]")
+        if not reported:
+            return memory
+        return memory + "\n\nCONTRADICTIONS:\n" + "\n".join(reported)
+
+    return respond
+
+
 def extraction_responder(*items: dict[str, Any]) -> Responder:
     """Answer an extraction with these observations, each citing the prompt's lines that
     contain its `cite` phrase, by their ids exactly as the prompt shows them (the phrase

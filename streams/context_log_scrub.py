@@ -1,0 +1,123 @@
+"""Removed text leaves the context log too: a logged call never keeps what staff took out.
+
+A context call quotes observations (recent and retrieved) and consolidation versions,
+in sections other users see as well (a group's, the collective's, a shard's). When an
+observation's text is removed (delete, bulk delete or private, forget-user, an edit's
+old text) or a rebuild redacts the versions that held it, every logged record quoting
+it, whoever the call was for, gets that text replaced by `REMOVED` in its XML. The
+records are found by index: each call lists what it quoted (`quoted_observation_ids`,
+`quoted_versions`, written with the record), and a scrubbed record drops those entries,
+so the work is done once. Records still queued behind the hot path are written first.
+
+Replay (streams/context_replay.py) is computed from history and redacts on its own;
+this keeps the log view, which shows the XML as it was sent, in step with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from bson import ObjectId
+
+from streams.context import SENTENCE_END, xml_text
+from streams.documents import Observation, utcnow
+from streams.store import MemoryStore, write_behind
+
+REMOVED = "[removed]"
+BATCH = 200  # records rewritten per round
+MAX_ROUNDS = 10_000  # a bound on the loop: each round takes its records off the index
+ID_CHUNK = 200  # ids per `$in`
+
+
+def context_log_forget_observations(
+    *,
+    store: MemoryStore,
+    texts: Iterable[tuple[str, str]],
+    except_user_id: str | None = None,
+) -> int:
+    """Scrub `(observation id, removed text)` from every logged call that quoted it, but
+    calls of `except_user_id` (an observation made private stays in its owner's own
+    memory); how many records were rewritten."""
+    removed = {i: t for i, t in texts if ObjectId.is_valid(i)}
+    if not removed:
+        return 0
+    write_behind.flush()
+    ids = sorted(removed)
+    rewritten = 0
+    for start in range(0, len(ids), ID_CHUNK):
+        chunk = ids[start : start + ID_CHUNK]
+        for _ in range(MAX_ROUNDS):
+            docs = store.context_calls.quoting(
+                observation_ids=chunk, except_user_id=except_user_id, limit=BATCH
+            )
+            changes = []
+            for doc in docs:
+                hit = [i for i in doc.get("quoted_observation_ids") or [] if i in removed]
+                xml = doc.get("xml") or ""
+                for observation_id in hit:
+                    xml = _without(xml, _bullet_text(removed[observation_id]))
+                changes.append((doc["_id"], xml, hit, []))
+            rewritten += store.context_calls.scrub(changes, utcnow())
+            if len(docs) < BATCH:
+                break
+    return rewritten
+
+
+def context_log_forget_versions(*, store: MemoryStore, scope_id: str, texts: dict[int, str]) -> int:
+    """Scrub these consolidation versions' texts (`{version: text}`, read before a
+    rebuild redacted them) from every logged call that showed one; records rewritten."""
+    keys = {f"{scope_id}:{version}": text for version, text in texts.items() if text}
+    if not keys:
+        return 0
+    write_behind.flush()
+    wanted = sorted(keys)
+    rewritten = 0
+    for start in range(0, len(wanted), ID_CHUNK):
+        chunk = wanted[start : start + ID_CHUNK]
+        for _ in range(MAX_ROUNDS):
+            docs = store.context_calls.quoting(versions=chunk, limit=BATCH)
+            changes = []
+            for doc in docs:
+                hit = [v for v in doc.get("quoted_versions") or [] if v in keys]
+                xml = doc.get("xml") or ""
+                for key in hit:
+                    xml = _without_consolidation(xml, keys[key])
+                changes.append((doc["_id"], xml, [], hit))
+            rewritten += store.context_calls.scrub(changes, utcnow())
+            if len(docs) < BATCH:
+                break
+    return rewritten
+
+
+def private_owner(store: MemoryStore, scope_id: str) -> str | None:
+    """Whose calls keep a private observation of this scope: the user of an individual
+    scope (their own memory still shows it); None for shared scopes (nobody's)."""
+    scope = store.scopes.get(ObjectId(scope_id))
+    return scope.user_id if scope is not None and scope.scope_type == "individual" else None
+
+
+def removed_texts(observations: Iterable[Observation]) -> list[tuple[str, str]]:
+    return [(o.id, o.content) for o in observations]
+
+
+def _bullet_text(content: str) -> str:
+    """As `streams.context` renders an observation's line (spacing folded, escaped)."""
+    return xml_text(" ".join(content.split()))
+
+
+def _without(xml: str, rendered: str) -> str:
+    return xml.replace(rendered, REMOVED) if rendered else xml
+
+
+def _without_consolidation(xml: str, text: str) -> str:
+    """The text whole, or (a budget cuts the user's own from its end, by sentences) its
+    longest leading sentences that the XML holds."""
+    whole = xml_text(text)
+    if whole and whole in xml:
+        return xml.replace(whole, REMOVED)
+    sentences = SENTENCE_END.split(text.strip())
+    for keep in range(len(sentences) - 1, 0, -1):
+        part = xml_text(" ".join(sentences[:keep]))
+        if part and part in xml:
+            return xml.replace(part, REMOVED)
+    return xml
