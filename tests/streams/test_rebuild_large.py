@@ -9,11 +9,9 @@ import pytest
 from bson import ObjectId
 
 import streams.consolidation
-from streams.actions.base import Actor
-from streams.actions.bulk import do_observations_bulk
-from streams.bulk import BulkFilter, bulk_run
+from streams.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run
 from streams.consolidation import consolidation_commit
-from streams.jobs import job_execute
+from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
 from streams.observations import observation_add
 from streams.rebuild import REBUILT, rebuild_run
@@ -47,14 +45,15 @@ def _world(store: MemoryStore):
 
 
 def _bulk_delete(store: MemoryStore, scope_id: str):
-    outcome = do_observations_bulk(
-        store=store, actor=Actor.cli(), agent_id=AGENT,
-        bulk_filter=BulkFilter(scope_id=scope_id, session_id="s-bad"), action="delete",
-        dry_run=False, batch_size=25,
-    )  # fmt: skip
-    assert outcome.job is not None and outcome.matched == DELETED
+    bulk_filter = BulkFilter(scope_id=scope_id, session_id="s-bad")
+    match = bulk_match(store=store, agent_id=AGENT, bulk_filter=bulk_filter, action="delete")
+    assert match.matched == DELETED
+    payload = bulk_payload(
+        bulk_filter=bulk_filter, action="delete", target=None, match=match, batch_size=25
+    )
+    job = job_create(store=store, kind="bulk", agent_id=AGENT, actor="cli", payload=payload)
     done = job_execute(
-        store=store, job_id=outcome.job.id, llm=OfflineProvider(),
+        store=store, job_id=job.id, llm=OfflineProvider(),
         work=lambda r: bulk_run(store=store, run=r),
     )  # fmt: skip
     assert done is not None
