@@ -1,8 +1,9 @@
 """Bulk delete by filter: 10,000 observations of one session in a scope of 100,000.
 
 The scope holds `size` observations, all consolidated; every tenth came from the session
-the filter names (`size / 10` match). One version absorbed the first 1,000 (100 of them
-match), so the job ends with one rebuild, which refolds the 900 that stay. Rows: the dry
+the filter names (`size / 10` match). One version absorbed the first 1,000 and every one
+of that session (the 10,000 deleted are all in its history), so the job ends with one
+rebuild that redacts it and refolds the 900 that stay. Rows: the dry
 run (count and sample), the real request (the same match, the frozen list into the job
 and the audit entry in one transaction), the `bulk` job (batches of MEMORY_BULK_BATCH,
 each one transaction with the job's progress) and the one rebuild it queues (offline
@@ -93,12 +94,22 @@ def run(sizes: list[int] | None = None) -> None:
                 note = f"refolded {rebuilt.result.get('absorbed')}" if rebuilt else ""
             except Exception as exc:  # measured and reported, not hidden
                 note = f"failed: {type(exc).__name__}"
+            slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:6]
+            print("rebuild, store time by command:", slowest, flush=True)
             steps.append(("its one rebuild", _ms(t0), counter.count, note))
+            scope_after = store.scopes.get(ObjectId(scope_id))
+            assert scope_after is not None
+            print(
+                f"after: rebuild list {len(scope_after.rebuild_observation_ids)}, "
+                f"version {scope_after.consolidation_version}",
+                flush=True,
+            )
             for step, ms, commands, note in steps:
                 row = [size, dry.matched, BATCH, step, f"{ms:.0f}", commands, note]
                 print_row(row)
                 rows.append(row)
-            client.drop_database(db_name)
+            # No drop_database: the server's directory goes with it (a drop of a database
+            # this size hung the embedded store after the run).
             client.close()
     print_table(
         "Bulk delete by filter (one session's observations in one scope; embedded store)",
@@ -115,7 +126,8 @@ def _seed(store: MemoryStore, size: int) -> str:
     """`size` observations in one group scope (written straight through the converters, as
     `benchmarks.seed` does: the services would take most of an hour at 100,000), every
     tenth from session `s-bad`, all consolidated; one version absorbed the first
-    `ABSORBED` (so the rebuild refolds those that stay)."""
+    `ABSORBED` and every one of `s-bad` (so the rebuild removes 10,000 from its history
+    and refolds the others)."""
     now = utcnow()
     store.agents.ensure(AGENT, now=now)
     scope = Scope(
@@ -155,7 +167,11 @@ def _seed(store: MemoryStore, size: int) -> str:
         version=1,
         text="The team deploys on Friday and meets at nine.",
         trigger="threshold",
-        absorbed_observation_ids=[o.id for o in observations[:ABSORBED]],
+        absorbed_observation_ids=[
+            o.id
+            for i, o in enumerate(observations)
+            if i < ABSORBED or o.source_session_id == "s-bad"
+        ],
     )
     store.consolidations.insert(version)
     store.scopes.update_fields(

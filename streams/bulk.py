@@ -5,7 +5,8 @@ status (at least one of them). `bulk_match` finds them through declared indexes 
 `streams.store.bulk`) and stops at one more than the limit (`MEMORY_BULK_MAX`): a dry run
 answers the count and a sample, a real run freezes the matched list into a `bulk` job.
 
-The job applies the list in batches of one scope each. Each batch's writes and the job's
+The job applies the list in batches of one scope each (smaller ones after a batch that
+took more than `BATCH_SECONDS`). Each batch's writes and the job's
 progress (`progress.done`) commit in one transaction, with the progress as it was in the
 filter: a run killed halfway resumes at the first batch not committed, and no batch is
 applied twice. What a batch starts outside its transaction (removing propagated copies,
@@ -21,6 +22,7 @@ the user audit still reach it.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -48,6 +50,11 @@ BULK_ACTIONS: tuple[BulkAction, ...] = ("delete", "private", "move")
 BulkStatus = Literal["pending", "consolidated", "all"]
 DEFAULT_MAX = 10_000
 DEFAULT_BATCH = 200
+# A batch is one transaction, and the embedded store ends a transaction after 10 s: a batch
+# that took longer than this (a loaded machine: 200 deletes in a scope of 100,000 took
+# 10 s under a load average of 16) halves the batches after it, down to `MIN_BATCH`.
+BATCH_SECONDS = 3.0
+MIN_BATCH = 10
 SAMPLE = 20
 SCOPE_WINDOW = 5_000  # `seq` places read per query when walking a scope's log
 AGENT_SCOPE_PAGE = 100
@@ -333,19 +340,12 @@ def bulk_payload(
     }
 
 
-def bulk_batches(entries: list[list[Any]], batch_size: int) -> list[tuple[int, int]]:
-    """`[start, end)` of each batch: at most `batch_size` entries, all of one scope."""
-    batches: list[tuple[int, int]] = []
-    start = 0
-    while start < len(entries):
-        end = start
-        while (
-            end < len(entries) and end - start < batch_size and entries[end][0] == entries[start][0]
-        ):
-            end += 1
-        batches.append((start, end))
-        start = end
-    return batches
+def batch_end(entries: list[list[Any]], start: int, batch_size: int) -> int:
+    """The end of the batch from `start`: at most `batch_size` entries, all of one scope."""
+    end = start
+    while end < len(entries) and end - start < batch_size and entries[end][0] == entries[start][0]:
+        end += 1
+    return end
 
 
 def bulk_run(*, store: MemoryStore, run: JobRun) -> None:
@@ -366,9 +366,12 @@ def bulk_run(*, store: MemoryStore, run: JobRun) -> None:
             raise Conflict("the target scope is paused; resume it and retry the job")
     progress = repo.progress(job_oid)
     resumed_at = int(progress.get("done") or 0)
-    for start, end in bulk_batches(entries, batch_size):
-        if end <= resumed_at:
-            continue
+    start = resumed_at
+    while start < len(entries):
+        # Each batch starts where the progress stands, so a run resumed with another
+        # batch size lines up with what the dead run committed.
+        end = batch_end(entries, start, batch_size)
+        began = time.monotonic()
         bulk_apply_batch(
             store=store,
             repo=repo,
@@ -378,6 +381,9 @@ def bulk_run(*, store: MemoryStore, run: JobRun) -> None:
             done_before=start,
             target_id=target_id,
         )
+        if time.monotonic() - began > BATCH_SECONDS:
+            batch_size = max(MIN_BATCH, batch_size // 2)
+        start = end
     progress = repo.progress(job_oid)
     rebuilds = 0
     for scope_id in sorted(progress.get("scope_ids") or []):

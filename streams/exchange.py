@@ -31,6 +31,7 @@ from bson import ObjectId
 from streams.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.documents import SCOPE_TYPES, ConsolidationVersion, Observation, Scope, utcnow
 from streams.exceptions import InvalidInput, NotFound
+from streams.exchange_review import EXTRA_FIELDS, review_fields
 from streams.ids import parse_object_id
 from streams.observations import MAX_CONTENT_CHARS, observations_append
 from streams.scopes import ScopeKey, scope_get_or_create
@@ -52,7 +53,7 @@ SCOPE_FIELDS = {
 OBSERVATION_FIELDS = {
     "id", "scope_id", "content", "observed_at", "created_at", "source_session_id",
     "source_message_ids", "related_user_ids", "status", "private", "propagated_from",
-    "deleted", "digest",
+    "deleted", "digest", *EXTRA_FIELDS,
 }  # fmt: skip
 VERSION_FIELDS = {
     "version", "text", "trigger", "actor", "created_at", "absorbed_observation_ids",
@@ -306,8 +307,9 @@ def _check_observation(
             problems.add(
                 where, f"{name} must be a list of ids (1..128 characters)", field=name, id=oid
             )
-    if item.get("status") not in ("pending", "consolidated"):
-        problems.add(where, "status must be pending or consolidated", field="status", id=oid)
+    state = review_fields(
+        item, lambda name, message: problems.add(where, message, field=name, id=oid)
+    )
     if not isinstance(item.get("private"), bool):
         problems.add(where, "private must be true or false", field="private", id=oid)
     origin = item.get("propagated_from")
@@ -325,9 +327,9 @@ def _check_observation(
         source_session_id=item.get("source_session_id"),
         source_message_ids=list(item["source_message_ids"]),
         related_user_ids=list(item["related_user_ids"]),
-        consolidated=item["status"] == "consolidated",
         private=item["private"],
         propagated_from=origin,
+        **state,
     )
 
 
@@ -550,7 +552,12 @@ def _write_block(
             )
         if new:
             observations_append(
-                store=store, scope_id=scope.id, observations=new, session=session, now=now
+                store=store,
+                scope_id=scope.id,
+                observations=new,
+                session=session,
+                now=now,
+                origin="import",
             )
             store.agents.adjust_counters(
                 scope.agent_id,

@@ -87,9 +87,14 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
-    _mark_contradictions(store=store, scope=scope, fresh=split.fresh, session=session, now=now)
+    if origin != "import":  # an import brings its own `contradicts` and `similar_to`
+        # One bounded read of the scope's newest observations serves both checks.
+        recent = _recent_window(store=store, scope=scope, session=session)
+        _mark_contradictions(
+            store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
+        )
+        _mark_similar(fresh=split.fresh, recent=recent)
     live = [o for o in split.fresh if not o.held]
-    _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
     # (scope, seq) index.
@@ -151,27 +156,37 @@ def _without_duplicates(
     return _Split(fresh=fresh, duplicates=duplicates)
 
 
-def _mark_contradictions(
-    *,
-    store: MemoryStore,
-    scope: Scope,
-    fresh: list[Observation],
-    session: StoreSession,
-    now: datetime,
-) -> None:
-    """Flag each new observation that contradicts one of the scope's newest
-    `SIMILAR_WINDOW` (`streams.contradictions`), and that one, with each other's id; in a
-    shared scope the new one waits for review (`contradicts:<id>`). One bounded read."""
-    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
-    if not checked:
-        return
+def _recent_window(
+    *, store: MemoryStore, scope: Scope, session: StoreSession
+) -> list[tuple[str, str]]:
+    """(id, content) of the scope's newest `SIMILAR_WINDOW` live observations, newest
+    first: the candidates of the contradiction and the near-duplicate checks, read once
+    per append on the `(scope_id, seq)` index (each check read it on its own before: one
+    round trip per add saved)."""
     top = scope.observation_seq
-    recent = store.observations.recent_live_texts(
+    return store.observations.recent_live_texts(
         require_object_id(scope.id, what="scope"),
         low_seq=max(0, top - SIMILAR_WINDOW),
         high_seq=top,
         session=session,
     )
+
+
+def _mark_contradictions(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    fresh: list[Observation],
+    recent: list[tuple[str, str]],
+    session: StoreSession,
+    now: datetime,
+) -> None:
+    """Flag each new observation that contradicts one of the scope's newest
+    `SIMILAR_WINDOW` (`recent`, `streams.contradictions`), and that one, with each other's
+    id; in a shared scope the new one waits for review (`contradicts:<id>`)."""
+    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
+    if not checked:
+        return
     for observation in checked:
         other = first_contradicted(observation.content, recent)
         if other is None:
@@ -190,19 +205,10 @@ def _mark_contradictions(
             observation.review_status = "in_review"
 
 
-def _mark_similar(
-    *, store: MemoryStore, scope: Scope, fresh: list[Observation], session: StoreSession
-) -> None:
+def _mark_similar(*, fresh: list[Observation], recent: list[tuple[str, str]]) -> None:
     """Set `similar_to` on a new observation whose words nearly match (`SIMILAR_AT`) one of
-    the scope's newest `SIMILAR_WINDOW` live observations or an earlier one of this append:
-    it is stored, and the log offers to merge the two. One bounded read on `(scope, seq)`."""
-    top = scope.observation_seq
-    recent = store.observations.recent_live_texts(
-        require_object_id(scope.id, what="scope"),
-        low_seq=max(0, top - SIMILAR_WINDOW),
-        high_seq=top,
-        session=session,
-    )
+    the scope's newest `SIMILAR_WINDOW` live observations (`recent`) or an earlier one of
+    this append: it is stored, and the log offers to merge the two. No read of its own."""
     candidates = [(oid, token_set(content)) for oid, content in recent]
     for observation in fresh:
         words = token_set(observation.content)

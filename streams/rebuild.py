@@ -394,7 +394,7 @@ def _rebuild(
 def _absorbed_observations(store: MemoryStore, scope: Scope, ids: list[str]) -> list[Observation]:
     """The scope's observations with these ids. When they are a good part of its log, by
     `seq` ranges of the log (the embedded store answers a 500-id `$in` in ~2 s, a 500-long
-    `seq` range in ms); otherwise by id."""
+    `seq` range in ms); otherwise by id, in parts."""
     if len(ids) * 4 >= scope.observation_seq:
         wanted = set(ids)
         oid = ObjectId(scope.id)
@@ -406,11 +406,7 @@ def _absorbed_observations(store: MemoryStore, scope: Scope, ids: list[str]) -> 
             )
             if o.id in wanted
         ]
-    return [
-        o
-        for start in range(0, len(ids), BATCH)
-        for o in store.observations.get_many([ObjectId(i) for i in ids[start : start + BATCH]])
-    ]
+    return store.observations.get_many([ObjectId(i) for i in ids])
 
 
 def _propagates(scope: Scope) -> bool:

@@ -1,7 +1,8 @@
 """The guard on every observation write: detectors, redaction, and what waits for review.
 
 `screen_observations` runs inside the write's transaction (`observations_append`), on
-every write path: formation, propagation, manual and batch adds, import and migration.
+every write path: formation, propagation, manual and batch adds, import and migration
+(an import keeps the statuses it brings back: `_screen_import`).
 For each observation it
 
 - redacts secret spans (in every scope, the individual one included) and sets `flags`
@@ -26,7 +27,7 @@ from typing import Literal
 from streams.detectors import detect_and_redact
 from streams.documents import Observation, Scope
 
-WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration"]
+WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import"]
 SHARED_SCOPE_TYPES = frozenset({"group", "collective"})
 
 
@@ -46,6 +47,9 @@ def screen_one(
     observation.flags = list(detection.flags)
     observation.flag_spans = [span.to_dict() for span in detection.spans]
     if observation.consolidated or observation.review_status == "rejected":
+        return
+    if origin == "import":
+        _screen_import(scope, observation, detection.flags, now)
         return
     reasons = list((observation.review or {}).get("reasons") or [])
     if scope.scope_type in SHARED_SCOPE_TYPES:
@@ -67,6 +71,28 @@ def screen_one(
         observation.review = {
             **(observation.review or {}),
             "reasons": reasons,
+            "since": now,
+        }
+        observation.review.setdefault("supporting_group_ids", [])
+
+
+def _screen_import(
+    scope: Scope, observation: Observation, flags: tuple[str, ...], now: datetime
+) -> None:
+    """An import brings memory back as it was exported: a held observation keeps its
+    status and review record, and so does a pending one a person approved. Any other
+    pending one meets the flag rule of every write (a flagged text in a shared scope
+    waits for a person); the scope's review mode is not applied again to what was
+    live already."""
+    if observation.review_status is not None:
+        return
+    if (observation.review or {}).get("decision") == "approve":
+        return
+    if scope.scope_type in SHARED_SCOPE_TYPES and flags:
+        observation.review_status = "in_review"
+        observation.review = {
+            **(observation.review or {}),
+            "reasons": [f"flag:{flag}" for flag in flags],
             "since": now,
         }
         observation.review.setdefault("supporting_group_ids", [])

@@ -8,6 +8,7 @@ collective scopes that came from the user (`related_user_ids`, propagated copies
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
@@ -186,7 +187,20 @@ def _observation_json(o: Observation) -> dict[str, Any]:
         "private": o.private,
         "propagated_from": o.propagated_from,
         "deleted": o.deleted,
+        # The review and dedup state, so an import brings every status back as it was.
+        "flags": list(o.flags),
+        "similar_to": o.similar_to,
+        "contradicts": list(o.contradicts),
+        "review": None if o.deleted else _review_json(o.review),
+        "expires_at": o.expires_at.isoformat() if o.expires_at is not None else None,
     }
+
+
+def _review_json(review: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An observation's review record with its times as ISO 8601 text."""
+    if review is None:
+        return None
+    return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in review.items()}
 
 
 def _version_json(v: ConsolidationVersion) -> dict[str, Any]:

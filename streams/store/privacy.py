@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING
+from pymongo import ASCENDING, UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
@@ -21,6 +21,7 @@ from streams.store import consolidations, observations, scopes, search, sessions
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 
+VERSION_CHUNK = 200  # versions read per query when redacting
 INDEXES: list[IndexSpec] = [
     # Forget user: the sessions (buffers) the user spoke in.
     index(sessions.BUFFERS, "agent_id", "user_id"),
@@ -119,15 +120,37 @@ class PrivacyRepository:
         now: datetime,
         session: ClientSession | None = None,
     ) -> int:
-        """Replace the texts of these versions by `marker` and drop the forgotten ids."""
+        """Replace the texts of these versions by `marker` and drop the forgotten ids.
+
+        Each version's absorbed list is read in the caller's transaction and set whole
+        where it changes: a `$pull {$in: forgotten}` costs list x forgotten comparisons
+        on the embedded store (10,000 forgotten against 1,000 absorbed: past its
+        transaction limit)."""
         result = self.consolidations.update_many(
             {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
-            {
-                "$set": {"text": marker, "redacted_at": now},
-                "$pull": {"absorbed_observation_ids": {"$in": forgotten}},
-            },
+            {"$set": {"text": marker, "redacted_at": now}},
             session=session,
         )
+        gone = set(forgotten)
+        for low in range(low_version, high_version + 1, VERSION_CHUNK):
+            high = min(low + VERSION_CHUNK - 1, high_version)
+            writes = []
+            cursor = self.consolidations.find(
+                {"scope_id": scope_id, "version": {"$gte": low, "$lte": high}},
+                {"absorbed_observation_ids": 1},
+                session=session,
+            ).limit(high - low + 1)
+            for doc in cursor:
+                before = doc.get("absorbed_observation_ids") or []
+                after = [i for i in before if i not in gone]
+                if len(after) != len(before):
+                    writes.append(
+                        UpdateOne(
+                            {"_id": doc["_id"]}, {"$set": {"absorbed_observation_ids": after}}
+                        )
+                    )
+            if writes:
+                self.consolidations.bulk_write(writes, ordered=False, session=session)
         return result.modified_count
 
     def unlink_observations(

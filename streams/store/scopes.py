@@ -20,6 +20,7 @@ from streams.store.paging import (
 )
 
 COLLECTION = "memory_scopes"
+PULL_INLINE = 64  # ids a `$pull {$in}` takes; more are dropped by read and `$set`
 MAX_SCOPES_PER_MEMBER = 10  # a user or group has one scope per agent; a margin for legacy data
 INDEXES: list[IndexSpec] = [
     # Identity: at most one scope per (agent, type, user, group, shard name).
@@ -259,6 +260,8 @@ class ScopeRepository:
 
         The version in the filter makes a concurrent commit a miss (False), never a double;
         so do the `pins` the text was made to hold, when there are any (pins changed since).
+        The lists are set whole from a read of the scope (see `_lists_without`): a `$pull`
+        with an `$in` of 10,000 ids outlived the embedded store's transaction limit.
         """
         update: dict[str, Any] = {
             "$set": {
@@ -269,14 +272,18 @@ class ScopeRepository:
                 "last_activity_at": now,
             },
         }
-        pull: dict[str, Any] = {}
-        if absorbed_ids:
-            pull["pending_observation_ids"] = {"$in": absorbed_ids}
-        if rebuilt_ids:
-            pull["rebuild_observation_ids"] = {"$in": rebuilt_ids}
-        if pull:
-            update["$pull"] = pull
+        drop = {
+            "pending_observation_ids": set(absorbed_ids),
+            "rebuild_observation_ids": set(rebuilt_ids or []),
+        }
+        read = self._lists_without(scope_id, drop, session=session)
+        if read is None:
+            return False
+        before, kept = read
+        update["$set"].update(kept)
         query: dict[str, Any] = {"_id": scope_id, "consolidation_version": expected_version}
+        if session is None:  # no snapshot: the lists must still be what was read
+            query.update({name: before[name] for name in kept})
         if pins:
             query["pins"] = list(pins)
         result = self.collection.update_one(query, update, session=session)
@@ -301,9 +308,55 @@ class ScopeRepository:
     def unflag_rebuild(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Nothing of these is left to rebuild (no version absorbed them after all)."""
         if observation_ids:
-            self.collection.update_one(
-                {"_id": scope_id}, {"$pull": {"rebuild_observation_ids": {"$in": observation_ids}}}
+            self.drop_from_lists(scope_id, {"rebuild_observation_ids": set(observation_ids)})
+
+    def drop_from_lists(
+        self,
+        scope_id: ObjectId,
+        drop: dict[str, set[ObjectId]],
+        *,
+        session: ClientSession | None = None,
+        attempts: int = 20,
+    ) -> int:
+        """Take ids out of the scope's id lists (pending, rebuild); 1 when a list changed.
+
+        Read, filter here, then `$set` whole, on the condition that the lists are still
+        what was read (outside a transaction a concurrent `$push` makes it a miss, and
+        it is read again). A `$pull` of `{$in: ids}` costs lists x ids comparisons on
+        the embedded store: 10,000 of each took minutes.
+        """
+        for _ in range(attempts):
+            doc = self.collection.find_one(
+                {"_id": scope_id}, {name: 1 for name in drop}, session=session
             )
+            if doc is None:
+                return 0
+            kept = _without(doc, drop)
+            if not kept:
+                return 0
+            query: dict[str, Any] = {"_id": scope_id}
+            if session is None:
+                query.update({name: doc.get(name, []) for name in kept})
+            result = self.collection.update_one(query, {"$set": kept}, session=session)
+            if result.matched_count == 1:
+                return 1
+        raise RuntimeError("the scope's lists kept changing; retry")
+
+    def _lists_without(
+        self, scope_id: ObjectId, drop: dict[str, set[ObjectId]], *, session: ClientSession | None
+    ) -> tuple[dict[str, Any], dict[str, list[ObjectId]]] | None:
+        """The scope's lists as read, and those that change without `drop`. Read in the
+        caller's transaction, a write after its snapshot is a write conflict (the
+        transaction is retried). None when the scope is gone."""
+        drop = {name: ids for name, ids in drop.items() if ids}
+        if not drop:
+            return {}, {}
+        doc = self.collection.find_one(
+            {"_id": scope_id}, {name: 1 for name in drop}, session=session
+        )
+        if doc is None:
+            return None
+        return {name: doc.get(name, []) for name in drop}, _without(doc, drop)
 
     def pull_pending(
         self,
@@ -315,12 +368,16 @@ class ScopeRepository:
         """Take observations out of the pending list; 1 when the list changed, else 0."""
         if not observation_ids:
             return 0
-        result = self.collection.update_one(
-            {"_id": scope_id},
-            {"$pull": {"pending_observation_ids": {"$in": observation_ids}}},
-            session=session,
+        if len(observation_ids) <= PULL_INLINE:
+            result = self.collection.update_one(
+                {"_id": scope_id},
+                {"$pull": {"pending_observation_ids": {"$in": observation_ids}}},
+                session=session,
+            )
+            return result.modified_count
+        return self.drop_from_lists(
+            scope_id, {"pending_observation_ids": set(observation_ids)}, session=session
         )
-        return result.modified_count
 
     def count_blocked(
         self, scope_id: ObjectId, blocked: dict[str, int], *, session: ClientSession
@@ -357,6 +414,17 @@ class ScopeRepository:
                 {"_id": scope_id},
                 {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
             )
+
+
+def _without(doc: dict[str, Any], drop: dict[str, set[ObjectId]]) -> dict[str, list[ObjectId]]:
+    """Each list of `doc` named in `drop` without those ids, for the lists that change."""
+    kept: dict[str, list[ObjectId]] = {}
+    for name, ids in drop.items():
+        before = doc.get(name) or []
+        after = [i for i in before if i not in ids]
+        if len(after) != len(before):
+            kept[name] = after
+    return kept
 
 
 SHARD_TYPE = "shard"  # the scope list's type filter for named collective scopes

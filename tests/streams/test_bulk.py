@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
+import streams.bulk
 from streams.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run, bulk_target
 from streams.consolidation import consolidation_commit
 from streams.documents import Job, Observation, Scope
@@ -113,6 +114,35 @@ def test_an_error_inside_a_batch_rolls_it_back_and_the_retry_resumes_there(store
     assert run.result["resumed_at"] == 2 * BATCH and run.result["applied"] == TOTAL
     assert run.result["rebuild_scope_ids"] == [group.id]
     assert [j.kind for j in run.follow_ups] == ["rebuild", "consolidation"]
+    _assert_moved_exactly_once(store, group, alice, added)
+
+
+def test_slow_batches_shrink_the_next_and_a_resumed_run_lines_up(store, monkeypatch):
+    """Every batch "too slow": each next one is half the size; the third dies, and the
+    resumed run (starting again at the full size) begins exactly where the progress stands."""
+    group, alice = _scopes(store)
+    added = _fill(store, group)
+    job = _move_job(store, group, alice)
+    monkeypatch.setattr(streams.bulk, "BATCH_SECONDS", -1.0)
+    monkeypatch.setattr(streams.bulk, "MIN_BATCH", 1)
+    real_advance = BulkRepository.advance
+    sizes: list[int] = []
+
+    def dies_on_the_third(self, job_oid, *, expected_done, done, **kwargs):
+        sizes.append(done - expected_done)
+        if len(sizes) == 3:
+            raise RuntimeError("worker lost")
+        return real_advance(self, job_oid, expected_done=expected_done, done=done, **kwargs)
+
+    monkeypatch.setattr(BulkRepository, "advance", dies_on_the_third)
+    work = lambda run: bulk_run(store=store, run=run)  # noqa: E731
+    with pytest.raises(RuntimeError):
+        job_execute(store=store, job_id=job.id, llm=OfflineProvider(), work=work)
+    assert sizes == [BATCH, BATCH // 2, BATCH // 4]
+    assert BulkRepository(store.db).progress(ObjectId(job.id))["done"] == BATCH + BATCH // 2
+    run = job_execute(store=store, job_id=job.id, llm=OfflineProvider(), work=work)
+    assert run is not None and run.result["applied"] == TOTAL
+    assert sizes[3] == BATCH and sum(sizes[3:]) == TOTAL - BATCH - BATCH // 2
     _assert_moved_exactly_once(store, group, alice, added)
 
 
