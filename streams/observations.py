@@ -87,9 +87,19 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
-    _mark_contradictions(store=store, scope=scope, fresh=split.fresh, session=session, now=now)
+    # Both checks compare with the same newest observations: one read for the two.
+    top = scope.observation_seq
+    recent = store.observations.recent_live_texts(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+    _mark_contradictions(
+        store=store, scope=scope, fresh=split.fresh, session=session, now=now, recent=recent
+    )
     live = [o for o in split.fresh if not o.held]
-    _mark_similar(store=store, scope=scope, fresh=split.fresh, session=session)
+    _mark_similar(fresh=split.fresh, recent=recent)
     # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
     # append) then misses before anything is written, instead of colliding on the
     # (scope, seq) index.
@@ -158,20 +168,13 @@ def _mark_contradictions(
     fresh: list[Observation],
     session: StoreSession,
     now: datetime,
+    recent: list[tuple[str, str]],
 ) -> None:
     """Flag each new observation that contradicts one of the scope's newest
-    `SIMILAR_WINDOW` (`streams.contradictions`), and that one, with each other's id; in a
-    shared scope the new one waits for review (`contradicts:<id>`). One bounded read."""
+    `SIMILAR_WINDOW` (`recent`: (id, content), newest first; `streams.contradictions`),
+    and that one, with each other's id; in a shared scope the new one waits for review
+    (`contradicts:<id>`)."""
     checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
-    if not checked:
-        return
-    top = scope.observation_seq
-    recent = store.observations.recent_live_texts(
-        require_object_id(scope.id, what="scope"),
-        low_seq=max(0, top - SIMILAR_WINDOW),
-        high_seq=top,
-        session=session,
-    )
     for observation in checked:
         other = first_contradicted(observation.content, recent)
         if other is None:
@@ -190,19 +193,11 @@ def _mark_contradictions(
             observation.review_status = "in_review"
 
 
-def _mark_similar(
-    *, store: MemoryStore, scope: Scope, fresh: list[Observation], session: StoreSession
-) -> None:
+def _mark_similar(*, fresh: list[Observation], recent: list[tuple[str, str]]) -> None:
     """Set `similar_to` on a new observation whose words nearly match (`SIMILAR_AT`) one of
-    the scope's newest `SIMILAR_WINDOW` live observations or an earlier one of this append:
-    it is stored, and the log offers to merge the two. One bounded read on `(scope, seq)`."""
-    top = scope.observation_seq
-    recent = store.observations.recent_live_texts(
-        require_object_id(scope.id, what="scope"),
-        low_seq=max(0, top - SIMILAR_WINDOW),
-        high_seq=top,
-        session=session,
-    )
+    the scope's newest `SIMILAR_WINDOW` live observations (`recent`, read once on
+    `(scope, seq)` for this and the contradiction check) or an earlier one of this
+    append: it is stored, and the log offers to merge the two."""
     candidates = [(oid, token_set(content)) for oid, content in recent]
     for observation in fresh:
         words = token_set(observation.content)

@@ -35,7 +35,7 @@ from streams.store.postings import Posting, signature, term_key, totals_key
 
 logger = logging.getLogger("streams.search_pending")
 
-INTERVAL = 0.5  # seconds between folds: pending documents stay few for searches
+INTERVAL = 2.0  # seconds between folds: more adds share a head rewrite, searches read a few more
 READ_LIMIT = 2000  # pending documents read per query (a fold loops until none is left)
 
 
