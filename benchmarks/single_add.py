@@ -205,12 +205,10 @@ class Usage:
 def usage(server: Server, *, settled: bool = False) -> Usage:
     """The server's CPU and commands so far; `settled`: first wait (up to 15 s) until
     its CPU stops moving, so work written behind or queued by the adds is counted."""
-    from benchmarks.write_throughput import cpu_seconds, tree_cpu_seconds
-
     store_pid = json.loads((server.data_dir / "secantus-server.json").read_text())["pid"]
 
     def cpu() -> float:
-        return tree_cpu_seconds(server.pid) + cpu_seconds(store_pid)
+        return sum(_cpu_seconds(pid) for pid in _descendants(server.pid) | {store_pid})
 
     if settled:
         last, deadline = cpu(), time.monotonic() + 15
@@ -227,6 +225,37 @@ def usage(server: Server, *, settled: bool = False) -> Usage:
     with MongoClient(embedded_server_uri(data_dir=server.data_dir)) as client:
         counters = client.admin.command("serverStatus")["opcounters"]
     return Usage(cpu=cpu(), commands=sum(counters.values()))
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process and of its children that ended (cutime, cstime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / TICK
+
+
+def _descendants(pid: int) -> set[int]:
+    """A process and its live descendants: gunicorn's master, its worker, the worker's
+    job-runner child (MEMORY_INPROCESS_ISOLATION=process) and the store it started."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        found.add(current)
+        try:
+            tasks = list(Path(f"/proc/{current}/task").iterdir())
+        except FileNotFoundError:
+            continue
+        for task in tasks:
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except FileNotFoundError:
+                continue
+    return found
 
 
 def _row(
@@ -378,6 +407,8 @@ def compare(before: Path, adds: int = ADDS) -> tuple[list[list[object]], list[li
         for mode, name in (("new", "new connection"), ("keep-alive", "keep-alive")):
             rows.append(_row(label, name, latencies[label][mode], costs[label], total))
     profiles: list[list[object]] = []
+    if not PROFILE_ADDS:
+        return rows, profiles
     with tempfile.TemporaryDirectory() as tmp:
         outs = {label: Path(tmp) / f"{label}.jsonl" for label, _ in trees}
         with (
@@ -402,7 +433,8 @@ def compare(before: Path, adds: int = ADDS) -> tuple[list[list[object]], list[li
     return rows, profiles
 
 
-PROFILE_ADDS = 200
+# Adds per tree of the profile (BENCH_PROFILE_ADDS; 0: the caller's table only).
+PROFILE_ADDS = int(os.environ.get("BENCH_PROFILE_ADDS", "200"))
 
 
 def run(sizes: list[int] | None = None) -> None:
@@ -418,13 +450,14 @@ def run(sizes: list[int] | None = None) -> None:
             CALLER_HEADERS,
             rows,
         )
-        print_table(
-            f"Where one add's time goes, before and after (median and p95 over "
-            f"{PROFILE_ADDS} adds each, new connection each, in turns; production config plus "
-            "timing hooks)",
-            ["tree", *PROFILE_HEADERS],
-            profiles,
-        )
+        if profiles:
+            print_table(
+                f"Where one add's time goes, before and after (median and p95 over "
+                f"{PROFILE_ADDS} adds each, new connection each, in turns; production config "
+                "plus timing hooks)",
+                ["tree", *PROFILE_HEADERS],
+                profiles,
+            )
         load = os.getloadavg()
         print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         return
@@ -436,11 +469,12 @@ def run(sizes: list[int] | None = None) -> None:
         CALLER_HEADERS,
         rows,
     )
-    print_table(
-        "Where one add's time goes (median and p95 over 200 sequential adds, new connection "
-        "each; production config plus timing hooks)",
-        PROFILE_HEADERS,
-        profile(),
-    )
+    if PROFILE_ADDS:
+        print_table(
+            f"Where one add's time goes (median and p95 over {PROFILE_ADDS} sequential adds, "
+            "new connection each; production config plus timing hooks)",
+            PROFILE_HEADERS,
+            profile(PROFILE_ADDS),
+        )
     load = os.getloadavg()
     print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
