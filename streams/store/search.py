@@ -1,6 +1,6 @@
 """`memory_search_terms`: the text search index, built on write, postings chunked per (scope, term).
 
-Three kinds of document share the collection, all keyed under the scope's `_id` range
+Four kinds of document share the collection, all keyed under the scope's `_id` range
 ("<scope hex>:..."), all carrying `k` (the term's key) and `f` (read by search):
 
 - totals, `_id` "<scope>:": the scope's indexed observation count and total length;
@@ -11,7 +11,9 @@ Three kinds of document share the collection, all keyed under the scope's `_id` 
   (its frequency at most `etf`, its length at least `elen`; 0 when none was left out);
 - a sealed chunk, `_id` "<scope>:<term>#<n>": `CHUNK` postings, their observation ids
   `o` (multikey index: a delete finds the one chunk holding a posting), and its own
-  bound (`mtf`, `mlen`).
+  bound (`mtf`, `mlen`);
+- a pending add, `_id` "<scope>:+<observation>" (`d` true): a single add's postings,
+  written in its transaction and folded into the heads behind (`search_pending`).
 
 An add appends to the open chunk of each of its terms (and to the top block when it
 beats it): one head rewrite per term, bounded by `CHUNK + TOP` postings whatever the
