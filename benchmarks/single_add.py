@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ class Server:
     api_key: str
     scope_ids: tuple[str, ...]
     pid: int
+    data_dir: Path
 
 
 @contextmanager
@@ -93,7 +95,9 @@ def production_server(
     try:
         _wait_for_port(port)
         scopes = tuple(_create_scope(port, api_key, group) for group in groups)
-        yield Server(port=port, api_key=api_key, scope_ids=scopes, pid=web.pid)
+        yield Server(
+            port=port, api_key=api_key, scope_ids=scopes, pid=web.pid, data_dir=root / "data"
+        )
     finally:
         web.terminate()
         web.wait(timeout=30)
@@ -173,15 +177,96 @@ def caller_rows(label: str, adds: int = ADDS) -> list[list[object]]:
     """The table rows of one production server: new connection each, then keep-alive."""
     with production_server() as server:
         run_client(server, contents_for(20, "warm"))  # the store started, imports done
+        start = usage(server)
         latencies = run_client(server, contents_for(2 * adds, label))
+        cost = usage(server, settled=True) - start
     return [
-        _row(label, "new connection", latencies["new"]),
-        _row(label, "keep-alive", latencies["keep-alive"]),
+        _row(label, "new connection", latencies["new"], cost, 2 * adds),
+        _row(label, "keep-alive", latencies["keep-alive"], cost, 2 * adds),
     ]
 
 
-def _row(label: str, mode: str, latencies: list[float]) -> list[object]:
+@dataclass(frozen=True)
+class Usage:
+    """What the server side spent: CPU seconds of gunicorn (master, worker) and the store
+    process, and the store's commands (serverStatus opcounters). Load-independent: on a
+    busy machine the latencies grow, these do not."""
+
+    cpu: float = 0.0
+    commands: int = 0
+
+    def __sub__(self, other: Usage) -> Usage:
+        return Usage(self.cpu - other.cpu, self.commands - other.commands)
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.cpu + other.cpu, self.commands + other.commands)
+
+
+def usage(server: Server, *, settled: bool = False) -> Usage:
+    """The server's CPU and commands so far; `settled`: first wait (up to 15 s) until
+    its CPU stops moving, so work written behind or queued by the adds is counted."""
+    store_pid = json.loads((server.data_dir / "secantus-server.json").read_text())["pid"]
+
+    def cpu() -> float:
+        return sum(_cpu_seconds(pid) for pid in _descendants(server.pid) | {store_pid})
+
+    if settled:
+        last, deadline = cpu(), time.monotonic() + 15
+        while time.monotonic() < deadline:
+            time.sleep(1.5)
+            now = cpu()
+            if now - last < 0.02:
+                break
+            last = now
+    from pymongo import MongoClient
+
+    from memory_admin.embedded_store import embedded_server_uri
+
+    with MongoClient(embedded_server_uri(data_dir=server.data_dir)) as client:
+        counters = client.admin.command("serverStatus")["opcounters"]
+    return Usage(cpu=cpu(), commands=sum(counters.values()))
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of a process and of its children that ended (cutime, cstime)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / TICK
+
+
+def _descendants(pid: int) -> set[int]:
+    """A process and its live descendants: gunicorn's master, its worker, the worker's
+    job-runner child (MEMORY_INPROCESS_ISOLATION=process) and the store it started."""
+    found, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        found.add(current)
+        try:
+            tasks = list(Path(f"/proc/{current}/task").iterdir())
+        except FileNotFoundError:
+            continue
+        for task in tasks:
+            try:
+                todo += [int(c) for c in (task / "children").read_text().split()]
+            except FileNotFoundError:
+                continue
+    return found
+
+
+def _row(
+    label: str, mode: str, latencies: list[float], cost: Usage | None = None, adds: int = 0
+) -> list[object]:
+    """`cost` covers `adds` adds of both modes (interleaved request by request)."""
     ms = [s * 1000 for s in latencies]
+    per_add = [
+        f"{cost.cpu * 1000 / adds:.1f}" if cost and adds else "-",
+        f"{cost.commands / adds:.1f}" if cost and adds else "-",
+    ]
     return [
         label,
         mode,
@@ -191,10 +276,22 @@ def _row(label: str, mode: str, latencies: list[float]) -> list[object]:
         f"{percentile(ms, 95):.1f}",
         f"{percentile(ms, 99):.1f}",
         f"{statistics.fmean(ms):.1f}",
+        *per_add,
     ]
 
 
-CALLER_HEADERS = ["run", "connection", "adds", "adds/s", "p50 ms", "p95 ms", "p99 ms", "mean ms"]
+CALLER_HEADERS = [
+    "run",
+    "connection",
+    "adds",
+    "adds/s",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "mean ms",
+    "server CPU ms/add",
+    "store cmds/add",
+]
 
 
 def profile(adds: int = 200) -> list[list[object]]:
@@ -292,18 +389,26 @@ def compare(before: Path, adds: int = ADDS) -> tuple[list[list[object]], list[li
     ):
         servers = {"before": first, "after": second}
         latencies: dict[str, dict[str, list[float]]] = {}
+        costs: dict[str, Usage] = {}
         for label, server in servers.items():
             run_client(server, contents_for(20, "warm"))
             latencies[label] = {"new": [], "keep-alive": []}
+            costs[label] = Usage()
         for n, start in enumerate(range(0, 2 * adds, 2 * CHUNK)):
             contents = contents_for(2 * CHUNK, f"chunk-{start}")
             for label, _ in trees if n % 2 == 0 else trees[::-1]:
+                # Each tree's turn settles before the other's starts: its CPU is its own.
+                begin = usage(servers[label])
                 for mode, values in run_client(servers[label], contents).items():
                     latencies[label][mode] += values
+                costs[label] += usage(servers[label], settled=True) - begin
     for label, _ in trees:
-        rows.append(_row(label, "new connection", latencies[label]["new"]))
-        rows.append(_row(label, "keep-alive", latencies[label]["keep-alive"]))
+        total = len(latencies[label]["new"]) + len(latencies[label]["keep-alive"])
+        for mode, name in (("new", "new connection"), ("keep-alive", "keep-alive")):
+            rows.append(_row(label, name, latencies[label][mode], costs[label], total))
     profiles: list[list[object]] = []
+    if not PROFILE_ADDS:
+        return rows, profiles
     with tempfile.TemporaryDirectory() as tmp:
         outs = {label: Path(tmp) / f"{label}.jsonl" for label, _ in trees}
         with (
@@ -328,7 +433,8 @@ def compare(before: Path, adds: int = ADDS) -> tuple[list[list[object]], list[li
     return rows, profiles
 
 
-PROFILE_ADDS = 200
+# Adds per tree of the profile (BENCH_PROFILE_ADDS; 0: the caller's table only).
+PROFILE_ADDS = int(os.environ.get("BENCH_PROFILE_ADDS", "200"))
 
 
 def run(sizes: list[int] | None = None) -> None:
@@ -344,13 +450,14 @@ def run(sizes: list[int] | None = None) -> None:
             CALLER_HEADERS,
             rows,
         )
-        print_table(
-            f"Where one add's time goes, before and after (median and p95 over "
-            f"{PROFILE_ADDS} adds each, new connection each, in turns; production config plus "
-            "timing hooks)",
-            ["tree", *PROFILE_HEADERS],
-            profiles,
-        )
+        if profiles:
+            print_table(
+                f"Where one add's time goes, before and after (median and p95 over "
+                f"{PROFILE_ADDS} adds each, new connection each, in turns; production config "
+                "plus timing hooks)",
+                ["tree", *PROFILE_HEADERS],
+                profiles,
+            )
         load = os.getloadavg()
         print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
         return
@@ -362,11 +469,12 @@ def run(sizes: list[int] | None = None) -> None:
         CALLER_HEADERS,
         rows,
     )
-    print_table(
-        "Where one add's time goes (median and p95 over 200 sequential adds, new connection "
-        "each; production config plus timing hooks)",
-        PROFILE_HEADERS,
-        profile(),
-    )
+    if PROFILE_ADDS:
+        print_table(
+            f"Where one add's time goes (median and p95 over {PROFILE_ADDS} sequential adds, "
+            "new connection each; production config plus timing hooks)",
+            PROFILE_HEADERS,
+            profile(PROFILE_ADDS),
+        )
     load = os.getloadavg()
     print(f"\nload average at end: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")

@@ -59,10 +59,11 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     inprocess.shutdown()  # the pool's threads and job-runner children end here
     # Counts and log records written behind (access counts go in transactions) must not
     # meet the drop either: write what is queued, and wait for a flush in flight.
-    from streams.store import access_log, write_behind
+    from streams.store import access_log, search_pending, write_behind
 
     access_log.flush()
     write_behind.flush()
+    search_pending.flush()
     client.drop_database(db_name)
 
 

@@ -178,7 +178,11 @@ class PrivacyRepository:
         if not dead:
             return 0
         # The heads, their sealed chunks (`k`), and heads of the earlier layout (no `k`).
-        removed = self.search_terms.delete_many({"k": {"$in": dead}}).deleted_count
+        # Not a pending add's document (`search_pending`): its `k` lists every term of a
+        # new observation, which a dead term may be again.
+        removed = self.search_terms.delete_many(
+            {"k": {"$in": dead}, "d": {"$exists": False}}
+        ).deleted_count
         return removed + self.search_terms.delete_many({"_id": {"$in": dead}}).deleted_count
 
     def drop_search_totals(self, scope_id: ObjectId) -> int:

@@ -1,6 +1,6 @@
 """`memory_search_terms`: the text search index, built on write, postings chunked per (scope, term).
 
-Three kinds of document share the collection, all keyed under the scope's `_id` range
+Four kinds of document share the collection, all keyed under the scope's `_id` range
 ("<scope hex>:..."), all carrying `k` (the term's key) and `f` (read by search):
 
 - totals, `_id` "<scope>:": the scope's indexed observation count and total length;
@@ -11,7 +11,9 @@ Three kinds of document share the collection, all keyed under the scope's `_id` 
   (its frequency at most `etf`, its length at least `elen`; 0 when none was left out);
 - a sealed chunk, `_id` "<scope>:<term>#<n>": `CHUNK` postings, their observation ids
   `o` (multikey index: a delete finds the one chunk holding a posting), and its own
-  bound (`mtf`, `mlen`).
+  bound (`mtf`, `mlen`);
+- a pending add, `_id` "<scope>:+<observation>" (`d` true): a single add's postings,
+  written in its transaction and folded into the heads behind (`search_pending`).
 
 An add appends to the open chunk of each of its terms (and to the top block when it
 beats it): one head rewrite per term, bounded by `CHUNK + TOP` postings whatever the
@@ -36,18 +38,21 @@ converts every scope (`streams.search_rebuild`).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from bson import ObjectId
-from pymongo import DeleteOne, InsertOne, ReplaceOne, UpdateMany, UpdateOne
+from pymongo import DeleteMany, DeleteOne, InsertOne, ReplaceOne, UpdateMany, UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
+from pymongo.errors import PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.store import postings as index_format
+from streams.store import search_pending
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 from streams.store.postings import (
@@ -67,6 +72,7 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "k", "f"),  # search: heads, totals and the chunks of rare terms
     index(COLLECTION, "o"),  # a delete: the sealed chunk holding an observation's posting
 ]
+FOLD_ATTEMPTS = 5
 READ_ALL = False  # benchmarks only: read every chunk (what the cut costs in recall)
 
 
@@ -155,10 +161,13 @@ class SearchIndexRepository:
         if not changes:
             return
         if writes is not None and changes[0].sign > 0:
-            # The heads are read now (in the transaction); the writes join the batch.
+            # A short add: one pending document per observation joins the batch, no head
+            # is read or written; the heads take them behind (`search_pending`).
             assert session is not None, "a batch belongs to a transaction"
-            for op in self._ops(changes, session, {"namespace": self.collection.full_name}):
-                writes.add(op)
+            for c in changes:
+                doc = search_pending.pending_document(c.scope_id, c.observation_id, c.counts)
+                writes.add(InsertOne(doc, namespace=self.collection.full_name))
+            search_pending.fold_later(id(self.collection), self.fold, {c.scope_id for c in changes})
             return
         if session is None:
             # Read-modify-write: only a transaction makes a concurrent writer conflict.
@@ -172,6 +181,8 @@ class SearchIndexRepository:
         self._apply(changes, session)
 
     def _apply(self, changes: list[IndexChange], session: ClientSession) -> None:
+        if changes[0].sign < 0:  # a posting still pending is folded into its head first
+            self._fold({c.scope_id for c in changes}, session)
         ops = self._ops(changes, session, {})
         if ops:
             self.collection.bulk_write(ops, ordered=True, session=session)
@@ -286,6 +297,60 @@ class SearchIndexRepository:
                 )
         return ops
 
+    def fold(self, scope_ids: set[ObjectId], session: ClientSession | None = None) -> int:
+        """The scopes' pending documents folded into their heads (`search_pending`), in
+        the caller's transaction or one of its own; how many were folded."""
+        if session is not None:
+            return self._fold(scope_ids, session)
+        # Not `with_transaction`: it retries for 120 s, and a folder meeting a closed
+        # client or a dropped store would hang that long. A few conflicts are retried;
+        # what is left stays pending (searchable) for the next fold.
+        with self.collection.database.client.start_session() as own:
+            for attempt in range(FOLD_ATTEMPTS):
+                own.start_transaction(
+                    read_concern=ReadConcern("snapshot"),
+                    write_concern=WriteConcern(w="majority", j=True),
+                )
+                try:
+                    folded = self._fold(scope_ids, own)
+                    own.commit_transaction()
+                    return folded
+                except PyMongoError as exc:
+                    if own.in_transaction:
+                        with contextlib.suppress(PyMongoError):
+                            own.abort_transaction()
+                    transient = exc.has_error_label("TransientTransactionError")
+                    if not transient or attempt == FOLD_ATTEMPTS - 1:
+                        raise
+        return 0
+
+    def _fold(self, scope_ids: set[ObjectId], session: ClientSession) -> int:
+        folded = 0
+        keys = [totals_key(s) for s in sorted(scope_ids)]
+        while keys:
+            docs = list(
+                self.collection.find(
+                    {"k": {"$in": keys}, "f": True, "d": True},
+                    session=session,
+                    limit=search_pending.READ_LIMIT,
+                )
+            )
+            docs = [d for d in docs if search_pending.is_pending(d)]
+            if not docs:
+                break
+            changes = [
+                IndexChange(scope_id=d["scope_id"], observation_id=d["oid"], counts=d["tc"], sign=1)
+                for d in docs
+            ]
+            ops = [DeleteMany({"_id": {"$in": [d["_id"] for d in docs]}})]
+            self.collection.bulk_write(
+                ops + self._ops(changes, session, {}), ordered=True, session=session
+            )
+            folded += len(docs)
+            if len(docs) < search_pending.READ_LIMIT:
+                break
+        return folded
+
     def read(
         self, scope_ids: list[ObjectId], terms: list[str]
     ) -> tuple[list[ScopeTotals], list[TermStats]]:
@@ -299,9 +364,10 @@ class SearchIndexRepository:
             return [], []
         if READ_ALL:  # every chunk of every term: the exact figure, for benchmarks
             docs = list(self.collection.find({"k": {"$in": keys}}, limit=10**9))
-            return _stats(docs, read_all=True)
-        limit = len(keys) * (index_format.RARE_CHUNKS + 2)
-        return _stats(list(self.collection.find({"k": {"$in": keys}, "f": True}, limit=limit)))
+            return _stats(docs, read_all=True, keys=set(keys))
+        limit = len(keys) * (index_format.RARE_CHUNKS + 2) + search_pending.READ_LIMIT
+        docs = list(self.collection.find({"k": {"$in": keys}, "f": True}, limit=limit))
+        return _stats(docs, keys=set(keys))
 
     def insert_fresh(
         self,
@@ -321,8 +387,11 @@ class SearchIndexRepository:
 
     def scope_documents(self, scope_id: ObjectId) -> list[dict[str, Any]]:
         """Every index document of one scope, by its `_id` key range (checks, rebuilds;
-        the embedded store scans for a range, so never on a request path)."""
-        return list(self.collection.find({"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}}))
+        the embedded store scans for a range, so never on a request path); its pending
+        documents are folded first."""
+        self.fold({scope_id})
+        docs = self.collection.find({"_id": {"$gte": f"{scope_id}:", "$lt": f"{scope_id};"}})
+        return [d for d in docs if not search_pending.is_pending(d)]
 
     def replace_scope(
         self, scope_id: ObjectId, changes: list[IndexChange], *, session: ClientSession
@@ -350,13 +419,16 @@ class SearchIndexRepository:
 
 
 def _stats(
-    docs: list[dict[str, Any]], *, read_all: bool = False
+    docs: list[dict[str, Any]], *, keys: set[str], read_all: bool = False
 ) -> tuple[list[ScopeTotals], list[TermStats]]:
     totals: list[ScopeTotals] = []
     heads: list[dict[str, Any]] = []
     chunks: dict[str, list[Posting]] = {}
+    pending: dict[str, dict[str, Any]] = {}
     for doc in docs:
-        if doc.get("term", "") == "":
+        if search_pending.is_pending(doc):
+            pending[doc["_id"]] = doc  # once, however many of its keys matched
+        elif doc.get("term", "") == "":
             totals.append(ScopeTotals(doc["scope_id"], doc.get("docs", 0), doc.get("length", 0)))
         elif "n" in doc:
             chunks.setdefault(doc["k"], []).extend(decode_postings(doc))
@@ -379,7 +451,38 @@ def _stats(
                 bound_length=doc.get("elen", 0),
             )
         )
+    if pending:
+        _add_pending(list(pending.values()), keys, totals, stats)
     return totals, stats
+
+
+def _add_pending(
+    docs: list[dict[str, Any]], keys: set[str], totals: list[ScopeTotals], stats: list[TermStats]
+) -> None:
+    """Pending documents (`search_pending`) counted as if folded: each adds a document and
+    its length to its scope's totals, and a posting (and 1 to `df`) to each asked term."""
+    by_scope = {t.scope_id: t for t in totals}
+    by_key = {term_key(s.scope_id, s.term): s for s in stats}
+    for doc in docs:
+        scope_id = doc["scope_id"]
+        length, postings = search_pending.pending_postings(doc)
+        scope = by_scope.get(scope_id)
+        if scope is None:
+            scope = by_scope[scope_id] = ScopeTotals(scope_id)
+            totals.append(scope)
+        scope.documents += 1
+        scope.length += length
+        for term, posting in postings.items():
+            key = term_key(scope_id, term)
+            if key not in keys:
+                continue
+            stat = by_key.get(key)
+            if stat is None:
+                stat = by_key[key] = TermStats(scope_id=scope_id, term=term)
+                stats.append(stat)
+            # Never also in a head: a fold deletes it in the transaction that adds it there.
+            stat.document_frequency += 1
+            stat.postings.append(posting)
 
 
 def fresh_documents(changes: list[IndexChange]) -> list[dict[str, Any]]:
