@@ -38,7 +38,7 @@ WHEN_PHRASES = re.compile(
     r"(?P<ago>(?P<n>\d{1,3}|an?|one|two|three|four|five|six) (?P<unit>day|week|month|year)s? ago)"
     r"|(?P<relative>(?:last|this|past) (?:weekend|week|month|year))"
     r"|(?P<day>yesterday|today|tonight|this morning)"
-    rf"|(?:in|during|since|of|last|this) (?P<month>{_MONTH})(?:,? (?P<month_year>(?:19|20)\d\d))?"
+    rf"|(?:in|during|since|last|this) (?P<month>{_MONTH})(?:,? (?P<month_year>(?:19|20)\d\d))?"
     r"|in (?P<year>(?:19|20)\d\d)"
     r")\b",
     re.IGNORECASE,
@@ -117,6 +117,9 @@ JOINS = re.compile(
     r"(?:,\s*|\s+)(?:and then|and also|after|before|while|since|and|but|then)\s+", re.IGNORECASE
 )
 
+# "Caroline and Melanie": two people asked about together, not two things.
+_PAIRS = re.compile(r"\b([A-Z][\w'’]*) and (?=[A-Z][a-z])")
+
 
 def decompose(text: str, *, names: frozenset[str], ignore: frozenset[str]) -> list[str]:
     """The parts of a question that joins two or more things ("what did X do after Y?",
@@ -124,7 +127,9 @@ def decompose(text: str, *, names: frozenset[str], ignore: frozenset[str]) -> li
     that say something beyond the people asked about (`names`, stems) and the words
     search leaves out anyway (`ignore`); the query's people are added to each part that
     names none of them. No parts (`[]`) for a question about one thing."""
-    pieces = [p.strip(" ?!.,") for p in JOINS.split(text)]
+    pieces = [
+        p.strip(" ?!.,").replace(" & ", " and ") for p in JOINS.split(_PAIRS.sub(r"\1 & ", text))
+    ]
     if len(pieces) < 2:
         return []
     people = [w for w in re.findall(r"[^\W\d_][\w]*", text) if term_counts(w).keys() & names]

@@ -1,0 +1,205 @@
+"""The dev conversations, loaded once each, and leave-one-out fitting of the ranking.
+
+Every ranking is asked every question of a conversation through `search_in_scopes`;
+the store's reads (the index, the candidates, their neighbours, the scopes) are
+memoised per conversation (`Memo`), so a second ranking costs only the ranking's own
+Python: a grid of a few hundred rankings runs in minutes. Results are memoised by
+(conversation, ranking).
+
+Leave-one-out: the ranking's constants and switches are fitted on two conversations
+(coordinate ascent over `SPACE` from the defaults, two passes, ties keep the value
+held, mean recall@5 of the two), then measured on the third. A switch is kept only if
+flipping it in the fitted ranking lowers recall@5 on the held-out conversations.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from streams.ranking import FINAL, Ranking
+from streams.search import search_in_scopes, search_scopes
+from streams.store import MemoryStore
+
+KS = (1, 5, 10)
+
+
+class Memo:
+    """A repository whose named read methods answer from memory after the first call."""
+
+    def __init__(self, target: Any, names: set[str]) -> None:
+        self._target, self._names, self._seen = target, names, {}
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._target, name)
+        if name not in self._names:
+            return method
+
+        def cached(*args: Any, **kwargs: Any) -> Any:
+            key = (name, repr(args), repr(sorted(kwargs.items())))
+            if key not in self._seen:
+                self._seen[key] = method(*args, **kwargs)
+            return self._seen[key]
+
+        return cached
+
+
+class MemoStore:
+    """The store, its search reads memoised: for benchmarks that never write."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+        self.search_index = Memo(store.search_index, {"read"})
+        self.observations = Memo(store.observations, {"get_many_observed", "neighbours"})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@dataclass
+class Dev:
+    """One dev conversation: its turns, questions, store and the rankings' results."""
+
+    name: str
+    turns: list
+    questions: list[dict]
+    store: MemoryStore
+    memo: Any
+    scopes: list
+    now: Any  # the time the questions are asked: a day after the last session
+    results: dict[Ranking, list[list[str]]] = field(default_factory=dict)
+
+    def ranked(self, ranking: Ranking) -> list[list[str]]:
+        if ranking not in self.results:
+            self.results[ranking] = [
+                [
+                    h.observation.source_message_ids[0]
+                    for h in search_in_scopes(
+                        store=self.memo,
+                        scopes=self.scopes,
+                        query=q["question"],
+                        limit=max(KS),
+                        ranking=ranking,
+                        now=self.now,
+                    )
+                ]
+                for q in self.questions
+            ]
+        return self.results[ranking]
+
+    def recall(self, ranking: Ranking, k: int = 5) -> float:
+        pairs = zip(self.questions, self.ranked(ranking), strict=True)
+        return fmean(recall_at(q, r, k) for q, r in pairs)
+
+
+def recall_at(question: dict, ranked: list[str], k: int) -> float:
+    evidence = set(question["evidence"])
+    return len(evidence & set(ranked[:k])) / len(evidence) if evidence else 0.0
+
+
+def hit_at(question: dict, ranked: list[str], k: int) -> float:
+    return 1.0 if set(question["evidence"]) & set(ranked[:k]) else 0.0
+
+
+def dev_load(client: Any, path: Path, *, load: Any, turns_of: Any, categories: Any) -> Dev:
+    from benchmarks.retrieval_quality import AGENT, USER
+
+    conversation = json.loads(path.read_text())
+    turns = turns_of(conversation)
+    questions = [q for q in conversation["qa"] if q.get("category") in categories]
+    store = MemoryStore(client, f"bench_quality_{path.stem.replace('-', '_')}")
+    load(store, turns)
+    scopes = search_scopes(store=store, agent_id=AGENT, user_id=USER)
+    return Dev(
+        name=path.stem,
+        turns=turns,
+        questions=questions,
+        store=store,
+        memo=MemoStore(store),
+        scopes=scopes,
+        now=turns[-1][2] + timedelta(days=1),
+    )
+
+
+# -- leave-one-out -----------------------------------------------------------------------
+
+# Every tuned constant and switch of the ranking, with the values the grid tries
+# (the default first where it is one of them).
+SPACE: dict[str, list[Any]] = {
+    "k1": [0.9, 0.6, 1.2],
+    "b": [0.0, 0.2, 0.4, 0.75],
+    "question_words": [True, False],
+    "people": [True, False],
+    "people_boost": [0.3, 0.15, 0.5],
+    "names": [True, False],
+    "proximity": [True, False],
+    "neighbours": [True, False],
+    "seeds": [15, 10, 20],
+    "reach": [2, 1, 3],
+    "share": [0.7, 0.5, 0.6, 0.8],
+    "support": [True, False],
+    "neighbour_terms": [True, False],
+    "dates": [True, False],
+    "date_boost": [0.5, 0.25, 1.0],
+    "when": [True, False],
+    "when_share": [0.5, 0.25, 1.0],
+    "multihop": [False, True],
+    "prf": [False, True],
+    "prf_weight": [0.3, 0.15, 0.5],
+    "prf_terms": [8, 4],
+}
+SWITCHES = [k for k, values in SPACE.items() if isinstance(values[0], bool)]
+PASSES = 2
+
+
+def fit(devs: list[Dev], start: Ranking = FINAL) -> Ranking:
+    """Coordinate ascent of mean recall@5 over `devs`, from `start`."""
+    best = start
+    score = fmean(d.recall(best) for d in devs)
+    for _ in range(PASSES):
+        moved = False
+        for name, values in SPACE.items():
+            for value in values:
+                if getattr(best, name) == value:
+                    continue
+                trial = replace(best, **{name: value})
+                s = fmean(d.recall(trial) for d in devs)
+                if s > score + 1e-9:
+                    best, score, moved = trial, s, True
+        if not moved:
+            break
+    return best
+
+
+@dataclass
+class Fold:
+    held_out: Dev
+    fitted: Ranking
+
+    def changed(self) -> dict[str, Any]:
+        return {
+            k: getattr(self.fitted, k)
+            for k in SPACE
+            if getattr(self.fitted, k) != getattr(FINAL, k)
+        }
+
+
+def leave_one_out(devs: list[Dev]) -> list[Fold]:
+    return [Fold(held_out=d, fitted=fit([o for o in devs if o is not d])) for d in devs]
+
+
+def switch_effects(folds: list[Fold]) -> dict[str, list[float]]:
+    """Per switch, per fold: held-out recall@5 of the fitted ranking with the switch on,
+    less with it off (the other constants as fitted)."""
+    effects: dict[str, list[float]] = {}
+    for name in SWITCHES:
+        effects[name] = [
+            f.held_out.recall(replace(f.fitted, **{name: True}))
+            - f.held_out.recall(replace(f.fitted, **{name: False}))
+            for f in folds
+        ]
+    return effects
