@@ -181,11 +181,12 @@ class Fold:
     fitted: Ranking
 
     def changed(self) -> dict[str, Any]:
-        return {
-            k: getattr(self.fitted, k)
-            for k in SPACE
-            if getattr(self.fitted, k) != getattr(FINAL, k)
-        }
+        return changed(self.fitted)
+
+
+def changed(ranking: Ranking) -> dict[str, Any]:
+    """The ranking's constants and switches that differ from the defaults."""
+    return {k: getattr(ranking, k) for k in SPACE if getattr(ranking, k) != getattr(FINAL, k)}
 
 
 def leave_one_out(devs: list[Dev]) -> list[Fold]:

@@ -4,9 +4,8 @@
   against the time of asking; hits observed in it gain a share of their score (a boost,
   not a filter: a text can say "in May" of something it was told later);
 - multi-hop decomposition: "what did Melanie do after the race?" is also asked as its
-  parts ("race Melanie"), each part's list fused with the whole query's by reciprocal
-  rank, so the event a part names is found even when the whole query's terms point
-  elsewhere;
+  parts ("race Melanie"), each part's list interleaved with the whole query's, so the
+  event a part names is found even when the whole query's terms point elsewhere;
 - pseudo-relevance feedback (RM3: Lavrenko and Croft's relevance model, interpolated
   with the query as Anserini does): the terms that weigh most in the best hits of a
   first pass, added to the query at a fraction of a query term's weight.
@@ -147,16 +146,18 @@ def decompose(text: str, *, names: frozenset[str], ignore: frozenset[str]) -> li
     return parts
 
 
-def fuse_ranks(lists: list[list[str]], *, k: float = 60.0) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion (Cormack, Clarke and Büttcher 2009) of ranked id lists, the
-    first (the whole query's) breaking ties; best first."""
-    scores: dict[str, float] = {}
-    first: dict[str, int] = {}
-    for ranked in lists:
-        for rank, key in enumerate(ranked, start=1):
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-            first.setdefault(key, len(first))
-    return sorted(scores.items(), key=lambda item: (-item[1], first[item[0]]))
+def interleave(lists: list[list[str]]) -> list[str]:
+    """The lists taken in turns, first the whole query's, each id once: every part's best
+    hit comes within the first `len(lists)`. (Reciprocal rank fusion would let a part
+    that repeats the whole query's terms count twice and bury the other parts.)"""
+    out: list[str] = []
+    seen: set[str] = set()
+    for rank in range(max((len(ranked) for ranked in lists), default=0)):
+        for ranked in lists:
+            if rank < len(ranked) and ranked[rank] not in seen:
+                seen.add(ranked[rank])
+                out.append(ranked[rank])
+    return out
 
 
 # -- pseudo-relevance feedback (RM3) -----------------------------------------------------

@@ -106,7 +106,7 @@ class Ranking:
     # leave-one-out: RM3 pseudo-relevance feedback (`prf`: a second pass with the best
     # `prf_terms` terms of the top `prf_docs` hits, weighing `prf_weight` of a query
     # term at most), multi-hop decomposition ("what did X do after Y?": each part
-    # searched too, the lists fused by reciprocal rank) and dates resolved against the
+    # searched too, the lists interleaved) and dates resolved against the
     # observation times ("last week", "in May": hits observed then gain `when_share`).
     prf: bool = False
     prf_docs: int = PRF_DOCS

@@ -1,5 +1,5 @@
 """Search with query understanding around it (`streams.query_understanding`): multi-hop
-decomposition (each part searched too, the lists fused by reciprocal rank) and RM3
+decomposition (each part searched too, the lists interleaved) and RM3
 pseudo-relevance feedback (a second pass with the best hits' terms). Each pass is the
 plain search (`streams.search.search_in_scopes`) with these switches off, so every hit
 keeps its explanation.
@@ -12,14 +12,13 @@ from datetime import datetime
 from typing import Any
 
 from streams.documents import Scope
-from streams.query_understanding import decompose, expansion_terms, fuse_ranks
+from streams.query_understanding import decompose, expansion_terms, interleave
 from streams.ranking import QUESTION_FORM_WORDS, Ranking, query_parse
 from streams.search_text import term_counts
 from streams.store import MemoryStore
 
-MULTIHOP_K = 60.0  # RRF's constant: the standard one, not fitted
 QUESTION_FORM_STEMS = frozenset(t for w in QUESTION_FORM_WORDS for t in term_counts(w))
-PART_DEPTH = 2  # a part's list is this many times the limit deep, fused with the whole's
+PART_DEPTH = 1  # a part's list is as deep as the whole query's
 
 
 def understood_search(
@@ -75,5 +74,5 @@ def understood_search(
         return whole
     lists = [whole] + [one(part, PART_DEPTH * limit) for part in parts]
     by_id = {h.observation.id: h for hits in reversed(lists) for h in hits}
-    fused = fuse_ranks([[h.observation.id for h in hits] for hits in lists], k=MULTIHOP_K)
-    return [replace(by_id[key], score=round(score, 6)) for key, score in fused[:limit]]
+    order = interleave([[h.observation.id for h in hits] for hits in lists])
+    return [by_id[key] for key in order[:limit]]
