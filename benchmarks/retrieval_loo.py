@@ -127,46 +127,54 @@ def dev_load(client: Any, path: Path, *, load: Any, turns_of: Any, categories: A
 
 # -- leave-one-out -----------------------------------------------------------------------
 
-# Every tuned constant and switch of the ranking, with the values the grid tries
-# (the default first where it is one of them).
-SPACE: dict[str, list[Any]] = {
-    "k1": [0.9, 0.6, 1.2],
-    "b": [0.0, 0.2, 0.4, 0.75],
-    "question_words": [True, False],
-    "people": [True, False],
-    "people_boost": [0.3, 0.15, 0.5],
-    "names": [True, False],
-    "proximity": [True, False],
-    "neighbours": [True, False],
-    "seeds": [15, 10, 20],
-    "reach": [2, 1, 3],
-    "share": [0.7, 0.5, 0.6, 0.8],
-    "support": [True, False],
-    "neighbour_terms": [True, False],
-    "dates": [True, False],
-    "date_boost": [0.5, 0.25, 1.0],
-    "when": [True, False],
-    "when_share": [0.5, 0.25, 1.0],
-    "multihop": [False, True],
-    "prf": [False, True],
-    "prf_weight": [0.3, 0.15, 0.5],
-    "prf_terms": [8, 4],
+
+# Every tuned constant and switch of the ranking, with the values the grid tries (the
+# default first). A switch with constants of its own is tried on with each of them, so
+# a stage is never judged at one arbitrary setting.
+def _on(switch: str, **grid: list[Any]) -> list[dict[str, Any]]:
+    options: list[dict[str, Any]] = [{switch: True}]
+    for name, values in grid.items():
+        options = [{**o, name: v} for o in options for v in values]
+    return [{switch: False}, *options]
+
+
+SPACE: dict[str, list[dict[str, Any]]] = {
+    "k1": [{"k1": v} for v in (0.9, 0.6, 1.2)],
+    "b": [{"b": v} for v in (0.0, 0.2, 0.4, 0.75)],
+    "question_words": [{"question_words": v} for v in (True, False)],
+    "people": _on("people", people_boost=[0.3, 0.15, 0.5]),
+    "names": [{"names": v} for v in (True, False)],
+    "proximity": [{"proximity": v} for v in (True, False)],
+    "neighbours": [{"neighbours": v} for v in (True, False)],
+    "seeds": [{"seeds": v} for v in (15, 10, 20)],
+    "reach": [{"reach": v} for v in (2, 1, 3)],
+    "share": [{"share": v} for v in (0.7, 0.5, 0.6, 0.8)],
+    "support": [{"support": v} for v in (True, False)],
+    "neighbour_terms": [{"neighbour_terms": v} for v in (True, False)],
+    "dates": _on("dates", date_boost=[0.5, 0.25, 1.0]),
+    "when": _on("when", when_share=[0.5, 0.25, 1.0]),
+    "multihop": [{"multihop": v} for v in (False, True)],
+    "prf": _on("prf", prf_weight=[0.3, 0.15, 0.5], prf_terms=[8, 4]),
 }
-SWITCHES = [k for k, values in SPACE.items() if isinstance(values[0], bool)]
+FIELDS = list(dict.fromkeys(k for options in SPACE.values() for o in options for k in o))
+SWITCHES = [
+    name for name, options in SPACE.items() if {False, True} <= {o.get(name) for o in options}
+]
 PASSES = 2
 
 
 def fit(devs: list[Dev], start: Ranking = FINAL) -> Ranking:
-    """Coordinate ascent of mean recall@5 over `devs`, from `start`."""
+    """Coordinate ascent of mean recall@5 over `devs`, from `start`: each dimension's
+    options in turn, a change kept only if it raises the mean (ties keep what is held)."""
     best = start
     score = fmean(d.recall(best) for d in devs)
     for _ in range(PASSES):
         moved = False
-        for name, values in SPACE.items():
-            for value in values:
-                if getattr(best, name) == value:
+        for options in SPACE.values():
+            for option in options:
+                trial = replace(best, **option)
+                if trial == best:
                     continue
-                trial = replace(best, **{name: value})
                 s = fmean(d.recall(trial) for d in devs)
                 if s > score + 1e-9:
                     best, score, moved = trial, s, True
@@ -186,7 +194,7 @@ class Fold:
 
 def changed(ranking: Ranking) -> dict[str, Any]:
     """The ranking's constants and switches that differ from the defaults."""
-    return {k: getattr(ranking, k) for k in SPACE if getattr(ranking, k) != getattr(FINAL, k)}
+    return {k: getattr(ranking, k) for k in FIELDS if getattr(ranking, k) != getattr(FINAL, k)}
 
 
 def leave_one_out(devs: list[Dev]) -> list[Fold]:
