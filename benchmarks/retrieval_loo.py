@@ -7,8 +7,9 @@ Python: a grid of a few hundred rankings runs in minutes. Results are memoised b
 (conversation, ranking).
 
 Leave-one-out: the ranking's constants and switches are fitted on two conversations
-(coordinate ascent over `SPACE` from the defaults, two passes, ties keep the value
-held, mean recall@5 of the two), then measured on the third. A switch is kept only if
+(coordinate ascent over `SPACE` from the defaults, two passes; a change must lower
+neither conversation and raise their mean recall@5 by `MARGIN`), then measured on the
+third. A switch is kept only if
 flipping it in the fitted ranking lowers recall@5 on the held-out conversations.
 """
 
@@ -163,21 +164,31 @@ SWITCHES = [
 PASSES = 2
 
 
+MARGIN = 0.005  # recall@5 a change must add to the mean of the conversations it is fitted on
+
+
 def fit(devs: list[Dev], start: Ranking = FINAL) -> Ranking:
-    """Coordinate ascent of mean recall@5 over `devs`, from `start`: each dimension's
-    options in turn, a change kept only if it raises the mean (ties keep what is held)."""
+    """Coordinate ascent of recall@5 over `devs`, from `start`: per dimension, its best
+    option, kept only if it lowers none of the conversations and raises their mean by
+    `MARGIN` at least (a first, plain ascent that took any gain of the mean fitted noise:
+    held-out recall@5 0.598 against the defaults' 0.635)."""
     best = start
-    score = fmean(d.recall(best) for d in devs)
     for _ in range(PASSES):
         moved = False
         for options in SPACE.values():
+            held = [d.recall(best) for d in devs]
+            chosen, gain = best, MARGIN - 1e-9
             for option in options:
                 trial = replace(best, **option)
                 if trial == best:
                     continue
-                s = fmean(d.recall(trial) for d in devs)
-                if s > score + 1e-9:
-                    best, score, moved = trial, s, True
+                scores = [d.recall(trial) for d in devs]
+                if min(s - h for s, h in zip(scores, held, strict=True)) < 0:
+                    continue
+                if fmean(scores) - fmean(held) > gain:
+                    chosen, gain = trial, fmean(scores) - fmean(held)
+            if chosen != best:
+                best, moved = chosen, True
         if not moved:
             break
     return best

@@ -301,7 +301,7 @@ def _leave_one_out(devs: list[Dev]) -> None:
                 "on" if getattr(FINAL, name) else "off",
                 *(f"{x:+.3f}" for x in deltas),
                 f"{fmean(deltas):+.3f}",
-                "helps held-out" if fmean(deltas) > 0 else "no held-out gain",
+                "helps held-out" if fmean(deltas) >= 0.001 else "no held-out gain",
             ]
             for name, deltas in effects.items()
         ],
@@ -313,6 +313,19 @@ def _leave_one_out(devs: list[Dev]) -> None:
         + f" (mean recall@5 {fmean(d.recall(everything) for d in devs):.3f}: the dev mean, "
         "not a prediction; the leave-one-out mean is)"
     )
+
+
+def loo_only() -> None:
+    """The leave-one-out tables alone (`python -c "from benchmarks.retrieval_quality
+    import loo_only; loo_only()"`, with DJANGO_SETTINGS_MODULE set and django set up)."""
+    with embedded_server() as server:
+        client = MongoClient(server.uri, tz_aware=True)
+        devs = [
+            dev_load(client, path, load=_load, turns_of=_turns, categories=CATEGORIES)
+            for path in DEV
+        ]
+        _leave_one_out(devs)
+        client.close()
 
 
 def _timings(devs: list[Dev]) -> None:
