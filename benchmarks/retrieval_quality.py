@@ -21,7 +21,6 @@ heuristics' labelled table is scored too.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
@@ -35,6 +34,17 @@ from pymongo import MongoClient
 from rank_bm25 import BM25Okapi
 
 from benchmarks.harness import embedded_server, print_table
+from benchmarks.retrieval_loo import (
+    KS,
+    Dev,
+    changed,
+    dev_load,
+    fit,
+    hit_at,
+    leave_one_out,
+    recall_at,
+    switch_effects,
+)
 from streams.context import context_assemble
 from streams.documents import Observation
 from streams.observations import append_in_transaction
@@ -49,7 +59,6 @@ DEV = sorted(DATA.parent.glob("conv-*.json"))  # the dev conversations (lifecycl
 AGENT = "bench-agent"
 USER = "locomo-user"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-KS = (1, 5, 10)
 WORD = re.compile(r"\w+")
 
 
@@ -87,55 +96,51 @@ MECHANISMS: dict[str, Ranking] = {
 }
 BASELINE = "BM25 baseline (rank_bm25)"
 CONTEXT = "context retrieval (top 5)"
+# The stages of this issue, each alone on the final ranking.
+STAGES: dict[str, Ranking] = {
+    "final + pseudo-relevance feedback (RM3)": replace(FINAL, prf=True),
+    "final + multi-hop decomposition": replace(FINAL, multihop=True),
+    "final without dates resolved (when)": replace(FINAL, when=False),
+}
+HEADER = ["ranker", "conversation", "questions", "recall@1", "recall@5", "recall@10", "hit@5"]
 
 
 def run(sizes: list[int] | None = None) -> None:
     del sizes  # one dataset, one size
-    conversation = json.loads(DATA.read_text())
-    turns = _turns(conversation)
-    questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
-    rankers: dict[str, Callable[[str], list[str]]] = {BASELINE: _baseline(turns)}
+    started = time.perf_counter()
     with embedded_server() as server:
         client = MongoClient(server.uri, tz_aware=True)
-        store = MemoryStore(client, "bench_quality")
-        _load(store, turns)
-        timings: dict[Ranking, list[float]] = {LAST_WAVE: [], FINAL: []}
-        for name, ranking in MECHANISMS.items():
-            rankers[name] = _ours(store, ranking, timings.get(ranking))
-        fired: list[bool] = []
-        rankers[CONTEXT] = _context(store, fired)
-        rows = []
-        for name, ranker in rankers.items():
-            ranked = {i: ranker(q["question"]) for i, q in enumerate(questions)}
-            for category in [None, *CATEGORIES]:
-                chosen = [i for i, q in enumerate(questions) if category in (None, q["category"])]
-                rows.append(_row(name, category, chosen, questions, ranked))
-        client.close()
-    print_table(
-        f"Retrieval quality on LoCoMo conv-26: {len(turns)} turns as observations, "
-        f"{len(questions)} questions (categories 1-4)",
-        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
-        rows,
-    )
-    overall = {r[0]: float(r[4]) for r in rows if r[1] == "all"}
-    final, last, base = overall["final ranking"], overall[next(iter(MECHANISMS))], overall[BASELINE]
-    print(
-        f"\nrecall@5: final {final:.3f}, last wave {last:.3f} ({final - last:+.3f}), "
-        f"BM25 baseline {base:.3f} ({final - base:+.3f})"
-    )
-    print(
-        f"context retrieval fired for {sum(fired)} of {len(fired)} questions "
-        f"({sum(fired) / len(fired):.1%}); its top 5 recall@5 {overall[CONTEXT]:.3f} "
-        f"against search {final:.3f}"
-    )
-    for label, ranking in [("last wave", LAST_WAVE), ("final", FINAL)]:
-        spent = sorted(timings[ranking])
-        print(
-            f"{label} ranking, in-process search: p50 {spent[len(spent) // 2]:.1f} ms, "
-            f"p95 {spent[int(0.95 * (len(spent) - 1))]:.1f} ms over {len(spent)} questions "
-            "(limit 10; the same run, so under the same machine load)"
+        devs = [
+            dev_load(client, path, load=_load, turns_of=_turns, categories=CATEGORIES)
+            for path in DEV
+        ]
+        baseline = {d.name: _baseline_ranked(d) for d in devs}
+        rankers = {**MECHANISMS, **STAGES}
+        rows: list[list[object]] = []
+        for name in [BASELINE, *rankers]:
+            per = {
+                d.name: baseline[d.name] if name == BASELINE else d.ranked(rankers[name])
+                for d in devs
+            }
+            rows += _rows(name, devs, per)
+        print_table(
+            "Retrieval quality on the LoCoMo dev conversations ("
+            + ", ".join(
+                f"{d.name}: {len(d.turns)} turns, {len(d.questions)} questions" for d in devs
+            )
+            + "; categories 1-4), each ranker per conversation and the mean of the three",
+            HEADER,
+            rows,
         )
-    _lifecycle()
+        _categories(devs, baseline)
+        _context_rows(devs)
+        _leave_one_out(devs)
+        _timings(devs)
+        print(f"\n(retrieval_quality ranking tables in {time.perf_counter() - started:.0f} s)")
+        from benchmarks.retrieval_lifecycle import lifecycle_table
+
+        lifecycle_table(client, devs)
+        client.close()
     result = confusion()
     print_table(
         "Retrieval heuristics on the labelled table (tests/streams/retrieval_cases.py)",
@@ -149,6 +154,210 @@ def run(sizes: list[int] | None = None) -> None:
             ]
         ],
     )
+
+
+def _rows(name: str, devs: list[Dev], per: dict[str, list[list[str]]]) -> list[list[object]]:
+    """One row per conversation and one for their mean (of the conversations' figures)."""
+    rows = []
+    figures = []
+    for d in devs:
+        ranked = per[d.name]
+        pairs = list(zip(d.questions, ranked, strict=True))
+        f = [fmean(recall_at(q, r, k) for q, r in pairs) for k in KS]
+        f.append(fmean(hit_at(q, r, 5) for q, r in pairs))
+        figures.append(f)
+        rows.append([name, d.name, len(d.questions), *(f"{x:.3f}" for x in f)])
+    mean = [fmean(column) for column in zip(*figures, strict=False)]
+    rows.append([name, "mean", sum(len(d.questions) for d in devs), *(f"{x:.3f}" for x in mean)])
+    return rows
+
+
+def _categories(devs: list[Dev], baseline: dict[str, list[list[str]]]) -> None:
+    rows = []
+    for name in [BASELINE, "final ranking"]:
+        for category, label in CATEGORIES.items():
+            for d in devs:
+                ranked = baseline[d.name] if name == BASELINE else d.ranked(FINAL)
+                chosen = [i for i, q in enumerate(d.questions) if q["category"] == category]
+                rows.append(_category_row(name, f"{category} {label}", d, chosen, ranked))
+    print_table(
+        "Per category (recall@5, each conversation)",
+        ["ranker", "category", "conversation", "questions", "recall@1", "recall@5", "hit@5"],
+        rows,
+    )
+
+
+def _category_row(name: str, label: str, d: Dev, chosen: list[int], ranked: list) -> list[object]:
+    def mean(f: Callable[[int], float]) -> str:
+        return f"{fmean(f(i) for i in chosen):.3f}" if chosen else "-"
+
+    return [
+        name,
+        label,
+        d.name,
+        len(chosen),
+        mean(lambda i: recall_at(d.questions[i], ranked[i], 1)),
+        mean(lambda i: recall_at(d.questions[i], ranked[i], 5)),
+        mean(lambda i: hit_at(d.questions[i], ranked[i], 5)),
+    ]
+
+
+def _context_rows(devs: list[Dev]) -> None:
+    """The context's retrieval against search, on the same questions and the same store:
+    how often it fires, the recall@5 of what it retrieves (nothing when it does not), the
+    same where it fired, and of everything the context shows (retrieved and recent: the
+    context's search leaves out what it already shows as recent)."""
+    rows = []
+    for d in devs:
+        fired: list[bool] = []
+        ranker = _context(d.store, fired, now=d.now)
+        ranked = [ranker(q["question"]) for q in d.questions]
+        shown = _recent_turns(d)
+        search = d.ranked(FINAL)
+        context = fmean(recall_at(q, r, 5) for q, r in zip(d.questions, ranked, strict=True))
+        where = [i for i, f in enumerate(fired) if f]
+        pairs = list(zip(d.questions, ranked, strict=True))
+        rows.append(
+            [
+                d.name,
+                f"{sum(fired)}/{len(fired)} ({sum(fired) / len(fired):.1%})",
+                f"{d.recall(FINAL):.3f}",
+                f"{context:.3f}",
+                f"{context - d.recall(FINAL):+.3f}",
+                f"{fmean(recall_at(d.questions[i], search[i], 5) for i in where):.3f}",
+                f"{fmean(recall_at(d.questions[i], ranked[i], 5) for i in where):.3f}",
+                f"{fmean(recall_at(q, r[:5] + shown, 10**6) for q, r in pairs):.3f}",
+            ]
+        )
+    print_table(
+        "Context retrieval against search (final ranking; top 5)",
+        [
+            "conversation",
+            "retrieval fired",
+            "search recall@5",
+            "context recall@5",
+            "difference",
+            "search recall@5 where fired",
+            "context recall@5 where fired",
+            "context: retrieved top 5 or shown as recent",
+        ],
+        rows,
+    )
+
+
+def _recent_turns(d: Dev) -> list[str]:
+    """The turns the context shows as recent (the user's newest pending observations)."""
+    from bson import ObjectId
+
+    from streams.context import RECENT_LIMIT
+
+    scope = d.scopes[0]
+    ids = [
+        ObjectId(i) for i in (d.store.scopes.get(ObjectId(scope.id)).pending_observation_ids or [])
+    ]
+    return [o.source_message_ids[0] for o in d.store.observations.get_many(ids[-RECENT_LIMIT:])]
+
+
+def _leave_one_out(devs: list[Dev]) -> None:
+    """Every constant and switch fitted on two conversations, measured on the third."""
+    folds = leave_one_out(devs)
+    rows = []
+    for f in folds:
+        d = f.held_out
+        rows.append(
+            [
+                d.name,
+                f"{d.recall(LAST_WAVE):.3f}",
+                f"{d.recall(FINAL):.3f}",
+                f"{d.recall(f.fitted):.3f}",
+                f"{d.recall(f.fitted, 1):.3f}",
+                f"{d.recall(f.fitted, 10):.3f}",
+                ", ".join(f"{k}={v}" for k, v in f.changed().items()) or "(the defaults)",
+            ]
+        )
+    means = [fmean(float(r[i]) for r in rows) for i in range(1, 6)]
+    rows.append(["mean", *(f"{m:.3f}" for m in means), ""])
+    print_table(
+        "Leave-one-out: fitted on the other two conversations, measured on the held-out one",
+        [
+            "held out",
+            "recall@5 last wave",
+            "recall@5 defaults",
+            "recall@5 fitted",
+            "recall@1 fitted",
+            "recall@10 fitted",
+            "fitted values that differ from the defaults",
+        ],
+        rows,
+    )
+    effects = switch_effects(folds)
+    print_table(
+        "Leave-one-out per switch: held-out recall@5 of the fitted ranking with the switch on, "
+        "less with it off",
+        ["switch", "default", *(f.held_out.name for f in folds), "mean", "verdict"],
+        [
+            [
+                name,
+                "on" if getattr(FINAL, name) else "off",
+                *(f"{x:+.3f}" for x in deltas),
+                f"{fmean(deltas):+.3f}",
+                "helps held-out" if fmean(deltas) >= 0.001 else "no held-out gain",
+            ]
+            for name, deltas in effects.items()
+        ],
+    )
+    everything = fit(devs)
+    print(
+        "fitted on all three: "
+        + (", ".join(f"{k}={v}" for k, v in changed(everything).items()) or "the defaults")
+        + f" (mean recall@5 {fmean(d.recall(everything) for d in devs):.3f}: the dev mean, "
+        "not a prediction; the leave-one-out mean is)"
+    )
+
+
+def loo_only() -> None:
+    """The leave-one-out tables alone (`python -c "from benchmarks.retrieval_quality
+    import loo_only; loo_only()"`, with DJANGO_SETTINGS_MODULE set and django set up)."""
+    with embedded_server() as server:
+        client = MongoClient(server.uri, tz_aware=True)
+        devs = [
+            dev_load(client, path, load=_load, turns_of=_turns, categories=CATEGORIES)
+            for path in DEV
+        ]
+        _leave_one_out(devs)
+        client.close()
+
+
+def _timings(devs: list[Dev]) -> None:
+    """In-process search latency (store reads included, nothing memoised), final ranking
+    with each stage of this issue."""
+    rows = []
+    for name, ranking in [("final ranking", FINAL), *STAGES.items()]:
+        spent = []
+        for d in devs:
+            ranker = _ours(d.store, ranking, spent, now=d.now)
+            for q in d.questions[::3]:
+                ranker(q["question"])
+        spent.sort()
+        rows.append(
+            [
+                name,
+                len(spent),
+                f"{spent[len(spent) // 2]:.1f}",
+                f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
+            ]
+        )
+    print_table(
+        f"In-process search latency on the dev conversations (every third question, limit 10; "
+        f"load average {' '.join(Path('/proc/loadavg').read_text().split()[:3])})",
+        ["ranking", "searches", "p50 ms", "p95 ms"],
+        rows,
+    )
+
+
+def _baseline_ranked(d: Dev) -> list[list[str]]:
+    rank = _baseline(d.turns)
+    return [rank(q["question"]) for q in d.questions]
 
 
 def _turns(conversation: dict) -> list[tuple[str, str, datetime]]:
@@ -212,7 +421,10 @@ def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
 
 
 def _ours(
-    store: MemoryStore, ranking: Ranking, timings: list[float] | None = None
+    store: MemoryStore,
+    ranking: Ranking,
+    timings: list[float] | None = None,
+    now: datetime | None = None,
 ) -> Callable[[str], list[str]]:
     def rank(question: str) -> list[str]:
         started = time.perf_counter()
@@ -224,6 +436,7 @@ def _ours(
             limit=max(KS),
             record_access=False,
             ranking=ranking,
+            now=now,
         )
         if timings is not None:
             timings.append((time.perf_counter() - started) * 1000)
@@ -232,11 +445,21 @@ def _ours(
     return rank
 
 
-def _context(store: MemoryStore, fired: list[bool]) -> Callable[[str], list[str]]:
+def _context(
+    store: MemoryStore, fired: list[bool], now: datetime | None = None
+) -> Callable[[str], list[str]]:
     """What `POST /context` retrieves for the question (nothing when it does not fire)."""
 
     def rank(question: str) -> list[str]:
-        result = context_assemble(store=store, agent_id=AGENT, user_id=USER, message=question)
+        result = context_assemble(
+            store=store,
+            agent_id=AGENT,
+            user_id=USER,
+            message=question,
+            now=now,
+            log=False,
+            record_access=False,
+        )
         fired.append(result.decision.triggered)
         return [h.observation.source_message_ids[0] for h in result.hits]
 
@@ -267,117 +490,9 @@ def _row(
     ]
 
 
-# -- lifecycle stages (issue 31) --------------------------------------------------------
-
-NO_LIFECYCLE = replace(FINAL, feedback=False, access=False, recency=False, mmr=False)
-LIFECYCLE: dict[str, Ranking] = {
-    "final without lifecycle stages": NO_LIFECYCLE,
-    "+ recency exp(-age/30 days)": replace(NO_LIFECYCLE, recency=True),
-    "+ MMR among the top 10": replace(NO_LIFECYCLE, mmr=True),
-}
-AFTER_FEEDBACK: dict[str, Ranking] = {
-    "+ feedback prior": replace(NO_LIFECYCLE, feedback=True),
-    "+ retrieval counts": replace(NO_LIFECYCLE, access=True),
-    "+ importance (feedback and retrieval counts)": replace(
-        NO_LIFECYCLE, feedback=True, access=True
-    ),
-    "+ importance, recency and MMR together": replace(
-        NO_LIFECYCLE, feedback=True, access=True, recency=True, mmr=True
-    ),
-    "final ranking (defaults)": FINAL,
-}
-
-
-def _lifecycle() -> None:
-    """Each lifecycle stage alone and together, on every dev conversation.
-
-    Retrieval counts and feedback need usage, which the dataset does not have: the even
-    questions play it (each is searched, its top 5 count as retrieved, and the agent
-    says of each whether it was evidence: useful, or not), then every ranker is measured
-    on the odd questions only, so no question is helped by its own feedback.
-    """
-    rows: list[list[object]] = []
-    with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
-        for path in DEV:
-            conversation = json.loads(path.read_text())
-            turns = _turns(conversation)
-            questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
-            held_out = list(range(1, len(questions), 2))
-            store = MemoryStore(client, f"bench_lifecycle_{path.stem.replace('-', '_')}")
-            _load(store, turns)
-            for name, ranking in LIFECYCLE.items():
-                ranker = _ours(store, ranking)
-                ranked = {i: ranker(questions[i]["question"]) for i in held_out}
-                rows.append(_row(f"{path.stem}: {name}", None, held_out, questions, ranked))
-            _usage(store, [questions[i] for i in range(0, len(questions), 2)])
-            for name, ranking in AFTER_FEEDBACK.items():
-                ranker = _ours(store, ranking)
-                ranked = {i: ranker(questions[i]["question"]) for i in held_out}
-                rows.append(_row(f"{path.stem}: {name}", None, held_out, questions, ranked))
-            client.drop_database(store.db.name)
-        client.close()
-    print_table(
-        "Lifecycle ranking stages on the dev conversations (odd questions; the even ones "
-        "gave the retrievals and feedback)",
-        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
-        rows,
-    )
-
-
 def lifecycle_at_scale(distractors: int) -> None:
-    """The lifecycle table for conv-26 among `distractors` generated observations (newer
-    than the conversation: what recency must not favour), seeded as `search_scale` does.
-    `python -c "...; lifecycle_at_scale(100_000)"`; not part of `run()` (seeding is slow)."""
-    from benchmarks.search_scale import _seed
+    """The lifecycle table for conv-26 among `distractors` generated observations
+    (`benchmarks.retrieval_lifecycle`)."""
+    from benchmarks.retrieval_lifecycle import lifecycle_at_scale as at_scale
 
-    conversation = json.loads(DATA.read_text())
-    turns = _turns(conversation)
-    questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
-    held_out = list(range(1, len(questions), 2))
-    rows: list[list[object]] = []
-    with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
-        store = MemoryStore(client, f"bench_lifecycle_scale_{distractors}")
-        started = time.perf_counter()
-        _seed(store, turns, distractors)
-        seeded = time.perf_counter() - started
-        label = f"conv-26 + {distractors:,} distractors"
-        for name, ranking in LIFECYCLE.items():
-            ranker = _ours(store, ranking)
-            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
-            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
-        _usage(store, [questions[i] for i in range(0, len(questions), 2)])
-        for name, ranking in AFTER_FEEDBACK.items():
-            ranker = _ours(store, ranking)
-            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
-            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
-        client.drop_database(store.db.name)
-        client.close()
-    print_table(
-        f"Lifecycle ranking stages among distractors (odd questions; seeded in {seeded:.0f} s)",
-        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
-        rows,
-    )
-
-
-def _usage(store: MemoryStore, questions: list[dict]) -> None:
-    """The agent's usage on these questions: top 5 retrieved, each marked useful or not."""
-    from bson import ObjectId
-
-    for question in questions:
-        hits = search_observations(
-            store=store,
-            agent_id=AGENT,
-            user_id=USER,
-            query=question["question"],
-            limit=5,
-            record_access=False,
-            ranking=NO_LIFECYCLE,
-        )
-        evidence = set(question["evidence"])
-        ids = [ObjectId(h.observation.id) for h in hits]
-        store.observations.record_access(ids, now=datetime.now(UTC))
-        for hit, oid in zip(hits, ids, strict=True):
-            useful = hit.observation.source_message_ids[0] in evidence
-            store.observations.add_feedback(oid, useful=useful, call_id=None)
+    at_scale(distractors)

@@ -21,7 +21,9 @@ import random
 import re
 import time
 from collections import Counter
-from datetime import timedelta
+from dataclasses import replace
+from datetime import datetime, timedelta
+from pathlib import Path
 from statistics import fmean
 
 from bson import ObjectId
@@ -30,6 +32,7 @@ from pymongo import MongoClient
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from streams.documents import Observation
+from streams.ranking import FINAL, Ranking
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_index_build, search_observations
 from streams.store import MemoryStore
@@ -37,6 +40,13 @@ from streams.store import postings as index_format
 from streams.store import search as layout
 
 SIZES = [0, 10_000, 100_000]
+# The stages of issue 28 on and off (dates resolved against the day after the conversation).
+STAGE_ROWS: dict[str, Ranking] = {
+    "final (dates resolved on)": FINAL,
+    "final, dates resolved off": replace(FINAL, when=False),
+    "final + pseudo-relevance feedback": replace(FINAL, prf=True),
+    "final + multi-hop decomposition": replace(FINAL, multihop=True),
+}
 WORD = re.compile(r"[A-Za-z']+")
 SPEAKERS = [f"Person{chr(65 + i // 26)}{chr(97 + i % 26)}" for i in range(40)]
 BATCH = 5000
@@ -47,6 +57,8 @@ def run(sizes: list[int] | None = None) -> None:
     turns = _turns(conversation)
     questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
     rows = []
+    stage_rows: list[list[object]] = []
+    started_load = Path("/proc/loadavg").read_text().split()[:3]
     with embedded_server() as server:
         for n in sizes or SIZES:
             counter = CommandCounter()
@@ -79,6 +91,21 @@ def run(sizes: list[int] | None = None) -> None:
                 ]
             )
             print_row(rows[-1])
+            now = turns[-1][2] + timedelta(days=1)
+            for name, ranking in STAGE_ROWS.items():
+                recall, spent, trips = _ask(store, questions, counter, ranking, now)
+                spent.sort()
+                stage_rows.append(
+                    [
+                        f"{n:,}",
+                        name,
+                        f"{recall:.3f}",
+                        f"{spent[len(spent) // 2]:.1f}",
+                        f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
+                        f"{max(trips)}",
+                    ]
+                )
+                print_row(stage_rows[-1])
             client.drop_database(f"bench_scale_{n}")
             client.close()
     print_table(
@@ -101,10 +128,21 @@ def run(sizes: list[int] | None = None) -> None:
         ],  # fmt: skip
         rows,
     )
+    print_table(
+        "Search at scale with the query-understanding stages (issue 28), one pass each "
+        f"after the two above; load average {' '.join(started_load)} at the start, "
+        f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])} at the end",
+        ["N distractors", "ranking", "recall@5", "p50 ms", "p95 ms", "finds/search"],
+        stage_rows,
+    )
 
 
 def _ask(
-    store: MemoryStore, questions: list[dict], counter: CommandCounter
+    store: MemoryStore,
+    questions: list[dict],
+    counter: CommandCounter,
+    ranking: Ranking = FINAL,
+    now: datetime | None = None,
 ) -> tuple[float, list[float], list[int]]:
     """Every question through search: mean recall@5, milliseconds and finds per search."""
     spent: list[float] = []
@@ -120,6 +158,8 @@ def _ask(
             query=q["question"],
             limit=10,
             record_access=False,
+            ranking=ranking,
+            now=now,
         )
         spent.append((time.perf_counter() - started) * 1000)
         trips.append(counter.by_name.get("find", 0))

@@ -116,6 +116,7 @@ def context_assemble(
             limit=RETRIEVED_LIMIT,
             exclude_ids=frozenset(o.id for o in recent),
             semantic=semantic,
+            now=now,
         )
         search_ms = (time.perf_counter() - started) * 1000
         if hits and record_access:

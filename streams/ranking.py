@@ -16,15 +16,17 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from bson import ObjectId
 
 from streams.documents import Observation
+from streams.query_understanding import resolve_when, without_phrase
 from streams.search_text import STOP_WORDS, query_terms, term_counts
 from streams.store.postings import ANY, may_hold
 from streams.store.search import ScopeTotals, TermStats
 
-STAGES = ("terms", "people", "proximity", "neighbours", "dates")
+STAGES = ("terms", "people", "proximity", "neighbours", "dates", "when")
 # Last wave's BM25 was Lucene's classic k1 1.2, b 0.75. Observations are short and of
 # similar length, where full length normalisation punishes the longer, richer ones:
 # Anserini's defaults for short passages (k1 0.9, b 0.4) came next. The final ranking
@@ -54,6 +56,9 @@ NEIGHBOUR_SHARE = 0.5  # of the best same-session neighbour's score, halved per 
 # against 0.613 / 0.562 / 0.584; shares 0.6 to 0.7 and 10 to 15 seeds all within two
 # points of each other).
 FINAL_SEEDS, FINAL_REACH, FINAL_SHARE = 15, 2, 0.7
+DATE_BOOST = 0.5  # for "when" questions: a hit that says when, over one that does not
+PRF_DOCS, PRF_TERMS, PRF_WEIGHT = 5, 8, 0.3
+WHEN_SHARE = 0.5  # a hit observed in the time the query names, over one that is not
 POOL = 30  # candidates fetched (one read) and reranked by the stages after term weights
 
 WHEN_QUESTION = re.compile(
@@ -93,6 +98,23 @@ class Ranking:
     access: bool = False
     recency: bool = False
     mmr: bool = False
+    # Tuned constants of the stages above, fields so the benchmark's leave-one-out grid
+    # can fit them on two conversations and measure them on the third.
+    people_boost: float = PEOPLE_BOOST
+    date_boost: float = DATE_BOOST
+    # Query understanding (`streams.query_understanding`, issue 28), each measured by
+    # leave-one-out: RM3 pseudo-relevance feedback (`prf`: a second pass with the best
+    # `prf_terms` terms of the top `prf_docs` hits, weighing `prf_weight` of a query
+    # term at most), multi-hop decomposition ("what did X do after Y?": each part
+    # searched too, the lists interleaved) and dates resolved against the
+    # observation times ("last week", "in May": hits observed then gain `when_share`).
+    prf: bool = False
+    prf_docs: int = PRF_DOCS
+    prf_terms: int = PRF_TERMS
+    prf_weight: float = PRF_WEIGHT
+    multihop: bool = False
+    when: bool = True
+    when_share: float = WHEN_SHARE
 
 
 # What the first round of this issue shipped (the scale benchmark's starting point).
@@ -140,20 +162,50 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Query:
-    """A query as ranking sees it: its terms, and which of them name people."""
+    """A query as ranking sees it: its terms, which of them name people, the weight of
+    each term added by feedback (`boosts`: a share of its BM25 weight) and the time window
+    it names (`window`, `[start, end)`, with `Ranking.when`)."""
 
     text: str
     terms: list[str]
     names: frozenset[str]  # stems of capitalised words: maybe someone's name
     asks_when: bool
+    boosts: dict[str, float] = field(default_factory=dict)
+    window: tuple[datetime, datetime] | None = None
 
 
-def query_parse(text: str, *, ranking: Ranking) -> Query:
-    terms = query_terms(text)
+def query_parse(
+    text: str,
+    *,
+    ranking: Ranking,
+    now: datetime | None = None,
+    expand: dict[str, float] | None = None,
+) -> Query:
+    """The query's terms (question-form words out, with `ranking.question_words`; a date
+    phrase out once resolved against `now`, with `ranking.when`), then the `expand` terms
+    (feedback) at their share of a term's weight."""
+    window = None
+    searched = text
+    if ranking.when and now is not None:
+        resolved = resolve_when(text, now=now)
+        if resolved is not None:
+            start, end, phrase = resolved
+            rest = without_phrase(text, phrase)
+            window = (start, end)
+            searched = rest if query_terms(rest) else text
+    terms = query_terms(searched)
     if ranking.question_words:
         kept = [t for t in terms if t not in _QUESTION_FORM_STEMS]
         terms = kept or terms
-    return Query(text=text, terms=terms, names=_capitalised_stems(text), asks_when=asks_when(text))
+    boosts = {t: w for t, w in (expand or {}).items() if t not in terms}
+    return Query(
+        text=text,
+        terms=terms + list(boosts),
+        names=_capitalised_stems(text),
+        asks_when=asks_when(text),
+        boosts=boosts,
+        window=window,
+    )
 
 
 _QUESTION_FORM_STEMS = frozenset(t for w in QUESTION_FORM_WORDS for t in term_counts(w))
@@ -198,6 +250,7 @@ def term_weights(
     stats: list[TermStats],
     ranking: Ranking,
     names: frozenset[str] = frozenset(),
+    boosts: dict[str, float] | None = None,
 ) -> TermWeights | None:
     """BM25's weights over the union of the scopes. With `names` (the query's people, when
     `ranking.names`), a name weighs no more than the query's least weighted other term:
@@ -215,10 +268,13 @@ def term_weights(
         term: math.log(1 + (documents - df + 0.5) / (df + 0.5)) for term, df in frequency.items()
     }
     asked = {t for t in names if t in idf} if ranking.names else set()
-    topic = [weight for term, weight in idf.items() if term not in asked]
+    topic = [w for term, w in idf.items() if term not in asked and term not in (boosts or {})]
     if asked and topic:
         ceiling = min(topic)
         idf.update((t, min(idf[t], ceiling)) for t in asked)
+    for term, boost in (boosts or {}).items():  # feedback's terms: a share of their weight
+        if term in idf:
+            idf[term] *= boost
     return TermWeights(idf=idf, average_length=average_length, k1=ranking.k1, b=ranking.b)
 
 
@@ -299,7 +355,9 @@ def complete_terms(
 # -- stage 2: people ---------------------------------------------------------------------
 
 
-def people_stage(*, candidates: dict[ObjectId, Candidate], query: Query) -> None:
+def people_stage(
+    *, candidates: dict[ObjectId, Candidate], query: Query, boost: float = PEOPLE_BOOST
+) -> None:
     """A query that names someone found in the scope: the hits that name them too come
     first among equally good matches (a name is common in one person's memory, so its
     term weight alone is small). Unranked, as `term_stage`."""
@@ -307,7 +365,7 @@ def people_stage(*, candidates: dict[ObjectId, Candidate], query: Query) -> None
     if names:
         for candidate in candidates.values():
             if names & candidate.terms.keys() and len(candidate.terms) > 1:
-                candidate.mechanisms["people"] = PEOPLE_BOOST * candidate.term_score
+                candidate.mechanisms["people"] = boost * candidate.term_score
 
 
 # -- ordering ----------------------------------------------------------------------------

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from bson import ObjectId
 
 from streams.documents import Observation
 from streams.ranking import (
+    DATE_BOOST,
     NEIGHBOUR_REACH,
     NEIGHBOUR_SHARE,
     Candidate,
@@ -25,7 +26,6 @@ from streams.ranking import (
 from streams.search_text import MAX_TERM_CHARS, STOP_WORDS, stem, term_counts, tokens
 
 NEIGHBOUR_WINDOW = timedelta(hours=6)  # neighbours further apart in time are another session
-DATE_BOOST = 0.5  # for "when" questions: a hit that says when, over one that does not
 # Term proximity (Büttcher, Clarke and Lushman 2006, "BM25TP"): query terms that occur
 # close together in a text (an observation says it) over the same terms scattered
 # apart (a text that only mentions them). Pairs further apart add nothing.
@@ -225,11 +225,33 @@ def _support(
 # -- stage 5: dates ----------------------------------------------------------------------
 
 
-def date_stage(*, candidates: dict[ObjectId, Candidate], query: Query) -> None:
+def date_stage(
+    *, candidates: dict[ObjectId, Candidate], query: Query, boost: float = DATE_BOOST
+) -> None:
     """A "when" question: hits that say when something happened come first among equals."""
     if query.asks_when:
         for candidate in candidates.values():
             if candidate.observation is not None and says_when(candidate.observation.content):
                 base = candidate.score
-                candidate.mechanisms["dates"] = DATE_BOOST * base
+                candidate.mechanisms["dates"] = boost * base
     rank_stage(candidates.values(), "dates")
+
+
+# -- stage 6: the time the query names ---------------------------------------------------
+
+
+def when_stage(
+    *,
+    candidates: dict[ObjectId, Candidate],
+    window: tuple[datetime, datetime],
+    share: float,
+) -> None:
+    """A query that names a time ("last week", "in May", resolved by
+    `streams.query_understanding.resolve_when`): hits observed then gain `share` of their
+    score. A boost, not a filter: an observation may tell of May later."""
+    start, end = window
+    for candidate in candidates.values():
+        o = candidate.observation
+        if o is not None and start <= o.observed_at < end:
+            candidate.mechanisms["when"] = share * candidate.score
+    rank_stage(candidates.values(), "when")

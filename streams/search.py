@@ -48,6 +48,7 @@ from streams.rerank import (
     neighbour_stage,
     neighbour_steps,
     proximity_stage,
+    when_stage,
 )
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
@@ -211,6 +212,7 @@ def search_observations(
         observed_after=observed_after,
         observed_before=observed_before,
         ranking=ranking,
+        now=now,
     )
     if hits and record_access:
         store.observations.record_access(
@@ -231,19 +233,40 @@ def search_in_scopes(
     observed_after: datetime | None = None,
     observed_before: datetime | None = None,
     ranking: Ranking = FINAL,
+    now: datetime | None = None,
+    expand: dict[str, float] | None = None,
 ) -> list[SearchHit]:
     """The ranking stages over the union of `scopes`, every hit with its explanation;
     deleted observations never appear (they leave the index when deleted, and are
-    checked again on fetch)."""
-    parsed = query_parse(query, ranking=ranking)
+    checked again on fetch). `now`: the time of asking, that "last week" counts from;
+    `expand`: terms added by feedback, each at its share of a term's weight."""
+    if ranking.multihop or ranking.prf:
+        from streams.search_understood import understood_search  # it calls back here
+
+        return understood_search(
+            store=store,
+            scopes=scopes,
+            query=query,
+            limit=limit,
+            exclude_ids=exclude_ids,
+            semantic=semantic,
+            min_score=min_score,
+            observed_after=observed_after,
+            observed_before=observed_before,
+            ranking=ranking,
+            now=now,
+        )
+    parsed = query_parse(query, ranking=ranking, now=now or utcnow(), expand=expand)
     limit = max(1, min(limit, MAX_LIMIT))
     if not parsed.terms or not scopes:
         return []
     totals, stats = store.search_index.read([ObjectId(s.id) for s in scopes], parsed.terms)
-    weights = term_weights(totals=totals, stats=stats, ranking=ranking, names=parsed.names)
+    weights = term_weights(
+        totals=totals, stats=stats, ranking=ranking, names=parsed.names, boosts=parsed.boosts
+    )
     candidates = term_stage(stats=stats, weights=weights, exclude_ids=exclude_ids)
     if ranking.people:
-        people_stage(candidates=candidates, query=parsed)
+        people_stage(candidates=candidates, query=parsed, boost=ranking.people_boost)
     windowed = observed_after is not None or observed_before is not None
     pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5)
     cut = cut_terms(stats)
@@ -275,7 +298,7 @@ def search_in_scopes(
         # Their scores are exact only now: ranked among themselves.
         complete_terms(kept, cut, weights)
         if ranking.people:
-            people_stage(candidates=kept, query=parsed)
+            people_stage(candidates=kept, query=parsed, boost=ranking.people_boost)
         rank_among(kept.values(), kept.values(), people=ranking.people)
     else:
         rank_among(candidates.values(), kept.values(), people=ranking.people)
@@ -307,7 +330,9 @@ def search_in_scopes(
             share=ranking.share,
         )
     if ranking.dates:
-        date_stage(candidates=kept, query=parsed)
+        date_stage(candidates=kept, query=parsed, boost=ranking.date_boost)
+    if ranking.when and parsed.window is not None:
+        when_stage(candidates=kept, window=parsed.window, share=ranking.when_share)
     lifecycle_stages(candidates=kept, ranking=ranking)
     final = [(c, c.score) for c in ordered(kept.values())]
     if semantic is not None and final:

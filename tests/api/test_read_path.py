@@ -216,7 +216,7 @@ def test_search_explain_min_score_and_observed_window(api: Client, store: Memory
     assert sum(why["terms"].values()) + sum(why["mechanisms"].values()) == pytest.approx(
         explained.json()["items"][0]["score"], abs=1e-4
     )
-    assert list(why["ranks"]) == ["terms", "people", "proximity", "neighbours", "dates"]
+    assert list(why["ranks"]) == ["terms", "people", "proximity", "neighbours", "dates", "when"]
 
     top = plain[0]["score"]
     strong = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": top})

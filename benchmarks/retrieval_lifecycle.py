@@ -1,0 +1,134 @@
+"""Issue 31's lifecycle ranking stages on the dev conversations (part of
+`retrieval_quality`), and among generated distractors (`lifecycle_at_scale`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from pymongo import MongoClient
+
+from benchmarks.harness import embedded_server, print_table
+from benchmarks.retrieval_loo import Dev
+from benchmarks.retrieval_quality import (
+    AGENT,
+    CATEGORIES,
+    DATA,
+    USER,
+    _ours,
+    _row,
+    _turns,
+)
+from streams.ranking import FINAL, Ranking
+from streams.search import search_observations
+from streams.store import MemoryStore
+
+# -- lifecycle stages (issue 31) --------------------------------------------------------
+
+NO_LIFECYCLE = replace(FINAL, feedback=False, access=False, recency=False, mmr=False)
+LIFECYCLE: dict[str, Ranking] = {
+    "final without lifecycle stages": NO_LIFECYCLE,
+    "+ recency exp(-age/30 days)": replace(NO_LIFECYCLE, recency=True),
+    "+ MMR among the top 10": replace(NO_LIFECYCLE, mmr=True),
+}
+AFTER_FEEDBACK: dict[str, Ranking] = {
+    "+ feedback prior": replace(NO_LIFECYCLE, feedback=True),
+    "+ retrieval counts": replace(NO_LIFECYCLE, access=True),
+    "+ importance (feedback and retrieval counts)": replace(
+        NO_LIFECYCLE, feedback=True, access=True
+    ),
+    "+ importance, recency and MMR together": replace(
+        NO_LIFECYCLE, feedback=True, access=True, recency=True, mmr=True
+    ),
+    "final ranking (defaults)": FINAL,
+}
+
+
+def lifecycle_table(client: MongoClient, devs: list[Dev]) -> None:
+    """Each lifecycle stage alone and together, on every dev conversation.
+
+    Retrieval counts and feedback need usage, which the dataset does not have: the even
+    questions play it (each is searched, its top 5 count as retrieved, and the agent
+    says of each whether it was evidence: useful, or not), then every ranker is measured
+    on the odd questions only, so no question is helped by its own feedback.
+    """
+    rows: list[list[object]] = []
+    for d in devs:  # last: the usage it plays writes counts and feedback to the stores
+        store, questions = d.store, d.questions
+        held_out = list(range(1, len(questions), 2))
+        for name, ranking in LIFECYCLE.items():
+            ranker = _ours(store, ranking, now=d.now)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{d.name}: {name}", None, held_out, questions, ranked))
+        _usage(store, [questions[i] for i in range(0, len(questions), 2)])
+        for name, ranking in AFTER_FEEDBACK.items():
+            ranker = _ours(store, ranking, now=d.now)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{d.name}: {name}", None, held_out, questions, ranked))
+        client.drop_database(store.db.name)
+    print_table(
+        "Lifecycle ranking stages on the dev conversations (odd questions; the even ones "
+        "gave the retrievals and feedback)",
+        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
+        rows,
+    )
+
+
+def lifecycle_at_scale(distractors: int) -> None:
+    """The lifecycle table for conv-26 among `distractors` generated observations (newer
+    than the conversation: what recency must not favour), seeded as `search_scale` does.
+    `python -c "...; lifecycle_at_scale(100_000)"`; not part of `run()` (seeding is slow)."""
+    from benchmarks.search_scale import _seed
+
+    conversation = json.loads(DATA.read_text())
+    turns = _turns(conversation)
+    questions = [q for q in conversation["qa"] if q.get("category") in CATEGORIES]
+    held_out = list(range(1, len(questions), 2))
+    rows: list[list[object]] = []
+    with embedded_server() as server:
+        client = MongoClient(server.uri, tz_aware=True)
+        store = MemoryStore(client, f"bench_lifecycle_scale_{distractors}")
+        started = time.perf_counter()
+        _seed(store, turns, distractors)
+        seeded = time.perf_counter() - started
+        label = f"conv-26 + {distractors:,} distractors"
+        for name, ranking in LIFECYCLE.items():
+            ranker = _ours(store, ranking)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
+        _usage(store, [questions[i] for i in range(0, len(questions), 2)])
+        for name, ranking in AFTER_FEEDBACK.items():
+            ranker = _ours(store, ranking)
+            ranked = {i: ranker(questions[i]["question"]) for i in held_out}
+            rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
+        client.drop_database(store.db.name)
+        client.close()
+    print_table(
+        f"Lifecycle ranking stages among distractors (odd questions; seeded in {seeded:.0f} s)",
+        ["ranker", "category", "questions", "recall@1", "recall@5", "recall@10", "hit@5"],
+        rows,
+    )
+
+
+def _usage(store: MemoryStore, questions: list[dict]) -> None:
+    """The agent's usage on these questions: top 5 retrieved, each marked useful or not."""
+    from bson import ObjectId
+
+    for question in questions:
+        hits = search_observations(
+            store=store,
+            agent_id=AGENT,
+            user_id=USER,
+            query=question["question"],
+            limit=5,
+            record_access=False,
+            ranking=NO_LIFECYCLE,
+        )
+        evidence = set(question["evidence"])
+        ids = [ObjectId(h.observation.id) for h in hits]
+        store.observations.record_access(ids, now=datetime.now(UTC))
+        for hit, oid in zip(hits, ids, strict=True):
+            useful = hit.observation.source_message_ids[0] in evidence
+            store.observations.add_feedback(oid, useful=useful, call_id=None)
