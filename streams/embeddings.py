@@ -79,8 +79,22 @@ def embeddings_compute(
     now = now or utcnow()
     until = until or now - LAG
     remember = start is None
-    at = start or store.embeddings.cursor() or now - BACKFILL
     embedded = calls = 0
+    while calls < max_calls:  # edited since embedded: the walk's cursor is past them
+        found = store.embeddings.stale(limit=BATCH)
+        store.embeddings.unmark_stale([d["_id"] for d in found if d.get("deleted_at")])
+        stale = [d for d in found if d.get("deleted_at") is None]
+        if not stale:
+            if found:
+                continue
+            break
+        vectors = provider.embed([d["content"] for d in stale], model)
+        calls += 1
+        store.embeddings.save(
+            {d["_id"]: v for d, v in zip(stale, vectors, strict=True)}, model=model
+        )
+        embedded += len(stale)
+    at = start or store.embeddings.cursor() or now - BACKFILL
     window = WINDOW
     while at < until and calls < max_calls:
         end = min(at + window, until)

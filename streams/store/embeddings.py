@@ -29,6 +29,8 @@ INDEXES: list[IndexSpec] = [
     index(OBSERVATIONS, "_id", "embedding_model"),
     # A scope's vectors saved since a process last read them (one equality per scope).
     index(OBSERVATIONS, "scope_id", "embedding_model", "embedding_seq"),
+    # Observations whose text changed after they were embedded (few at any time).
+    index(OBSERVATIONS, "embedding_stale"),
 ]
 CURSOR_ID = "observations"
 SETTLE = timedelta(seconds=5)  # a vector saved this recently may not be committed yet
@@ -80,6 +82,19 @@ class EmbeddingRepository:
         )
         return list(cursor)
 
+    def stale(self, *, limit: int) -> list[dict[str, Any]]:
+        """Observations edited since they were embedded, whatever their age."""
+        cursor = self.observations.find(
+            {"embedding_stale": True}, {"content": 1, "deleted_at": 1}
+        ).limit(limit)
+        return list(cursor)
+
+    def unmark_stale(self, ids: list[ObjectId]) -> None:
+        if ids:
+            self.observations.update_many(
+                {"_id": {"$in": ids}}, {"$unset": {"embedding_stale": ""}}
+            )
+
     def save(self, vectors: dict[ObjectId, list[float]], *, model: str) -> None:
         if vectors:
             self.observations.bulk_write(
@@ -91,7 +106,8 @@ class EmbeddingRepository:
                                 "embedding": encode_vector(v),
                                 "embedding_model": model,
                                 "embedding_seq": ObjectId(),
-                            }
+                            },
+                            "$unset": {"embedding_stale": ""},
                         },
                     )
                     for oid, v in vectors.items()
