@@ -111,7 +111,6 @@ def run(sizes: list[int] | None = None) -> None:
                 rankers[name] = _search(store, FINAL, SemanticRanker(memo, LOCAL_MODEL, fusion))
             default = SemanticRanker(memo, LOCAL_MODEL)
             for name, ranking in STAGED.items():
-                rankers[f"text, {name}"] = _search(store, ranking, None)
                 rankers[f"fused (default), {name}"] = _search(store, ranking, default)
             for name, ranker in rankers.items():
                 ranked = {i: ranker(q["question"]) for i, q in enumerate(questions)}
@@ -119,8 +118,12 @@ def run(sizes: list[int] | None = None) -> None:
                     chosen = [
                         i for i, q in enumerate(questions) if category in (None, q["category"])
                     ]
+                    if not chosen:
+                        continue
                     row = _row(f"{path.stem}: {name}", category, chosen, questions, ranked)
                     rows.append(row)
+                    if category is None:
+                        print(row, flush=True)
                     if category is None:
                         recall5[(path.stem, name)] = float(row[4])
             latency.append(_timed(store, questions, embedder, path.stem))
