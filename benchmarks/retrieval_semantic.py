@@ -17,6 +17,7 @@ fresh embedder cache.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -47,7 +48,16 @@ FUSIONS: dict[str, Fusion] = {
     "fused weighted 0.5, top 30": Fusion(method="weighted", depth=30, weight=0.5),
     "fused weighted 1.0, top 30": Fusion(method="weighted", depth=30, weight=1.0),
     "fused weighted 0.5, top 50": Fusion(method="weighted", depth=50, weight=0.5),
+    "fused weighted 0.1, top 30": Fusion(method="weighted", depth=30, weight=0.1),
+    "fused weighted 0.2, top 30": Fusion(method="weighted", depth=30, weight=0.2),
+    "fused late RRF, top 10 of each": Fusion(method="late", depth=10),
+    "fused late RRF, top 20 of each": Fusion(method="late", depth=20),
+    "fused late RRF, top 5 of each": Fusion(method="late", depth=5),
 }
+# `BENCH_FUSIONS=late,0.1` runs only the fusions whose name holds one of these.
+_ONLY = [w for w in os.environ.get("BENCH_FUSIONS", "").split(",") if w]
+if _ONLY:
+    FUSIONS = {n: f for n, f in FUSIONS.items() if any(w in n for w in _ONLY)}
 BARE = replace(LAST_WAVE, k1=FINAL.k1, b=FINAL.b, question_words=True, names=True)
 STAGED: dict[str, Ranking] = {
     "bare (BM25 + question words + names cap)": BARE,
@@ -110,7 +120,7 @@ def run(sizes: list[int] | None = None) -> None:
             for name, fusion in FUSIONS.items():
                 rankers[name] = _search(store, FINAL, SemanticRanker(memo, LOCAL_MODEL, fusion))
             default = SemanticRanker(memo, LOCAL_MODEL)
-            for name, ranking in STAGED.items():
+            for name, ranking in STAGED.items() if os.environ.get("BENCH_STAGES") != "0" else []:
                 rankers[f"fused (default), {name}"] = _search(store, ranking, default)
             for name, ranker in rankers.items():
                 ranked = {i: ranker(q["question"]) for i, q in enumerate(questions)}
@@ -214,7 +224,7 @@ def _summary(recall5: dict[tuple[str, str], float]) -> None:
         for n in names
     ]
     print_table("recall@5 per conversation (all categories)", ["ranker", *stems, "mean"], rows)
-    choices = [TEXT, *FUSIONS]
+    choices = [TEXT, *(n for n in FUSIONS if (stems[0], n) in recall5)]
     loo = []
     for held in stems:
         rest = [s for s in stems if s != held]

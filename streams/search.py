@@ -57,7 +57,7 @@ from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
 from streams.store.write_batch import WriteBatch
-from streams.vectors import fusion_stage, nearest_in_scopes
+from streams.vectors import fusion_stage, late_fusion, nearest_in_scopes
 
 MAX_LIMIT = 50
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
@@ -326,6 +326,8 @@ def search_in_scopes(
         date_stage(candidates=kept, query=parsed)
     lifecycle_stages(candidates=kept, ranking=ranking)
     final = [(c, c.score) for c in ordered(kept.values())]
+    if semantic is not None and nearest and semantic.fusion.method == "late":
+        final = late_fusion(final, [(o, c) for o, c in nearest if o in kept], semantic.fusion)
     if ranking.mmr and final:
         final = mmr_reorder(final, k=limit)
     order = {t: i for i, t in enumerate(parsed.terms)}
@@ -429,6 +431,8 @@ def _fuse(
     for candidate in kept.values():
         if not candidate.terms and weights is not None and candidate.observation is not None:
             candidate.terms = text_terms(candidate.observation.content, parsed, weights)
+    if ranker.fusion.method == "late":
+        return  # fused after every stage (`late_fusion`)
     text = [(c.observation_id, c.score) for c in ordered(kept.values()) if c.terms]
     fusion_stage(
         candidates=kept,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
@@ -40,7 +40,7 @@ CHUNK = 16_384  # rows per matrix product: bounded temporary memory at any scope
 BRUTE_FORCE_LIMIT = 200_000
 RRF_K = 60
 
-Method = Literal["rrf", "weighted"]
+Method = Literal["rrf", "weighted", "late"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,11 @@ class Fusion:
     score, the embeddings' `depth` nearest). `rrf`: reciprocal rank fusion, each list
     counts 1/(k + rank), scaled so the best of both scores as the best text match (the
     later stages add shares of that score). `weighted`: the text score plus `weight`
-    times the best text score times the cosine, min-max normalised over the nearest."""
+    times the best text score times the cosine, min-max normalised over the nearest.
+    `late`: the embeddings' candidates join the pool with their own text score, every
+    stage runs, then RRF of the final text ranking's top `depth` and the nearest `depth`
+    (what fusing two top-10 lists did in the issue's side run); the rest follow in text
+    order."""
 
     method: Method = "rrf"
     depth: int = 30
@@ -196,6 +200,32 @@ def fused_scores(
         for oid, cosine in nearest:
             fused[oid] = fused.get(oid, 0.0) + fusion.weight * top * (cosine - low) / span
     return fused
+
+
+def late_fusion(
+    ranked: list[tuple[Candidate, float]],
+    nearest: list[tuple[ObjectId, float]],
+    fusion: Fusion,
+) -> list[tuple[Candidate, float]]:
+    """The final text ranking (best first) fused by RRF with the nearest list: each
+    candidate's `semantic` mechanism makes up the difference. Candidates in neither top
+    `depth` keep their text order below every fused one."""
+    text = [(c.observation_id, score) for c, score in ranked]
+    fused = fused_scores(text, nearest, replace(fusion, method="rrf"))
+    top = max((s for _, s in text[: fusion.depth]), default=0.0) or 1.0
+    floor = top * (fusion.k + 1) / 2 / (fusion.k + fusion.depth + 1)
+    out = []
+    for candidate, score in ranked:
+        new = fused.get(candidate.observation_id)
+        if new is None:
+            new = floor * max(0.0, min(score / top, 1.0)) * 0.5
+        candidate.mechanisms["semantic"] = new - score
+        out.append((candidate, new))
+    return sorted(out, key=lambda pair: (-pair[1], -_id_key(pair[0])))
+
+
+def _id_key(candidate: Candidate) -> int:
+    return int.from_bytes(candidate.observation_id.binary, "big")
 
 
 def fusion_stage(

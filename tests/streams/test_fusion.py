@@ -56,3 +56,17 @@ def test_scope_vectors_find_the_nearest_and_replace_a_reembedded_row() -> None:
     assert len(vectors.ids) == 3
     assert [oid for oid, _ in vectors.nearest([1, 0.1], 1)] == [C]
     assert vectors.nearest([1, 0, 0], 1) == []  # another dimension: nothing comparable
+
+
+def test_late_fusion_reorders_the_final_ranking_and_keeps_the_rest_in_text_order() -> None:
+    from streams.ranking import Candidate
+    from streams.vectors import late_fusion
+
+    a, b, c, d = (Candidate(oid, terms={"t": 4.0 - i}) for i, oid in enumerate((A, B, C, D)))
+    ranked = [(a, 4.0), (b, 3.0), (c, 2.0), (d, 1.0)]
+    out = late_fusion(ranked, [(D, 0.9)], Fusion(method="late", depth=2))
+    order = [cand.observation_id for cand, _ in out]
+    # D (nearest first) ties A (text first); B second in text; C fused in neither list.
+    assert set(order[:2]) == {A, D} and order[2:] == [B, C]
+    assert out[0][1] == pytest.approx(4.0 * 61 / 2 / 61)
+    assert all(cand.score == pytest.approx(score) for cand, score in out)
