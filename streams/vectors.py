@@ -5,8 +5,8 @@ Vectors live on the observation documents (`streams.store.embeddings`). A search
 not read a scope's vectors from the store each time (a scope of 100,000 holds 150 MB of
 them), so each process keeps a matrix per (database, scope, model), refreshed on
 every search by one indexed read of the vectors saved since it last looked
-(`embedding_seq`, an ObjectId taken when a vector is saved; the last seconds are read
-again, so a vector committed late is not missed). Nearest neighbours are
+(`embedding_seq`, an ObjectId taken when a vector is saved; from a few seconds before
+the last read, so a vector committed late is not missed). Nearest neighbours are
 exact (brute force, a float32 matrix product in chunks): measured in
 `benchmarks.search_scale`, it stays within the search budget far past the scopes this
 service holds (see `BRUTE_FORCE_LIMIT`). A deleted or edited observation's stale vector
@@ -18,13 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from bson import ObjectId
 
 from streams.ranking import Candidate
 from streams.store import MemoryStore
+from streams.store.embeddings import SETTLE
 
 try:  # numpy comes with the local-embeddings extra (and most deployments)
     import numpy as np
@@ -70,7 +71,9 @@ class ScopeVectors:
         self.ids: list[ObjectId] = []
         self.row: dict[ObjectId, int] = {}
         self.matrix = None  # np.ndarray (n, d), rows unit length
-        self.seen: datetime | None = None  # when the newest vector read was saved
+        # Every vector saved before this was read (a vector commits within SETTLE of
+        # being saved): the next refresh reads from here.
+        self.safe: datetime | None = None
         self.lock = threading.Lock()
 
     def add(self, rows: list[tuple[ObjectId, bytes]]) -> None:
@@ -158,10 +161,11 @@ def nearest_in_scopes(
     for scope_id in scope_ids:
         vectors = scope_vectors(store.db.name, scope_id, model)
         with vectors.lock:
-            rows, vectors.seen = store.embeddings.saved_since(
-                scope_id, model=model, after=vectors.seen
-            )
-            vectors.add(rows)
+            started = datetime.now(UTC)
+            vectors.add(store.embeddings.saved_since(scope_id, model=model, since=vectors.safe))
+            safe = started - SETTLE
+            if vectors.safe is None or safe > vectors.safe:
+                vectors.safe = safe
             found += vectors.nearest(query, k)
     return sorted(found, key=lambda pair: -pair[1])[:k]
 

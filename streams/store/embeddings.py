@@ -133,13 +133,12 @@ class EmbeddingRepository:
         return found
 
     def saved_since(
-        self, scope_id: ObjectId, *, model: str, after: datetime | None
-    ) -> tuple[list[tuple[ObjectId, bytes]], datetime | None]:
-        """The scope's vectors for `model` saved since `after` less SETTLE (a vector saved
-        just before may have committed since: read again, it replaces itself), as raw
-        float32 bytes, and when the newest was saved. A closed range: one scan of what it
-        matches (a first read loads the whole scope)."""
-        low = (after - SETTLE) if after is not None else datetime(1970, 1, 2, tzinfo=UTC)
+        self, scope_id: ObjectId, *, model: str, since: datetime | None
+    ) -> list[tuple[ObjectId, bytes]]:
+        """The scope's vectors for `model` saved since `since` (all without it), as raw
+        float32 bytes. A closed range: one scan of what it matches (a first read loads
+        the whole scope, later ones only the last seconds' vectors)."""
+        low = since if since is not None else datetime(1970, 1, 2, tzinfo=UTC)
         high = datetime.now(UTC) + timedelta(days=1)
         cursor = self.observations.find(
             {
@@ -150,20 +149,14 @@ class EmbeddingRepository:
                     "$lt": ObjectId.from_datetime(high),
                 },
             },
-            {"embedding": 1, "embedding_seq": 1},
+            {"embedding": 1},
             batch_size=10_000,
         )
         rows = []
-        newest = after
         for doc in cursor:
             stored = doc.get("embedding")
             if isinstance(stored, Binary) and stored.subtype == 9:
                 rows.append((doc["_id"], bytes(stored)[2:]))  # after the dtype and padding
             elif isinstance(stored, list):
                 rows.append((doc["_id"], bytes(encode_vector(stored))[2:]))
-            else:
-                continue
-            saved = doc["embedding_seq"].generation_time
-            if newest is None or saved > newest:
-                newest = saved
-        return rows, newest
+        return rows
