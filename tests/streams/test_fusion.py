@@ -38,8 +38,10 @@ def test_weighted_adds_the_normalised_cosine_to_the_text_score() -> None:
 
 
 def test_no_text_candidates_still_ranks_the_nearest() -> None:
-    fused = fused_scores([], [(C, 0.9), (D, 0.1)], Fusion())
+    fused = fused_scores([], [(C, 0.9), (D, 0.1)], Fusion(method="rrf"))
     assert fused[C] > fused[D] > 0
+    weighted = fused_scores([], [(C, 0.9), (D, 0.1)], Fusion(method="weighted"))
+    assert weighted[C] > weighted[D] == 0  # the farthest of the nearest adds nothing
 
 
 def test_scope_vectors_find_the_nearest_and_replace_a_reembedded_row() -> None:
