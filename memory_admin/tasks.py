@@ -26,7 +26,7 @@ from streams.bulk import bulk_run
 from streams.chat import chat_ingest_run
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
-from streams.embeddings import embeddings_compute
+from streams.embeddings import embeddings_after_job, embeddings_compute
 from streams.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.jobs import JobRun, job_execute
 from streams.privacy import forget_user_run
@@ -88,7 +88,7 @@ def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
             store=get_store(),
             job_id=job_id,
             llm=get_llm_provider(),
-            work=work,
+            work=_then_embed(work),
             stale_after=timedelta(seconds=settings.MEMORY_JOB_STALE_SECONDS),
         )
     except Exception as exc:
@@ -98,6 +98,23 @@ def _execute(task, job_id: str, work: Callable[[JobRun], None]) -> None:
     if run is not None:
         for follow_up in run.follow_ups:
             enqueue(follow_up)
+
+
+def _then_embed(work: Callable[[JobRun], None]) -> Callable[[JobRun], None]:
+    """The job's work, then the embeddings of what it wrote (by the same job, never by
+    the request; a no-op without a semantic layer)."""
+
+    def run(job_run: JobRun) -> None:
+        work(job_run)
+        ranker = semantic_ranker()
+        if ranker is not None and job_run.job.started_at is not None:
+            embedded = embeddings_after_job(
+                store=get_store(), ranker=ranker, started=job_run.job.started_at
+            )
+            if embedded:
+                job_run.result["embedded"] = embedded
+
+    return run
 
 
 @shared_task(name="memory_admin.tasks.run_formation", **TASK_OPTIONS)
@@ -220,8 +237,8 @@ def check_store() -> dict[str, str]:
 
 @shared_task(name="memory_admin.tasks.compute_embeddings")
 def compute_embeddings() -> int:
-    """Periodic: embed the observations written since the last run (semantic search only;
-    a no-op without `MEMORY_EMBEDDING_MODEL`). Never part of a write."""
+    """Periodic: embed the observations written since the last run (those a request added;
+    a job embeds its own); a no-op without a semantic layer. Never part of a write."""
     ranker = semantic_ranker()
     if ranker is None:
         return 0

@@ -12,3 +12,7 @@ application = get_wsgi_application()
 from memory_admin.scheduler import start_inprocess_scheduler  # noqa: E402
 
 start_inprocess_scheduler()  # in-process mode only: a no-op when a broker is configured
+
+from memory_admin.embeddings import warm_up  # noqa: E402
+
+warm_up()  # the local model loads in the background, not in the first search

@@ -1,35 +1,39 @@
-"""The optional semantic layer: observation embeddings computed in the background, and a
-reranking of text-search candidates fused by reciprocal rank fusion (RRF).
+"""The optional semantic layer: observation embeddings computed in the background, and
+the query's embedding, whose nearest observations join the text index's candidates
+(`streams.vectors`, fused before the later ranking stages).
 
 Never on the ingest path: `embeddings_compute` walks new observations by time windows of
-their `_id` (a periodic task), so a slow or failing embedding provider delays vectors,
-never a write. At query time one embedding call ranks the text search's candidate pool
-by cosine similarity; a failing call falls back to the text ranking. Without a vector
-index on every deployment, the semantic layer reorders candidates, it does not add any.
+their `_id`, run by the jobs that write observations once their work is done, by a
+periodic task (adds made by a request), and by `manage.py embed_observations` (backfill),
+so a slow or failing embedding provider delays vectors, never a write. At query time one
+embedding call; a failing call falls back to the text ranking.
+
+Two providers behind the `Embedder` port: the OpenAI-compatible embeddings API
+(`MEMORY_EMBEDDING_MODEL`) and a local model shipped in a package
+(`streams.local_embeddings`, the `local-embeddings` extra).
 """
 
 from __future__ import annotations
 
 import logging
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
 from bson import ObjectId
 
-from streams.documents import Observation, utcnow
+from streams.documents import utcnow
 from streams.llm.port import LLMError
 from streams.store import MemoryStore
+from streams.vectors import Fusion
 
 logger = logging.getLogger("streams.embeddings")
-RRF_K = 60
-RERANK_POOL = 50  # text candidates the semantic ranking reorders
 WINDOW = timedelta(hours=1)
 LAG = timedelta(minutes=2)  # an open transaction's observations are not skipped
 BACKFILL = timedelta(days=7)  # where a first run starts
 MAX_WINDOW = timedelta(days=1)
 BATCH = 64
+JOB_MARGIN = timedelta(seconds=1)  # a job's first write may share its start's second
 
 
 class Embedder(Protocol):
@@ -38,8 +42,21 @@ class Embedder(Protocol):
 
 @dataclass(frozen=True)
 class SemanticRanker:
+    """An embedding provider and model, and how its candidates fuse with the text's."""
+
     provider: Embedder
     model: str
+    fusion: Fusion = field(default_factory=Fusion)
+
+
+def query_vector(ranker: SemanticRanker, query: str) -> list[float] | None:
+    """The query's embedding; None when the provider fails (search stays lexical)."""
+    try:
+        [vector] = ranker.provider.embed([query], ranker.model)
+    except (LLMError, ValueError, OSError):
+        logger.warning("query embedding failed; text ranking only", exc_info=True)
+        return None
+    return vector
 
 
 def embeddings_compute(
@@ -49,16 +66,35 @@ def embeddings_compute(
     model: str,
     now: datetime | None = None,
     max_calls: int = 20,
+    start: datetime | None = None,
+    until: datetime | None = None,
 ) -> int:
     """Embed the observations created since the last run (deleted ones skipped); the count.
 
     The cursor moves only past windows fully done, so an error leaves the rest for the
-    next run; at most `max_calls` embedding calls per run.
+    next run; at most `max_calls` embedding calls per run. A backfill passes `start`
+    (the oldest observation's time): it walks from there and leaves the cursor alone; a
+    job that wrote observations passes its start and `until` now (its writes committed).
     """
     now = now or utcnow()
-    until = now - LAG
-    at = store.embeddings.cursor() or now - BACKFILL
+    until = until or now - LAG
+    remember = start is None
     embedded = calls = 0
+    while calls < max_calls:  # edited since embedded: the walk's cursor is past them
+        found = store.embeddings.stale(limit=BATCH)
+        store.embeddings.unmark_stale([d["_id"] for d in found if d.get("deleted_at")])
+        stale = [d for d in found if d.get("deleted_at") is None]
+        if not stale:
+            if found:
+                continue
+            break
+        vectors = provider.embed([d["content"] for d in stale], model)
+        calls += 1
+        store.embeddings.save(
+            {d["_id"]: v for d, v in zip(stale, vectors, strict=True)}, model=model
+        )
+        embedded += len(stale)
+    at = start or store.embeddings.cursor() or now - BACKFILL
     window = WINDOW
     while at < until and calls < max_calls:
         end = min(at + window, until)
@@ -84,44 +120,45 @@ def embeddings_compute(
             after = docs[-1]["_id"]
         else:
             break  # out of calls inside this window: it is done next run
-        store.embeddings.advance(end)
+        if remember:
+            store.embeddings.advance(end)
         at = end
         # Quiet stretches are crossed in growing steps; a busy one goes back to small ones.
         window = WINDOW if seen else min(window * 2, MAX_WINDOW)
     return embedded
 
 
-def semantic_rerank(
-    *,
-    store: MemoryStore,
-    ranker: SemanticRanker,
-    query: str,
-    candidates: list[ObjectId],
-) -> list[tuple[Observation, float]] | None:
-    """The candidates (text order) fused with their cosine order by RRF, best first, with
-    the fused score; None when the query cannot be embedded (the caller keeps text order)."""
+def embeddings_after_job(
+    *, store: MemoryStore, ranker: SemanticRanker, started: datetime, now: datetime | None = None
+) -> int:
+    """What a job wrote (every observation created since it started), embedded by the job
+    itself once its work is done: its transactions are committed, so nothing is skipped.
+    A failure is logged and left to the periodic walk: the job's work stands."""
     try:
-        [query_vector] = ranker.provider.embed([query], ranker.model)
-    except (LLMError, ValueError):
-        logger.warning("query embedding failed; text ranking only", exc_info=True)
-        return None
-    found = store.embeddings.with_vectors(candidates, model=ranker.model)
-    similarity = {
-        o.id: _cosine(query_vector, v) for o, v in found if v and len(v) == len(query_vector)
-    }
-    semantic_rank = {
-        oid: rank for rank, oid in enumerate(sorted(similarity, key=lambda i: -similarity[i]))
-    }
-    fused = []
-    for text_rank, (observation, _) in enumerate(found):
-        score = 1 / (RRF_K + text_rank + 1)
-        if observation.id in semantic_rank:
-            score += 1 / (RRF_K + semantic_rank[observation.id] + 1)
-        fused.append((observation, score))
-    return sorted(fused, key=lambda pair: -pair[1])
+        return embeddings_compute(
+            store=store,
+            provider=ranker.provider,
+            model=ranker.model,
+            start=started - JOB_MARGIN,
+            until=(now or utcnow()) + JOB_MARGIN,  # `_id` ranges go by whole seconds
+            max_calls=100,
+        )
+    except (LLMError, ValueError, OSError):
+        logger.warning("embedding a job's observations failed; the periodic walk retries")
+        return 0
 
 
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+def embeddings_backfill(*, store: MemoryStore, ranker: SemanticRanker) -> int:
+    """Every observation stored without a vector for the ranker's model, oldest first (the
+    `embed_observations` command); resumable and idempotent: embedded ones are skipped."""
+    oldest = store.embeddings.oldest()
+    if oldest is None:
+        return 0
+    return embeddings_compute(
+        store=store,
+        provider=ranker.provider,
+        model=ranker.model,
+        start=oldest - JOB_MARGIN,
+        until=utcnow() + JOB_MARGIN,  # the periodic walk catches one committed later
+        max_calls=10**9,
+    )

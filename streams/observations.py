@@ -493,8 +493,9 @@ def observation_update(
         fields["flags"] = list(detection.flags)
         fields["flag_spans"] = [span.to_dict() for span in detection.spans]
         if content != observation.content:
-            # Its vector described the old text: text ranking alone serves it from now on.
-            fields.update(embedding=None, embedding_model=None)
+            # Its vector described the old text: dropped, and the next embedding walk
+            # embeds the new one (`embedding_stale`); text ranking serves it meanwhile.
+            fields.update(embedding=None, embedding_model=None, embedding_stale=True)
             fields["text_key"] = text_key(observation.scope_id, content)
     if private is not None:
         fields["private"] = private

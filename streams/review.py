@@ -145,6 +145,7 @@ def observation_release(
             flag_spans=[s.to_dict() for s in detection.spans],
             embedding=None,
             embedding_model=None,
+            embedding_stale=True,
         )
         released = replace(
             released,

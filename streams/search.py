@@ -23,20 +23,23 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.documents import Observation, Scope, utcnow
-from streams.embeddings import RERANK_POOL, SemanticRanker, semantic_rerank
+from streams.embeddings import SemanticRanker, query_vector
 from streams.exceptions import NotFound
 from streams.ids import require_object_id
 from streams.ranking import (
     FINAL,
     STAGES,
     Candidate,
+    Query,
     Ranking,
+    TermWeights,
     complete_terms,
     cut_terms,
     ordered,
     people_stage,
     query_parse,
     rank_among,
+    rank_stage,
     term_stage,
     term_weights,
     upper_bound,
@@ -48,12 +51,14 @@ from streams.rerank import (
     neighbour_stage,
     neighbour_steps,
     proximity_stage,
+    text_terms,
     when_stage,
 )
 from streams.search_text import term_counts
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
 from streams.store.write_batch import WriteBatch
+from streams.vectors import fusion_stage, late_fusion, nearest_in_scopes
 
 MAX_LIMIT = 50
 WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
@@ -196,8 +201,9 @@ def search_observations(
     in `[observed_after, observed_before)`, scoring at least `min_score`; they count as
     an access (as in a context), unless `record_access` is off (benchmarks).
 
-    With `semantic` (an embedding model is configured) the ranked candidates are reordered
-    by reciprocal rank fusion with their embedding similarity, and `score` is the fused one.
+    With `semantic` (an embedding model is configured) the observations nearest to the
+    query's embedding join the text candidates, fused (`streams.vectors`) before the
+    stages after people, and `score` is the fused one plus those stages.
     """
     scopes = search_scopes(
         store=store, agent_id=agent_id, user_id=user_id, group_ids=group_ids, scope_id=scope_id
@@ -281,6 +287,14 @@ def search_in_scopes(
         )[:pool_size]
     else:
         pool = ordered(candidates.values())[:pool_size]
+    nearest: list[tuple[ObjectId, float]] = []
+    if semantic is not None:
+        nearest = _nearest(store=store, ranker=semantic, query=query, scopes=scopes, limit=limit)
+        nearest = [(oid, c) for oid, c in nearest if str(oid) not in exclude_ids]
+        pooled = {c.observation_id for c in pool}
+        for oid, _ in nearest:
+            if oid not in pooled:
+                pool.append(candidates.setdefault(oid, Candidate(oid)))
     fetched = store.observations.get_many_observed(
         [c.observation_id for c in pool],
         observed_after=observed_after,
@@ -302,6 +316,8 @@ def search_in_scopes(
         rank_among(kept.values(), kept.values(), people=ranking.people)
     else:
         rank_among(candidates.values(), kept.values(), people=ranking.people)
+    if semantic is not None and nearest:
+        _fuse(kept=kept, nearest=nearest, ranker=semantic, parsed=parsed, weights=weights)
     if ranking.proximity:
         proximity_stage(candidates=kept, query=parsed, weights=weights)
     if ranking.neighbours and kept:
@@ -335,8 +351,8 @@ def search_in_scopes(
         when_stage(candidates=kept, window=parsed.window, share=ranking.when_share)
     lifecycle_stages(candidates=kept, ranking=ranking)
     final = [(c, c.score) for c in ordered(kept.values())]
-    if semantic is not None and final:
-        final = _semantic(store=store, ranker=semantic, query=query, ranked=final)
+    if semantic is not None and nearest and semantic.fusion.method == "late":
+        final = late_fusion(final, [(o, c) for o, c in nearest if o in kept], semantic.fusion)
     if ranking.mmr and final:
         final = mmr_reorder(final, k=limit)
     order = {t: i for i, t in enumerate(parsed.terms)}
@@ -410,17 +426,43 @@ def _previous(stage: str) -> str:
     return STAGES[index - 1] if index else stage
 
 
-def _semantic(
+def _nearest(
+    *, store: MemoryStore, ranker: SemanticRanker, query: str, scopes: list[Scope], limit: int
+) -> list[tuple[ObjectId, float]]:
+    """The observations nearest to the query's embedding (none when it cannot be embedded)."""
+    vector = query_vector(ranker, query)
+    if vector is None:
+        return []
+    depth = max(ranker.fusion.depth, limit + 5)
+    return nearest_in_scopes(
+        store=store,
+        scope_ids=[ObjectId(s.id) for s in scopes],
+        model=ranker.model,
+        query=vector,
+        k=depth,
+    )
+
+
+def _fuse(
     *,
-    store: MemoryStore,
+    kept: dict[ObjectId, Candidate],
+    nearest: list[tuple[ObjectId, float]],
     ranker: SemanticRanker,
-    query: str,
-    ranked: list[tuple[Candidate, float]],
-) -> list[tuple[Candidate, float]]:
-    """The ranked candidates fused with their embedding order; the fused score replaces
-    the text score (the explanation keeps the text evidence)."""
-    by_id = {c.observation_id: c for c, _ in ranked[:RERANK_POOL]}
-    fused = semantic_rerank(store=store, ranker=ranker, query=query, candidates=list(by_id))
-    if fused is None:
-        return ranked
-    return [(by_id[ObjectId(o.id)], score) for o, score in fused if ObjectId(o.id) in by_id]
+    parsed: Query,
+    weights: TermWeights | None,
+) -> None:
+    """The fetched candidates' fused score (the `semantic` mechanism), after people. A
+    candidate the embeddings brought in gets its term score from its own text first."""
+    for candidate in kept.values():
+        if not candidate.terms and weights is not None and candidate.observation is not None:
+            candidate.terms = text_terms(candidate.observation.content, parsed, weights)
+    if ranker.fusion.method == "late":
+        return  # fused after every stage (`late_fusion`)
+    text = [(c.observation_id, c.score) for c in ordered(kept.values()) if c.terms]
+    fusion_stage(
+        candidates=kept,
+        text=text,
+        nearest=[(oid, c) for oid, c in nearest if oid in kept],
+        fusion=ranker.fusion,
+    )
+    rank_stage(kept.values(), "semantic")

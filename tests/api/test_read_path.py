@@ -187,11 +187,16 @@ def test_api_uses_embeddings_when_a_model_is_configured(
     )
     assert embedded == 1
 
-    response = api.get(f"{API}/agents/{'agent-1'}/search", {"q": "bees", "user_id": "u1"})
+    response = api.get(
+        f"{API}/agents/{'agent-1'}/search", {"q": "bees", "user_id": "u1", "explain": "true"}
+    )
 
     assert response.status_code == 200
     [item] = response.json()["items"]
-    assert item["score"] == pytest.approx(1 / 61 + 1 / 61, abs=1e-6)
+    # First in both the text and the embedding lists: fused, it keeps the best text score.
+    why = item["explanation"]
+    assert "semantic" in why["mechanisms"]
+    assert item["score"] == pytest.approx(sum(why["terms"].values()), abs=1e-5)
     assert len(fake_openai.embedding_requests) == 2  # the background batch, then the query
     assert fake_openai.embedding_requests[-1].body["input"] == ["bees"]
 

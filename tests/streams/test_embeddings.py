@@ -47,7 +47,7 @@ def test_compute_embeds_new_observations_once_and_skips_deleted(store: MemorySto
     assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 1
     assert embedder.calls == [["Has a kitten named Rust."]]
     doc = store.observations.collection.find_one({"_id": ObjectId(kept.id)})
-    assert doc["embedding"] == [1.0, 0.0] and doc["embedding_model"] == "m1"
+    assert doc["embedding"].as_vector().data == [1.0, 0.0] and doc["embedding_model"] == "m1"
     assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 0
 
 
@@ -62,17 +62,14 @@ def test_a_failing_provider_leaves_the_window_for_the_next_run(store: MemoryStor
     assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 1
 
 
-def test_semantic_layer_reorders_text_candidates_by_rrf(store: MemoryStore) -> None:
+def test_a_paraphrase_sharing_no_term_is_found_through_its_embedding(store: MemoryStore) -> None:
     scope = ScopeFactory.create(store=store, user_id="u1")
-    # Text ranks: "pet dog" together, then 3 words apart, then 4 apart with the kitten
-    # (the same terms: term proximity orders them).
     first = ObservationFactory.create(store=store, scope=scope, content="Pet dog daily.")
     second = ObservationFactory.create(
         store=store, scope=scope, content="Dog shop visit, pet food again today."
     )
-    kitten = ObservationFactory.create(
-        store=store, scope=scope, content="Long walks, the dog stays home; our pet kitten sleeps."
-    )
+    # Shares no term with the query: text search can never find it.
+    kitten = ObservationFactory.create(store=store, scope=scope, content="Our kitten sleeps.")
     embedder = TopicEmbedder()
     embeddings_compute(store=store, provider=embedder, model="m1", now=_later())
 
@@ -85,12 +82,14 @@ def test_semantic_layer_reorders_text_candidates_by_rrf(store: MemoryStore) -> N
         semantic=SemanticRanker(provider=embedder, model="m1"),
     )
 
-    assert [h.observation.id for h in text] == [first.id, second.id, kitten.id]
-    # The kitten line is semantically first: RRF lifts it above the shop line.
-    assert [h.observation.id for h in fused] == [first.id, kitten.id, second.id]
-    assert fused[1].score == pytest.approx(1 / 63 + 1 / 61, abs=1e-6)
-    assert fused[1].matched_terms == ["pet", "dog"]
-    # Vectors of another model do not count: text order stands (fused on text rank alone).
+    assert [h.observation.id for h in text] == [first.id, second.id]
+    # Every observation is near enough in so small a scope: in both lists, the text's two
+    # come first (RRF), then the kitten that only its embedding found.
+    assert [h.observation.id for h in fused] == [first.id, second.id, kitten.id]
+    kitten_hit = next(h for h in fused if h.observation.id == kitten.id)
+    assert kitten_hit.matched_terms == [] and kitten_hit.explanation is not None
+    assert kitten_hit.explanation.mechanisms["semantic"] > 0
+    # Vectors of another model do not count: text order stands.
     other = search_observations(
         store=store,
         agent_id=AGENT,
@@ -99,6 +98,26 @@ def test_semantic_layer_reorders_text_candidates_by_rrf(store: MemoryStore) -> N
         semantic=SemanticRanker(provider=embedder, model="m2"),
     )
     assert [h.observation.id for h in other] == [h.observation.id for h in text]
+
+
+def test_a_vector_saved_after_a_search_is_seen_by_the_next(store: MemoryStore) -> None:
+    scope = ScopeFactory.create(store=store, user_id="u1")
+    ObservationFactory.create(store=store, scope=scope, content="Pet dog daily.")
+    embedder = TopicEmbedder()
+    embeddings_compute(store=store, provider=embedder, model="m1", now=_later())
+    ranker = SemanticRanker(provider=embedder, model="m1")
+    before = search_observations(
+        store=store, agent_id=AGENT, user_id="u1", query="feline", semantic=ranker
+    )
+    kitten = ObservationFactory.create(store=store, scope=scope, content="A kitten naps.")
+    embeddings_compute(
+        store=store, provider=embedder, model="m1", now=_later(), start=utcnow() - timedelta(1)
+    )
+    after = search_observations(
+        store=store, agent_id=AGENT, user_id="u1", query="feline", semantic=ranker
+    )
+    assert kitten.id not in [h.observation.id for h in before]
+    assert after[0].observation.id == kitten.id
 
 
 def test_failing_query_embedding_falls_back_to_text_and_keeps_round_trips(
@@ -129,3 +148,9 @@ def test_a_content_change_drops_the_stale_vector(store: MemoryStore) -> None:
 
     doc = store.observations.collection.find_one({"_id": ObjectId(observation.id)})
     assert doc["embedding"] is None and doc["embedding_model"] is None
+    # The walk's cursor is past it: it is embedded again as edited, and found by it.
+    embedder = TopicEmbedder()
+    assert embeddings_compute(store=store, provider=embedder, model="m1", now=_later()) == 1
+    assert embedder.calls == [["Has a dog."]]
+    doc = store.observations.collection.find_one({"_id": ObjectId(observation.id)})
+    assert doc["embedding_model"] == "m1" and "embedding_stale" not in doc

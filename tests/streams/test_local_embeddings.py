@@ -1,0 +1,47 @@
+"""The local provider: the packaged all-MiniLM-L6-v2 loads and embeds with no network.
+
+Needs the `local-embeddings` extra (marker `local_embeddings`: deselected without it, see
+tests/conftest.py; `make test-local-embeddings`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.local_embeddings
+
+SCRIPT = """
+import json, socket
+def no_network(*args, **kwargs):
+    raise OSError("network disabled in this test")
+socket.socket.connect = no_network  # any download attempt fails loudly
+socket.create_connection = no_network
+from streams.local_embeddings import LocalEmbedder
+vectors = LocalEmbedder(threads=1).embed([
+    "Where has Melanie camped?",
+    "Melanie: we went camping at the beach near the lake last summer",
+    "Caroline: I bought a new car for my commute",
+])
+print(json.dumps(vectors))
+"""
+
+
+def test_the_local_model_loads_offline_and_ranks_a_paraphrase_first() -> None:
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": "/nonexistent",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    question, camping, car = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(question) == 384
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731 (unit vectors)
+    assert dot(question, camping) > dot(question, car) + 0.1
