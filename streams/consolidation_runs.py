@@ -50,9 +50,7 @@ def consolidation_request(
     if not scope.is_active:
         raise Conflict("the scope is paused: resume it to consolidate")
     active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation", session=session)
-    return active or _consolidation_job(
-        store, scope, trigger=trigger, actor=actor, session=session
-    )
+    return active or _consolidation_job(store, scope, trigger=trigger, actor=actor, session=session)
 
 
 def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
