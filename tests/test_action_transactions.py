@@ -26,6 +26,7 @@ from streams.actions.bulk import do_observations_bulk
 from streams.actions.consolidations import do_consolidation_trigger
 from streams.actions.exchange import do_memory_import, do_scope_export
 from streams.actions.jobs import do_job_retry
+from streams.actions.observations import do_observation_delete
 from streams.actions.pins import do_scope_pins_set
 from streams.actions.privacy import do_user_forget
 from streams.actions.prompts import do_prompt_check_create, do_prompt_save
@@ -100,6 +101,9 @@ CASES: dict[str, Act] = {
         events=list(WEBHOOK_EVENTS[:1]),
         allow_private=True,
     ),
+    "observation.delete": lambda s, w: do_observation_delete(
+        store=s, actor=CLI, observation=w.observation
+    ),
     "scope.export": lambda s, w: do_scope_export(store=s, actor=CLI, scope=w.scope),
     "agent.import": lambda s, w: do_memory_import(
         store=s, actor=CLI, agent_id=w.agent_id, document=_export_with_one_more(s, w)
@@ -110,13 +114,12 @@ CASES: dict[str, Act] = {
 NOT_YET = {
     # The service commits the change (and, for adds and feedback, the entry) in its own
     # transaction, then runs cascades (thresholds, rebuilds, copies) that are not yet
-    # written to run inside one.
+    # written to run inside one (delete and merge show the split: a write half in the
+    # action's transaction, an after half once it committed).
     "do_observation_add",
     "do_observation_add_once",
     "do_observation_add_batch",
     "do_observation_update",
-    "do_observation_delete",
-    "do_observation_merge",
     "do_observation_feedback",
     "do_consolidation_restore",
     "do_scope_create",
