@@ -24,10 +24,12 @@ from bson import ObjectId
 
 from streams.actions import base as actions_base
 from streams.actions.base import Actor
+from streams.actions.chat import do_chat_turn_finish
 from streams.actions.observations import do_observation_add, do_observation_delete
+from streams.actions.prompts import do_prompt_check_create
 from streams.actions.scopes import do_scope_create
 from streams.activity import activity_record
-from streams.chat import ChatMemory, ChatOutcome, chat_ingest_run, chat_prepare, chat_turn_finish
+from streams.chat import ChatMemory, ChatOutcome, chat_ingest_run, chat_prepare
 from streams.consolidation import consolidation_commit
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, Observation, Scope, utcnow
@@ -42,7 +44,6 @@ from streams.formation import (
 from streams.jobs import JobRun, job_execute
 from streams.llm.offline import OfflineProvider
 from streams.observations import observation_list
-from streams.prompt_checks import check_create
 from streams.propagation import propagation_run
 from streams.rebuild import rebuild_run
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -373,7 +374,7 @@ def seed_demo(
             _chat_turn(store, runner, agent_id, names, user_number, question, answer, counts)
         _correction(store, runner)
         _held_for_review(store)
-        check_create(store=store, author=str(DEMO_ACTOR), **PROMPT_CHECK)  # type: ignore[arg-type]
+        do_prompt_check_create(store=store, actor=DEMO_ACTOR, **PROMPT_CHECK)  # type: ignore[arg-type]
     return counts
 
 
@@ -636,7 +637,7 @@ def _chat_turn(
         first_chunk_ms=410.0,
         duration_ms=1180.0,
     )
-    job = chat_turn_finish(store=store, turn=turn, outcome=outcome)
+    job = do_chat_turn_finish(store=store, turn=turn, outcome=outcome)
     counts.chat_calls += 1
     assert job is not None
     runner.run_job(job)

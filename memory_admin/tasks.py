@@ -22,6 +22,7 @@ from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.actions.jobs import do_jobs_recover
 from streams.bulk import bulk_run
 from streams.chat import chat_ingest_run
 from streams.consolidation_runs import consolidation_run
@@ -193,30 +194,23 @@ def sweep_cold_sessions() -> int:
 @shared_task(name="memory_admin.tasks.retry_failed_jobs")
 def retry_failed_jobs() -> int:
     """Re-dispatch jobs that need it: failed ones whose backoff has passed, and "running"
-    ones whose worker died, and "queued" ones nobody dispatched (a process that died
-    between creating a job and sending it), both older than MEMORY_JOB_STALE_SECONDS.
+    ones whose worker died, and "queued" ones nobody dispatched (the outbox: an action
+    committed its jobs and its process died before sending them), both older than
+    MEMORY_JOB_STALE_SECONDS (`streams.actions.jobs.do_jobs_recover`).
 
     Recovery does not depend on the broker redelivering a dead worker's task.
     """
-    store = get_store()
     now = utcnow()
-    stale_before = now - timedelta(seconds=settings.MEMORY_JOB_STALE_SECONDS)
-    dispatched = 0
-    for job in store.jobs.page(status="failed", agent_id=None, before=None, limit=100):
-        backoff = timedelta(seconds=RETRY_BACKOFF_SECONDS * 2 ** max(job.attempts - 1, 0))
-        if job.attempts >= MAX_ATTEMPTS or (job.finished_at and job.finished_at > now - backoff):
-            continue
-        if store.jobs.requeue(job.id_oid):
-            enqueue(job)
-            dispatched += 1
-    for job in store.jobs.stale_running(stale_before=stale_before, limit=100):
-        enqueue(job)
-        dispatched += 1
-    for job in store.jobs.page(status="queued", agent_id=None, before=None, limit=100):
-        if job.created_at < stale_before:
-            enqueue(job)  # a duplicate delivery is harmless: a job runs once
-            dispatched += 1
-    return dispatched
+    jobs = do_jobs_recover(
+        store=get_store(),
+        now=now,
+        stale_before=now - timedelta(seconds=settings.MEMORY_JOB_STALE_SECONDS),
+        max_attempts=MAX_ATTEMPTS,
+        backoff=lambda attempts: timedelta(
+            seconds=RETRY_BACKOFF_SECONDS * 2 ** max(attempts - 1, 0)
+        ),
+    )
+    return len(jobs)
 
 
 @shared_task(name="memory_admin.tasks.deliver_webhooks")

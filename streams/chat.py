@@ -35,7 +35,7 @@ from streams.exceptions import InvalidInput, Unavailable
 from streams.formation import FormationSettings, IncomingMessage
 from streams.jobs import JobRun, job_create
 from streams.pagination import Page, decode_cursor, encode_cursor
-from streams.store import MemoryStore, StoreError
+from streams.store import MemoryStore, StoreError, StoreSession
 
 logger = logging.getLogger("streams.chat")
 
@@ -200,8 +200,15 @@ def turn_message_id(*, session_id: str, index: int, text: str) -> str:
     return f"chat-{digest[:32]}"
 
 
-def chat_turn_finish(*, store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome) -> Job | None:
-    """After the answer: the ingest job (if the turn is to be learnt from) and the call record.
+def chat_turn_finish(
+    *,
+    store: MemoryStore,
+    turn: ChatTurn,
+    outcome: ChatOutcome,
+    session: StoreSession | None = None,
+) -> Job | None:
+    """After the answer: the ingest job (if the turn is to be learnt from) and the call record,
+    in the caller's transaction `session` (`streams.actions.chat.do_chat_turn_finish`).
 
     The caller enqueues the returned job. A turn whose upstream failed is not ingested
     (the client will retry it); a client that disconnected still has its user turn.
@@ -223,8 +230,9 @@ def chat_turn_finish(*, store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome
                 "groups": [{"id": g, "name": n} for g, n in turn.memory.groups],
                 "messages": messages,
             },
+            session=session,
         )
-    store.chat_calls.insert(_call_record(turn, outcome, job))
+    store.chat_calls.insert(_call_record(turn, outcome, job), session=session)
     return job
 
 

@@ -28,24 +28,30 @@ from streams.llm.port import (
     LLMResult,
 )
 from streams.prompts import render_consolidation, resolve_template
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 LEASE = timedelta(minutes=5)
 
 
 def consolidation_request(
-    *, store: MemoryStore, scope: Scope, trigger: str, actor: str | None
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    trigger: str,
+    actor: str | None,
+    session: StoreSession | None = None,
 ) -> Job:
     """Consolidate now (on demand): runs even below the threshold; Conflict if nothing is pending.
 
     A run already queued or running for the scope is returned instead of a second one.
+    With `session`, the job is written in the caller's transaction.
     """
     if not scope.pending_observation_ids:
         raise Conflict("nothing to consolidate: the scope has no pending observations")
     if not scope.is_active:
         raise Conflict("the scope is paused: resume it to consolidate")
-    active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation")
-    return active or _consolidation_job(store, scope, trigger=trigger, actor=actor)
+    active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation", session=session)
+    return active or _consolidation_job(store, scope, trigger=trigger, actor=actor, session=session)
 
 
 def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
@@ -71,7 +77,14 @@ def consolidation_due_at(
     return _consolidation_job(store, scope, trigger=trigger, actor=None)
 
 
-def _consolidation_job(store: MemoryStore, scope: Scope, *, trigger: str, actor: str | None) -> Job:
+def _consolidation_job(
+    store: MemoryStore,
+    scope: Scope,
+    *,
+    trigger: str,
+    actor: str | None,
+    session: StoreSession | None = None,
+) -> Job:
     return job_create(
         store=store,
         kind="consolidation",
@@ -79,6 +92,7 @@ def _consolidation_job(store: MemoryStore, scope: Scope, *, trigger: str, actor:
         scope_id=scope.id,
         trigger=trigger,
         actor=actor,
+        session=session,
     )
 
 

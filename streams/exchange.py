@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,6 +46,7 @@ MAX_ID = 128
 MAX_SCOPES = 1000
 MAX_LIST = 500
 MAX_ERRORS = 200
+IMPORT_ATTEMPTS = 5  # a write that met a concurrent change to its scope is tried again
 DOCUMENT_FIELDS = {"format", "kind", "agent_id", "user_id", "scope_id", "exported_at", "scopes"}
 SCOPE_FIELDS = {
     "id", "scope_type", "user_id", "group_id", "name", "display_name", "consolidation",
@@ -405,9 +407,40 @@ def _scope_key(block: dict[str, Any], agent_id: str, where: str, problems: _Prob
     )
 
 
+@dataclass(frozen=True)
+class ImportPlan:
+    """A checked import whose scopes exist: what is left is writing its blocks."""
+
+    blocks: list[
+        tuple[Scope, list[Observation], list[tuple[ConsolidationVersion, datetime | None]]]
+    ]
+    totals: dict[str, int]
+
+
 def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[str, Any]:
     """Import an export of this agent; see the module's doc. InvalidInput lists every bad
-    item (`details`), and then nothing is written."""
+    item (`details`), and then nothing is written. One transaction a block."""
+    return import_write(
+        store=store, plan=import_plan(store=store, agent_id=agent_id, document=document)
+    )
+
+
+def import_write(
+    *, store: MemoryStore, plan: ImportPlan, session: StoreSession | None = None
+) -> dict[str, Any]:
+    """Write a planned import's blocks: in the caller's transaction `session` (the import
+    action's, with its audit entry), or without one a transaction per block."""
+    exchange = ExchangeRepository(store.db)
+    for scope, new, versions in plan.blocks:
+        _write_block(store, exchange, scope, new, versions, session)
+    return dict(plan.totals)
+
+
+def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPlan:
+    """Check every item of the import (InvalidInput lists the bad ones, and nothing is
+    written), then create the scopes it needs: their creation is its own write (a scope
+    is made on first use, and racing makers agree on one), done before the transaction
+    that writes the blocks, which it must not meet."""
     check_user_ids(agent_id, "-")
     problems = _Problems()
     if not isinstance(document, dict):
@@ -504,6 +537,7 @@ def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[s
     totals = {"scopes_created": 0, "observations_imported": 0, "versions_imported": 0}
     totals["observations_already_there"] = 0
     totals["deleted_skipped"] = 0
+    planned = []
     for key, scope_id, display_name, existing, new, versions, skipped in plans:
         scope = existing
         if scope is None:
@@ -511,7 +545,7 @@ def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[s
                 store=store, key=key, display_name=display_name, defaults={"id": scope_id}
             )
             totals["scopes_created"] += int(created)
-        _write_block(store, exchange, scope, new, versions)
+        planned.append((scope, new, versions))
         totals["observations_imported"] += len(new)
         totals["versions_imported"] += len(versions)
         totals["deleted_skipped"] += skipped
@@ -524,7 +558,7 @@ def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[s
         )
         - totals["observations_imported"]
     )
-    return totals
+    return ImportPlan(blocks=planned, totals=totals)
 
 
 def _write_block(
@@ -533,6 +567,7 @@ def _write_block(
     scope: Scope,
     new: list[Observation],
     versions: list[tuple[ConsolidationVersion, datetime | None]],
+    within: StoreSession | None,
 ) -> None:
     now = utcnow()
 
@@ -567,7 +602,10 @@ def _write_block(
                 session=session,
             )
 
-    store.in_transaction(write, attempts=5)
+    if within is not None:
+        write(within)
+    else:
+        store.in_transaction(write, attempts=IMPORT_ATTEMPTS)
 
 
 def scope_for_export(

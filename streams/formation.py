@@ -11,7 +11,6 @@ crash leaves all of it or none of it, and a retry never duplicates.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,14 +81,15 @@ def messages_ingest(
     groups: list[dict[str, str]],
     messages: list[IncomingMessage],
     settings: FormationSettings,
-    audit: Callable[[IngestResult, StoreSession], None] | None = None,
+    session: StoreSession | None = None,
 ) -> IngestResult:
     """Buffer the messages (re-sent ids are duplicates) and start a formation if one is due.
 
-    The messages, the session's counters, the formation's claim and job, and the `audit`
-    entry are written in one transaction: the counters are what is stored, the trigger
-    reads the counters that transaction wrote, and the store syncs its journal once per
-    ingest, not four times (on a small host that sync is what other callers wait behind).
+    The messages, the session's counters, the formation's claim and job are written in
+    one transaction (with `session`, the calling action's, which adds its audit entry):
+    the counters are what is stored, the trigger reads the counters that transaction
+    wrote, and the store syncs its journal once per ingest, not four times (on a small
+    host that sync is what other callers wait behind).
     """
     now = utcnow()
     store.agents.ensure(agent_id, now=now)
@@ -133,10 +133,10 @@ def messages_ingest(
             unformed_messages=buffer["unformed_count"],
             formation_job=job,
         )
-        if audit is not None:
-            audit(result, session)
         return result
 
+    if session is not None:
+        return buffer_messages(session)
     return store.in_transaction(buffer_messages, attempts=COMMIT_ATTEMPTS)
 
 
@@ -147,15 +147,22 @@ def formation_request(
     session_id: str,
     trigger: str,
     settings: FormationSettings | None = None,
+    session: StoreSession | None = None,
 ) -> Job:
     """Form now whatever is unformed (end of a conversation), even fewer messages than the
     automatic minimum: the caller knows the conversation is over. 409 if nothing is
-    unformed or a formation of the session is running (a failed one holds nothing)."""
-    buffer = store.sessions.get_buffer(agent_id, session_id)
+    unformed or a formation of the session is running (a failed one holds nothing).
+    With `session`, the claim and the job are written in the caller's transaction."""
+    buffer = store.sessions.get_buffer(agent_id, session_id, session=session)
     if buffer is None or buffer["unformed_count"] <= 0:
         raise Conflict("nothing to form: the session has no unformed messages")
     job = _claim_and_create(
-        store, buffer, trigger=trigger, now=utcnow(), settings=settings or FormationSettings()
+        store,
+        buffer,
+        trigger=trigger,
+        now=utcnow(),
+        settings=settings or FormationSettings(),
+        session=session,
     )
     if job is None:
         raise Conflict("a formation of this session is already under way")

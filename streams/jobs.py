@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -216,12 +216,48 @@ def _alive(store: MemoryStore, holder: str, *, stale_before: datetime) -> bool:
     return seen[1] is not None and seen[1] >= stale_before
 
 
-def job_retry(*, store: MemoryStore, job_id: str, agent_ids: frozenset[str] | None = None) -> Job:
-    """Put a failed job back in the queue (the caller enqueues it again); 409 otherwise."""
+def job_retry(
+    *,
+    store: MemoryStore,
+    job_id: str,
+    agent_ids: frozenset[str] | None = None,
+    session: StoreSession | None = None,
+) -> Job:
+    """Put a failed job back in the queue (the caller enqueues it again, after its
+    transaction `session` commits); 409 otherwise."""
     job = job_get(store=store, job_id=job_id, agent_ids=agent_ids)
-    if not store.jobs.requeue(require_object_id(job_id, what="job")):
+    if not store.jobs.requeue(require_object_id(job_id, what="job"), session=session):
         raise Conflict(f"only a failed job can be retried; this one is {job.status}")
-    return job_get(store=store, job_id=job_id)
+    return replace(job, status="queued")
+
+
+def jobs_to_recover(
+    *,
+    store: MemoryStore,
+    now: datetime,
+    stale_before: datetime,
+    max_attempts: int,
+    backoff: Callable[[int], timedelta],
+    limit: int = 100,
+) -> list[Job]:
+    """The jobs the recovery sweep dispatches again: failed ones whose `backoff` (by
+    attempts) has passed, put back in the queue; "running" ones whose worker died; and
+    "queued" ones committed but never dispatched (an outbox entry whose process died
+    between its action's commit and the dispatch), both older than `stale_before`.
+    Dispatching one twice is harmless: a job runs once."""
+    due: list[Job] = []
+    for job in store.jobs.page(status="failed", agent_id=None, before=None, limit=limit):
+        if job.attempts >= max_attempts:
+            continue
+        if job.finished_at and job.finished_at > now - backoff(job.attempts):
+            continue
+        if store.jobs.requeue(job.id_oid):
+            due.append(job)
+    due.extend(store.jobs.stale_running(stale_before=stale_before, limit=limit))
+    for job in store.jobs.page(status="queued", agent_id=None, before=None, limit=limit):
+        if job.created_at < stale_before:
+            due.append(job)
+    return due
 
 
 class _Heartbeat:

@@ -591,34 +591,68 @@ def observation_delete(
     `follow_ups`) and its propagated copies are removed.
 
     Deleting a deleted observation changes nothing (its first deletion time stands).
+    An action that records the deletion in the same transaction calls the two halves,
+    `observation_delete_write` and `observation_delete_after`, itself.
     """
     if observation.deleted:
         return
+    deletion = store.in_transaction(
+        lambda session: observation_delete_write(
+            store=store, observation=observation, session=session
+        )
+    )
+    observation_delete_after(
+        store=store, observation=observation, deletion=deletion, follow_ups=follow_ups
+    )
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What a delete's transaction did: whether it deleted, and took it out of pending."""
+
+    deleted: bool = False
+    was_pending: bool = False
+
+
+def observation_delete_write(
+    *, store: MemoryStore, observation: Observation, session: StoreSession
+) -> Deletion:
+    """The delete's writes, in the caller's transaction (a deleted one: none)."""
+    if observation.deleted:
+        return Deletion()
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
-    was_pending = deleted = False
-
-    def delete(session: StoreSession) -> None:
-        nonlocal was_pending, deleted
-        now = utcnow()
-        deleted = store.observations.mark_deleted(oid, now=now, session=session)
-        if deleted:
-            search_index_remove(store=store, observations=[observation], session=session)
-            store.text_history.purge([oid], session=session)  # earlier texts go with it
-            gone = replace(observation, deleted_at=now)
-            observations_changed(
-                store=store, event="observation.deleted", observations=[gone], session=session
-            )
-            was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
-            store.scopes.count_deleted(scope_oid, session=session)
-        elif store.observations.get(oid) is None:
+    now = utcnow()
+    if not store.observations.mark_deleted(oid, now=now, session=session):
+        if store.observations.get(oid) is None:
             raise NotFound("observation not found")
+        return Deletion()
+    search_index_remove(store=store, observations=[observation], session=session)
+    store.text_history.purge([oid], session=session)  # earlier texts go with it
+    gone = replace(observation, deleted_at=now)
+    observations_changed(
+        store=store, event="observation.deleted", observations=[gone], session=session
+    )
+    was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
+    store.scopes.count_deleted(scope_oid, session=session)
+    return Deletion(deleted=True, was_pending=was_pending)
 
-    store.in_transaction(delete)
-    if deleted:
+
+def observation_delete_after(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    deletion: Deletion,
+    follow_ups: list[Job] | None = None,
+) -> None:
+    """After the delete committed: the agent's counts, the search terms no text holds any
+    more, and what was derived from it (rebuild jobs in `follow_ups`, copies removed)."""
+    if observation.deleted:
+        return
+    if deletion.deleted:
         # A deleted observation leaves every count: the scope's, the agent's, pending.
         store.agents.adjust_counters(
-            observation.agent_id, now=utcnow(), observations=-1, pending=-int(was_pending)
+            observation.agent_id, now=utcnow(), observations=-1, pending=-int(deletion.was_pending)
         )
     prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
     jobs = follow_ups if follow_ups is not None else []

@@ -31,7 +31,7 @@ from streams.formation import FormationSettings
 from streams.jobs import JobRun, job_create
 from streams.pins import pin_quotes
 from streams.rebuild import copies_closure, forget_in_search, rebuild_scope
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import BATCH, PrivacyRepository
 from streams.user_audit import check_user_ids, user_individual_scope
 from streams.webhooks import webhook_outbox_add
@@ -48,8 +48,16 @@ def _repo(store: MemoryStore) -> PrivacyRepository:
 # -- forget user ------------------------------------------------------------------------
 
 
-def forget_user_request(*, store: MemoryStore, agent_id: str, user_id: str, actor: str) -> Job:
-    """Queue the forgetting of one user of one agent (a `forget_user` job).
+def forget_user_request(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    actor: str,
+    session: StoreSession | None = None,
+) -> Job:
+    """Queue the forgetting of one user of one agent (a `forget_user` job, written in
+    the caller's transaction with `session`).
 
     Forgetting someone with nothing remembered is not an error: the receipt says zero,
     which is the proof the caller wants.
@@ -62,6 +70,7 @@ def forget_user_request(*, store: MemoryStore, agent_id: str, user_id: str, acto
         trigger="request",
         actor=actor,
         payload={"user_id": user_id},
+        session=session,
     )
 
 

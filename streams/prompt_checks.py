@@ -18,14 +18,13 @@ from typing import Any, Literal, cast
 
 from bson import ObjectId
 
-from streams.audit import audit_record
 from streams.documents import Scope, utcnow
 from streams.dry_run import DryRunResult, dry_run_extraction, parse_conversation
 from streams.exceptions import InvalidInput, NotFound
 from streams.ids import require_object_id
 from streams.llm.port import LLMProvider
 from streams.prompts import Draft
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 ExpectationType = Literal["lands_in", "contains", "not_contains", "nothing"]
 EXPECTATION_TYPES: dict[str, str] = {
@@ -132,8 +131,10 @@ def check_create(
     expectations: list[dict[str, Any]],
     author: str,
     scope_id: str | None = None,
+    session: StoreSession | None = None,
 ) -> PromptCheck:
-    """Save a check (audited); InvalidInput naming the field when anything is off."""
+    """Save a check (in the calling action's transaction `session`, which audits it);
+    InvalidInput naming the field when anything is off."""
     name = (name or "").strip()
     if not name or len(name) > MAX_NAME_CHARS:
         raise InvalidInput(
@@ -164,31 +165,16 @@ def check_create(
         author=author,
         scope_id=scope_id or None,
     )
-    store.prompt_checks.insert(check.to_mongo())
-    audit_record(
-        store=store,
-        actor=author,
-        action="prompt_check.create",
-        object_type="prompt_check",
-        object_id=check.id,
-        agent_id=agent_id,
-        summary={"name": name, "expectations": [e.describe() for e in check.expectations]},
-    )
+    store.prompt_checks.insert(check.to_mongo(), session=session)
     return check
 
 
-def check_delete(*, store: MemoryStore, agent_id: str, check_id: str, author: str) -> None:
-    if not store.prompt_checks.delete(agent_id, require_object_id(check_id, what="check")):
+def check_delete(
+    *, store: MemoryStore, agent_id: str, check_id: str, session: StoreSession | None = None
+) -> None:
+    oid = require_object_id(check_id, what="check")
+    if not store.prompt_checks.delete(agent_id, oid, session=session):
         raise NotFound("check not found")
-    audit_record(
-        store=store,
-        actor=author,
-        action="prompt_check.delete",
-        object_type="prompt_check",
-        object_id=check_id,
-        agent_id=agent_id,
-        summary={},
-    )
 
 
 def check_list(*, store: MemoryStore, agent_id: str) -> list[PromptCheck]:

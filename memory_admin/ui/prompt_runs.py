@@ -18,6 +18,7 @@ from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.prompts import check_runs, editor_context, level_part, level_scope
 from memory_admin.ui.roles import Role, role_required
+from streams.actions.prompts import do_prompt_check_create, do_prompt_check_delete
 from streams.documents import PromptKind, Scope
 from streams.dry_run import (
     OFFLINE_NOTE,
@@ -28,7 +29,7 @@ from streams.dry_run import (
     routing_table,
 )
 from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.prompt_checks import check_create, check_delete, check_list
+from streams.prompt_checks import check_list
 from streams.prompts import Draft, validate_prompt
 from streams.scopes import scope_get
 from streams.store import MemoryStore
@@ -152,14 +153,14 @@ def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpR
             if data.get(f"expect_{n}")
         ]
         try:
-            check_create(
+            do_prompt_check_create(
                 store=store,
+                actor=actor(request),
                 agent_id=agent_id,
                 name=data["check_name"],
                 conversation=request.POST.get("conversation", ""),
                 user_name=request.POST.get("user_name", ""),
                 expectations=expectations,
-                author=str(actor(request)),
                 scope_id=scope.id if scope and scope.scope_type == "individual" else None,
             )
         except MemoryServiceError as exc:
@@ -182,7 +183,9 @@ def prompt_check_delete(
     scope = level_scope(store, request, agent_id, kind)
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     try:
-        check_delete(store=store, agent_id=agent_id, check_id=check_id, author=str(actor(request)))
+        do_prompt_check_delete(
+            store=store, actor=actor(request), agent_id=agent_id, check_id=check_id
+        )
     except MemoryServiceError as exc:
         context["error"] = exc.message
     return render(request, "ui/_checks.html", _checks_context(store, context))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.bulk import (
     DEFAULT_BATCH,
     DEFAULT_MAX,
@@ -15,7 +16,7 @@ from streams.bulk import (
     bulk_target,
 )
 from streams.documents import Job, Observation
-from streams.store import MemoryStore, StoreSession
+from streams.store import MemoryStore
 
 
 @dataclass(frozen=True)
@@ -72,11 +73,9 @@ def do_observations_bulk(
         ),
     )
 
-    def write(session: StoreSession) -> None:
-        store.jobs.insert(job, session=session)
-        record(
-            store=store,
-            actor=actor,
+    def write(tx: ActionTx) -> None:
+        tx.enqueue(job)
+        tx.audit(
             action=f"observation.bulk_{action}",
             object_type="agent",
             object_id=agent_id,
@@ -88,9 +87,7 @@ def do_observations_bulk(
                 "count": match.matched,
                 "job_id": job.id,
             },
-            session=session,
         )
 
-    store.in_transaction(write)
-    schedule([job])
+    run_action(store, actor, write)
     return BulkOutcome(matched=match.matched, sample=match.sample, job=job)

@@ -8,6 +8,7 @@ queues a run of the scope (`object_type` "scope").
 from __future__ import annotations
 
 from streams.actions.base import Actor, record, schedule
+from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_change
 from streams.consolidation import consolidation_restore
 from streams.consolidation_runs import consolidation_request
@@ -17,18 +18,22 @@ from streams.store import MemoryStore
 
 def do_consolidation_trigger(*, store: MemoryStore, actor: Actor, scope: Scope) -> Job:
     """Queue a consolidation run even below the threshold (Conflict if nothing is pending)."""
-    job = consolidation_request(store=store, scope=scope, trigger=actor.kind, actor=str(actor))
-    record(
-        store=store,
-        actor=actor,
-        action="consolidation.trigger",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"job_id": job.id},
-    )
-    schedule([job])
-    return job
+
+    def write(tx: ActionTx) -> Job:
+        job = consolidation_request(
+            store=store, scope=scope, trigger=actor.kind, actor=str(actor), session=tx.session
+        )
+        tx.schedule(job)
+        tx.audit(
+            action="consolidation.trigger",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={"job_id": job.id},
+        )
+        return job
+
+    return run_action(store, actor, write)
 
 
 def do_consolidation_restore(

@@ -1,12 +1,22 @@
-"""Export (a user, a scope) and import through the API; each is audited like any write."""
+"""Export (a user, a scope) and import through the API; each is audited like any write.
+
+An export writes nothing but its entry; an import writes every block and its entry in
+one transaction (`run_action`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from streams.actions.base import Actor, record
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.documents import Scope
-from streams.exchange import memory_import, scope_export, user_export_document
+from streams.exchange import (
+    IMPORT_ATTEMPTS,
+    import_plan,
+    import_write,
+    scope_export,
+    user_export_document,
+)
 from streams.store import MemoryStore
 from streams.user_audit import check_user_ids
 
@@ -17,28 +27,32 @@ def do_user_export_document(
     """Everything kept about the user; reading someone's whole memory is itself audited."""
     check_user_ids(agent_id, user_id)
     data = user_export_document(store=store, agent_id=agent_id, user_id=user_id)
-    record(
-        store=store,
-        actor=actor,
-        action="user.export",
-        object_type="user",
-        object_id=user_id,
-        agent_id=agent_id,
-        summary={"scopes": len(data["scopes"])},
+    run_action(
+        store,
+        actor,
+        lambda tx: tx.audit(
+            action="user.export",
+            object_type="user",
+            object_id=user_id,
+            agent_id=agent_id,
+            summary={"scopes": len(data["scopes"])},
+        ),
     )
     return data
 
 
 def do_scope_export(*, store: MemoryStore, actor: Actor, scope: Scope) -> dict[str, Any]:
     data = scope_export(store=store, scope=scope)
-    record(
-        store=store,
-        actor=actor,
-        action="scope.export",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"observations": len(data["scopes"][0]["observations"])},
+    run_action(
+        store,
+        actor,
+        lambda tx: tx.audit(
+            action="scope.export",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={"observations": len(data["scopes"][0]["observations"])},
+        ),
     )
     return data
 
@@ -46,15 +60,19 @@ def do_scope_export(*, store: MemoryStore, actor: Actor, scope: Scope) -> dict[s
 def do_memory_import(
     *, store: MemoryStore, actor: Actor, agent_id: str, document: Any
 ) -> dict[str, Any]:
-    """Import an export back (all items checked first; nothing stored when any is bad)."""
-    result = memory_import(store=store, agent_id=agent_id, document=document)
-    record(
-        store=store,
-        actor=actor,
-        action="agent.import",
-        object_type="agent",
-        object_id=agent_id,
-        agent_id=agent_id,
-        summary=dict(result),
-    )
-    return result
+    """Import an export back (all items checked first; nothing stored when any is bad).
+    The scopes it needs are made first; its blocks and its entry then commit together."""
+    plan = import_plan(store=store, agent_id=agent_id, document=document)
+
+    def write(tx: ActionTx) -> dict[str, Any]:
+        result = import_write(store=store, plan=plan, session=tx.session)
+        tx.audit(
+            action="agent.import",
+            object_type="agent",
+            object_id=agent_id,
+            agent_id=agent_id,
+            summary=dict(result),
+        )
+        return result
+
+    return run_action(store, actor, write, attempts=IMPORT_ATTEMPTS)

@@ -1,10 +1,14 @@
-"""Job actions: run a failed job again."""
+"""Job actions: run a failed job again; the recovery sweep's requeue."""
 
 from __future__ import annotations
 
-from streams.actions.base import Actor, record, schedule
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from streams.actions.base import Actor, schedule
+from streams.actions.tx import ActionTx, run_action
 from streams.documents import Job
-from streams.jobs import job_retry
+from streams.jobs import job_retry, jobs_to_recover
 from streams.store import MemoryStore
 
 
@@ -12,16 +16,41 @@ def do_job_retry(
     *, store: MemoryStore, actor: Actor, job_id: str, agent_ids: frozenset[str] | None = None
 ) -> Job:
     """Queue a failed job again (Conflict for one that is not failed, NotFound for one
-    outside `agent_ids`)."""
-    job = job_retry(store=store, job_id=job_id, agent_ids=agent_ids)
-    record(
+    outside `agent_ids`); the requeue and its entry commit together."""
+
+    def write(tx: ActionTx) -> Job:
+        job = job_retry(store=store, job_id=job_id, agent_ids=agent_ids, session=tx.session)
+        tx.schedule(job)
+        tx.audit(
+            action="job.retry",
+            object_type="job",
+            object_id=job.id,
+            agent_id=job.agent_id,
+            summary={"kind": job.kind},
+        )
+        return job
+
+    return run_action(store, actor, write)
+
+
+def do_jobs_recover(
+    *,
+    store: MemoryStore,
+    now: datetime,
+    stale_before: datetime,
+    max_attempts: int,
+    backoff: Callable[[int], timedelta],
+) -> list[Job]:
+    """The periodic (and start-up) recovery: dispatch again what needs it, the outbox's
+    committed-but-undispatched jobs included (`streams.jobs.jobs_to_recover`). Each
+    requeue is one conditional write with nothing else to commit beside it; no person
+    acts, so no audit entry (the job's attempts and status are its record)."""
+    jobs = jobs_to_recover(
         store=store,
-        actor=actor,
-        action="job.retry",
-        object_type="job",
-        object_id=job.id,
-        agent_id=job.agent_id,
-        summary={"kind": job.kind},
+        now=now,
+        stale_before=stale_before,
+        max_attempts=max_attempts,
+        backoff=backoff,
     )
-    schedule([job])
-    return job
+    schedule(jobs)
+    return jobs

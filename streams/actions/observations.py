@@ -7,6 +7,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.actions.base import Actor, record, schedule
+from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
@@ -19,9 +20,11 @@ from streams.observation_batch import (
 )
 from streams.observations import (
     UNSET,
+    Deletion,
     Unset,
     observation_add,
-    observation_delete,
+    observation_delete_after,
+    observation_delete_write,
     observation_update,
 )
 from streams.store import MemoryStore
@@ -141,18 +144,30 @@ def do_observation_update(
 def do_observation_delete(
     *, store: MemoryStore, actor: Actor, observation: Observation
 ) -> list[Job]:
-    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled."""
+    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete
+    and its entry commit together; the rebuilds follow the commit."""
     was_deleted = observation.deleted
+
+    def write(tx: ActionTx) -> Deletion:
+        deletion = observation_delete_write(
+            store=store, observation=observation, session=tx.session
+        )
+        tx.audit(
+            action="observation.delete",
+            object_type="observation",
+            object_id=observation.id,
+            agent_id=observation.agent_id,
+            summary={
+                "content": content_digest(observation.content),
+                "already_deleted": was_deleted,
+            },
+        )
+        return deletion
+
+    deletion = run_action(store, actor, write)
     jobs: list[Job] = []
-    observation_delete(store=store, observation=observation, follow_ups=jobs)
-    record(
-        store=store,
-        actor=actor,
-        action="observation.delete",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary={"content": content_digest(observation.content), "already_deleted": was_deleted},
+    observation_delete_after(
+        store=store, observation=observation, deletion=deletion, follow_ups=jobs
     )
     schedule(jobs)
     return jobs
@@ -162,31 +177,38 @@ def do_observation_merge(
     *, store: MemoryStore, actor: Actor, keep: Observation, drop: Observation
 ) -> list[Job]:
     """Merge two near duplicates of one scope: keep one, delete the other (one rebuild at
-    most, where the deleted one was consolidated); the kept one no longer points at it."""
+    most, where the deleted one was consolidated); the kept one no longer points at it.
+    The delete, the kept one's change and the entry commit together."""
     if keep.id == drop.id:
         raise InvalidInput("an observation cannot merge with itself", details=[{"field": "drop"}])
     if keep.scope_id != drop.scope_id:
         raise InvalidInput("only observations of one scope merge", details=[{"field": "drop"}])
     if keep.deleted or drop.deleted:
         raise Conflict("a deleted observation cannot be merged")
+
+    def write(tx: ActionTx) -> Deletion:
+        deletion = observation_delete_write(store=store, observation=drop, session=tx.session)
+        if keep.similar_to == drop.id:
+            store.observations.update_fields(
+                ObjectId(keep.id), {"similar_to": None}, session=tx.session
+            )
+        tx.audit(
+            action="observation.merge",
+            object_type="observation",
+            object_id=keep.id,
+            agent_id=keep.agent_id,
+            summary={
+                "kept": keep.id,
+                "deleted": drop.id,
+                "kept_content": content_digest(keep.content),
+                "deleted_content": content_digest(drop.content),
+            },
+        )
+        return deletion
+
+    deletion = run_action(store, actor, write)
     jobs: list[Job] = []
-    observation_delete(store=store, observation=drop, follow_ups=jobs)
-    if keep.similar_to == drop.id:
-        store.observations.update_fields(ObjectId(keep.id), {"similar_to": None})
-    record(
-        store=store,
-        actor=actor,
-        action="observation.merge",
-        object_type="observation",
-        object_id=keep.id,
-        agent_id=keep.agent_id,
-        summary={
-            "kept": keep.id,
-            "deleted": drop.id,
-            "kept_content": content_digest(keep.content),
-            "deleted_content": content_digest(drop.content),
-        },
-    )
+    observation_delete_after(store=store, observation=drop, deletion=deletion, follow_ups=jobs)
     schedule(jobs)
     return jobs
 

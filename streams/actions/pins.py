@@ -7,32 +7,35 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from streams.actions.base import Actor, record
+from streams.actions.base import Actor
 from streams.actions.scopes import do_consolidation_edit
+from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_change, content_digest
 from streams.documents import Scope
 from streams.exceptions import NotFound
 from streams.ids import require_object_id
 from streams.pins import new_sentences, pins_checked
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 
 def do_scope_pins_set(*, store: MemoryStore, actor: Actor, scope: Scope, pins: list[str]) -> Scope:
     """Replace the scope's pins (422 over the word limit); every later version holds them."""
     checked = pins_checked(pins, max_words=scope.consolidation_max_words)
-    _store_pins(store, scope, checked)
-    record(
-        store=store,
-        actor=actor,
-        action="scope.pins",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={
-            "pins": audit_change(len(scope.pins), len(checked)),
-            "pinned": [content_digest(p) for p in checked],
-        },
-    )
+
+    def write(tx: ActionTx) -> None:
+        _store_pins(store, scope, checked, session=tx.session)
+        tx.audit(
+            action="scope.pins",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={
+                "pins": audit_change(len(scope.pins), len(checked)),
+                "pinned": [content_digest(p) for p in checked],
+            },
+        )
+
+    run_action(store, actor, write)
     return replace(scope, pins=checked)
 
 
@@ -61,6 +64,8 @@ def do_consolidation_edit_and_pin(
         raise
 
 
-def _store_pins(store: MemoryStore, scope: Scope, pins: list[str]) -> None:
-    if not store.scopes.set_pins(require_object_id(scope.id, what="scope"), pins):
+def _store_pins(
+    store: MemoryStore, scope: Scope, pins: list[str], session: StoreSession | None = None
+) -> None:
+    if not store.scopes.set_pins(require_object_id(scope.id, what="scope"), pins, session=session):
         raise NotFound("scope not found")

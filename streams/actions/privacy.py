@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.documents import Job
 from streams.privacy import forget_user_request
 from streams.store import MemoryStore
@@ -13,18 +14,22 @@ from streams.user_audit import user_export
 
 def do_user_forget(*, store: MemoryStore, actor: Actor, agent_id: str, user_id: str) -> Job:
     """Queue the forgetting; the job's result is the deletion receipt."""
-    job = forget_user_request(store=store, agent_id=agent_id, user_id=user_id, actor=str(actor))
-    record(
-        store=store,
-        actor=actor,
-        action="user.forget",
-        object_type="user",
-        object_id=user_id,
-        agent_id=agent_id,
-        summary={"job_id": job.id},
-    )
-    schedule([job])
-    return job
+
+    def write(tx: ActionTx) -> Job:
+        job = forget_user_request(
+            store=store, agent_id=agent_id, user_id=user_id, actor=str(actor), session=tx.session
+        )
+        tx.schedule(job)
+        tx.audit(
+            action="user.forget",
+            object_type="user",
+            object_id=user_id,
+            agent_id=agent_id,
+            summary={"job_id": job.id},
+        )
+        return job
+
+    return run_action(store, actor, write)
 
 
 def do_user_export(
@@ -32,13 +37,11 @@ def do_user_export(
 ) -> dict[str, Any]:
     """Everything kept about the user; reading someone's whole memory is itself audited."""
     data = user_export(store=store, agent_id=agent_id, user_id=user_id)
-    record(
-        store=store,
-        actor=actor,
-        action="user.export",
-        object_type="user",
-        object_id=user_id,
-        agent_id=agent_id,
-        summary={},
+    run_action(
+        store,
+        actor,
+        lambda tx: tx.audit(
+            action="user.export", object_type="user", object_id=user_id, agent_id=agent_id
+        ),
     )
     return data

@@ -1,10 +1,14 @@
-"""Prompt actions: save a new version, revert to an earlier one."""
+"""Prompt actions: save a new version, revert to an earlier one; save and delete a check."""
 
 from __future__ import annotations
 
-from streams.actions.base import Actor, record
+from typing import Any
+
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.documents import PromptVersion
-from streams.prompts import prompt_revert, prompt_save
+from streams.prompt_checks import PromptCheck, check_create, check_delete
+from streams.prompts.versions import SAVE_ATTEMPTS, prompt_revert, prompt_save
 from streams.store import MemoryStore
 
 
@@ -19,25 +23,28 @@ def do_prompt_save(
     expected_version: int | None = None,
 ) -> PromptVersion:
     """The next version of the agent's default (or the scope's override)."""
-    entry = prompt_save(
-        store=store,
-        agent_id=agent_id,
-        kind=kind,
-        text=text,
-        author=str(actor),
-        scope_id=scope_id,
-        expected_version=expected_version,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="prompt.save",
-        object_type="prompt",
-        object_id=entry.id,
-        agent_id=agent_id,
-        summary={"kind": kind, "version": entry.version, "scope_id": entry.scope_id},
-    )
-    return entry
+
+    def write(tx: ActionTx) -> PromptVersion:
+        entry = prompt_save(
+            store=store,
+            agent_id=agent_id,
+            kind=kind,
+            text=text,
+            author=str(actor),
+            scope_id=scope_id,
+            expected_version=expected_version,
+            session=tx.session,
+        )
+        tx.audit(
+            action="prompt.save",
+            object_type="prompt",
+            object_id=entry.id,
+            agent_id=agent_id,
+            summary={"kind": kind, "version": entry.version, "scope_id": entry.scope_id},
+        )
+        return entry
+
+    return run_action(store, actor, write, attempts=SAVE_ATTEMPTS)
 
 
 def do_prompt_revert(
@@ -50,26 +57,87 @@ def do_prompt_revert(
     scope_id: str | None = None,
 ) -> PromptVersion:
     """A new version whose text is that of `version`: history only ever grows."""
-    entry = prompt_revert(
-        store=store,
-        agent_id=agent_id,
-        kind=kind,
-        version=version,
-        author=str(actor),
-        scope_id=scope_id,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="prompt.revert",
-        object_type="prompt",
-        object_id=entry.id,
-        agent_id=agent_id,
-        summary={
-            "kind": kind,
-            "reverted_from": version,
-            "version": entry.version,
-            "scope_id": entry.scope_id,
-        },
-    )
-    return entry
+
+    def write(tx: ActionTx) -> PromptVersion:
+        entry = prompt_revert(
+            store=store,
+            agent_id=agent_id,
+            kind=kind,
+            version=version,
+            author=str(actor),
+            scope_id=scope_id,
+            session=tx.session,
+        )
+        tx.audit(
+            action="prompt.revert",
+            object_type="prompt",
+            object_id=entry.id,
+            agent_id=agent_id,
+            summary={
+                "kind": kind,
+                "reverted_from": version,
+                "version": entry.version,
+                "scope_id": entry.scope_id,
+            },
+        )
+        return entry
+
+    return run_action(store, actor, write, attempts=SAVE_ATTEMPTS)
+
+
+def do_prompt_check_create(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    agent_id: str,
+    name: str,
+    conversation: str,
+    user_name: str,
+    expectations: list[dict[str, Any]],
+    scope_id: str | None = None,
+) -> PromptCheck:
+    """Save a check (InvalidInput naming the field when anything is off)."""
+
+    def write(tx: ActionTx) -> PromptCheck:
+        check = check_create(
+            store=store,
+            agent_id=agent_id,
+            name=name,
+            conversation=conversation,
+            user_name=user_name,
+            expectations=expectations,
+            author=str(actor),
+            scope_id=scope_id,
+            session=tx.session,
+        )
+        tx.audit(
+            action="prompt_check.create",
+            object_type="prompt_check",
+            object_id=check.id,
+            agent_id=agent_id,
+            summary={
+                "name": check.name,
+                "expectations": [e.describe() for e in check.expectations],
+            },
+        )
+        return check
+
+    return run_action(store, actor, write)
+
+
+def do_prompt_check_delete(
+    *, store: MemoryStore, actor: Actor, agent_id: str, check_id: str
+) -> None:
+    """Delete a check (NotFound when the agent has no such check)."""
+
+    def write(tx: ActionTx) -> None:
+        check_delete(store=store, agent_id=agent_id, check_id=check_id, session=tx.session)
+        tx.audit(
+            action="prompt_check.delete",
+            object_type="prompt_check",
+            object_id=check_id,
+            agent_id=agent_id,
+            summary={},
+        )
+
+    run_action(store, actor, write)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.documents import Job
 from streams.formation import (
+    COMMIT_ATTEMPTS,
     FormationSettings,
     IncomingMessage,
     IngestResult,
     formation_request,
     messages_ingest,
 )
-from streams.store import MemoryStore, StoreSession
+from streams.store import MemoryStore
 
 
 def do_messages_ingest(
@@ -36,11 +38,20 @@ def do_messages_ingest(
     `follow_ups` instead, and `context` adds what the audit entry should say of the call.
     """
 
-    def audit(result: IngestResult, session: StoreSession) -> None:
-        job = result.formation_job
-        record(
+    def write(tx: ActionTx) -> IngestResult:
+        result = messages_ingest(
             store=store,
-            actor=actor,
+            agent_id=agent_id,
+            session_id=session_id,
+            user_id=user_id,
+            user_name=user_name,
+            groups=groups,
+            messages=messages,
+            settings=settings,
+            session=tx.session,
+        )
+        job = tx.schedule(result.formation_job)
+        tx.audit(
             action="session.ingest",
             object_type="session",
             object_id=session_id,
@@ -52,27 +63,10 @@ def do_messages_ingest(
                 "formation_job_id": job.id if job else None,
                 **(context or {}),
             },
-            session=session,
         )
+        return result
 
-    result = messages_ingest(
-        store=store,
-        agent_id=agent_id,
-        session_id=session_id,
-        user_id=user_id,
-        user_name=user_name,
-        groups=groups,
-        messages=messages,
-        settings=settings,
-        audit=audit,
-    )
-    job = result.formation_job
-    jobs = [job] if job else []
-    if follow_ups is None:
-        schedule(jobs)
-    else:
-        follow_ups.extend(jobs)
-    return result
+    return run_action(store, actor, write, attempts=COMMIT_ATTEMPTS, follow_ups=follow_ups)
 
 
 def do_session_form(
@@ -84,21 +78,24 @@ def do_session_form(
     settings: FormationSettings,
 ) -> Job:
     """Form now whatever is unformed (Conflict if nothing is, or a formation runs)."""
-    job = formation_request(
-        store=store,
-        agent_id=agent_id,
-        session_id=session_id,
-        trigger=actor.kind,
-        settings=settings,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="session.form",
-        object_type="session",
-        object_id=session_id,
-        agent_id=agent_id,
-        summary={"job_id": job.id},
-    )
-    schedule([job])
-    return job
+
+    def write(tx: ActionTx) -> Job:
+        job = formation_request(
+            store=store,
+            agent_id=agent_id,
+            session_id=session_id,
+            trigger=actor.kind,
+            settings=settings,
+            session=tx.session,
+        )
+        tx.schedule(job)
+        tx.audit(
+            action="session.form",
+            object_type="session",
+            object_id=session_id,
+            agent_id=agent_id,
+            summary={"job_id": job.id},
+        )
+        return job
+
+    return run_action(store, actor, write)

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from streams.actions.base import Actor, record
-from streams.store import MemoryStore, StoreSession
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
+from streams.store import MemoryStore
 from streams.webhooks import webhook_create, webhook_delete, webhook_update, webhook_url_check
 
 
@@ -25,7 +26,7 @@ def do_webhook_create(
     checked before the transaction: a slow DNS answer never holds one open."""
     webhook_url_check(url, allow_private=allow_private)
 
-    def write(session: StoreSession) -> dict[str, Any]:
+    def write(tx: ActionTx) -> dict[str, Any]:
         hook = webhook_create(
             store=store,
             agent_id=agent_id,
@@ -33,22 +34,19 @@ def do_webhook_create(
             events=events,
             actor=str(actor),
             allow_private=allow_private,
-            session=session,
+            session=tx.session,
             resolved=True,
         )
-        record(
-            store=store,
-            actor=actor,
+        tx.audit(
             action="webhook.create",
             object_type="webhook",
             object_id=hook["id"],
             agent_id=agent_id,
             summary={"host": _host(hook["url"]), "events": hook["events"]},
-            session=session,
         )
         return hook
 
-    return store.in_transaction(write)
+    return run_action(store, actor, write)
 
 
 def do_webhook_update(
@@ -66,7 +64,7 @@ def do_webhook_update(
     if url is not None:
         webhook_url_check(url, allow_private=allow_private)
 
-    def write(session: StoreSession) -> dict[str, Any]:
+    def write(tx: ActionTx) -> dict[str, Any]:
         updated = webhook_update(
             store=store,
             hook=hook,
@@ -74,7 +72,7 @@ def do_webhook_update(
             url=url,
             events=events,
             allow_private=allow_private,
-            session=session,
+            session=tx.session,
             resolved=True,
         )
         summary: dict[str, Any] = {}
@@ -84,38 +82,32 @@ def do_webhook_update(
             summary["host"] = {"before": _host(hook["url"]), "after": _host(updated["url"])}
         if events is not None:
             summary["events"] = {"before": hook["events"], "after": updated["events"]}
-        record(
-            store=store,
-            actor=actor,
+        tx.audit(
             action="webhook.update",
             object_type="webhook",
             object_id=updated["id"],
             agent_id=hook["agent_id"],
             summary=summary,
-            session=session,
         )
         return updated
 
-    return store.in_transaction(write)
+    return run_action(store, actor, write)
 
 
 def do_webhook_delete(*, store: MemoryStore, actor: Actor, hook: dict[str, Any]) -> None:
     """Remove the hook and its delivery log."""
 
-    def write(session: StoreSession) -> None:
-        webhook_delete(store=store, hook=hook, session=session)
-        record(
-            store=store,
-            actor=actor,
+    def write(tx: ActionTx) -> None:
+        webhook_delete(store=store, hook=hook, session=tx.session)
+        tx.audit(
             action="webhook.delete",
             object_type="webhook",
             object_id=str(hook["_id"]),
             agent_id=hook["agent_id"],
             summary={"host": _host(hook["url"]), "events": hook["events"]},
-            session=session,
         )
 
-    store.in_transaction(write)
+    run_action(store, actor, write)
 
 
 def _host(url: str) -> str | None:

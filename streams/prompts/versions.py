@@ -25,7 +25,7 @@ from streams.prompts.templates import (
     validate_shard_guidance,
     validate_template,
 )
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 PromptSource = Literal["default", "agent", "scope"]
 PromptRole = Literal["template", "guidance"]
@@ -58,8 +58,12 @@ def prompt_save(
     scope_id: str | None = None,
     reverted_from: int | None = None,
     expected_version: int | None = None,
+    session: StoreSession | None = None,
 ) -> PromptVersion:
     """Save `text` as the next version of the agent's default (or the scope's override).
+
+    With `session` the version and the scope's mirror are the caller's transaction; a
+    number taken meanwhile then aborts it with Conflict, and the caller tries it again.
 
     The template is validated first: an invalid one stores nothing. Saving the text
     that is already current is a no-op that returns the current version, so a form
@@ -72,8 +76,10 @@ def prompt_save(
     scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
     text = validate_prompt(prompt_kind, scope, text)
     scope_oid = require_object_id(scope.id, what="scope") if scope else None
-    for _ in range(SAVE_ATTEMPTS):
-        current = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
+    for _ in range(SAVE_ATTEMPTS if session is None else 1):
+        current = store.prompts.latest(
+            agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind, session=session
+        )
         current_version = current.version if current else 0
         if expected_version is not None and expected_version != current_version:
             raise Conflict(
@@ -98,8 +104,8 @@ def prompt_save(
         )
         # The unique (agent, scope, kind, version) key makes a concurrent save of the same
         # number fail here instead of overwriting; re-read and take the next number.
-        if store.prompts.insert(entry):
-            _mirror(store, scope, entry)
+        if store.prompts.insert(entry, session=session):
+            _mirror(store, scope, entry, session=session)
             return entry
     raise Conflict("the prompt is being changed by someone else; try again")
 
@@ -112,6 +118,7 @@ def prompt_revert(
     version: int,
     author: str,
     scope_id: str | None = None,
+    session: StoreSession | None = None,
 ) -> PromptVersion:
     """A new version whose text is that of `version`: history only ever grows."""
     prompt_kind = check_kind(kind)
@@ -130,6 +137,7 @@ def prompt_revert(
         author=author,
         scope_id=scope_id,
         reverted_from=version,
+        session=session,
     )
 
 
@@ -266,7 +274,12 @@ def _level_scope(
     return scope
 
 
-def _mirror(store: MemoryStore, scope: Scope | None, entry: PromptVersion) -> None:
+def _mirror(
+    store: MemoryStore,
+    scope: Scope | None,
+    entry: PromptVersion,
+    session: StoreSession | None = None,
+) -> None:
     """The scope document carries its current prompt text (API, and the shards and groups
     the formation reads anyway), so the resolver needs no history read per scope."""
     if scope is None:
@@ -274,7 +287,7 @@ def _mirror(store: MemoryStore, scope: Scope | None, entry: PromptVersion) -> No
     fields: dict[str, object] = {MIRROR_FIELDS[entry.kind]: None if entry.cleared else entry.text}
     if prompt_role(entry.kind, scope) == "guidance":
         fields["guidance_version"] = None if entry.cleared else entry.version
-    store.scopes.update_fields(require_object_id(scope.id, what="scope"), fields)
+    store.scopes.update_fields(require_object_id(scope.id, what="scope"), fields, session=session)
 
 
 def _check_author(author: str) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import DESCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.store.indexes import IndexSpec, index
@@ -28,8 +29,8 @@ class ChatCallRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, doc: dict[str, Any]) -> None:
-        self.collection.insert_one(doc)
+    def insert(self, doc: dict[str, Any], *, session: ClientSession | None = None) -> None:
+        self.collection.insert_one(doc, session=session)
 
     def for_session(
         self, *, agent_id: str, session_id: str, before: ObjectId | None, limit: int

@@ -40,10 +40,16 @@ class JobRepository:
         return Job.from_mongo(doc) if doc else None
 
     def active_for_scope(
-        self, scope_id: ObjectId, kind: str, *, statuses: list[str] | None = None
+        self,
+        scope_id: ObjectId,
+        kind: str,
+        *,
+        statuses: list[str] | None = None,
+        session: ClientSession | None = None,
     ) -> Job | None:
         doc = self.collection.find_one(
-            {"scope_id": scope_id, "kind": kind, "status": {"$in": statuses or ACTIVE}}
+            {"scope_id": scope_id, "kind": kind, "status": {"$in": statuses or ACTIVE}},
+            session=session,
         )
         return Job.from_mongo(doc) if doc else None
 
@@ -129,9 +135,9 @@ class JobRepository:
         """Drop one payload field (e.g. message text a finished job no longer needs)."""
         self.collection.update_one({"_id": job_id}, {"$unset": {f"payload.{key}": ""}})
 
-    def requeue(self, job_id: ObjectId) -> bool:
+    def requeue(self, job_id: ObjectId, *, session: ClientSession | None = None) -> bool:
         result = self.collection.update_one(
-            {"_id": job_id, "status": "failed"}, {"$set": {"status": "queued"}}
+            {"_id": job_id, "status": "failed"}, {"$set": {"status": "queued"}}, session=session
         )
         return result.matched_count == 1
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from bson import ObjectId
 from pymongo import ASCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.store.indexes import IndexSpec, index
@@ -21,8 +22,8 @@ class PromptCheckRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, doc: dict[str, Any]) -> None:
-        self.collection.insert_one(doc)
+    def insert(self, doc: dict[str, Any], *, session: ClientSession | None = None) -> None:
+        self.collection.insert_one(doc, session=session)
 
     def for_agent(self, agent_id: str, *, limit: int) -> list[dict[str, Any]]:
         cursor = self.collection.find({"agent_id": agent_id}).sort("created_at", ASCENDING)
@@ -31,6 +32,10 @@ class PromptCheckRepository:
     def count(self, agent_id: str) -> int:
         return self.collection.count_documents({"agent_id": agent_id})
 
-    def delete(self, agent_id: str, check_id: ObjectId) -> bool:
-        result = self.collection.delete_one({"_id": check_id, "agent_id": agent_id})
+    def delete(
+        self, agent_id: str, check_id: ObjectId, *, session: ClientSession | None = None
+    ) -> bool:
+        result = self.collection.delete_one(
+            {"_id": check_id, "agent_id": agent_id}, session=session
+        )
         return result.deleted_count == 1

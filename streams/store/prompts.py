@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bson import ObjectId
 from pymongo import DESCENDING
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
@@ -24,20 +25,27 @@ class PromptRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, entry: PromptVersion) -> bool:
-        """Insert a new version; False when that version number is taken already."""
+    def insert(self, entry: PromptVersion, *, session: ClientSession | None = None) -> bool:
+        """Insert a new version; False when that version number is taken already (in a
+        transaction, `session`, that aborts it: the caller starts it again)."""
         try:
-            self.collection.insert_one(entry.to_mongo())
+            self.collection.insert_one(entry.to_mongo(), session=session)
         except DuplicateKeyError:
             return False
         return True
 
     def latest(
-        self, *, agent_id: str, scope_id: ObjectId | None, kind: PromptKind
+        self,
+        *,
+        agent_id: str,
+        scope_id: ObjectId | None,
+        kind: PromptKind,
+        session: ClientSession | None = None,
     ) -> PromptVersion | None:
         doc = self.collection.find_one(
             {"agent_id": agent_id, "scope_id": scope_id, "kind": kind},
             sort=[("version", DESCENDING)],
+            session=session,
         )
         return PromptVersion.from_mongo(doc) if doc else None
 

@@ -44,8 +44,12 @@ class SessionRepository:
         self.buffers = db[BUFFERS]
         self.messages = db[MESSAGES]
 
-    def get_buffer(self, agent_id: str, session_id: str) -> dict[str, Any] | None:
-        return self.buffers.find_one({"agent_id": agent_id, "session_id": session_id})
+    def get_buffer(
+        self, agent_id: str, session_id: str, *, session: ClientSession | None = None
+    ) -> dict[str, Any] | None:
+        return self.buffers.find_one(
+            {"agent_id": agent_id, "session_id": session_id}, session=session
+        )
 
     def insert_messages(self, messages: list[BufferedMessage]) -> list[BufferedMessage]:
         """Insert what is new; the messages accepted (re-sent ids are skipped, not errors)."""

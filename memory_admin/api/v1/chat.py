@@ -51,7 +51,8 @@ from memory_admin.chat_upstream import (
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from memory_admin.tasks import dispatch_now
-from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare, chat_turn_finish
+from streams.actions.chat import do_chat_turn_finish
+from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
 from streams.exceptions import InvalidInput, MemoryServiceError, Unavailable
 from streams.store import MemoryStore
 
@@ -469,7 +470,7 @@ def _store_or_none() -> MemoryStore | None:
 def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
     """Record the call and queue its ingest; never raises (the answer is already out)."""
     try:
-        job = chat_turn_finish(store=get_store(), turn=turn, outcome=outcome)
+        job = do_chat_turn_finish(store=get_store(), turn=turn, outcome=outcome)
     except Exception:
         logger.exception("chat %s: recording the call and its ingest failed", turn.call_id)
         return

@@ -13,14 +13,8 @@ from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, InSchema, Prompt, error_responses
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
-from streams.prompt_checks import (
-    CheckOutcome,
-    PromptCheck,
-    check_create,
-    check_delete,
-    check_list,
-    checks_run,
-)
+from streams.actions.prompts import do_prompt_check_create, do_prompt_check_delete
+from streams.prompt_checks import CheckOutcome, PromptCheck, check_list, checks_run
 from streams.prompts import Draft, validate_prompt
 from streams.scopes import scope_get
 
@@ -107,14 +101,14 @@ def list_checks(request: HttpRequest, agent_id: Path[ExternalId]) -> dict[str, A
 )
 def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: CheckIn) -> Status:
     require_agent(request, agent_id)
-    check = check_create(
+    check = do_prompt_check_create(
         store=get_store(),
+        actor=api_actor(request),
         agent_id=agent_id,
         name=payload.name,
         conversation=payload.conversation,
         user_name=payload.user_name,
         expectations=[e.model_dump() for e in payload.expectations],
-        author=str(api_actor(request)),
         scope_id=payload.scope_id,
     )
     return Status(201, _check(check))
@@ -165,8 +159,8 @@ def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn)
 )
 def delete_check(request: HttpRequest, agent_id: Path[ExternalId], check_id: str) -> Status:
     require_agent(request, agent_id)
-    check_delete(
-        store=get_store(), agent_id=agent_id, check_id=check_id, author=str(api_actor(request))
+    do_prompt_check_delete(
+        store=get_store(), actor=api_actor(request), agent_id=agent_id, check_id=check_id
     )
     return Status(204, None)
 
