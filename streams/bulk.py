@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_jobs import consolidation_due
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import parse_object_id

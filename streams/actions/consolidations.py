@@ -10,7 +10,7 @@ from __future__ import annotations
 from streams.actions.base import Actor, record, schedule
 from streams.audit import audit_change
 from streams.consolidation import consolidation_restore
-from streams.consolidation_runs import consolidation_request
+from streams.consolidation_jobs import consolidation_request
 from streams.documents import ConsolidationVersion, Job, Scope
 from streams.store import MemoryStore
 
