@@ -25,11 +25,12 @@ from bson import ObjectId
 from streams.actions import base as actions_base
 from streams.actions.base import Actor
 from streams.actions.chat import do_chat_turn_finish
+from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.observations import do_observation_add, do_observation_delete
 from streams.actions.prompts import do_prompt_check_create
 from streams.actions.scopes import do_scope_create
 from streams.activity import activity_record
-from streams.chat import ChatMemory, ChatOutcome, chat_ingest_run, chat_prepare
+from streams.chat import ChatMemory, ChatOutcome, chat_prepare
 from streams.consolidation import consolidation_commit
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, Observation, Scope, utcnow

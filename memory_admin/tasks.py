@@ -22,9 +22,9 @@ from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_jobs_recover
 from streams.bulk import bulk_run
-from streams.chat import chat_ingest_run
 from streams.consolidation_runs import consolidation_run
 from streams.documents import Job, utcnow
 from streams.embeddings import embeddings_after_job, embeddings_compute

@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_jobs import consolidation_due
 from streams.context_log_scrub import (
     context_log_forget_observations,
     private_owner,

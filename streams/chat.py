@@ -26,14 +26,12 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.actions.base import Actor
-from streams.actions.sessions import do_messages_ingest
 from streams.context import context_assemble
 from streams.documents import Job, utcnow
 from streams.embeddings import SemanticRanker
 from streams.exceptions import InvalidInput, Unavailable
-from streams.formation import FormationSettings, IncomingMessage
-from streams.jobs import JobRun, job_create
+from streams.formation import IncomingMessage
+from streams.jobs import job_create
 from streams.pagination import Page, decode_cursor, encode_cursor
 from streams.store import MemoryStore, StoreError, StoreSession
 
@@ -305,35 +303,6 @@ def chat_turn_messages(payload: dict[str, Any]) -> list[IncomingMessage]:
         )
         for m in payload.get("messages", [])
     ]
-
-
-def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSettings) -> None:
-    """The work of a `chat_ingest` job: buffer the turn; a due formation is a follow-up."""
-    job = run.job
-    payload = job.payload
-    assert job.session_id is not None
-    result = do_messages_ingest(
-        store=store,
-        actor=Actor.parse(payload.get("actor") or "api"),
-        agent_id=job.agent_id,
-        session_id=job.session_id,
-        user_id=payload["user_id"],
-        user_name=payload.get("user_name"),
-        groups=[{k: v for k, v in g.items() if v} for g in payload.get("groups", [])],
-        messages=chat_turn_messages(payload),
-        settings=settings,
-        follow_ups=run.follow_ups,
-        context={"via": "chat", "call_id": payload.get("call_id")},
-    )
-    run.result = {
-        "call_id": payload.get("call_id"),
-        "accepted": result.accepted,
-        "duplicates": result.duplicates,
-        "formation_job_id": result.formation_job.id if result.formation_job else None,
-    }
-    # The text now lives in the session's buffer (which forgetting a user deletes);
-    # the finished job keeps no copy of it.
-    store.jobs.unset_payload(ObjectId(job.id), "messages")
 
 
 def chat_calls_for_session(

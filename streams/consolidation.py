@@ -16,6 +16,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.activity import activity_record
+from streams.consolidation_jobs import consolidation_due
 from streams.documents import ConsolidationVersion, Job, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -247,8 +248,6 @@ def restore_preview(versions: list[ConsolidationVersion], pending: list[str]) ->
 
 
 def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
-    from streams.consolidation_runs import consolidation_due  # runs import this module
-
     job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
     if job is not None and follow_ups is not None:
         follow_ups.append(job)

@@ -17,8 +17,8 @@ from bson import ObjectId
 
 from streams.consolidation import WORD, RunDetails, consolidation_commit, word_count
 from streams.consolidation_contradictions import answer_split, contradictions_flag
-from streams.documents import Job, Observation, Scope, utcnow
-from streams.exceptions import Conflict, NotFound
+from streams.documents import Observation, Scope, utcnow
+from streams.exceptions import NotFound
 from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
 from streams.llm.port import (
     ConsolidationContext,
@@ -28,72 +28,9 @@ from streams.llm.port import (
     LLMResult,
 )
 from streams.prompts import render_consolidation, resolve_template
-from streams.store import MemoryStore, StoreSession
+from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
-
-
-def consolidation_request(
-    *,
-    store: MemoryStore,
-    scope: Scope,
-    trigger: str,
-    actor: str | None,
-    session: StoreSession | None = None,
-) -> Job:
-    """Consolidate now (on demand): runs even below the threshold; Conflict if nothing is pending.
-
-    A run already queued or running for the scope is returned instead of a second one.
-    With `session`, the job is written in the caller's transaction.
-    """
-    if not scope.pending_observation_ids:
-        raise Conflict("nothing to consolidate: the scope has no pending observations")
-    if not scope.is_active:
-        raise Conflict("the scope is paused: resume it to consolidate")
-    active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation", session=session)
-    return active or _consolidation_job(store, scope, trigger=trigger, actor=actor, session=session)
-
-
-def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
-    """A consolidation job when the scope's pending list reached its threshold, else None."""
-    scope = store.scopes.get(ObjectId(scope_id))
-    if scope is None:
-        return None
-    return consolidation_due_at(
-        store=store, scope=scope, pending_count=scope.pending_count, trigger=trigger
-    )
-
-
-def consolidation_due_at(
-    *, store: MemoryStore, scope: Scope, pending_count: int, trigger: str
-) -> Job | None:
-    """`consolidation_due` for a caller that knows the pending count without reading the
-    scope again: an add's transaction claimed the scope at the version it had read, so
-    that scope's count plus the add's is exact as of the add's commit."""
-    if not scope.is_active or pending_count < scope.consolidation_threshold:
-        return None
-    if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
-        return None
-    return _consolidation_job(store, scope, trigger=trigger, actor=None)
-
-
-def _consolidation_job(
-    store: MemoryStore,
-    scope: Scope,
-    *,
-    trigger: str,
-    actor: str | None,
-    session: StoreSession | None = None,
-) -> Job:
-    return job_create(
-        store=store,
-        kind="consolidation",
-        agent_id=scope.agent_id,
-        scope_id=scope.id,
-        trigger=trigger,
-        actor=actor,
-        session=session,
-    )
 
 
 def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:

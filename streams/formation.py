@@ -18,7 +18,7 @@ from typing import Any
 from bson import ObjectId
 
 from streams.activity import activity_record
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_jobs import consolidation_due
 from streams.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict
 from streams.extraction import ExtractionPlan, parse_extraction_items, plan_extraction

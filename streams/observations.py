@@ -10,7 +10,7 @@ from bson import ObjectId
 
 from streams.activity import activity_record
 from streams.audit import audit_record, content_digest
-from streams.consolidation_runs import consolidation_due_at
+from streams.consolidation_jobs import consolidation_due_at
 from streams.contradictions import first_contradicted
 from streams.dedup import SIMILAR_AT, text_key, token_set
 from streams.detectors import detect_and_redact

@@ -18,7 +18,8 @@ from bson import ObjectId
 
 from streams.activity import activity_record
 from streams.audit import audit_record
-from streams.consolidation_runs import consolidation_due, describe_scope
+from streams.consolidation_jobs import consolidation_due
+from streams.consolidation_runs import describe_scope
 from streams.detectors import BLOCKING_FLAGS, detect
 from streams.documents import Observation, Scope, utcnow
 from streams.exceptions import NotFound

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streams.consolidation_runs import consolidation_due
+from streams.consolidation_jobs import consolidation_due
 from streams.documents import REVIEW_MODES, Job, Scope, ScopeType, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
 from streams.ids import require_object_id
@@ -13,7 +13,7 @@ from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.pins import pins_checked
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
 from streams.store import MemoryStore
-from streams.user_find import user_name_record
+from streams.user_names import user_name_record
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ fills it for older data), and a search is two indexed prefix ranges.
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass
 
-from streams.documents import Scope
 from streams.exceptions import InvalidInput
+from streams.scopes import scope_list
 from streams.store import MemoryStore
+from streams.user_names import normalize, user_name_record
 
 MIN_CHARS = 2
 MAX_CHARS = 128
@@ -28,33 +28,6 @@ class UserMatch:
     display_name: str | None
     scope_id: str
     matched: str  # "name" or "id"
-
-
-def normalize(text: str) -> str:
-    """Case-, accent- and space-insensitive: "  Génè  W." → "gene w."."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return " ".join(bare.casefold().split())
-
-
-def name_keys(display_name: str | None) -> list[str]:
-    """The whole normalized name and each tail starting at a later word."""
-    words = normalize(display_name or "").split(" ")
-    return [" ".join(words[i:]) for i in range(len(words)) if words[i]]
-
-
-def user_name_record(*, store: MemoryStore, scope: Scope) -> None:
-    """Keep the findable name of an individual scope's user (other scopes have none)."""
-    if scope.scope_type != "individual" or not scope.user_id:
-        return
-    store.user_names.upsert(
-        agent_id=scope.agent_id,
-        user_id=scope.user_id,
-        scope_id=scope.id,
-        display_name=scope.display_name,
-        name_keys=name_keys(scope.display_name),
-        user_key=normalize(scope.user_id),
-    )
 
 
 def user_find(
@@ -88,8 +61,6 @@ def user_find(
 
 def user_names_backfill(*, store: MemoryStore, agent_id: str) -> int:
     """Record every individual scope of an agent (data from before the names were kept)."""
-    from streams.scopes import scope_list  # scopes records names through this module
-
     count, cursor = 0, None
     while True:
         page = scope_list(

@@ -17,7 +17,8 @@ from bson import ObjectId
 
 from memory_admin import inprocess
 from memory_admin.tasks import retry_failed_jobs, run_consolidation
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.documents import utcnow
 from streams.exceptions import Conflict
 from streams.jobs import job_create, job_get

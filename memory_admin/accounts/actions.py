@@ -17,9 +17,9 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 from django.utils import timezone
 
+from memory_admin.accounts.roles import Role, user_role
 from memory_admin.models import PERMISSIONS, ApiKey, PasswordChangeRequired
 from memory_admin.stores import get_store
-from memory_admin.ui.roles import Role, user_role
 from streams.actions import Actor
 from streams.actions.base import record
 from streams.exceptions import Conflict, InvalidInput

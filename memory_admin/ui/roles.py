@@ -1,4 +1,4 @@
-"""Roles are Django groups (viewer < operator < admin); every view checks its own on the server.
+"""Every view checks its role on the server (roles themselves: `memory_admin/accounts/roles.py`).
 
 A hidden button is not a permission, so pages declare the least role they need
 with `role_required` and the layout only mirrors what the server enforces.
@@ -7,39 +7,19 @@ with `role_required` and the layout only mirrors what the server enforces.
 from __future__ import annotations
 
 from collections.abc import Callable
-from enum import IntEnum
 from functools import wraps
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 
+from memory_admin.accounts.roles import Role, user_role
+
 View = Callable[..., HttpResponse]
 
 _CACHE_ATTR = "_ui_role"
 
-
-class Role(IntEnum):
-    """Ordered so that `role >= Role.OPERATOR` reads as "operator or more"."""
-
-    VIEWER = 1
-    OPERATOR = 2
-    ADMIN = 3
-
-    @property
-    def label(self) -> str:
-        return self.name.lower()
-
-
-def user_role(user: Any) -> Role | None:
-    """The highest role among the user's groups; superusers are admins; anyone else has none."""
-    if not getattr(user, "is_authenticated", False) or not user.is_active:
-        return None
-    if user.is_superuser:
-        return Role.ADMIN
-    names = set(user.groups.values_list("name", flat=True))
-    held = [role for role in Role if role.label in names]
-    return max(held) if held else None
+__all__ = ["Role", "request_role", "role_required", "user_role"]
 
 
 def request_role(request: HttpRequest) -> Role | None:

@@ -11,7 +11,7 @@ from streams.actions.base import Actor, record, schedule
 from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_change
 from streams.consolidation import consolidation_restore
-from streams.consolidation_runs import consolidation_request
+from streams.consolidation_jobs import consolidation_request
 from streams.documents import ConsolidationVersion, Job, Scope
 from streams.store import MemoryStore
 

@@ -1,4 +1,4 @@
-"""The few writes and reads of export/import (`streams.exchange`) that no other repository has."""
+"""The writes and reads of export/import (`streams.exchange`) no other repository has."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from streams.consolidation_runs import consolidation_request
+from streams.consolidation_jobs import consolidation_request
 from streams.jobs import job_get
 from streams.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory

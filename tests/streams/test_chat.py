@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from streams.actions.chat_ingest import chat_ingest_run
 from streams.chat import (
     ChatMemory,
     ChatOutcome,
     chat_calls_for_session,
     chat_calls_for_user,
-    chat_ingest_run,
     chat_prepare,
     chat_turn_finish,
     chat_turn_messages,

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from streams.consolidation import consolidation_edit, consolidation_history
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.exceptions import Conflict
 from streams.jobs import job_create, job_get
 from streams.llm.port import LLMError

@@ -17,7 +17,8 @@ import pytest
 from bson import ObjectId
 
 from streams.consolidation_contradictions import answer_split, answer_trailer
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.contradictions import contradicts
 from streams.documents import Job, Observation
 from streams.llm.offline import OfflineProvider

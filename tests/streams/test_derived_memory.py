@@ -24,7 +24,8 @@ import pytest
 from bson import ObjectId
 
 from streams.consolidation import consolidation_history, consolidation_restore
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.context import context_assemble
 from streams.documents import Job, Observation
 from streams.exceptions import Conflict

@@ -15,7 +15,8 @@ from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
 from streams.consolidation import consolidation_history
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.context import context_assemble
 from streams.formation import IncomingMessage, messages_ingest
 from streams.jobs import job_get

@@ -3,7 +3,8 @@ the prompt lists it, so a prompt that mislabels its targets stores nothing (issu
 
 from __future__ import annotations
 
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.jobs import job_get
 from streams.observations import observation_list
 from streams.propagation import propagation_run

@@ -10,7 +10,8 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.context import context_assemble
 from streams.detectors import REDACTED
 from streams.exceptions import Conflict, InvalidInput

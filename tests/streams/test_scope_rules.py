@@ -8,12 +8,8 @@ from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
 from streams.consolidation import consolidation_edit, consolidation_restore, restore_returns
-from streams.consolidation_runs import (
-    consolidation_due,
-    consolidation_request,
-    consolidation_run,
-    within_words,
-)
+from streams.consolidation_jobs import consolidation_due, consolidation_request
+from streams.consolidation_runs import consolidation_run, within_words
 from streams.context import context_assemble
 from streams.documents import Job
 from streams.exceptions import Conflict, InvalidInput

@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.documents import utcnow
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OFFLINE_MODEL, OfflineProvider

@@ -8,7 +8,8 @@ import pytest
 from django.core.management import call_command
 
 from streams.exceptions import InvalidInput
-from streams.user_find import name_keys, normalize, user_find
+from streams.user_find import user_find
+from streams.user_names import name_keys, normalize
 from tests.factories import ScopeFactory
 
 

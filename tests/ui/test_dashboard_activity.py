@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from streams.consolidation_runs import consolidation_request
+from streams.consolidation_jobs import consolidation_request
 from streams.documents import utcnow
 from streams.jobs import job_create
 from tests.ui.helpers import HTMX, scope_with_history

@@ -16,7 +16,8 @@ from django.urls import reverse
 
 from memory_admin.tasks import formation_settings
 from streams.consolidation import consolidation_commit
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.exceptions import InvalidInput
 from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
 from streams.jobs import job_create

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from streams.consolidation_runs import consolidation_request, consolidation_run
+from streams.consolidation_jobs import consolidation_request
+from streams.consolidation_runs import consolidation_run
 from streams.jobs import job_execute
 from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
 from streams.scopes import scope_get
