@@ -11,8 +11,11 @@ from streams.observations import observation_add, observation_delete
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_in_scopes
 from streams.search_rebuild import search_index_actual, search_index_expected
+from streams.search_text import term_counts
 from streams.store import MemoryStore, search_pending
 from streams.store.postings import totals_key
+from streams.store.privacy import PrivacyRepository
+from streams.store.search import IndexChange
 
 AGENT = "a1"
 
@@ -85,3 +88,26 @@ def test_the_folder_takes_what_the_adds_queued(store):
     search_pending.flush()
     assert _pending(store, scope.id) == []
     assert [c for c, _ in _ranked(store, scope.id, "standup")] == ["Standup at nine."]
+
+
+def test_pruning_dead_terms_keeps_a_pending_add_that_holds_one(store, unfolded):
+    """A term's head left at df 0 (its last observation deleted) is pruned with its chunks,
+    never with a later add's pending document that holds the term again."""
+    scope = _scope(store)
+    gone = observation_add(store=store, scope=scope, content="Lisbon trip.")
+    store.search_index.fold({ObjectId(scope.id)})
+    store.search_index.apply(  # the delete's index change alone: the head stays, at df 0
+        [
+            IndexChange(
+                scope_id=ObjectId(scope.id),
+                observation_id=ObjectId(gone.id),
+                counts=dict(term_counts(gone.content)),
+                sign=-1,
+            )
+        ]
+    )
+    later = observation_add(store=store, scope=_scope(store), content="Lisbon again.")
+    assert len(_pending(store, scope.id)) == 1
+    PrivacyRepository(store.db).prune_search_terms(ObjectId(scope.id), ["lisbon"])
+    assert [d["oid"] for d in _pending(store, scope.id)] == [ObjectId(later.id)]
+    assert [c for c, _ in _ranked(store, scope.id, "lisbon")] == ["Lisbon again."]
