@@ -124,9 +124,6 @@ NOT_YET = {
     "do_consolidation_restore",
     "do_scope_create",
     "do_scope_update",
-    # One transaction already (decision, entries, jobs), but the service writes the entries.
-    "do_review_decide",
-    "do_review_decide_bulk",
 }
 # Not one transaction by design: an edit and its pins are two actions put together,
 # and the recovery sweep's requeues are one conditional write each, with no entry.
