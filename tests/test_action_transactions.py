@@ -26,7 +26,7 @@ from streams.actions.bulk import do_observations_bulk
 from streams.actions.consolidations import do_consolidation_trigger
 from streams.actions.exchange import do_memory_import, do_scope_export
 from streams.actions.jobs import do_job_retry
-from streams.actions.observations import do_observation_delete
+from streams.actions.observations import do_observation_delete, do_observation_feedback
 from streams.actions.pins import do_scope_pins_set
 from streams.actions.privacy import do_user_forget
 from streams.actions.prompts import do_prompt_check_create, do_prompt_save
@@ -101,6 +101,9 @@ CASES: dict[str, Act] = {
         events=list(WEBHOOK_EVENTS[:1]),
         allow_private=True,
     ),
+    "observation.feedback": lambda s, w: do_observation_feedback(
+        store=s, actor=CLI, observation_id=w.observation.id, useful=True
+    ),
     "observation.delete": lambda s, w: do_observation_delete(
         store=s, actor=CLI, observation=w.observation
     ),
@@ -120,7 +123,6 @@ NOT_YET = {
     "do_observation_add_once",
     "do_observation_add_batch",
     "do_observation_update",
-    "do_observation_feedback",
     "do_consolidation_restore",
     "do_scope_create",
     "do_scope_update",

@@ -11,7 +11,7 @@ from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
-from streams.feedback import observation_feedback
+from streams.feedback import observation_feedback, observation_fresh
 from streams.observation_batch import (
     BatchItem,
     BatchResult,
@@ -222,13 +222,27 @@ def do_observation_feedback(
     context_call_id: str | None = None,
     agent_ids: frozenset[str] | None = None,
 ) -> Observation:
-    """Feedback on a retrieved observation; its audit entry commits with the count."""
-    observation, _ = observation_feedback(
-        store=store,
-        observation_id=observation_id,
-        useful=useful,
-        context_call_id=context_call_id,
-        agent_ids=agent_ids,
-        actor=str(actor),
-    )
-    return observation
+    """Feedback on a retrieved observation; its audit entry (when it counted) commits with
+    the count."""
+
+    def write(tx: ActionTx) -> Observation:
+        observation, counted = observation_feedback(
+            store=store,
+            observation_id=observation_id,
+            useful=useful,
+            context_call_id=context_call_id,
+            agent_ids=agent_ids,
+            session=tx.session,
+        )
+        if counted:
+            tx.audit(
+                action="observation.feedback",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=observation.agent_id,
+                summary={"useful": useful, "context_call_id": context_call_id},
+            )
+        return observation
+
+    observation = run_action(store, actor, write)
+    return observation_fresh(store=store, observation=observation)
