@@ -26,7 +26,11 @@ from streams.actions.bulk import do_observations_bulk
 from streams.actions.consolidations import do_consolidation_trigger
 from streams.actions.exchange import do_memory_import, do_scope_export
 from streams.actions.jobs import do_job_retry
-from streams.actions.observations import do_observation_delete, do_observation_feedback
+from streams.actions.observations import (
+    do_observation_delete,
+    do_observation_feedback,
+    do_observation_update,
+)
 from streams.actions.pins import do_scope_pins_set
 from streams.actions.privacy import do_user_forget
 from streams.actions.prompts import do_prompt_check_create, do_prompt_save
@@ -104,6 +108,9 @@ CASES: dict[str, Act] = {
     "observation.feedback": lambda s, w: do_observation_feedback(
         store=s, actor=CLI, observation_id=w.observation.id, useful=True
     ),
+    "observation.update": lambda s, w: do_observation_update(
+        store=s, actor=CLI, observation=w.observation, content="Gene moved to Braga."
+    ),
     "observation.delete": lambda s, w: do_observation_delete(
         store=s, actor=CLI, observation=w.observation
     ),
@@ -122,7 +129,6 @@ NOT_YET = {
     "do_observation_add",
     "do_observation_add_once",
     "do_observation_add_batch",
-    "do_observation_update",
     "do_consolidation_restore",
     "do_scope_create",
     "do_scope_update",

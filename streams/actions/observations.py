@@ -6,7 +6,7 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
@@ -25,7 +25,9 @@ from streams.observations import (
     observation_add,
     observation_delete_after,
     observation_delete_write,
-    observation_update,
+    observation_update_after,
+    observation_update_plan,
+    observation_update_write,
 )
 from streams.store import MemoryStore
 
@@ -106,37 +108,33 @@ def do_observation_update(
     expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
-    what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
+    what changed (text as digests). The change and its entry commit together; returns
+    the jobs (rebuilds) scheduled once it committed."""
+    plan = observation_update_plan(
+        observation=observation, content=content, private=private, expires_at=expires_at
+    )
+
+    def write(tx: ActionTx) -> None:
+        if plan.changes:
+            observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+        tx.audit(
+            action="observation.update",
+            object_type="observation",
+            object_id=observation.id,
+            agent_id=observation.agent_id,
+            summary=audit_changes(
+                {
+                    "content": observation.content,
+                    "private": observation.private,
+                    "expires_at": observation.expires_at,
+                },
+                plan.after(),
+            ),
+        )
+
+    run_action(store, actor, write)
     jobs: list[Job] = []
-    updated = observation_update(
-        store=store,
-        observation=observation,
-        content=content,
-        private=private,
-        follow_ups=jobs,
-        actor=str(actor),
-        expires_at=expires_at,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="observation.update",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary=audit_changes(
-            {
-                "content": observation.content,
-                "private": observation.private,
-                "expires_at": observation.expires_at,
-            },
-            {
-                "content": updated.content,
-                "private": updated.private,
-                "expires_at": updated.expires_at,
-            },
-        ),
-    )
+    updated = observation_update_after(store=store, plan=plan, follow_ups=jobs)
     schedule(jobs)
     return updated, jobs
 
