@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from bson import ObjectId
 
-from streams.audit import audit_record
-from streams.documents import Observation, utcnow
+from streams.documents import Observation
 from streams.exceptions import InvalidInput, NotFound
 from streams.observations import observation_get
 from streams.store import MemoryStore, StoreSession
@@ -23,12 +22,13 @@ def observation_feedback(
     store: MemoryStore,
     observation_id: str,
     useful: bool,
+    session: StoreSession,
     context_call_id: str | None = None,
     agent_ids: frozenset[str] | None = None,
-    actor: str,
 ) -> tuple[Observation, bool]:
-    """Count the feedback (audited, one transaction); the fresh observation and whether
-    it counted (False: this call's feedback on it was counted before).
+    """Count the feedback in the caller's transaction `session` (the feedback action's,
+    which audits a counted one); the observation as read before, and whether it counted
+    (False: this call's feedback on it was counted before).
 
     NotFound for a deleted observation, or one of an agent the caller does not see."""
     if context_call_id is not None and not (
@@ -40,28 +40,15 @@ def observation_feedback(
     observation = observation_get(store=store, observation_id=observation_id, agent_ids=agent_ids)
     if observation.deleted:
         raise NotFound("observation not found")
-    oid = ObjectId(observation.id)
+    counted = store.observations.add_feedback(
+        ObjectId(observation.id), useful=useful, call_id=context_call_id, session=session
+    )
+    return observation, bool(counted)
 
-    def count(session: StoreSession) -> bool:
-        counted = store.observations.add_feedback(
-            oid, useful=useful, call_id=context_call_id, session=session
-        )
-        if counted:
-            audit_record(
-                store=store,
-                actor=actor,
-                action="observation.feedback",
-                object_type="observation",
-                object_id=observation.id,
-                agent_id=observation.agent_id,
-                summary={"useful": useful, "context_call_id": context_call_id},
-                at=utcnow(),
-                session=session,
-            )
-        return counted
 
-    counted = bool(store.in_transaction(count))
-    fresh = store.observations.get(oid)
+def observation_fresh(*, store: MemoryStore, observation: Observation) -> Observation:
+    """The observation as stored now (NotFound once deleted)."""
+    fresh = store.observations.get(ObjectId(observation.id))
     if fresh is None or fresh.deleted:
         raise NotFound("observation not found")
-    return fresh, counted
+    return fresh

@@ -476,7 +476,51 @@ def observation_update(
     A deleted observation is kept as it was, for the audit: changing it is a conflict.
     What was derived from the old text (or, once private, from the text at all) follows:
     see `streams.rebuild.sources_changed`; its rebuild jobs go to `follow_ups`.
+    An action that records the update in the same transaction calls the three parts,
+    `observation_update_plan`, `observation_update_write` and `observation_update_after`.
     """
+    plan = observation_update_plan(
+        observation=observation, content=content, private=private, expires_at=expires_at
+    )
+    if plan.changes:
+        store.in_transaction(
+            lambda session: observation_update_write(
+                store=store, plan=plan, actor=actor, session=session
+            )
+        )
+    return observation_update_after(store=store, plan=plan, follow_ups=follow_ups)
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """A checked update: the fields it sets, and whether the expiry changes."""
+
+    observation: Observation
+    fields: dict[str, object]
+    expiry_changes: bool
+    expires_at: datetime | None
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.fields) or self.expiry_changes
+
+    def after(self) -> dict[str, object]:
+        """What the observation holds once the update committed (content, private, expiry)."""
+        return {
+            "content": self.fields.get("content", self.observation.content),
+            "private": self.fields.get("private", self.observation.private),
+            "expires_at": self.expires_at if self.expiry_changes else self.observation.expires_at,
+        }
+
+
+def observation_update_plan(
+    *,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+    expires_at: datetime | None | Unset = UNSET,
+) -> UpdatePlan:
+    """Check an update and work out its fields; nothing is written (see `observation_update`)."""
     fields: dict[str, object] = {}
     if content is not None:
         content = content.strip()
@@ -500,8 +544,14 @@ def observation_update(
     if private is not None:
         fields["private"] = private
     expiry_changes = not isinstance(expires_at, Unset) and expires_at != observation.expires_at
-    if not fields and not expiry_changes:
-        return observation
+    plan = UpdatePlan(
+        observation=observation,
+        fields=fields,
+        expiry_changes=expiry_changes,
+        expires_at=None if isinstance(expires_at, Unset) else expires_at,
+    )
+    if not plan.changes:
+        return plan
     if observation.deleted:
         raise Conflict("the observation is deleted; it cannot be changed")
     if expiry_changes and observation.expiry_swept:
@@ -509,58 +559,70 @@ def observation_update(
             "the observation expired and left memory; its expiry cannot change",
             details=[{"field": "expires_at"}],
         )
+    return plan
+
+
+def observation_update_write(
+    *, store: MemoryStore, plan: UpdatePlan, actor: str | None, session: StoreSession
+) -> None:
+    """The update's writes, in the caller's transaction."""
+    observation, fields = plan.observation, plan.fields
     oid = require_object_id(observation.id, what="observation")
-    if expiry_changes:
-        assert not isinstance(expires_at, Unset)
-        if not store.observations.set_expiry(oid, expires_at):
+    if plan.expiry_changes:
+        if not store.observations.set_expiry(oid, plan.expires_at, session=session):
             raise NotFound("observation not found")
         # Its propagated copies say the same fact: they expire with it.
         for copy in copies_closure(PrivacyRepository(store.db), [observation.id]):
             if not copy.expiry_swept:
-                store.observations.set_expiry(ObjectId(copy.id), expires_at)
-        if not fields:
-            fresh = store.observations.get(oid)
-            if fresh is None:
-                raise NotFound("observation not found")
-            return fresh
-
-    def change(session: StoreSession) -> None:
-        try:
-            updated = store.observations.update_fields(oid, fields, session=session)
-        except TextTaken as exc:
-            raise Conflict(
-                "another observation of this scope holds the same text",
-                details=[{"field": "content"}],
-            ) from exc
-        if not updated:
-            raise NotFound("observation not found")
-        if "content" in fields and fields["content"] != observation.content:
-            store.text_history.insert(
-                observation_id=oid,
-                scope_id=require_object_id(observation.scope_id, what="scope"),
-                agent_id=observation.agent_id,
-                content=observation.content,
-                actor=actor,
-                at=utcnow(),
-                session=session,
-            )
-            # Re-index: the old content's terms out, the new content's in, atomically.
-            search_index_remove(store=store, observations=[observation], session=session)
-            renewed = replace(observation, content=str(fields["content"]))
-            search_index_add(store=store, observations=[renewed], session=session)
-        changed = replace(
-            observation,
-            content=str(fields.get("content", observation.content)),
-            private=bool(fields.get("private", observation.private)),
+                store.observations.set_expiry(ObjectId(copy.id), plan.expires_at, session=session)
+    if not fields:
+        return
+    try:
+        updated = store.observations.update_fields(oid, fields, session=session)
+    except TextTaken as exc:
+        raise Conflict(
+            "another observation of this scope holds the same text",
+            details=[{"field": "content"}],
+        ) from exc
+    if not updated:
+        raise NotFound("observation not found")
+    if "content" in fields and fields["content"] != observation.content:
+        store.text_history.insert(
+            observation_id=oid,
+            scope_id=require_object_id(observation.scope_id, what="scope"),
+            agent_id=observation.agent_id,
+            content=observation.content,
+            actor=actor,
+            at=utcnow(),
+            session=session,
         )
-        observations_changed(
-            store=store, event="observation.updated", observations=[changed], session=session
-        )
+        # Re-index: the old content's terms out, the new content's in, atomically.
+        search_index_remove(store=store, observations=[observation], session=session)
+        renewed = replace(observation, content=str(fields["content"]))
+        search_index_add(store=store, observations=[renewed], session=session)
+    changed = replace(
+        observation,
+        content=str(fields.get("content", observation.content)),
+        private=bool(fields.get("private", observation.private)),
+    )
+    observations_changed(
+        store=store, event="observation.updated", observations=[changed], session=session
+    )
 
-    store.in_transaction(change)
-    fresh = store.observations.get(oid)
+
+def observation_update_after(
+    *, store: MemoryStore, plan: UpdatePlan, follow_ups: list[Job] | None = None
+) -> Observation:
+    """After the update committed: the fresh observation; the search terms no text holds
+    any more, and what was derived from the old text (rebuild jobs in `follow_ups`)."""
+    observation = plan.observation
+    if not plan.changes:
+        return observation
+    fresh = store.observations.get(require_object_id(observation.id, what="observation"))
     if fresh is None:
         raise NotFound("observation not found")
+    if not plan.fields:
+        return fresh
     jobs = follow_ups if follow_ups is not None else []
     if fresh.content != observation.content:
         prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.audit import audit_record, content_digest
+from streams.audit import content_digest
 from streams.detectors import detect_and_redact
 from streams.documents import Job, Observation, Scope, utcnow
 from streams.exceptions import Conflict, InvalidInput, NotFound
@@ -48,6 +48,16 @@ class NotInReview(Conflict):
     """The observation is not waiting for a decision (any more)."""
 
     code = "not_in_review"
+
+
+@dataclass(frozen=True)
+class Decided:
+    """One decision made: the observation as decided, and what its audit entry says
+    (the review action records it, one entry per observation, in the same transaction)."""
+
+    observation: Observation
+    action: str
+    summary: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -177,19 +187,24 @@ def review_decide(
     content: str | None = None,
     note: str | None = None,
     follow_ups: list[Job] | None = None,
+    session: StoreSession | None = None,
+    decided: list[Decided] | None = None,
 ) -> Observation:
-    """Approve or reject one waiting observation, audited in the same transaction."""
+    """Approve or reject one waiting observation. With `session`, in the caller's
+    transaction (the review action's, which records `decided` in it); the consolidation
+    it makes due is written there too, and goes to `follow_ups`."""
     decision, content, note = _checked(decision, content, note)
     if observation.review_status not in DECIDABLE or observation.deleted:
         raise NotInReview("the observation is not waiting for review")
     now = utcnow()
-    result: list[Observation] = []
     jobs: list[Job] = []
 
+    made: list[Decided] = []
+
     def decide(session: StoreSession) -> None:
-        result.clear()
+        made.clear()
         jobs.clear()
-        decided = _decide_one(
+        one = _decide_one(
             store=store,
             observation=observation,
             decision=decision,
@@ -199,16 +214,21 @@ def review_decide(
             now=now,
             session=session,
         )
-        if decided is None:
+        if one is None:
             raise NotInReview("the observation is not waiting for review (decided already)")
-        result.append(decided)
+        made.append(one)
         if decision == "approve":
             jobs.extend(_threshold(store=store, scope_ids=[observation.scope_id], session=session))
 
-    store.in_transaction(decide)
+    if session is not None:
+        decide(session)
+    else:
+        store.in_transaction(decide)
     if follow_ups is not None:
         follow_ups.extend(jobs)
-    return result[0]
+    if decided is not None:
+        decided.extend(made)
+    return made[0].observation
 
 
 def review_decide_bulk(
@@ -221,9 +241,12 @@ def review_decide_bulk(
     note: str | None = None,
     follow_ups: list[Job] | None = None,
     agent_ids: frozenset[str] | None = None,
+    session: StoreSession | None = None,
+    decided: list[Decided] | None = None,
 ) -> BulkResult:
     """Decide many at once (up to `MAX_BULK`): unknown ids, other agents' and those not
-    waiting are `skipped`; the rest apply, each with its audit entry, in one transaction."""
+    waiting are `skipped`; the rest apply in one transaction (with `session`, the
+    caller's, which records each of `decided` in it)."""
     decision, _, note = _checked(decision, None, note)
     if not ids:
         raise InvalidInput("ids must not be empty", details=[{"field": "ids"}])
@@ -238,7 +261,7 @@ def review_decide_bulk(
             skipped.append(raw)
     found = {o.id: o for o in store.observations.get_many(list(wanted.values()))}
     now = utcnow()
-    applied: list[Observation] = []
+    applied: list[Decided] = []
     jobs: list[Job] = []
 
     def decide(session: StoreSession) -> None:
@@ -254,7 +277,7 @@ def review_decide_bulk(
                 or observation.deleted
             ):
                 continue
-            decided = _decide_one(
+            one = _decide_one(
                 store=store,
                 observation=observation,
                 decision=decision,
@@ -264,16 +287,21 @@ def review_decide_bulk(
                 now=now,
                 session=session,
             )
-            if decided is not None:
-                applied.append(decided)
+            if one is not None:
+                applied.append(one)
         if decision == "approve":
-            scope_ids = sorted({o.scope_id for o in applied})
+            scope_ids = sorted({d.observation.scope_id for d in applied})
             jobs.extend(_threshold(store=store, scope_ids=scope_ids, session=session))
 
-    store.in_transaction(decide)
+    if session is not None:
+        decide(session)
+    else:
+        store.in_transaction(decide)
     if follow_ups is not None:
         follow_ups.extend(jobs)
-    done = {o.id for o in applied}
+    if decided is not None:
+        decided.extend(applied)
+    done = {d.observation.id for d in applied}
     skipped += [raw for raw in wanted if raw not in done]
     count = len(applied)
     return BulkResult(
@@ -293,7 +321,7 @@ def _decide_one(
     note: str | None,
     now: datetime,
     session: StoreSession,
-) -> Observation | None:
+) -> Decided | None:
     expected = str(observation.review_status)
     review = {
         **(observation.review or {}),
@@ -337,18 +365,7 @@ def _decide_one(
             "before": content_digest(observation.content),
             "after": content_digest(decided.content),
         }
-    audit_record(
-        store=store,
-        actor=actor,
-        action=f"observation.review_{decision}",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary=summary,
-        at=now,
-        session=session,
-    )
-    return decided
+    return Decided(observation=decided, action=f"observation.review_{decision}", summary=summary)
 
 
 def _checked(

@@ -26,7 +26,11 @@ from streams.actions.bulk import do_observations_bulk
 from streams.actions.consolidations import do_consolidation_trigger
 from streams.actions.exchange import do_memory_import, do_scope_export
 from streams.actions.jobs import do_job_retry
-from streams.actions.observations import do_observation_delete
+from streams.actions.observations import (
+    do_observation_delete,
+    do_observation_feedback,
+    do_observation_update,
+)
 from streams.actions.pins import do_scope_pins_set
 from streams.actions.privacy import do_user_forget
 from streams.actions.prompts import do_prompt_check_create, do_prompt_save
@@ -101,6 +105,12 @@ CASES: dict[str, Act] = {
         events=list(WEBHOOK_EVENTS[:1]),
         allow_private=True,
     ),
+    "observation.feedback": lambda s, w: do_observation_feedback(
+        store=s, actor=CLI, observation_id=w.observation.id, useful=True
+    ),
+    "observation.update": lambda s, w: do_observation_update(
+        store=s, actor=CLI, observation=w.observation, content="Gene moved to Braga."
+    ),
     "observation.delete": lambda s, w: do_observation_delete(
         store=s, actor=CLI, observation=w.observation
     ),
@@ -119,14 +129,9 @@ NOT_YET = {
     "do_observation_add",
     "do_observation_add_once",
     "do_observation_add_batch",
-    "do_observation_update",
-    "do_observation_feedback",
     "do_consolidation_restore",
     "do_scope_create",
     "do_scope_update",
-    # One transaction already (decision, entries, jobs), but the service writes the entries.
-    "do_review_decide",
-    "do_review_decide_bulk",
 }
 # Not one transaction by design: an edit and its pins are two actions put together,
 # and the recovery sweep's requeues are one conditional write each, with no entry.

@@ -6,12 +6,12 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_changes, content_digest
 from streams.documents import Job, Observation, Scope
 from streams.exceptions import Conflict, InvalidInput
-from streams.feedback import observation_feedback
+from streams.feedback import observation_feedback, observation_fresh
 from streams.observation_batch import (
     BatchItem,
     BatchResult,
@@ -25,7 +25,9 @@ from streams.observations import (
     observation_add,
     observation_delete_after,
     observation_delete_write,
-    observation_update,
+    observation_update_after,
+    observation_update_plan,
+    observation_update_write,
 )
 from streams.store import MemoryStore
 
@@ -106,37 +108,33 @@ def do_observation_update(
     expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
-    what changed (text as digests). Returns the jobs (rebuilds) it scheduled."""
+    what changed (text as digests). The change and its entry commit together; returns
+    the jobs (rebuilds) scheduled once it committed."""
+    plan = observation_update_plan(
+        observation=observation, content=content, private=private, expires_at=expires_at
+    )
+
+    def write(tx: ActionTx) -> None:
+        if plan.changes:
+            observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+        tx.audit(
+            action="observation.update",
+            object_type="observation",
+            object_id=observation.id,
+            agent_id=observation.agent_id,
+            summary=audit_changes(
+                {
+                    "content": observation.content,
+                    "private": observation.private,
+                    "expires_at": observation.expires_at,
+                },
+                plan.after(),
+            ),
+        )
+
+    run_action(store, actor, write)
     jobs: list[Job] = []
-    updated = observation_update(
-        store=store,
-        observation=observation,
-        content=content,
-        private=private,
-        follow_ups=jobs,
-        actor=str(actor),
-        expires_at=expires_at,
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="observation.update",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary=audit_changes(
-            {
-                "content": observation.content,
-                "private": observation.private,
-                "expires_at": observation.expires_at,
-            },
-            {
-                "content": updated.content,
-                "private": updated.private,
-                "expires_at": updated.expires_at,
-            },
-        ),
-    )
+    updated = observation_update_after(store=store, plan=plan, follow_ups=jobs)
     schedule(jobs)
     return updated, jobs
 
@@ -222,13 +220,27 @@ def do_observation_feedback(
     context_call_id: str | None = None,
     agent_ids: frozenset[str] | None = None,
 ) -> Observation:
-    """Feedback on a retrieved observation; its audit entry commits with the count."""
-    observation, _ = observation_feedback(
-        store=store,
-        observation_id=observation_id,
-        useful=useful,
-        context_call_id=context_call_id,
-        agent_ids=agent_ids,
-        actor=str(actor),
-    )
-    return observation
+    """Feedback on a retrieved observation; its audit entry (when it counted) commits with
+    the count."""
+
+    def write(tx: ActionTx) -> Observation:
+        observation, counted = observation_feedback(
+            store=store,
+            observation_id=observation_id,
+            useful=useful,
+            context_call_id=context_call_id,
+            agent_ids=agent_ids,
+            session=tx.session,
+        )
+        if counted:
+            tx.audit(
+                action="observation.feedback",
+                object_type="observation",
+                object_id=observation.id,
+                agent_id=observation.agent_id,
+                summary={"useful": useful, "context_call_id": context_call_id},
+            )
+        return observation
+
+    observation = run_action(store, actor, write)
+    return observation_fresh(store=store, observation=observation)

@@ -6,8 +6,9 @@ with `tx.enqueue(job)` (a job the action built) or `tx.schedule(job)` (a job a s
 wrote with `session=tx.session`). All of it commits in one store transaction; only
 then are the jobs handed to the runner. A job document is the outbox entry: one that
 committed but was never dispatched (the process died in between) stays `queued`, and
-the recovery sweep (`memory_admin.tasks.retry_failed_jobs`, periodic and at start-up)
-dispatches it. So a crash leaves the change, its entry and its jobs all, or none.
+the recovery sweep (`memory_admin.tasks.retry_failed_jobs`, every 15 s under beat or the
+in-process scheduler) dispatches it once it is MEMORY_JOB_STALE_SECONDS old. So a crash
+leaves the change, its entry and its jobs all, or none.
 
 `fault_point` lets a test stop a process at a named point (MEMORY_FAULT_PAUSE) and kill it.
 """
@@ -96,7 +97,7 @@ def run_action(
     result = store.in_transaction(attempt, attempts=attempts)
     jobs = done[-1].jobs
     if jobs:
-        fault_point("action.before_dispatch")
+        fault_point("action.before_dispatch")  # committed: every job is a queued document
     if follow_ups is not None:
         follow_ups.extend(jobs)
     else:

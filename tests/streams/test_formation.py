@@ -7,6 +7,10 @@ import json
 import pytest
 
 from memory_admin.tasks import formation_settings
+from streams.actions import Actor
+from streams.actions import tx as action_tx
+from streams.actions.sessions import do_messages_ingest
+from streams.audit import audit_page
 from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
 from streams.jobs import job_get
 from streams.llm.port import LLMError
@@ -18,9 +22,12 @@ GROUPS = [{"id": "g1", "name": "Eden Team"}, {"id": "g2", "name": "Platform Guil
 
 
 def ingest(
-    store, n: int, *, start: int = 0, session: str = "s1", content: str = "hello there", audit=None
+    store, n: int, *, start: int = 0, session: str = "s1", content: str = "hello there", act=False
 ):
-    return messages_ingest(
+    """Buffer messages through the service (or, with `act`, through the ingest action,
+    which audits it and keeps its job in a list)."""
+    extra = {"actor": Actor.cli(), "follow_ups": []} if act else {}
+    return (do_messages_ingest if act else messages_ingest)(
         store=store,
         agent_id="a1",
         session_id=session,
@@ -32,7 +39,7 @@ def ingest(
             for i in range(start, start + n)
         ],
         settings=formation_settings(),
-        audit=audit,
+        **extra,
     )
 
 
@@ -243,25 +250,29 @@ def test_formation_commit_crashed_mid_batch_then_retried_stores_each_observation
     assert store.sessions.get_buffer("a1", "s1")["unformed_count"] == 0
 
 
-def test_an_ingest_that_fails_before_commit_leaves_no_message_claim_job_or_audit(store):
+def test_an_ingest_that_fails_before_commit_leaves_no_message_claim_job_or_audit(
+    store, monkeypatch
+):
     """The messages, the counters, the formation's claim and job and the audit entry are one
-    transaction: an audit that fails (after the job was created) takes everything back."""
+    transaction: a failure just before its commit (after the job was created) takes
+    everything back."""
     ingest(store, 44)
 
-    def failing_audit(result, session):
-        assert result.formation_job is not None  # the claim and the job were written
-        raise RuntimeError("the store went away")
+    def fail(point: str) -> None:
+        if point == "action.before_commit":
+            raise RuntimeError("the store went away")
 
-    with pytest.raises(RuntimeError):
-        ingest(store, 1, start=44, audit=failing_audit)
+    with monkeypatch.context() as patched:
+        patched.setattr(action_tx, "fault_point", fail)
+        with pytest.raises(RuntimeError):
+            ingest(store, 1, start=44, act=True)
     buffer = store.sessions.get_buffer("a1", "s1")
     assert buffer["unformed_count"] == 44 and buffer["formation_job_id"] is None
     assert store.jobs.collection.count_documents({"agent_id": "a1"}) == 0
     assert store.sessions.messages.count_documents({"agent_id": "a1", "session_id": "s1"}) == 44
+    assert audit_page(store=store, agent_id="a1").items == []
 
-    audited = []
-    done = ingest(
-        store, 1, start=44, audit=lambda result, session: audited.append(result.formation_job.id)
-    )
-    assert done.accepted == 1 and audited == [done.formation_job.id]
+    done = ingest(store, 1, start=44, act=True)
+    (entry,) = audit_page(store=store, agent_id="a1").items
+    assert done.accepted == 1 and entry.summary["formation_job_id"] == done.formation_job.id
     assert store.sessions.get_buffer("a1", "s1")["formation_job_id"] is not None

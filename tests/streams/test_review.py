@@ -10,6 +10,8 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
+from streams.actions import Actor
+from streams.actions.review import do_review_decide, do_review_decide_bulk
 from streams.consolidation_jobs import consolidation_request
 from streams.consolidation_runs import consolidation_run
 from streams.context import context_assemble
@@ -21,17 +23,21 @@ from streams.observation_batch import BatchItem, observation_batch_add
 from streams.observations import observation_add, observation_list, observation_update
 from streams.privacy import forget_user_request, forget_user_run
 from streams.propagation import propagation_run
-from streams.review import (
-    NotInReview,
-    review_counts,
-    review_decide,
-    review_decide_bulk,
-    review_queue,
-)
+from streams.review import NotInReview, review_counts, review_queue
 from streams.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.search import search_observations
 from tests.fakes.openai_server import propagation_responder
 from tests.task_mode import run_job, settle
+
+
+def review_decide(*, actor: str, **kwargs):
+    """A decision through its action (which writes the audit entry), as a person makes it."""
+    return do_review_decide(actor=Actor.parse(actor), **kwargs)
+
+
+def review_decide_bulk(*, actor: str, **kwargs):
+    return do_review_decide_bulk(actor=Actor.parse(actor), **kwargs)
+
 
 AGENT = "a1"
 GROUPS = [{"id": "g1", "name": "Eden Team"}, {"id": "g2", "name": "Ops Crew"}]

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
     from streams.store.client import get_client
     from streams.actions import Actor, register_dispatcher
     from streams.actions.review import do_review_decide
-    import streams.review as review
+    import streams.actions.tx as tx
 
     store = MemoryStore(get_client(os.environ["URI"]), os.environ["DB"])
     where = sys.argv[2]
@@ -41,7 +41,8 @@ SCRIPT = textwrap.dedent(
         os.kill(os.getpid(), signal.SIGKILL)
 
     if where == "in_transaction":
-        review.audit_record = die  # the decision is written; its audit entry never is
+        # the decision and its entry are written, the commit never comes
+        tx.fault_point = lambda point: die() if point == "action.before_commit" else None
     else:
         register_dispatcher(die)  # committed; killed before the job reaches a worker
     observation = store.observations.get(__import__("bson").ObjectId(sys.argv[1]))
