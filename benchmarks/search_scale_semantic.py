@@ -194,6 +194,9 @@ def crossover(np) -> None:
         import hnswlib
     except ImportError:
         hnswlib = None
+    import streams.vectors
+
+    streams.vectors.HNSW_FROM = 10**12  # the exact rows stay exact
     rng = np.random.default_rng(0)
     rows = []
     for n in CROSSOVER_SIZES:
