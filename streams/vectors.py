@@ -7,9 +7,9 @@ them), so each process keeps a matrix per (database, scope, model), refreshed on
 every search by one indexed read of the vectors saved since it last looked
 (`embedding_seq`, an ObjectId taken when a vector is saved; from a few seconds before
 the last read, so a vector committed late is not missed). Nearest neighbours are
-exact (brute force, a float32 matrix product in chunks): measured in
-`benchmarks.search_scale`, it stays within the search budget far past the scopes this
-service holds (see `BRUTE_FORCE_LIMIT`). A deleted or edited observation's stale vector
+exact (a float32 matrix product in chunks) up to `HNSW_FROM` vectors in a scope, then
+approximate (HNSW, hnswlib) once its index is built in the background; measured in
+`benchmarks.search_scale_semantic`. A deleted or edited observation's stale vector
 is harmless: every candidate is fetched and checked before it is ranked.
 """
 
@@ -31,14 +31,19 @@ try:  # numpy comes with the local-embeddings extra (and most deployments)
     import numpy as np
 except ImportError:  # pragma: no cover - exercised only without numpy
     np = None  # type: ignore[assignment]
+try:  # an approximate index for large scopes, in the local-embeddings extra
+    import hnswlib
+except ImportError:
+    hnswlib = None
 
 logger = logging.getLogger("streams.vectors")
 CHUNK = 16_384  # rows per matrix product: bounded temporary memory at any scope size
-# Exact search costs ~0.1 ms per 1,000 vectors of 384 dimensions on one core (measured:
-# `benchmarks.search_scale`, docs in the README); past this many vectors in one scope a
-# query would spend more than ~20 ms of its 80 ms budget on it, and an approximate index
-# (Atlas `$vectorSearch`, or an HNSW library) is the next step. No scope here comes close.
-BRUTE_FORCE_LIMIT = 200_000
+# Exact search reads the whole matrix per query: on this project's loaded 2-core machine
+# 24 ms at 10,000 vectors and ~125 ms at 100,000 (memory bound; HNSW: under 1 ms at
+# both, `benchmarks.search_scale_semantic`). Past this many vectors in one scope, HNSW
+# (hnswlib, in the extra) takes over once built in the background.
+HNSW_FROM = 20_000
+HNSW_EF = 64
 RRF_K = 60
 
 Method = Literal["rrf", "weighted", "late"]
@@ -70,59 +75,120 @@ class Fusion:
 
 
 class ScopeVectors:
-    """One scope's vectors for one model, in memory: ids, and a unit-norm float32 matrix."""
+    """One scope's vectors for one model, in memory: ids, and a unit-norm float32 matrix
+    (grown by doubling, so a new vector does not copy the scope's). Past `HNSW_FROM`
+    vectors, with hnswlib installed, an HNSW index is built in the background and then
+    serves the queries (exact search meanwhile)."""
 
     def __init__(self) -> None:
         self.ids: list[ObjectId] = []
         self.row: dict[ObjectId, int] = {}
-        self.matrix = None  # np.ndarray (n, d), rows unit length
+        self._buffer = None  # np.ndarray (capacity, d)
         # Every vector saved before this was read (a vector commits within SETTLE of
         # being saved): the next refresh reads from here.
         self.safe: datetime | None = None
         self.lock = threading.Lock()
+        self.hnsw = None  # hnswlib.Index over rows [0, hnsw_rows), once built
+        self.hnsw_rows = 0
+        self.dirty: set[int] = set()  # rows replaced since the index took them
+        self.building = False
+
+    @property
+    def matrix(self):  # np.ndarray (n, d) | None
+        return None if self._buffer is None else self._buffer[: len(self.ids)]
+
+    @matrix.setter
+    def matrix(self, value) -> None:  # benchmarks set a whole matrix
+        self._buffer = value
 
     def add(self, rows: list[tuple[ObjectId, bytes]]) -> None:
         """Vectors (raw float32) saved since the last refresh; an id seen before is
         replaced (re-embedded after an edit)."""
         if not rows:
             return
-        block = np.frombuffer(b"".join(raw for _, raw in rows), dtype=np.float32)
         width = len(rows[0][1]) // 4
-        if self.matrix is not None and width != self.matrix.shape[1]:
+        if self._buffer is not None and width != self._buffer.shape[1]:
             return  # another dimension under the same model name: not comparable
+        block = np.frombuffer(b"".join(raw for _, raw in rows), dtype=np.float32)
         block = block.reshape(len(rows), width).copy()
         norms = np.linalg.norm(block, axis=1, keepdims=True)
         block /= np.where(norms == 0, 1, norms)
-        keep = []
         for i, (oid, _) in enumerate(rows):
             at = self.row.get(oid)
-            if at is not None and self.matrix is not None:
-                self.matrix[at] = block[i]
-            else:
-                self.row[oid] = len(self.ids)
+            if at is None:
+                at = self.row[oid] = len(self.ids)
+                self._grow(at + 1, width)
                 self.ids.append(oid)
-                keep.append(i)
-        if keep:
-            fresh = block[keep]
-            self.matrix = fresh if self.matrix is None else np.concatenate([self.matrix, fresh])
+            else:
+                self.dirty.add(at)
+            self._buffer[at] = block[i]
+
+    def _grow(self, rows: int, width: int) -> None:
+        if self._buffer is None:
+            self._buffer = np.zeros((max(rows, 1024), width), dtype=np.float32)
+        elif rows > self._buffer.shape[0]:
+            bigger = np.zeros((max(rows, 2 * self._buffer.shape[0]), width), dtype=np.float32)
+            bigger[: len(self.ids)] = self._buffer[: len(self.ids)]
+            self._buffer = bigger
 
     def nearest(self, query: list[float], k: int) -> list[tuple[ObjectId, float]]:
-        """The `k` rows most similar to `query` (cosine), best first; exact."""
-        if self.matrix is None or not len(self.ids):
+        """The `k` rows most similar to `query` (cosine), best first."""
+        matrix = self.matrix
+        if matrix is None or not len(self.ids):
             return []
         q = _unit(np.asarray(query, dtype=np.float32))
-        if q.shape[0] != self.matrix.shape[1]:
+        if q.shape[0] != matrix.shape[1]:
             return []
+        if self.hnsw is not None:
+            return self._approximate(q, k)
+        if hnswlib is not None and len(self.ids) >= HNSW_FROM and not self.building:
+            self._build_later()
         best_ids: list[int] = []
         best_scores: list[float] = []
         for start in range(0, len(self.ids), CHUNK):
-            scores = self.matrix[start : start + CHUNK] @ q
+            scores = matrix[start : start + CHUNK] @ q
             take = min(k, len(scores))
             top = np.argpartition(-scores, take - 1)[:take]
             best_ids.extend((top + start).tolist())
             best_scores.extend(scores[top].tolist())
         order = sorted(range(len(best_ids)), key=lambda i: -best_scores[i])[:k]
         return [(self.ids[best_ids[i]], float(best_scores[i])) for i in order]
+
+    def _approximate(self, q, k: int) -> list[tuple[ObjectId, float]]:
+        n = len(self.ids)
+        fresh = sorted(self.dirty | set(range(self.hnsw_rows, n)))
+        if fresh:
+            if n > self.hnsw.get_max_elements():
+                self.hnsw.resize_index(max(n, 2 * self.hnsw.get_max_elements()))
+            self.hnsw.add_items(self._buffer[fresh], fresh, num_threads=1)
+            self.hnsw_rows, self.dirty = n, set()
+        labels, distances = self.hnsw.knn_query(q, k=min(k, n), num_threads=1)
+        return [
+            (self.ids[int(label)], 1.0 - float(distance))
+            for label, distance in zip(labels[0], distances[0], strict=True)
+        ]
+
+    def _build_later(self) -> None:
+        """Build the HNSW index over a copy of the rows in a background thread; it takes
+        over once built (the rows added or replaced meanwhile are added on first use)."""
+        self.building = True
+        rows = len(self.ids)
+        snapshot = self._buffer[:rows].copy()
+        self.dirty = set()
+
+        def build() -> None:
+            try:
+                index = hnswlib.Index(space="ip", dim=snapshot.shape[1])
+                index.init_index(max_elements=2 * rows, ef_construction=100, M=16)
+                index.add_items(snapshot, np.arange(rows), num_threads=1)
+                index.set_ef(HNSW_EF)
+            except Exception:  # exact search goes on
+                logger.warning("HNSW build failed; exact search", exc_info=True)
+                return
+            with self.lock:
+                self.hnsw, self.hnsw_rows = index, rows
+
+        threading.Thread(target=build, name="hnsw-build", daemon=True).start()
 
 
 _CACHE: dict[tuple[str, str, str], ScopeVectors] = {}

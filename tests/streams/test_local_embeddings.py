@@ -45,3 +45,31 @@ def test_the_local_model_loads_offline_and_ranks_a_paraphrase_first() -> None:
     assert len(question) == 384
     dot = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731 (unit vectors)
     assert dot(question, camping) > dot(question, car) + 0.1
+
+
+def test_a_large_scope_is_searched_through_hnsw_once_built(monkeypatch) -> None:
+    import time
+
+    import numpy as np
+    from bson import ObjectId
+
+    from streams import vectors as module
+
+    monkeypatch.setattr(module, "HNSW_FROM", 50)
+    rng = np.random.default_rng(1)
+    rows = rng.standard_normal((200, 8)).astype(np.float32)
+    scope = module.ScopeVectors()
+    ids = [ObjectId() for _ in range(200)]
+    scope.add([(oid, row.tobytes()) for oid, row in zip(ids, rows, strict=True)])
+    query = rows[7].tolist()
+    exact = scope.nearest(query, 5)  # exact, and starts the build
+    assert exact[0][0] == ids[7]
+    for _ in range(200):
+        if scope.hnsw is not None:
+            break
+        time.sleep(0.05)
+    assert scope.hnsw is not None
+    scope.add([(ids[7], (-rows[7]).tobytes())])  # re-embedded: the index takes the new one
+    approximate = scope.nearest(query, 5)
+    assert ids[7] not in [oid for oid, _ in approximate]
+    assert scope.nearest((-rows[7]).tolist(), 1)[0][0] == ids[7]
