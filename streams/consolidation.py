@@ -67,6 +67,7 @@ def consolidation_commit(
     warning: str | None = None,
     also: Callable[[StoreSession], None] | None = None,
     at: datetime | None = None,
+    session: StoreSession | None = None,
 ) -> ConsolidationVersion:
     """Store `text` as version `expected_version + 1`; Conflict if the scope moved on.
 
@@ -76,6 +77,7 @@ def consolidation_commit(
     update) and redacts the old versions in `also`, inside the same transaction;
     `newly_absorbed_ids` are those of its absorbed still to mark consolidated (default all).
     `at` backdates the version (a legacy migration keeps the old `last_updated_at`).
+    With `session` it all, counters included, is the caller's transaction (an action's).
     """
     now = at or utcnow()
     run = run or RunDetails()
@@ -128,15 +130,28 @@ def consolidation_commit(
             also(session)
         consolidation_versioned(store=store, entry=entry, session=session)
 
-    store.in_transaction(commit)
-    activity_record(store=store, agent_id=scope.agent_id, now=now, consolidations=1)
+    if session is None:
+        store.in_transaction(commit)
+    else:
+        commit(session)
+    activity_record(
+        store=store, agent_id=scope.agent_id, now=now, consolidations=1, session=session
+    )
     if absorbed and absorbed_were_pending:
-        store.agents.adjust_counters(scope.agent_id, now=now, pending=-len(absorbed))
+        store.agents.adjust_counters(
+            scope.agent_id, now=now, pending=-len(absorbed), session=session
+        )
     return entry
 
 
 def consolidation_edit(
-    *, store: MemoryStore, scope: Scope, text: str, expected_version: int, actor: str
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    text: str,
+    expected_version: int,
+    actor: str,
+    session: StoreSession | None = None,
 ) -> ConsolidationVersion:
     """An operator's hand edit: a new version, refused if someone else moved it first.
 
@@ -174,6 +189,7 @@ def consolidation_edit(
         absorbed_ids=[],
         trigger="hand_edit",
         actor=actor,
+        session=session,
     )
 
 
@@ -184,12 +200,14 @@ def consolidation_restore(
     version: int,
     actor: str,
     follow_ups: list[Job] | None = None,
+    session: StoreSession | None = None,
 ) -> ConsolidationVersion:
     """A new version whose text is that of an earlier one.
 
     What only later versions absorbed is not in the restored text: those observations
     go back to pending (the next run folds them in again), and the threshold is checked.
     A redacted version (it held text that was deleted or forgotten) cannot be restored.
+    With `session` every write, and the threshold's job, is the caller's transaction.
     """
     oid = require_object_id(scope.id, what="scope")
     old = store.consolidations.get(oid, version)
@@ -207,13 +225,16 @@ def consolidation_restore(
         trigger="restore",
         actor=actor,
         restored_from=version,
+        session=session,
     )
     if returning:
         ids = [ObjectId(i) for i in returning]
-        store.observations.mark_consolidated(ids, value=False)
-        store.scopes.push_pending(oid, ids)
-        store.agents.adjust_counters(scope.agent_id, now=utcnow(), pending=len(ids))
-    _threshold_check(store, scope.id, follow_ups)
+        store.observations.mark_consolidated(ids, value=False, session=session)
+        store.scopes.push_pending(oid, ids, session=session)
+        store.agents.adjust_counters(
+            scope.agent_id, now=utcnow(), pending=len(ids), session=session
+        )
+    _threshold_check(store, scope.id, follow_ups, session)
     return entry
 
 
@@ -247,8 +268,13 @@ def restore_preview(versions: list[ConsolidationVersion], pending: list[str]) ->
     return counts
 
 
-def _threshold_check(store: MemoryStore, scope_id: str, follow_ups: list[Job] | None) -> None:
-    job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
+def _threshold_check(
+    store: MemoryStore,
+    scope_id: str,
+    follow_ups: list[Job] | None,
+    session: StoreSession | None = None,
+) -> None:
+    job = consolidation_due(store=store, scope_id=scope_id, trigger="threshold", session=session)
     if job is not None and follow_ups is not None:
         follow_ups.append(job)
 

@@ -36,27 +36,40 @@ def consolidation_request(
     return active or _consolidation_job(store, scope, trigger=trigger, actor=actor, session=session)
 
 
-def consolidation_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
-    """A consolidation job when the scope's pending list reached its threshold, else None."""
-    scope = store.scopes.get(ObjectId(scope_id))
+def consolidation_due(
+    *, store: MemoryStore, scope_id: str, trigger: str, session: StoreSession | None = None
+) -> Job | None:
+    """A consolidation job when the scope's pending list reached its threshold, else None
+    (with `session`, read and written in the caller's transaction)."""
+    scope = store.scopes.get(ObjectId(scope_id), session=session)
     if scope is None:
         return None
     return consolidation_due_at(
-        store=store, scope=scope, pending_count=scope.pending_count, trigger=trigger
+        store=store,
+        scope=scope,
+        pending_count=scope.pending_count,
+        trigger=trigger,
+        session=session,
     )
 
 
 def consolidation_due_at(
-    *, store: MemoryStore, scope: Scope, pending_count: int, trigger: str
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    pending_count: int,
+    trigger: str,
+    session: StoreSession | None = None,
 ) -> Job | None:
     """`consolidation_due` for a caller that knows the pending count without reading the
     scope again: an add's transaction claimed the scope at the version it had read, so
     that scope's count plus the add's is exact as of the add's commit."""
     if not scope.is_active or pending_count < scope.consolidation_threshold:
         return None
-    if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
+    active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation", session=session)
+    if active is not None:
         return None
-    return _consolidation_job(store, scope, trigger=trigger, actor=None)
+    return _consolidation_job(store, scope, trigger=trigger, actor=None, session=session)
 
 
 def _consolidation_job(

@@ -12,7 +12,7 @@ from streams.ids import require_object_id
 from streams.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.pins import pins_checked
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 from streams.user_names import user_name_record
 
 
@@ -55,39 +55,45 @@ def scope_get_or_create(
     key: ScopeKey,
     display_name: str | None = None,
     defaults: dict[str, Any] | None = None,
+    session: StoreSession | None = None,
 ) -> tuple[Scope, bool]:
     """The scope for `key`, created on first use; True when this call created it.
 
-    A display name sent by a caller is remembered (and updated when it changes).
+    A display name sent by a caller is remembered (and updated when it changes). With
+    `session` the scope is created in the caller's transaction, where losing a race to
+    another creator aborts it: that is a Conflict (the transaction cannot read the winner).
     """
-    existing = store.scopes.find_by_identity(**key.identity())
+    existing = store.scopes.find_by_identity(**key.identity(), session=session)
     if existing is not None:
         if display_name and display_name != existing.display_name:
             existing.display_name = display_name
             store.scopes.update_fields(
                 require_object_id(existing.id, what="scope"),
                 {"display_name": display_name, "label_text": existing.label_text},
+                session=session,
             )
             user_name_record(store=store, scope=existing)
         return existing, False
     now = utcnow()
-    store.agents.ensure(key.agent_id, now=now)
+    store.agents.ensure(key.agent_id, now=now, session=session)
     review = {} if key.scope_type == "individual" else {"review_mode": store.review_mode_shared}
     scope = Scope(
         **key.identity(),
         display_name=display_name or key.name,
-        seq=store.agents.allocate_scope_seq(key.agent_id),
+        seq=store.agents.allocate_scope_seq(key.agent_id, session=session),
         created_at=now,
         last_activity_at=now,
         **{**store.scope_defaults, **review, **(defaults or {})},
     )
-    if not store.scopes.insert(scope):
+    if not store.scopes.insert(scope, session=session):
+        if session is not None:
+            raise Conflict("that scope exists already")
         # Another caller created it between our read and our insert: theirs stands.
         winner = store.scopes.find_by_identity(**key.identity())
         if winner is None:  # pragma: no cover - the unique index guarantees it
             raise Conflict("scope creation raced and lost")
         return winner, False
-    store.agents.adjust_counters(key.agent_id, now=now, scopes=1)
+    store.agents.adjust_counters(key.agent_id, now=now, scopes=1, session=session)
     user_name_record(store=store, scope=scope)
     return scope, True
 
@@ -98,12 +104,13 @@ def scope_create(
     key: ScopeKey,
     display_name: str | None = None,
     author: str = "system",
+    session: StoreSession | None = None,
     **settings: Any,
 ) -> Scope:
     """Create a scope explicitly (API); an existing one is a conflict.
 
     A shard's guidance given at creation is its version 1, by `author`, so its history
-    starts where the shard does.
+    starts where the shard does. With `session`, all of it is the caller's transaction.
     """
     if key.scope_type == "individual":
         raise InvalidInput("individual scopes are created by conversations, not by hand")
@@ -113,7 +120,7 @@ def scope_create(
             "extraction", probe, settings["extraction_prompt"], field="extraction_prompt"
         )
     scope, created = scope_get_or_create(
-        store=store, key=key, display_name=display_name, defaults=settings
+        store=store, key=key, display_name=display_name, defaults=settings, session=session
     )
     if not created:
         raise Conflict("that scope exists already", details={"scope_id": scope.id})
@@ -125,6 +132,7 @@ def scope_create(
             text=scope.extraction_prompt,
             author=author,
             scope_id=scope.id,
+            session=session,
         )
         scope.extraction_prompt, scope.guidance_version = entry.text, entry.version
     return scope
@@ -258,10 +266,12 @@ def scope_update(
     changes: dict[str, Any],
     actor: str,
     follow_ups: list[Job] | None = None,
+    session: StoreSession | None = None,
 ) -> Scope:
     """Change a scope's settings (not its consolidation text) and return the fresh scope.
 
-    A threshold change or a resume checks the threshold (a job in `follow_ups`).
+    A threshold change or a resume checks the threshold (a job in `follow_ups`). With
+    `session`, all of it (prompt versions and the job too) is the caller's transaction.
 
     A template prompt is also saved as the scope's next override version, authored by
     `actor`, so its history shows who changed what; the scope document mirrors it.
@@ -275,7 +285,12 @@ def scope_update(
         text = checked.pop(name)
         if text is None:
             prompt_clear(
-                store=store, agent_id=scope.agent_id, kind=kind, author=actor, scope_id=scope.id
+                store=store,
+                agent_id=scope.agent_id,
+                kind=kind,
+                author=actor,
+                scope_id=scope.id,
+                session=session,
             )
             continue
         prompt_save(
@@ -285,14 +300,17 @@ def scope_update(
             text=text,
             author=actor,
             scope_id=scope.id,
+            session=session,
         )
-    if checked and not store.scopes.update_fields(oid, checked):
+    if checked and not store.scopes.update_fields(oid, checked, session=session):
         raise NotFound("scope not found")
-    fresh = store.scopes.get(oid)
+    fresh = store.scopes.get(oid, session=session)
     if fresh is None:
         raise NotFound("scope not found")
     if "consolidation_threshold" in checked or checked.get("is_active") is True:
-        job = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
+        job = consolidation_due(
+            store=store, scope_id=scope.id, trigger="threshold", session=session
+        )
         if job is not None and follow_ups is not None:
             follow_ups.append(job)
     return fresh

@@ -7,7 +7,7 @@ queues a run of the scope (`object_type` "scope").
 
 from __future__ import annotations
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_change
 from streams.consolidation import consolidation_restore
@@ -39,22 +39,31 @@ def do_consolidation_trigger(*, store: MemoryStore, actor: Actor, scope: Scope) 
 def do_consolidation_restore(
     *, store: MemoryStore, actor: Actor, scope: Scope, version: int
 ) -> ConsolidationVersion:
-    """A new version whose text is that of `version`; the history keeps both."""
-    jobs: list[Job] = []
-    entry = consolidation_restore(
-        store=store, scope=scope, version=version, actor=str(actor), follow_ups=jobs
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="consolidation.restore",
-        object_type="consolidation",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={
-            "restored_version": version,
-            "consolidation_version": audit_change(scope.consolidation_version, entry.version),
-        },
-    )
-    schedule(jobs)
-    return entry
+    """A new version whose text is that of `version`; the history keeps both. The version,
+    the observations back to pending, the entry and the threshold's job commit together."""
+
+    def write(tx: ActionTx) -> ConsolidationVersion:
+        jobs: list[Job] = []
+        entry = consolidation_restore(
+            store=store,
+            scope=scope,
+            version=version,
+            actor=str(actor),
+            follow_ups=jobs,
+            session=tx.session,
+        )
+        for job in jobs:
+            tx.schedule(job)
+        tx.audit(
+            action="consolidation.restore",
+            object_type="consolidation",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={
+                "restored_version": version,
+                "consolidation_version": audit_change(scope.consolidation_version, entry.version),
+            },
+        )
+        return entry
+
+    return run_action(store, actor, write)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from streams.actions.base import Actor, record, schedule
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
 from streams.audit import audit_changes
 from streams.consolidation import consolidation_edit
 from streams.documents import Job, Scope
 from streams.exceptions import InvalidInput
+from streams.prompts.versions import SAVE_ATTEMPTS
 from streams.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
 from streams.store import MemoryStore
 
@@ -24,23 +26,35 @@ def do_scope_create(
     display_name: str | None = None,
     extraction_prompt: str | None = None,
 ) -> Scope:
-    """Create a group scope or a collective shard (individual scopes come from conversations)."""
+    """Create a group scope or a collective shard (individual scopes come from
+    conversations); the scope, its guidance's version 1 and the entry commit together."""
     settings: dict[str, Any] = {}
     if extraction_prompt is not None:
         settings["extraction_prompt"] = extraction_prompt
-    scope = scope_create(
-        store=store, key=key, display_name=display_name, author=str(actor), **settings
-    )
-    record(
-        store=store,
-        actor=actor,
-        action="scope.create",
-        object_type="scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary={"scope_type": scope.scope_type, "group_id": scope.group_id, "name": scope.name},
-    )
-    return scope
+
+    def write(tx: ActionTx) -> Scope:
+        scope = scope_create(
+            store=store,
+            key=key,
+            display_name=display_name,
+            author=str(actor),
+            session=tx.session,
+            **settings,
+        )
+        tx.audit(
+            action="scope.create",
+            object_type="scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary={
+                "scope_type": scope.scope_type,
+                "group_id": scope.group_id,
+                "name": scope.name,
+            },
+        )
+        return scope
+
+    return run_action(store, actor, write)
 
 
 def do_scope_update(
@@ -56,8 +70,9 @@ def do_scope_update(
 
     A hand edit carries the `expected_version` it started from (Conflict if the scope
     moved on, and then nothing is applied). Invalid settings are refused before the
-    edit, so a refusal never leaves half a change. The entry is `scope.update` (object
-    type "scope") or, with a hand edit, `consolidation.edit` (object type
+    edit, and the edit, the settings, the entry and the threshold's job commit in one
+    transaction, so a refusal never leaves half a change. The entry is `scope.update`
+    (object type "scope") or, with a hand edit, `consolidation.edit` (object type
     "consolidation"); its summary is the before/after of every changed field.
     """
     if (text is None) != (expected_version is None):
@@ -67,30 +82,45 @@ def do_scope_update(
             details=[{"field": field}],
         )
     scope_changes_check(scope=scope, changes=changes)
-    if text is not None and expected_version is not None:
-        consolidation_edit(
-            store=store, scope=scope, text=text, expected_version=expected_version, actor=str(actor)
-        )
-    jobs: list[Job] = []
-    updated = scope_update(
-        store=store, scope=scope, changes=changes, actor=str(actor), follow_ups=jobs
-    )
     edited = text is not None
     fields = [*changes, *(EDIT_FIELDS if edited else [])]
-    record(
-        store=store,
-        actor=actor,
-        action="consolidation.edit" if edited else "scope.update",
-        object_type="consolidation" if edited else "scope",
-        object_id=scope.id,
-        agent_id=scope.agent_id,
-        summary=audit_changes(
-            {f: getattr(scope, f, None) for f in fields},
-            {f: getattr(updated, f, None) for f in fields},
-        ),
-    )
-    schedule(jobs)
-    return updated
+
+    def write(tx: ActionTx) -> Scope:
+        if text is not None and expected_version is not None:
+            consolidation_edit(
+                store=store,
+                scope=scope,
+                text=text,
+                expected_version=expected_version,
+                actor=str(actor),
+                session=tx.session,
+            )
+        jobs: list[Job] = []
+        updated = scope_update(
+            store=store,
+            scope=scope,
+            changes=changes,
+            actor=str(actor),
+            follow_ups=jobs,
+            session=tx.session,
+        )
+        for job in jobs:
+            tx.schedule(job)
+        tx.audit(
+            action="consolidation.edit" if edited else "scope.update",
+            object_type="consolidation" if edited else "scope",
+            object_id=scope.id,
+            agent_id=scope.agent_id,
+            summary=audit_changes(
+                {f: getattr(scope, f, None) for f in fields},
+                {f: getattr(updated, f, None) for f in fields},
+            ),
+        )
+        return updated
+
+    # A prompt version number taken meanwhile aborts the transaction: try it again (a
+    # hand edit's Conflict is the caller's to resolve, so it is not retried).
+    return run_action(store, actor, write, attempts=1 if edited else SAVE_ATTEMPTS)
 
 
 def do_consolidation_edit(

@@ -73,7 +73,9 @@ def prompt_save(
     """
     prompt_kind = check_kind(kind)
     author = _check_author(author)
-    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(
+        store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id, session=session
+    )
     text = validate_prompt(prompt_kind, scope, text)
     scope_oid = require_object_id(scope.id, what="scope") if scope else None
     for _ in range(SAVE_ATTEMPTS if session is None else 1):
@@ -122,7 +124,9 @@ def prompt_revert(
 ) -> PromptVersion:
     """A new version whose text is that of `version`: history only ever grows."""
     prompt_kind = check_kind(kind)
-    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(
+        store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id, session=session
+    )
     scope_oid = require_object_id(scope.id, what="scope") if scope else None
     old = store.prompts.get(
         agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind, version=version
@@ -142,13 +146,22 @@ def prompt_revert(
 
 
 def prompt_clear(
-    *, store: MemoryStore, agent_id: str, kind: str, author: str, scope_id: str | None = None
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    kind: str,
+    author: str,
+    scope_id: str | None = None,
+    session: StoreSession | None = None,
 ) -> PromptVersion | None:
     """Remove the override at this level (a new, empty version marked `cleared`), so the
-    level below applies again; None when there was nothing to clear."""
+    level below applies again; None when there was nothing to clear. With `session`, as
+    in `prompt_save`: the caller's transaction, which a number taken meanwhile aborts."""
     prompt_kind = check_kind(kind)
     author = _check_author(author)
-    scope = _level_scope(store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id)
+    scope = _level_scope(
+        store=store, agent_id=agent_id, kind=prompt_kind, scope_id=scope_id, session=session
+    )
     if scope is not None and scope.is_shard and prompt_kind == "extraction":
         raise InvalidInput(
             "a shard's guidance cannot be removed: a shard exists for what it says belongs "
@@ -156,8 +169,10 @@ def prompt_clear(
             details=[{"field": "extraction_prompt"}],
         )
     scope_oid = require_object_id(scope.id, what="scope") if scope else None
-    for _ in range(SAVE_ATTEMPTS):
-        current = store.prompts.latest(agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind)
+    for _ in range(SAVE_ATTEMPTS if session is None else 1):
+        current = store.prompts.latest(
+            agent_id=agent_id, scope_id=scope_oid, kind=prompt_kind, session=session
+        )
         if current is None or current.cleared:
             return None
         entry = PromptVersion(
@@ -170,8 +185,8 @@ def prompt_clear(
             cleared=True,
             created_at=utcnow(),
         )
-        if store.prompts.insert(entry):
-            _mirror(store, scope, entry)
+        if store.prompts.insert(entry, session=session):
+            _mirror(store, scope, entry, session=session)
             return entry
     raise Conflict("the prompt is being changed by someone else; try again")
 
@@ -257,13 +272,18 @@ def prompt_version_text(
 
 
 def _level_scope(
-    *, store: MemoryStore, agent_id: str, kind: PromptKind, scope_id: str | None
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    kind: PromptKind,
+    scope_id: str | None,
+    session: StoreSession | None = None,
 ) -> Scope | None:
     """The scope an override is written for, which must exist, belong to the agent and
     take part in calls of this kind (the collective memory does not propagate)."""
     if scope_id is None:
         return None
-    scope = store.scopes.get(require_object_id(scope_id, what="scope"))
+    scope = store.scopes.get(require_object_id(scope_id, what="scope"), session=session)
     if scope is None or scope.agent_id != agent_id:
         raise NotFound("scope not found")
     if kind == "propagation" and scope.scope_type == "collective":

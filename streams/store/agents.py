@@ -29,10 +29,10 @@ class AgentRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def ensure(self, agent_id: str, *, now: datetime) -> None:
+    def ensure(self, agent_id: str, *, now: datetime, session: ClientSession | None = None) -> None:
         """Create the agent's document on first use. Every ingest calls this: a read by `_id`
         costs the store less than an insert refused as a duplicate, which it would be."""
-        if self.collection.find_one({"_id": agent_id}, {"_id": 1}) is not None:
+        if self.collection.find_one({"_id": agent_id}, {"_id": 1}, session=session) is not None:
             return
         with contextlib.suppress(DuplicateKeyError):
             self.collection.insert_one(
@@ -44,7 +44,8 @@ class AgentRepository:
                     "pending_count": 0,
                     "created_at": now,
                     "last_activity_at": now,
-                }
+                },
+                session=session,
             )
 
     def get(self, agent_id: str) -> Agent | None:
@@ -57,13 +58,15 @@ class AgentRepository:
             Agent.from_mongo(d) for d in self.collection.find(query).sort("_id", 1).limit(limit)
         ]
 
-    def allocate_scope_seq(self, agent_id: str) -> int:
+    def allocate_scope_seq(self, agent_id: str, *, session: ClientSession | None = None) -> int:
         """The next scope sequence number of the agent: read, then a conditional increment."""
         while True:
-            doc = self.collection.find_one({"_id": agent_id}, {"scope_seq": 1})
+            doc = self.collection.find_one({"_id": agent_id}, {"scope_seq": 1}, session=session)
             current = doc["scope_seq"] if doc else 0
             result = self.collection.update_one(
-                {"_id": agent_id, "scope_seq": current}, {"$inc": {"scope_seq": 1}}
+                {"_id": agent_id, "scope_seq": current},
+                {"$inc": {"scope_seq": 1}},
+                session=session,
             )
             if result.matched_count == 1:
                 return current + 1

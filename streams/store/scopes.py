@@ -44,10 +44,11 @@ class ScopeRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, scope: Scope) -> bool:
-        """Insert a new scope; False when its identity already exists."""
+    def insert(self, scope: Scope, *, session: ClientSession | None = None) -> bool:
+        """Insert a new scope; False when its identity already exists (which, in a
+        transaction, also aborts the transaction)."""
         try:
-            self.collection.insert_one(scope.to_mongo())
+            self.collection.insert_one(scope.to_mongo(), session=session)
         except DuplicateKeyError:
             return False
         return True
@@ -88,6 +89,7 @@ class ScopeRepository:
         user_id: str | None,
         group_id: str | None,
         name: str | None,
+        session: ClientSession | None = None,
     ) -> Scope | None:
         doc = self.collection.find_one(
             {
@@ -96,7 +98,8 @@ class ScopeRepository:
                 "user_id": user_id,
                 "group_id": group_id,
                 "name": name,
-            }
+            },
+            session=session,
         )
         return Scope.from_mongo(doc) if doc else None
 
@@ -407,12 +410,19 @@ class ScopeRepository:
             {"_id": scope_id}, {"$inc": {"observation_count": -1}}, session=session
         )
 
-    def push_pending(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+    def push_pending(
+        self,
+        scope_id: ObjectId,
+        observation_ids: list[ObjectId],
+        *,
+        session: ClientSession | None = None,
+    ) -> None:
         """Back to pending (a restore): each at most once."""
         if observation_ids:
             self.collection.update_one(
                 {"_id": scope_id},
                 {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
+                session=session,
             )
 
 
