@@ -149,10 +149,12 @@ CASES: dict[str, Act] = {
 
 # Actions that do not go through `run_action` yet, and why (see the report of issue 29).
 NOT_YET = {
-    # The service commits the change (and, for adds and feedback, the entry) in its own
-    # transaction, then runs cascades (thresholds, rebuilds, copies) that are not yet
-    # written to run inside one (delete and merge show the split: a write half in the
-    # action's transaction, an after half once it committed).
+    # The hot path: the add, its postings, counters, day and audit entry already commit
+    # in the service's one transaction, sent as one `bulkWrite` (streams/store/
+    # write_batch.py, counted by tests/streams/test_write_batch.py). Only the threshold's
+    # job follows the commit. `ActionTx` writes its entry and jobs one command each, not
+    # into that batch, so `run_action` here would cost each add more round trips; and a
+    # lost threshold job heals itself (every later add at or over the threshold checks).
     "do_observation_add",
     "do_observation_add_once",
     "do_observation_add_batch",
