@@ -45,6 +45,8 @@ class ContextResult:
     call_id: str | None = None  # its record in the context log; None when the log is off
     dropped: list[str] = field(default_factory=list)  # what a `max_tokens` budget left out
     tokens: int = 0  # the XML's size, estimated (four characters a token)
+    # What the XML quoted (`context_quotes`), for any copy of it to be scrubbed later.
+    quotes: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +136,7 @@ def context_assemble(
     if dropped:
         kept = {o.id for o in parts.retrieved}
         hits = [h for h in hits if h.observation.id in kept]
+    quotes = context_quotes(parts, scopes)
     call_id = None
     if log:
         call_id = _log_call(
@@ -154,7 +157,7 @@ def context_assemble(
             extra={
                 "max_tokens": max_tokens,
                 "dropped": dropped,
-                **context_quotes(parts, scopes),
+                **quotes,
             },
         )
     return ContextResult(
@@ -164,6 +167,7 @@ def context_assemble(
         call_id=call_id,
         dropped=dropped,
         tokens=estimate_tokens(xml),
+        quotes=quotes,
     )
 
 
