@@ -76,6 +76,7 @@ class ChatTurn:
     # What the injected context quoted (`quoted_observation_ids`, `quoted_versions`):
     # the record keeps its own copy of the context, scrubbed by these when text is removed.
     quotes: dict[str, list[str]] = field(default_factory=dict)
+    quoted_texts: dict[str, str] = field(default_factory=dict)  # by id or version key
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
 
@@ -191,6 +192,7 @@ def chat_prepare(
     turn.memory_status = "injected"
     turn.context = result.xml
     turn.quotes = result.quotes
+    turn.quoted_texts = result.quoted_texts
     turn.context_tokens = estimate_tokens(result.xml)
     turn.messages.insert(index, {"role": "system", "content": result.xml})
     return turn

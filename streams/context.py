@@ -47,6 +47,9 @@ class ContextResult:
     tokens: int = 0  # the XML's size, estimated (four characters a token)
     # What the XML quoted (`context_quotes`), for any copy of it to be scrubbed later.
     quotes: dict[str, list[str]] = field(default_factory=dict)
+    # The quoted texts themselves, by observation id and by `<scope id>:<version>`: a
+    # copy written later (the chat call, after the answer) checks them against removals.
+    quoted_texts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,6 +171,7 @@ def context_assemble(
         dropped=dropped,
         tokens=estimate_tokens(xml),
         quotes=quotes,
+        quoted_texts=context_quoted_texts(parts, scopes),
     )
 
 
@@ -275,6 +279,17 @@ def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[s
         if s.consolidation_version and _has_text(s.consolidation)
     ]
     return {"quoted_observation_ids": observation_ids, "quoted_versions": versions}
+
+
+def context_quoted_texts(parts: ContextParts, scopes: list[Scope]) -> dict[str, str]:
+    """`context_quotes` with the texts quoted: observation id or version key -> text."""
+    sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
+    shown = [o for s in sections if s is not None for o in s.recent] + list(parts.retrieved)
+    texts = {o.id: o.content for o in shown}
+    for s in scopes:
+        if s.consolidation_version and _has_text(s.consolidation):
+            texts[f"{s.id}:{s.consolidation_version}"] = s.consolidation or ""
+    return texts
 
 
 def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:

@@ -109,6 +109,39 @@ def _scrub_everywhere(
     return rewritten
 
 
+def context_log_catch_up(*, store: MemoryStore, quoted_texts: dict[str, str]) -> int:
+    """A copy written well after its context was assembled (the chat call, filed once the
+    upstream has answered) can miss a removal made in between, which scrubbed only the
+    records already written. Check what it quoted (`ContextResult.quoted_texts`) against
+    the store now, by `_id` and by (scope, version), and scrub what has gone since."""
+    observations = {k: v for k, v in quoted_texts.items() if ":" not in k}
+    versions = {k: v for k, v in quoted_texts.items() if ":" in k}
+    ids = [ObjectId(i) for i in observations if ObjectId.is_valid(i)]
+    current = {o.id: o for o in store.observations.get_many(ids)}
+    gone: list[tuple[str, str]] = []
+    private: dict[str, list[tuple[str, str]]] = {}
+    for observation_id, text in observations.items():
+        o = current.get(observation_id)
+        if o is None or o.deleted_at is not None or o.content != text:
+            gone.append((observation_id, text))
+        elif o.private:
+            private.setdefault(o.scope_id, []).append((observation_id, text))
+    rewritten = context_log_forget_observations(store=store, texts=gone)
+    for scope_id, texts in private.items():
+        owner = private_owner(store, scope_id)
+        rewritten += context_log_forget_observations(store=store, texts=texts, except_user_id=owner)
+    for key, text in versions.items():
+        scope_id, _, version = key.rpartition(":")
+        if not ObjectId.is_valid(scope_id) or not version.isdigit():
+            continue
+        entry = store.consolidations.get(ObjectId(scope_id), int(version))
+        if entry is None or entry.redacted:
+            rewritten += context_log_forget_versions(
+                store=store, scope_id=scope_id, texts={int(version): text}
+            )
+    return rewritten
+
+
 def private_owner(store: MemoryStore, scope_id: str) -> str | None:
     """Whose calls keep a private observation of this scope: the user of an individual
     scope (their own memory still shows it); None for shared scopes (nobody's)."""

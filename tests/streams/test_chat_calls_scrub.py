@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from streams.actions.chat import do_chat_turn_finish
-from streams.chat import ChatMemory, ChatOutcome, chat_calls_for_session, chat_prepare
+from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_calls_for_session, chat_prepare
 from streams.documents import Job
 from streams.observations import observation_delete, observation_update
 from streams.privacy import forget_user_request
@@ -30,6 +30,13 @@ EDEN = (("g1", "Eden Team"),)
 
 def _chat(store: MemoryStore, user: str, message: str = QUESTION) -> str:
     """One proxied turn of `user` (in Eden Team), filed as the proxy files it; its context."""
+    turn = _prepare(store, user, message)
+    _finish(store, turn)
+    assert turn.context is not None
+    return turn.context
+
+
+def _prepare(store: MemoryStore, user: str, message: str) -> ChatTurn:
     memory = ChatMemory(user_id=user, session_id=f"chat-{user}", groups=EDEN)
     turn = chat_prepare(
         store=store,
@@ -38,12 +45,14 @@ def _chat(store: MemoryStore, user: str, message: str = QUESTION) -> str:
         messages=[{"role": "user", "content": message}],
     )
     assert turn.memory_status == "injected"
+    return turn
+
+
+def _finish(store: MemoryStore, turn: ChatTurn) -> None:
     outcome = ChatOutcome(
         outcome="upstream_error", stream=False, model="m", upstream_model="m", upstream_status=500
     )
     do_chat_turn_finish(store=store, turn=turn, outcome=outcome)  # not ingested: no job
-    assert turn.context is not None
-    return turn.context
 
 
 def _stored(store: MemoryStore, user: str) -> list[str]:
@@ -124,3 +133,34 @@ def test_a_chat_call_lists_what_its_context_quoted(
     assert doc["context_call_id"] is None  # the log is off: this copy is the only one
     assert pending.id in doc["quoted_observation_ids"]
     assert f"{world['group']}:1" in doc["quoted_versions"]
+
+
+@pytest.mark.parametrize("kind", ["pending", "consolidated"])
+def test_a_removal_made_while_the_upstream_answers_leaves_the_late_record_too(
+    store: MemoryStore, world: dict[str, str], kind: str
+) -> None:
+    """The record is filed after the answer; a delete (and, for a consolidated text, the
+    rebuild redacting its versions) made between the context and the filing has scrubbed
+    only the records written before it. Filing checks what it quoted."""
+    store.context_log_days = 0
+    if kind == "pending":
+        removed = add(store, world["group"], PENDING, "u1")
+        marker = "blue flowerpot"
+        turn = _prepare(store, "u2", "hello")
+    else:
+        removed = seed_secret(store, world, "group")
+        marker = SECRET_WORD
+        turn = _prepare(store, "u2", QUESTION)
+    assert turn.context is not None and marker in turn.context.lower()
+
+    # While the upstream answers: the delete (and the rebuild it queues) runs to the end.
+    if kind == "pending":
+        jobs: list[Job] = []
+        observation_delete(store=store, observation=removed, follow_ups=jobs)
+        drain(store, jobs)
+    else:
+        act(store, "delete", removed, world)
+    _finish(store, turn)
+
+    (context,) = _stored(store, "u2")
+    assert marker not in context.lower() and "[removed]" in context
