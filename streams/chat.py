@@ -73,6 +73,10 @@ class ChatTurn:
     retrieved: list[dict[str, Any]] = field(default_factory=list)  # {"id", "score"}
     context_call_id: str | None = None  # the context log's record of the memory given
     dropped: list[str] = field(default_factory=list)  # what the memory budget left out
+    # What the injected context quoted (`quoted_observation_ids`, `quoted_versions`):
+    # the record keeps its own copy of the context, scrubbed by these when text is removed.
+    quotes: dict[str, list[str]] = field(default_factory=dict)
+    quoted_texts: dict[str, str] = field(default_factory=dict)  # by id or version key
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
 
@@ -187,6 +191,8 @@ def chat_prepare(
         return turn
     turn.memory_status = "injected"
     turn.context = result.xml
+    turn.quotes = result.quotes
+    turn.quoted_texts = result.quoted_texts
     turn.context_tokens = estimate_tokens(result.xml)
     turn.messages.insert(index, {"role": "system", "content": result.xml})
     return turn
@@ -279,6 +285,8 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
         "ingest_job_id": job.id if job else None,
         "context_call_id": turn.context_call_id,
         "dropped": turn.dropped,
+        "quoted_observation_ids": turn.quotes.get("quoted_observation_ids", []),
+        "quoted_versions": turn.quotes.get("quoted_versions", []),
     }
 
 

@@ -45,6 +45,11 @@ class ContextResult:
     call_id: str | None = None  # its record in the context log; None when the log is off
     dropped: list[str] = field(default_factory=list)  # what a `max_tokens` budget left out
     tokens: int = 0  # the XML's size, estimated (four characters a token)
+    # What the XML quoted (`context_quotes`), for any copy of it to be scrubbed later.
+    quotes: dict[str, list[str]] = field(default_factory=dict)
+    # The quoted texts themselves, by observation id and by `<scope id>:<version>`: a
+    # copy written later (the chat call, after the answer) checks them against removals.
+    quoted_texts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -134,6 +139,7 @@ def context_assemble(
     if dropped:
         kept = {o.id for o in parts.retrieved}
         hits = [h for h in hits if h.observation.id in kept]
+    quotes = context_quotes(parts, scopes)
     call_id = None
     if log:
         call_id = _log_call(
@@ -154,7 +160,7 @@ def context_assemble(
             extra={
                 "max_tokens": max_tokens,
                 "dropped": dropped,
-                **context_quotes(parts, scopes),
+                **quotes,
             },
         )
     return ContextResult(
@@ -164,6 +170,8 @@ def context_assemble(
         call_id=call_id,
         dropped=dropped,
         tokens=estimate_tokens(xml),
+        quotes=quotes,
+        quoted_texts=context_quoted_texts(parts, scopes),
     )
 
 
@@ -271,6 +279,17 @@ def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[s
         if s.consolidation_version and _has_text(s.consolidation)
     ]
     return {"quoted_observation_ids": observation_ids, "quoted_versions": versions}
+
+
+def context_quoted_texts(parts: ContextParts, scopes: list[Scope]) -> dict[str, str]:
+    """`context_quotes` with the texts quoted: observation id or version key -> text."""
+    sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
+    shown = [o for s in sections if s is not None for o in s.recent] + list(parts.retrieved)
+    texts = {o.id: o.content for o in shown}
+    for s in scopes:
+        if s.consolidation_version and _has_text(s.consolidation):
+            texts[f"{s.id}:{s.consolidation_version}"] = s.consolidation or ""
+    return texts
 
 
 def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:

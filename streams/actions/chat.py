@@ -3,16 +3,22 @@
 The turn's audit entry is the ingest's (`session.ingest`, "via": "chat"), written when
 its job buffers the messages; filing it writes the record and the job in one
 transaction, and the caller (the after-answer thread, outside any request) dispatches
-the job, or the recovery sweep does if the process dies first.
+the job, or the recovery sweep does if the process dies first. Text removed while the
+upstream was answering is scrubbed from the new record right after (`context_log_catch_up`).
 """
 
 from __future__ import annotations
 
+import logging
+
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.chat import ChatOutcome, ChatTurn, chat_turn_finish
+from streams.context_log_scrub import context_log_catch_up
 from streams.documents import Job
 from streams.store import MemoryStore
+
+logger = logging.getLogger("streams.chat")
 
 
 def do_chat_turn_finish(*, store: MemoryStore, turn: ChatTurn, outcome: ChatOutcome) -> Job | None:
@@ -26,4 +32,9 @@ def do_chat_turn_finish(*, store: MemoryStore, turn: ChatTurn, outcome: ChatOutc
 
     jobs: list[Job] = []
     job = run_action(store, Actor.parse(turn.actor), write, follow_ups=jobs)
+    if turn.quoted_texts:
+        try:  # a removal made while the upstream answered missed this record
+            context_log_catch_up(store=store, quoted_texts=turn.quoted_texts)
+        except Exception:
+            logger.exception("chat %s: the removed-text check failed", turn.call_id)
     return job

@@ -3,6 +3,8 @@
 Each record says which memory context was injected (its text and size in tokens),
 whether retrieval fired and why, which observations it retrieved, how the upstream
 answered, and which ingest job learns from the turn. Written once, after the answer.
+The injected context is a copy kept even when the context log is off, so it lists what
+it quoted and is scrubbed with the log when that text is removed (`streams.store.quoted`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.store.indexes import IndexSpec, index
+from streams.store.quoted import QuotedText, quoted_indexes
 
 COLLECTION = "memory_chat_calls"
 INDEXES: list[IndexSpec] = [
@@ -22,12 +25,18 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "session_id", ("_id", -1)),
     # A user's recent calls with an agent (the search inspector).
     index(COLLECTION, "agent_id", "user_id", ("_id", -1)),
+    # Removed text: the calls whose injected context quoted an observation or a version.
+    *quoted_indexes(COLLECTION),
 ]
 
 
 class ChatCallRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
+        # The injected context keeps no removed text (`streams.context_log_scrub`).
+        self.quoted = QuotedText(
+            self.collection, text_field="context", tokens_field="context_tokens"
+        )
 
     def insert(self, doc: dict[str, Any], *, session: ClientSession | None = None) -> None:
         self.collection.insert_one(doc, session=session)

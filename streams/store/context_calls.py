@@ -10,16 +10,16 @@ shows older calls) and are deleted by forget-user.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import DESCENDING, UpdateOne
+from pymongo import DESCENDING
 from pymongo.database import Database
 
 from streams.store import write_behind
 from streams.store.indexes import IndexSpec, index
+from streams.store.quoted import QuotedText, quoted_indexes
 
 COLLECTION = "memory_context_calls"
 INDEXES: list[IndexSpec] = [
@@ -28,8 +28,7 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "session_id", ("_id", -1)),
     index(COLLECTION, "agent_id", ("_id", -1)),
     # Removed text: the records quoting an observation or a consolidation version.
-    index(COLLECTION, "quoted_observation_ids"),
-    index(COLLECTION, "quoted_versions"),
+    *quoted_indexes(COLLECTION),
     # Retention: the store removes a record once its `expires_at` has passed.
     IndexSpec(
         collection=COLLECTION,
@@ -45,6 +44,8 @@ class ContextCallRepository:
     def __init__(self, db: Database, *, flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
         self.flush_seconds = flush_seconds
+        # What removed text is scrubbed from (`streams.context_log_scrub`).
+        self.quoted = QuotedText(self.collection, text_field="xml", tokens_field="tokens")
 
     def record(self, doc: dict[str, Any]) -> None:
         """Written behind (within `flush_seconds`), or now when that is 0. Never raises:
@@ -93,51 +94,6 @@ class ContextCallRepository:
         return list(
             self.collection.find(query, fields).sort("_id", DESCENDING).limit(MAX_HEALTH_CALLS)
         )
-
-    def quoting(
-        self,
-        *,
-        observation_ids: Sequence[str] = (),
-        versions: Sequence[str] = (),
-        except_user_id: str | None = None,
-        limit: int,
-    ) -> list[dict[str, Any]]:
-        """Records that quoted any of these observations (or, without them, any of these
-        consolidation versions, `<scope id>:<version>`), by their multikey index."""
-        query: dict[str, Any] = (
-            {"quoted_observation_ids": {"$in": list(observation_ids)}}
-            if observation_ids
-            else {"quoted_versions": {"$in": list(versions)}}
-        )
-        if except_user_id is not None:
-            query["user_id"] = {"$ne": except_user_id}
-        fields = {"xml": 1, "quoted_observation_ids": 1, "quoted_versions": 1}
-        return list(self.collection.find(query, fields).limit(limit))
-
-    def scrub(
-        self, changes: list[tuple[ObjectId, str, list[str], list[str]]], now: datetime
-    ) -> int:
-        """Rewrite records' XML (`(id, xml, observation ids, versions)`): the ids and
-        versions named are taken off their quoted lists, so a record is scrubbed once."""
-        if not changes:
-            return 0
-        result = self.collection.bulk_write(
-            [
-                UpdateOne(
-                    {"_id": call_id},
-                    {
-                        "$set": {"xml": xml, "tokens": -(-len(xml) // 4), "scrubbed_at": now},
-                        "$pull": {
-                            "quoted_observation_ids": {"$in": observation_ids},
-                            "quoted_versions": {"$in": versions},
-                        },
-                    },
-                )
-                for call_id, xml, observation_ids, versions in changes
-            ],
-            ordered=False,
-        )
-        return result.modified_count
 
     def delete_for_user(self, *, agent_id: str, user_id: str) -> int:
         """Forgetting a user: their calls hold their messages and their memory. Calls still
