@@ -48,7 +48,16 @@ from benchmarks.retrieval_loo import (
 from streams.context import context_assemble
 from streams.documents import Observation
 from streams.observations import append_in_transaction
-from streams.ranking import FINAL, LAST_WAVE, POOL, PREVIOUS, SHORT_B, SHORT_K1, Ranking
+from streams.ranking import (
+    FINAL,
+    LAST_WAVE,
+    POOL,
+    PREVIOUS,
+    SHORT_B,
+    SHORT_K1,
+    TUNED_ON_ONE,
+    Ranking,
+)
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -83,6 +92,7 @@ MECHANISMS: dict[str, Ranking] = {
     ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
     "previous final ranking (before proximity, support, names)": PREVIOUS,
+    "final ranking before issue 28 (question-form words out, dates)": TUNED_ON_ONE,
     "final ranking": FINAL,
     "final without term proximity": replace(FINAL, proximity=False),
     "final without neighbour support": replace(FINAL, support=False),
