@@ -55,7 +55,6 @@ from streams.ranking import (
     PREVIOUS,
     SHORT_B,
     SHORT_K1,
-    TUNED_ON_ONE,
     Ranking,
 )
 from streams.scopes import ScopeKey, scope_get_or_create
@@ -92,12 +91,14 @@ MECHANISMS: dict[str, Ranking] = {
     ),
     "+ dates for when-questions": replace(LAST_WAVE, dates=True),
     "previous final ranking (before proximity, support, names)": PREVIOUS,
-    "final ranking before issue 28 (question-form words out, dates)": TUNED_ON_ONE,
     "final ranking": FINAL,
     "final without term proximity": replace(FINAL, proximity=False),
     "final without neighbour support": replace(FINAL, support=False),
     "final without people": replace(FINAL, people=False),
     "final without the names cap": replace(FINAL, names=False),
+    "final without question-form words out and dates": replace(
+        FINAL, question_words=False, dates=False
+    ),
     "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
     "final without neighbours scored by their own text": replace(FINAL, neighbour_terms=False),
     "final with neighbours one turn around the pool (share 0.5)": replace(

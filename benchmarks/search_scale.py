@@ -32,7 +32,7 @@ from pymongo import MongoClient
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from streams.documents import Observation
-from streams.ranking import FINAL, TUNED_ON_ONE, Ranking
+from streams.ranking import FINAL, Ranking
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_index_build, search_observations
 from streams.store import MemoryStore
@@ -45,7 +45,6 @@ STAGE_ROWS: dict[str, Ranking] = {
     "final (dates resolved on)": FINAL,
     "final, dates resolved off": replace(FINAL, when=False),
     "final, names cap off": replace(FINAL, names=False),
-    "final before issue 28 (question-form words out, dates stage)": TUNED_ON_ONE,
     "final + pseudo-relevance feedback": replace(FINAL, prf=True),
     "final + multi-hop decomposition": replace(FINAL, multihop=True),
 }

@@ -19,7 +19,6 @@ from streams.ranking import (
     PREVIOUS,
     SHORT_B,
     SHORT_K1,
-    TUNED_ON_ONE,
     Candidate,
     Ranking,
     TermWeights,
@@ -78,13 +77,12 @@ def test_term_weighting_punishes_length_less_than_last_wave_and_final_not_at_all
 
 
 def test_question_form_words_leave_the_query_unless_nothing_else_is_left() -> None:
-    assert query_parse("What kind of music does Gene like?", ranking=TUNED_ON_ONE).terms == [
+    assert query_parse("What kind of music does Gene like?", ranking=FINAL).terms == [
         "music",
         "gene",
     ]
     assert query_parse("What kind of music?", ranking=LAST_WAVE).terms == ["kind", "music"]
-    assert query_parse("which kind?", ranking=TUNED_ON_ONE).terms == ["kind"]
-    assert "kind" in query_parse("What kind of music?", ranking=FINAL).terms  # off by default
+    assert query_parse("which kind?", ranking=FINAL).terms == ["kind"]
 
 
 def test_people_a_hit_that_names_the_person_asked_about_comes_first(store: MemoryStore) -> None:
@@ -184,11 +182,10 @@ def test_dates_when_questions_prefer_hits_that_say_when(store: MemoryStore) -> N
     _add(store, scope, "Gene moved to Lisbon", observed_at=DAY)
     _add(store, scope, "Gene finally moved to Lisbon last year, in May", observed_at=DAY)
 
-    # The stage is off by default (issue 28's leave-one-out): measured as it was tuned.
-    assert _contents(_search(store, "Where did Gene move to Lisbon from?", TUNED_ON_ONE))[0] == (
+    assert _contents(_search(store, "Where did Gene move to Lisbon from?"))[0] == (
         "Gene moved to Lisbon"
     )
-    hits = _search(store, "When did Gene move to Lisbon?", TUNED_ON_ONE)
+    hits = _search(store, "When did Gene move to Lisbon?")
     assert _contents(hits)[0] == "Gene finally moved to Lisbon last year, in May"
     assert hits[0].explanation is not None and hits[0].explanation.mechanisms["dates"] > 0
     assert asks_when("How long ago was her birthday?") and not asks_when("Where is it?")
