@@ -34,6 +34,7 @@ from pymongo import MongoClient
 from rank_bm25 import BM25Okapi
 
 from benchmarks.harness import embedded_server, print_table
+from benchmarks.retrieval_context import context_rows
 from benchmarks.retrieval_loo import (
     KS,
     Dev,
@@ -45,10 +46,17 @@ from benchmarks.retrieval_loo import (
     recall_at,
     switch_effects,
 )
-from streams.context import context_assemble
 from streams.documents import Observation
 from streams.observations import append_in_transaction
-from streams.ranking import FINAL, LAST_WAVE, POOL, PREVIOUS, SHORT_B, SHORT_K1, Ranking
+from streams.ranking import (
+    FINAL,
+    LAST_WAVE,
+    POOL,
+    PREVIOUS,
+    SHORT_B,
+    SHORT_K1,
+    Ranking,
+)
 from streams.scopes import ScopeKey, scope_get_or_create
 from streams.search import search_observations
 from streams.store import MemoryStore
@@ -88,6 +96,9 @@ MECHANISMS: dict[str, Ranking] = {
     "final without neighbour support": replace(FINAL, support=False),
     "final without people": replace(FINAL, people=False),
     "final without the names cap": replace(FINAL, names=False),
+    "final without question-form words out and dates": replace(
+        FINAL, question_words=False, dates=False
+    ),
     "final with length normalisation (b 0.4)": replace(FINAL, b=SHORT_B),
     "final without neighbours scored by their own text": replace(FINAL, neighbour_terms=False),
     "final with neighbours one turn around the pool (share 0.5)": replace(
@@ -133,7 +144,7 @@ def run(sizes: list[int] | None = None) -> None:
             rows,
         )
         _categories(devs, baseline)
-        _context_rows(devs)
+        context_rows(devs)
         _leave_one_out(devs)
         _timings(devs)
         print(f"\n(retrieval_quality ranking tables in {time.perf_counter() - started:.0f} s)")
@@ -200,62 +211,6 @@ def _category_row(name: str, label: str, d: Dev, chosen: list[int], ranked: list
         mean(lambda i: recall_at(d.questions[i], ranked[i], 5)),
         mean(lambda i: hit_at(d.questions[i], ranked[i], 5)),
     ]
-
-
-def _context_rows(devs: list[Dev]) -> None:
-    """The context's retrieval against search, on the same questions and the same store:
-    how often it fires, the recall@5 of what it retrieves (nothing when it does not), the
-    same where it fired, and of everything the context shows (retrieved and recent: the
-    context's search leaves out what it already shows as recent)."""
-    rows = []
-    for d in devs:
-        fired: list[bool] = []
-        ranker = _context(d.store, fired, now=d.now)
-        ranked = [ranker(q["question"]) for q in d.questions]
-        shown = _recent_turns(d)
-        search = d.ranked(FINAL)
-        context = fmean(recall_at(q, r, 5) for q, r in zip(d.questions, ranked, strict=True))
-        where = [i for i, f in enumerate(fired) if f]
-        pairs = list(zip(d.questions, ranked, strict=True))
-        rows.append(
-            [
-                d.name,
-                f"{sum(fired)}/{len(fired)} ({sum(fired) / len(fired):.1%})",
-                f"{d.recall(FINAL):.3f}",
-                f"{context:.3f}",
-                f"{context - d.recall(FINAL):+.3f}",
-                f"{fmean(recall_at(d.questions[i], search[i], 5) for i in where):.3f}",
-                f"{fmean(recall_at(d.questions[i], ranked[i], 5) for i in where):.3f}",
-                f"{fmean(recall_at(q, r[:5] + shown, 10**6) for q, r in pairs):.3f}",
-            ]
-        )
-    print_table(
-        "Context retrieval against search (final ranking; top 5)",
-        [
-            "conversation",
-            "retrieval fired",
-            "search recall@5",
-            "context recall@5",
-            "difference",
-            "search recall@5 where fired",
-            "context recall@5 where fired",
-            "context: retrieved top 5 or shown as recent",
-        ],
-        rows,
-    )
-
-
-def _recent_turns(d: Dev) -> list[str]:
-    """The turns the context shows as recent (the user's newest pending observations)."""
-    from bson import ObjectId
-
-    from streams.context import RECENT_LIMIT
-
-    scope = d.scopes[0]
-    ids = [
-        ObjectId(i) for i in (d.store.scopes.get(ObjectId(scope.id)).pending_observation_ids or [])
-    ]
-    return [o.source_message_ids[0] for o in d.store.observations.get_many(ids[-RECENT_LIMIT:])]
 
 
 def _leave_one_out(devs: list[Dev]) -> None:
@@ -441,27 +396,6 @@ def _ours(
         if timings is not None:
             timings.append((time.perf_counter() - started) * 1000)
         return [h.observation.source_message_ids[0] for h in hits]
-
-    return rank
-
-
-def _context(
-    store: MemoryStore, fired: list[bool], now: datetime | None = None
-) -> Callable[[str], list[str]]:
-    """What `POST /context` retrieves for the question (nothing when it does not fire)."""
-
-    def rank(question: str) -> list[str]:
-        result = context_assemble(
-            store=store,
-            agent_id=AGENT,
-            user_id=USER,
-            message=question,
-            now=now,
-            log=False,
-            record_access=False,
-        )
-        fired.append(result.decision.triggered)
-        return [h.observation.source_message_ids[0] for h in result.hits]
 
     return rank
 

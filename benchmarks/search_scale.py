@@ -44,6 +44,7 @@ SIZES = [0, 10_000, 100_000]
 STAGE_ROWS: dict[str, Ranking] = {
     "final (dates resolved on)": FINAL,
     "final, dates resolved off": replace(FINAL, when=False),
+    "final, names cap off": replace(FINAL, names=False),
     "final + pseudo-relevance feedback": replace(FINAL, prf=True),
     "final + multi-hop decomposition": replace(FINAL, multihop=True),
 }
