@@ -21,12 +21,12 @@ from pymongo import MongoClient
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from streams.actions.base import Actor, register_dispatcher
 from streams.actions.bulk import do_observations_bulk
-from streams.bulk import DEFAULT_BATCH, BulkFilter, bulk_run
-from streams.documents import ConsolidationVersion, Observation, Scope, utcnow
+from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
-from streams.rebuild import rebuild_run
-from streams.search import search_index_build
+from streams.memory.bulk import DEFAULT_BATCH, BulkFilter, bulk_run
+from streams.memory.rebuild import rebuild_run
+from streams.search.index import search_index_build
 from streams.store import MemoryStore
 
 SIZES = [100_000]

@@ -27,9 +27,9 @@ from benchmarks.harness import (
     summary_ms,
     web_process,
 )
-from streams.consolidation import consolidation_edit
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI
 

@@ -17,7 +17,7 @@ from celery import Celery
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_row, print_table
-from streams.documents import Observation, Scope, utcnow
+from streams.core.documents import Observation, Scope, utcnow
 from streams.jobs import job_create
 from streams.store import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI

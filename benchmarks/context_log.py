@@ -21,13 +21,13 @@ from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble
-from streams.context_replay import context_replay
-from streams.documents import utcnow
-from streams.observations import observation_add
-from streams.retrieval import retrieval_decide
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.context.assemble import context_assemble
+from streams.context.replay import context_replay
+from streams.core.documents import utcnow
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.search.retrieval import retrieval_decide
 from streams.store import MemoryStore, access_log, write_behind
 
 SIZES = [10_000]

@@ -22,9 +22,9 @@ from pymongo import MongoClient, monitoring
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import WORDS
-from streams.dedup import text_key
-from streams.documents import Observation, Scope, utcnow
-from streams.observations import SIMILAR_WINDOW, observation_add
+from streams.core.documents import Observation, Scope, utcnow
+from streams.memory.observations import SIMILAR_WINDOW, observation_add
+from streams.search.dedup import text_key
 from streams.store import MemoryStore
 
 SIZES = [1_000, 10_000]

@@ -15,7 +15,7 @@ import time
 
 from benchmarks.detector_cases import CASES
 from benchmarks.harness import print_table, summary_ms
-from streams.detectors import FLAGS, detect, detect_and_redact
+from streams.guard.detectors import FLAGS, detect, detect_and_redact
 
 REPEAT = 20
 PLAIN = [

@@ -15,9 +15,14 @@ from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
-from streams.formation import FormationSettings, IncomingMessage, formation_run, messages_ingest
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
+from streams.memory.formation import (
+    FormationSettings,
+    IncomingMessage,
+    formation_run,
+    messages_ingest,
+)
 from streams.store import MemoryStore
 
 SIZES = [1_000, 10_000, 100_000, 1_000_000]

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
-from streams.legacy import legacy_migrate
+from streams.legacy.migration import legacy_migrate
 from streams.store import MemoryStore
 from streams.store.legacy import LegacyReader
 

@@ -21,18 +21,18 @@ from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
-from streams.audit import audit_page
-from streams.consolidation import consolidation_commit
-from streams.documents import Observation, utcnow
-from streams.documents_audit import AuditEntry
+from streams.core.documents import Observation, utcnow
+from streams.core.documents_audit import AuditEntry
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
-from streams.observations import append_in_transaction
-from streams.privacy import forget_user_request, forget_user_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import append_in_transaction
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.people.privacy import forget_user_request, forget_user_run
+from streams.people.user_audit import user_audit
+from streams.records.audit import audit_page
 from streams.store import MemoryStore
 from streams.store.audit import _id_at
-from streams.user_audit import user_audit
 
 AUDIT_SIZES = [10_000, 100_000, 1_000_000]
 FORGET_SIZES = [10_000, 100_000, 1_000_000]

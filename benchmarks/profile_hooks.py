@@ -81,7 +81,7 @@ def install() -> None:
     import memory_admin.api.v1.observations as api_observations
     import memory_admin.stores as stores
     import streams.actions.observations as actions
-    import streams.observations as observations
+    import streams.memory.observations as observations
     from streams.store import MemoryStore
 
     timed(auth.ApiKeyAuth, "authenticate", "auth (API key, SQLite)")

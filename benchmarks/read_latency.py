@@ -35,12 +35,12 @@ from benchmarks.harness import (
     web_process,
 )
 from benchmarks.seed import WORDS, seed
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble
-from streams.documents import Observation, utcnow
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_index_build, search_observations
+from streams.context.assemble import context_assemble
+from streams.core.documents import Observation, utcnow
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.index import search_index_build, search_observations
 from streams.store import MemoryStore
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,13 +16,17 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
-from streams.consolidation import consolidation_commit
-from streams.documents import Job, Observation, utcnow
+from streams.core.documents import Job, Observation, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
-from streams.observations import append_in_transaction, observation_delete, observation_update
-from streams.rebuild import rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import (
+    append_in_transaction,
+    observation_delete,
+    observation_update,
+)
+from streams.memory.rebuild import rebuild_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 
 SIZES = [1000]

@@ -9,8 +9,8 @@ from statistics import fmean
 
 from benchmarks.harness import print_table
 from benchmarks.retrieval_loo import Dev, recall_at
-from streams.context import context_assemble
-from streams.ranking import FINAL
+from streams.context.assemble import context_assemble
+from streams.search.ranking import FINAL
 from streams.store import MemoryStore
 
 
@@ -61,7 +61,7 @@ def _recent_turns(d: Dev) -> list[str]:
     """The turns the context shows as recent (the user's newest pending observations)."""
     from bson import ObjectId
 
-    from streams.context import RECENT_LIMIT
+    from streams.context.assemble import RECENT_LIMIT
 
     scope = d.scopes[0]
     ids = [

@@ -21,8 +21,8 @@ from benchmarks.retrieval_quality import (
     _row,
     _turns,
 )
-from streams.ranking import FINAL, Ranking
-from streams.search import search_observations
+from streams.search.index import search_observations
+from streams.search.ranking import FINAL, Ranking
 from streams.store import MemoryStore
 
 # -- lifecycle stages (issue 31) --------------------------------------------------------

@@ -22,8 +22,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from streams.ranking import FINAL, Ranking
-from streams.search import search_in_scopes, search_scopes
+from streams.search.index import search_in_scopes, search_scopes
+from streams.search.ranking import FINAL, Ranking
 from streams.store import MemoryStore
 
 KS = (1, 5, 10)

@@ -9,7 +9,7 @@ is asked through `search_observations`; a question's recall@k is the share of it
 evidence turns in the top k, hit@5 whether any is in the top 5. The baseline is
 `rank_bm25.BM25Okapi` over the same turns, lowercased words, no stemming, no stop
 words. Then last wave's ranking (BM25 on our index), each mechanism of
-`streams.ranking` added to it alone, the final ranking, and the final ranking with one
+`streams.search.ranking` added to it alone, the final ranking, and the final ranking with one
 mechanism taken out (the mechanisms interact: proximity alone on last wave's length
 normalisation does not help, in the final ranking it does), all on the same store.
 Category 5 (adversarial, unanswerable) is left out, as the dataset's README asks.
@@ -46,9 +46,11 @@ from benchmarks.retrieval_loo import (
     recall_at,
     switch_effects,
 )
-from streams.documents import Observation
-from streams.observations import append_in_transaction
-from streams.ranking import (
+from streams.core.documents import Observation
+from streams.memory.observations import append_in_transaction
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.index import search_observations
+from streams.search.ranking import (
     FINAL,
     LAST_WAVE,
     POOL,
@@ -57,8 +59,6 @@ from streams.ranking import (
     SHORT_K1,
     Ranking,
 )
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_observations
 from streams.store import MemoryStore
 from tests.streams.retrieval_cases import CASES, confusion
 

@@ -28,13 +28,13 @@ from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DEV, USER, _load, _row, _turns
-from streams.embeddings import SemanticRanker, embeddings_backfill
-from streams.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
-from streams.ranking import FINAL, LAST_WAVE, Ranking
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_observations
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.embeddings import SemanticRanker, embeddings_backfill
+from streams.search.index import search_observations
+from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
+from streams.search.ranking import FINAL, LAST_WAVE, Ranking
+from streams.search.vectors import Fusion, forget_cached, nearest_in_scopes
 from streams.store import MemoryStore
-from streams.vectors import Fusion, forget_cached, nearest_in_scopes
 
 KS = (1, 5, 10)
 TEXT = "text only (final ranking)"

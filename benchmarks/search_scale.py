@@ -31,10 +31,10 @@ from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
-from streams.documents import Observation
-from streams.ranking import FINAL, Ranking
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_index_build, search_observations
+from streams.core.documents import Observation
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.index import search_index_build, search_observations
+from streams.search.ranking import FINAL, Ranking
 from streams.store import MemoryStore
 from streams.store import postings as index_format
 from streams.store import search as layout

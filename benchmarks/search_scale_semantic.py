@@ -27,14 +27,14 @@ from pymongo import MongoClient
 from benchmarks.harness import embedded_server, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from benchmarks.search_scale import BATCH, SIZES, SPEAKERS, WORD
-from streams.documents import Observation
-from streams.embeddings import SemanticRanker
-from streams.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_index_build, search_observations
+from streams.core.documents import Observation
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.embeddings import SemanticRanker
+from streams.search.index import search_index_build, search_observations
+from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
+from streams.search.vectors import ScopeVectors, forget_cached
 from streams.store import MemoryStore
 from streams.store.embeddings import encode_vector
-from streams.vectors import ScopeVectors, forget_cached
 
 REAL = 2000  # distractors embedded for real
 NOISE = 0.05
@@ -195,9 +195,9 @@ def crossover(np) -> None:
         import hnswlib
     except ImportError:
         hnswlib = None
-    import streams.vectors
+    import streams.search.vectors
 
-    streams.vectors.HNSW_FROM = 10**12  # the exact rows stay exact
+    streams.search.vectors.HNSW_FROM = 10**12  # the exact rows stay exact
     rng = np.random.default_rng(0)
     rows = []
     for n in CROSSOVER_SIZES:

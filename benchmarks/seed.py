@@ -7,8 +7,8 @@ import random
 import time
 from datetime import timedelta
 
-from streams.documents import Observation, Scope, utcnow
-from streams.search import search_index_build
+from streams.core.documents import Observation, Scope, utcnow
+from streams.search.index import search_index_build
 from streams.store import MemoryStore
 
 WORDS = [

@@ -19,8 +19,8 @@ from django.urls import resolve
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
-from streams.consolidation import consolidation_edit
-from streams.observations import observation_add
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add
 from streams.store import MemoryStore
 from streams.store.client import close_clients, get_client
 

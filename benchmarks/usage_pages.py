@@ -22,11 +22,11 @@ from django.test import RequestFactory
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.ui_pages import AGENT, CALLS, measure, render, seeded_store
 from memory_admin.api.v1.usage import UsageQuery, get_usage
-from streams.documents import utcnow
+from streams.core.documents import utcnow
+from streams.records.usage import BACKLOG
 from streams.store import MemoryStore
 from streams.store.client import close_clients, get_client
 from streams.store.usage import TOP_KEPT, usage_id
-from streams.usage import BACKLOG
 
 SIZES = [(1_000, 10_000), (10_000, 100_000)]
 DAYS = 30

@@ -49,8 +49,8 @@ from benchmarks.harness import (
 )
 from benchmarks.seed import WORDS, seed
 from memory_admin.embedded_store import oplog_args
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add
 from streams.store import MemoryStore
 
 SIZES = [1_000, 10_000]  # the issue asks for 100,000 too: a shared 2-core machine here

@@ -29,12 +29,13 @@ from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.observations import do_observation_add, do_observation_delete
 from streams.actions.prompts import do_prompt_check_create
 from streams.actions.scopes import do_scope_create
-from streams.activity import activity_record
-from streams.chat import ChatMemory, ChatOutcome, chat_prepare
-from streams.consolidation import consolidation_commit
-from streams.consolidation_runs import consolidation_run
-from streams.documents import Job, Observation, Scope, utcnow
-from streams.formation import (
+from streams.context.chat import ChatMemory, ChatOutcome, chat_prepare
+from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.jobs import JobRun, job_execute
+from streams.llm.offline import OfflineProvider
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.formation import (
     FormationSettings,
     IncomingMessage,
     formation_commit,
@@ -42,12 +43,11 @@ from streams.formation import (
     formation_run,
     messages_ingest,
 )
-from streams.jobs import JobRun, job_execute
-from streams.llm.offline import OfflineProvider
-from streams.observations import observation_list
-from streams.propagation import propagation_run
-from streams.rebuild import rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.observations import observation_list
+from streams.memory.propagation import propagation_run
+from streams.memory.rebuild import rebuild_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.records.activity import activity_record
 from streams.store import MemoryStore
 
 AGENTS = ("support-assistant", "coding-mentor", "travel-planner")

@@ -16,9 +16,9 @@ from functools import cache
 from django.conf import settings
 
 from memory_admin.llm import get_llm_provider
-from streams.embeddings import SemanticRanker
-from streams.local_embeddings import LOCAL_MODEL, local_available, local_embedder
-from streams.vectors import available as vectors_available
+from streams.search.embeddings import SemanticRanker
+from streams.search.local_embeddings import LOCAL_MODEL, local_available, local_embedder
+from streams.search.vectors import available as vectors_available
 
 
 def semantic_ranker() -> SemanticRanker | None:

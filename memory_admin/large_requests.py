@@ -87,7 +87,7 @@ def _take_one(files: list[Path]) -> int | None:
 
 @contextmanager
 def large_job_slot(size: int) -> Iterator[None]:
-    """A background job's large write (`streams.large_work`) takes a slot like a large
+    """A background job's large write (`streams.memory.large_work`) takes a slot like a large
     request does; when none frees within the wait it goes ahead anyway (a job is never
     failed for being patient)."""
     if not _gated(size):

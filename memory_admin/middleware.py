@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from memory_admin.api.errors import store_unavailable_response
 from memory_admin.api.middleware import is_api_request
 from memory_admin.stores import store_unreachable
-from streams.exceptions import Busy
+from streams.core.exceptions import Busy
 
 logger = logging.getLogger("memory_admin.store")
 

@@ -9,7 +9,7 @@ import threading
 from django.conf import settings
 
 from memory_admin import store_supervisor
-from streams.exceptions import IndexesMissing, Unavailable
+from streams.core.exceptions import IndexesMissing, Unavailable
 from streams.store import MemoryStore
 from streams.store.client import get_client, is_unreachable
 

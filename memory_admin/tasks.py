@@ -24,15 +24,15 @@ from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
 from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_jobs_recover
-from streams.bulk import bulk_run
-from streams.consolidation_runs import consolidation_run
-from streams.documents import Job, utcnow
-from streams.embeddings import embeddings_after_job, embeddings_compute
-from streams.formation import FormationSettings, cold_sessions_sweep, formation_run
+from streams.core.documents import Job, utcnow
 from streams.jobs import JobRun, job_execute
-from streams.privacy import forget_user_run
-from streams.propagation import propagation_run
-from streams.rebuild import rebuild_run
+from streams.memory.bulk import bulk_run
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
+from streams.memory.propagation import propagation_run
+from streams.memory.rebuild import rebuild_run
+from streams.people.privacy import forget_user_run
+from streams.search.embeddings import embeddings_after_job, embeddings_compute
 
 logger = logging.getLogger("memory_admin.tasks")
 MAX_ATTEMPTS = 5
@@ -244,7 +244,7 @@ def lifecycle_sweep() -> dict[str, int]:
     """Periodic: handle expired observations (out of search and pending, consolidations
     that absorbed them rebuilt), purge them MEMORY_EXPIRED_KEEP_DAYS later (resumable:
     each observation is claimed once); then retention for scopes with a cap."""
-    from streams.lifecycle import expiry_sweep, retention_sweep
+    from streams.memory.lifecycle import expiry_sweep, retention_sweep
 
     store = get_store()
     result = expiry_sweep(store=store, keep_days=settings.MEMORY_EXPIRED_KEEP_DAYS)

@@ -7,8 +7,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx2 as httpx
 from django.conf import settings
 
+from streams.records.webhooks import webhook_deliver_due
 from streams.store import MemoryStore
-from streams.webhooks import webhook_deliver_due
 
 
 def http_post(

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from streams.documents import Job, JobKind, utcnow
-from streams.exceptions import Conflict, InvalidInput, NotFound
-from streams.ids import parse_object_id, require_object_id
+from streams.core.documents import Job, JobKind, utcnow
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.ids import parse_object_id, require_object_id
+from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
-from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.records.usage import usage_record
 from streams.store import MemoryStore, StoreSession
-from streams.usage import usage_record
 
 logger = logging.getLogger("streams.jobs")
 STALE_RUNNING_AFTER = timedelta(seconds=30)

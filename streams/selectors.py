@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from streams.documents import (
+from streams.core.documents import (
     Agent,
     BufferedMessage,
     ConsolidationVersion,
@@ -19,7 +19,7 @@ from streams.documents import (
     Observation,
     Scope,
 )
-from streams.ids import parse_object_id, require_object_id
+from streams.core.ids import parse_object_id, require_object_id
 from streams.store import MemoryStore
 
 

@@ -108,7 +108,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the light default and CI do not install: without it they are deselected (reported in
     the run's summary), never skipped. `make test-local-embeddings` runs them with it;
     MEMORY_TEST_LOCAL_EMBEDDINGS=1 makes them run (and fail) without it."""
-    from streams.local_embeddings import local_available
+    from streams.search.local_embeddings import local_available
 
     if os.environ.get("MEMORY_TEST_LOCAL_EMBEDDINGS") == "1" or local_available():
         return

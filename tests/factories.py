@@ -6,9 +6,9 @@ from typing import Any
 
 import factory
 
-from streams.documents import Observation, Scope
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.core.documents import Observation, Scope
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
 
 

@@ -27,7 +27,7 @@ import pytest
 from django.conf import settings
 
 from memory_admin.inprocess import shipped_settings
-from streams import exceptions as domain_exceptions
+from streams.core import exceptions as domain_exceptions
 from streams.llm import port as llm_port
 from streams.store import MemoryStore
 

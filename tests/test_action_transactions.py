@@ -37,16 +37,16 @@ from streams.actions.prompts import do_prompt_check_create, do_prompt_save
 from streams.actions.scopes import do_consolidation_edit, do_scope_create, do_scope_update
 from streams.actions.sessions import do_messages_ingest, do_session_form
 from streams.actions.webhooks import do_webhook_create
-from streams.audit import audit_page
-from streams.bulk import BulkFilter
-from streams.consolidation import consolidation_commit
-from streams.documents import Job
-from streams.exchange import scope_export
-from streams.formation import IncomingMessage
-from streams.scopes import ScopeKey, scope_get
+from streams.core.documents import Job
+from streams.memory.bulk import BulkFilter
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.formation import IncomingMessage
+from streams.memory.scopes import ScopeKey, scope_get
+from streams.people.exchange import scope_export
+from streams.records.audit import audit_page
+from streams.records.webhooks import EVENTS as WEBHOOK_EVENTS
 from streams.store import MemoryStore
 from streams.store.audit import META as AUDIT_META
-from streams.webhooks import EVENTS as WEBHOOK_EVENTS
 from tests.write_paths import MESSAGE, TEMPLATE, World, ingest_one, make_world
 
 pytestmark = pytest.mark.django_db

@@ -7,17 +7,17 @@ from django.contrib.auth import authenticate
 from django.core.management import call_command
 
 from memory_admin.demo import AGENTS, PROMPT_CHECK
-from streams.activity import activity_days
-from streams.chat import chat_session_page
-from streams.consolidation import consolidation_history
-from streams.documents import utcnow
-from streams.dry_run import recent_sessions
+from streams.context.chat import chat_session_page
+from streams.core.documents import utcnow
+from streams.drafts.dry_run import recent_sessions
+from streams.drafts.prompt_checks import checks_run
+from streams.guard.review import review_queue
 from streams.jobs import job_list
 from streams.llm.offline import OfflineProvider
-from streams.observations import observation_list
-from streams.prompt_checks import checks_run
-from streams.review import review_queue
-from streams.scopes import scope_list
+from streams.memory.consolidation import consolidation_history
+from streams.memory.observations import observation_list
+from streams.memory.scopes import scope_list
+from streams.records.activity import activity_days
 
 
 def test_seed_demo_builds_a_believable_data_set_through_the_services(store, capsys):

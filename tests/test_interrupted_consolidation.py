@@ -17,12 +17,12 @@ from bson import ObjectId
 
 from memory_admin import inprocess
 from memory_admin.tasks import retry_failed_jobs, run_consolidation
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.documents import utcnow
-from streams.exceptions import Conflict
+from streams.core.documents import utcnow
+from streams.core.exceptions import Conflict
 from streams.jobs import job_create, job_get
-from streams.scopes import scope_get
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.scopes import scope_get
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once

@@ -98,9 +98,9 @@ def test_objectid_data_as_domain_md_shapes_it(store, source_db):
     """ids are ObjectIds in the legacy collections: kept as strings, the item id as the id."""
     from datetime import UTC
 
-    from streams.consolidation import consolidation_history
-    from streams.observations import observation_list
-    from streams.scopes import ScopeKey, scope_get_or_create
+    from streams.memory.consolidation import consolidation_history
+    from streams.memory.observations import observation_list
+    from streams.memory.scopes import ScopeKey, scope_get_or_create
     from tests.fakes.legacy_data import AGENT_OIDS, USER_OIDS
 
     name, dataset = source_db
@@ -124,7 +124,7 @@ def test_objectid_data_as_domain_md_shapes_it(store, source_db):
 def test_string_and_objectid_ids_are_both_read():
     from bson import ObjectId
 
-    from streams.documents_legacy import LegacyItem, LegacyShard, LegacyUser
+    from streams.legacy.documents import LegacyItem, LegacyShard, LegacyUser
 
     oid = ObjectId()
     for value, text in ((oid, str(oid)), ("u-1", "u-1")):

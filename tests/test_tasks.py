@@ -8,9 +8,9 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import enqueue, formation_settings, retry_failed_jobs, sweep_cold_sessions
-from streams.documents import utcnow
-from streams.formation import IncomingMessage, messages_ingest
+from streams.core.documents import utcnow
 from streams.jobs import job_create, job_get
+from streams.memory.formation import IncomingMessage, messages_ingest
 
 pytestmark = pytest.mark.django_db  # tasks are queued on the Django transaction's commit
 
@@ -55,7 +55,7 @@ def test_failed_jobs_are_retried_after_their_backoff_and_dead_runs_are_taken_ove
     store, fake_openai, settings, run_tasks
 ):
     ingest(store, 4)
-    from streams.formation import formation_request
+    from streams.memory.formation import formation_request
 
     job = formation_request(store=store, agent_id="a1", session_id="s1", trigger="api")
     fake_openai.fail(500, times=3)

@@ -27,11 +27,11 @@ from streams.actions.privacy import do_user_export
 from streams.actions.prompts import do_prompt_save
 from streams.actions.scopes import do_scope_create
 from streams.actions.sessions import do_messages_ingest
-from streams.audit import audit_page
-from streams.documents import Job
-from streams.formation import IncomingMessage
-from streams.observation_batch import BatchItem
-from streams.scopes import ScopeKey
+from streams.core.documents import Job
+from streams.memory.formation import IncomingMessage
+from streams.memory.observation_batch import BatchItem
+from streams.memory.scopes import ScopeKey
+from streams.records.audit import audit_page
 from streams.store import MemoryStore
 from tests.ui.people import create_user
 from tests.write_paths import (

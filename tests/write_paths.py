@@ -13,10 +13,10 @@ from memory_admin.stores import get_store
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions.sessions import do_session_form
-from streams.documents import Job, Observation, Scope, utcnow
-from streams.formation import IncomingMessage, messages_ingest
+from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.jobs import job_create
-from streams.observations import observation_list
+from streams.memory.formation import IncomingMessage, messages_ingest
+from streams.memory.observations import observation_list
 from streams.store import MemoryStore
 from tests.ui.helpers import scope_with_history
 

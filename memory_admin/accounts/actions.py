@@ -22,7 +22,7 @@ from memory_admin.models import PERMISSIONS, ApiKey, PasswordChangeRequired
 from memory_admin.stores import get_store
 from streams.actions import Actor
 from streams.actions.base import record
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput
 
 ROLE_NAMES = tuple(role.label for role in Role)
 MAX_AGENT_ID_CHARS = 128

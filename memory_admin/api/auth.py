@@ -26,7 +26,7 @@ from ninja.security import HttpBearer
 
 from memory_admin.api.ratelimit import check_rate
 from memory_admin.models import PERMISSIONS, ApiKey, hash_api_key
-from streams.exceptions import MemoryServiceError, NotFound
+from streams.core.exceptions import MemoryServiceError, NotFound
 
 # `last_used_at` is for operators ("is this key still in use?"), so a minute's
 # resolution is plenty and spares a write on every request of the hot path.

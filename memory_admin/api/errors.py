@@ -23,7 +23,7 @@ from memory_admin.api.auth import PermissionDenied
 from memory_admin.api.ratelimit import RateLimited
 from memory_admin.connection import close_connection
 from memory_admin.stores import store_unreachable
-from streams.exceptions import (
+from streams.core.exceptions import (
     Busy,
     Conflict,
     InvalidInput,

@@ -16,7 +16,7 @@ import time
 from django.conf import settings
 from django.core.cache import cache
 
-from streams.exceptions import MemoryServiceError
+from streams.core.exceptions import MemoryServiceError
 
 logger = logging.getLogger("memory_admin.api")
 

@@ -22,18 +22,18 @@ from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.exchange import do_user_export_document
 from streams.actions.privacy import do_user_export, do_user_forget
-from streams.audit import audit_page
-from streams.documents import Job, Observation, Scope
-from streams.documents_audit import AuditEntry
-from streams.exceptions import InvalidInput, NotFound
-from streams.exchange import export_markdown
+from streams.core.documents import Job, Observation, Scope
+from streams.core.documents_audit import AuditEntry
+from streams.core.exceptions import InvalidInput, NotFound
+from streams.core.pagination import Page
 from streams.jobs import job_get
-from streams.observations import observation_list
-from streams.pagination import Page
-from streams.provenance import cited_lines
+from streams.memory.observations import observation_list
+from streams.memory.provenance import cited_lines
+from streams.people.exchange import export_markdown
+from streams.people.user_audit import user_audit
+from streams.people.user_find import user_find
+from streams.records.audit import audit_page
 from streams.selectors import agents_page, observations_by_ids, scopes_by_ids
-from streams.user_audit import user_audit
-from streams.user_find import user_find
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 200
@@ -334,7 +334,7 @@ def user_export_view(request: HttpRequest) -> HttpResponse:
     store = get_store()
     markdown = request.GET.get("format") == "markdown"
     try:
-        if markdown:  # the API's export, as a person reads it (streams/exchange.py)
+        if markdown:  # the API's export, as a person reads it (streams/people/exchange.py)
             text = export_markdown(
                 do_user_export_document(
                     store=store, actor=actor(request), agent_id=agent_id, user_id=user_id

@@ -20,10 +20,10 @@ from memory_admin.ui.common import actor, found
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.bulk import BulkOutcome, do_observations_bulk
-from streams.bulk import MAX_EXTERNAL_ID, MAX_QUERY_CHARS, BulkFilter
-from streams.documents import Scope
-from streams.exceptions import InvalidInput, NotFound
-from streams.scopes import scope_get, scope_list
+from streams.core.documents import Scope
+from streams.core.exceptions import InvalidInput, NotFound
+from streams.memory.bulk import MAX_EXTERNAL_ID, MAX_QUERY_CHARS, BulkFilter
+from streams.memory.scopes import scope_get, scope_list
 from streams.store import MemoryStore
 
 ACTIONS = [("delete", "Delete"), ("private", "Mark private"), ("move", "Move to another scope")]

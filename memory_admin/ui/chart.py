@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streams.activity import ActivityDay
+from streams.records.activity import ActivityDay
 
 WIDTH = 720
 HEIGHT = 180

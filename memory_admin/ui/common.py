@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest
 
 from streams.actions import Actor
-from streams.exceptions import InvalidInput, MemoryServiceError, NotFound
+from streams.core.exceptions import InvalidInput, MemoryServiceError, NotFound
 
 MAX_PARAM_CHARS = 200
 

@@ -13,11 +13,11 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.roles import Role, role_required
-from streams.context import context_assemble
-from streams.context_log import context_call_get, context_calls_page
-from streams.context_replay import context_replay
-from streams.exceptions import InvalidInput
-from streams.pagination import Page
+from streams.context.assemble import context_assemble
+from streams.context.log import context_call_get, context_calls_page
+from streams.context.replay import context_replay
+from streams.core.exceptions import InvalidInput
+from streams.core.pagination import Page
 from streams.store import MemoryStore
 
 PAGE_SIZE = 20

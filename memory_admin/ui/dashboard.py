@@ -14,10 +14,10 @@ from memory_admin.ui.chart import activity_chart
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.usage import ranked_scopes
-from streams.activity import activity_days
-from streams.documents import Agent, Job, utcnow
-from streams.retrieval_health import retrieval_health
-from streams.review import review_counts_by_agent
+from streams.context.retrieval_health import retrieval_health
+from streams.core.documents import Agent, Job, utcnow
+from streams.guard.review import review_counts_by_agent
+from streams.records.activity import activity_days
 from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
 from streams.store import MemoryStore
 

@@ -14,9 +14,9 @@ from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
 from memory_admin.ui.scopes import can_edit, history_context
 from streams.actions.consolidations import do_consolidation_restore
-from streams.consolidation import restore_returns
-from streams.exceptions import MemoryServiceError, NotFound
-from streams.scopes import scope_get
+from streams.core.exceptions import MemoryServiceError, NotFound
+from streams.memory.consolidation import restore_returns
+from streams.memory.scopes import scope_get
 from streams.selectors import consolidation_version
 
 

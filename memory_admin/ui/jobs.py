@@ -17,10 +17,10 @@ from memory_admin.ui.forms import JobFilterForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.jobs import do_job_retry
-from streams.documents import Job, Scope
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.documents import Job, Scope
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.core.pagination import Page
 from streams.jobs import job_get, job_list
-from streams.pagination import Page
 from streams.selectors import scopes_by_ids
 
 PAGE_SIZE = 25

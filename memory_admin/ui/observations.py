@@ -22,13 +22,13 @@ from streams.actions.observations import (
     do_observation_merge,
     do_observation_update,
 )
-from streams.documents import Job, Observation, Scope
-from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.observations import observation_get, observation_list
-from streams.provenance import cited_lines
-from streams.scopes import scope_get
+from streams.core.documents import Job, Observation, Scope
+from streams.core.exceptions import InvalidInput, MemoryServiceError
+from streams.memory.observations import observation_get, observation_list
+from streams.memory.provenance import cited_lines
+from streams.memory.scopes import scope_get
+from streams.memory.text_history import observation_history
 from streams.store import MemoryStore
-from streams.text_history import observation_history
 
 LOG_PAGE_SIZE = 25
 

@@ -29,7 +29,7 @@ from memory_admin.models import DEFAULT_PERMISSIONS, PERMISSIONS, ApiKey
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
 from memory_admin.ui.roles import Role, role_required
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput
 from streams.selectors import agents_page
 
 PAGE_SIZE = 25

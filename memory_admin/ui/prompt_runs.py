@@ -19,8 +19,9 @@ from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.prompts import check_runs, editor_context, level_part, level_scope
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.prompts import do_prompt_check_create, do_prompt_check_delete
-from streams.documents import PromptKind, Scope
-from streams.dry_run import (
+from streams.core.documents import PromptKind, Scope
+from streams.core.exceptions import InvalidInput, MemoryServiceError
+from streams.drafts.dry_run import (
     OFFLINE_NOTE,
     DryRunResult,
     dry_run_consolidation,
@@ -28,10 +29,9 @@ from streams.dry_run import (
     dry_run_propagation,
     routing_table,
 )
-from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.prompt_checks import check_list
+from streams.drafts.prompt_checks import check_list
+from streams.memory.scopes import scope_get
 from streams.prompts import Draft, validate_prompt
-from streams.scopes import scope_get
 from streams.store import MemoryStore
 
 

@@ -23,10 +23,11 @@ from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
-from streams.documents import PROMPT_KINDS, PromptKind, Scope
-from streams.dry_run import recent_sessions
-from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
-from streams.prompt_checks import EXPECTATION_TYPES, CheckComparison, check_list, checks_run
+from streams.core.documents import PROMPT_KINDS, PromptKind, Scope
+from streams.core.exceptions import Conflict, InvalidInput, MemoryServiceError
+from streams.drafts.dry_run import recent_sessions
+from streams.drafts.prompt_checks import EXPECTATION_TYPES, CheckComparison, check_list, checks_run
+from streams.memory.scopes import scope_get
 from streams.prompts import (
     PLACEHOLDERS,
     Draft,
@@ -39,7 +40,6 @@ from streams.prompts import (
     resolve_template,
     validate_prompt,
 )
-from streams.scopes import scope_get
 from streams.selectors import active_shards, agents_page, shard_find
 from streams.store import MemoryStore
 

@@ -24,11 +24,11 @@ from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.review import do_review_decide, do_review_decide_bulk
-from streams.documents import Observation, Scope
-from streams.exceptions import InvalidInput, MemoryServiceError
-from streams.observations import observation_get
-from streams.review import MAX_BULK, MAX_NOTE_CHARS, review_counts, review_queue
-from streams.scopes import scope_get
+from streams.core.documents import Observation, Scope
+from streams.core.exceptions import InvalidInput, MemoryServiceError
+from streams.guard.review import MAX_BULK, MAX_NOTE_CHARS, review_counts, review_queue
+from streams.memory.observations import observation_get
+from streams.memory.scopes import scope_get
 from streams.selectors import agents_page, scopes_by_ids
 
 PAGE_SIZE = 25

@@ -12,7 +12,7 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, found
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.scopes import do_scope_update
-from streams.scopes import scope_get
+from streams.memory.scopes import scope_get
 
 
 @require_POST

@@ -25,14 +25,14 @@ from memory_admin.ui.usage import scope_usage_context
 from streams.actions.consolidations import do_consolidation_trigger
 from streams.actions.pins import do_consolidation_edit_and_pin, do_scope_pins_set
 from streams.actions.scopes import do_consolidation_edit, do_scope_update
-from streams.consolidation import consolidation_history, restore_preview
-from streams.documents import Scope
-from streams.exceptions import Conflict, InvalidInput, MemoryServiceError
-from streams.pagination import Page
-from streams.pins import sentences
+from streams.core.documents import Scope
+from streams.core.exceptions import Conflict, InvalidInput, MemoryServiceError
+from streams.core.pagination import Page
+from streams.guard.review import review_counts
+from streams.memory.consolidation import consolidation_history, restore_preview
+from streams.memory.pins import sentences
+from streams.memory.scopes import scope_get, scope_list
 from streams.prompts import prompt_role, resolve_for_scope
-from streams.review import review_counts
-from streams.scopes import scope_get, scope_list
 from streams.selectors import (
     agents_page,
     job_find,

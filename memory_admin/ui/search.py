@@ -17,10 +17,10 @@ from memory_admin.stores import get_store
 from memory_admin.ui.forms import SearchForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
-from streams.chat import chat_calls_for_user
-from streams.context import context_assemble
-from streams.context_tokens import context_sections, estimate_tokens
-from streams.search import search_observations
+from streams.context.assemble import context_assemble
+from streams.context.chat import chat_calls_for_user
+from streams.context.tokens import context_sections, estimate_tokens
+from streams.search.index import search_observations
 from streams.selectors import agents_page
 
 AGENT_CHOICES = 100

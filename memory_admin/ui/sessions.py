@@ -19,9 +19,9 @@ from memory_admin.ui.common import param
 from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
-from streams.chat import chat_session_page
-from streams.exceptions import InvalidInput
-from streams.pagination import Page
+from streams.context.chat import chat_session_page
+from streams.core.exceptions import InvalidInput
+from streams.core.pagination import Page
 from streams.selectors import session_messages
 
 PAGE_SIZE = 20

@@ -13,11 +13,9 @@ from django.views.decorators.http import require_GET
 from memory_admin.stores import get_store
 from memory_admin.ui.common import param
 from memory_admin.ui.roles import Role, role_required
-from streams.documents import Scope, utcnow
-from streams.retrieval_health import retrieval_health
-from streams.selectors import agents_page, scopes_by_ids
-from streams.store import MemoryStore
-from streams.usage import (
+from streams.context.retrieval_health import retrieval_health
+from streams.core.documents import Scope, utcnow
+from streams.records.usage import (
     WINDOWS,
     agent_usage,
     scope_health,
@@ -25,6 +23,8 @@ from streams.usage import (
     top_scopes_by_backlog,
     top_scopes_by_cost,
 )
+from streams.selectors import agents_page, scopes_by_ids
+from streams.store import MemoryStore
 
 AGENT_CHOICES = 200
 TOP_SHOWN = 10

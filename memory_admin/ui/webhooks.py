@@ -9,9 +9,9 @@ from memory_admin.stores import get_store
 from memory_admin.ui.common import param
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
-from streams.exceptions import InvalidInput, NotFound
-from streams.pagination import Page
-from streams.webhooks import webhook_deliveries_page, webhook_get, webhooks_page
+from streams.core.exceptions import InvalidInput, NotFound
+from streams.core.pagination import Page
+from streams.records.webhooks import webhook_deliveries_page, webhook_get, webhooks_page
 
 PAGE_SIZE = 20
 

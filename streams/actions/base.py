@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from streams.audit import audit_record
-from streams.documents import Job
+from streams.core.documents import Job
+from streams.records.audit import audit_record
 from streams.store import MemoryStore, StoreSession
 
 ActorKind = Literal["api", "ui", "cli"]

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.bulk import (
+from streams.core.documents import Job, Observation
+from streams.memory.bulk import (
     DEFAULT_BATCH,
     DEFAULT_MAX,
     BulkAction,
@@ -15,7 +16,6 @@ from streams.bulk import (
     bulk_payload,
     bulk_target,
 )
-from streams.documents import Job, Observation
 from streams.store import MemoryStore
 
 

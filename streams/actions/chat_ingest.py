@@ -1,7 +1,7 @@
 """The work of a `chat_ingest` job: the chat turn's messages go through the ingest action.
 
 A job's work that performs an action belongs with the actions: the chat proxy's domain
-half (`streams.chat`) builds the turn and its job, and imports no action.
+half (`streams.context.chat`) builds the turn and its job, and imports no action.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from bson import ObjectId
 
 from streams.actions.base import Actor
 from streams.actions.sessions import do_messages_ingest
-from streams.chat import chat_turn_messages
-from streams.formation import FormationSettings
+from streams.context.chat import chat_turn_messages
 from streams.jobs import JobRun
+from streams.memory.formation import FormationSettings
 from streams.store import MemoryStore
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.audit import audit_change
-from streams.consolidation import consolidation_restore
-from streams.consolidation_jobs import consolidation_request
-from streams.documents import ConsolidationVersion, Job, Scope
+from streams.core.documents import ConsolidationVersion, Job, Scope
+from streams.memory.consolidation import consolidation_restore
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.records.audit import audit_change
 from streams.store import MemoryStore
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 
 from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, run_action
-from streams.documents import Job
+from streams.core.documents import Job
 from streams.jobs import job_retry, jobs_to_recover
 from streams.store import MemoryStore
 

@@ -8,17 +8,16 @@ from bson import ObjectId
 
 from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, run_action
-from streams.audit import audit_changes, content_digest
-from streams.documents import Job, Observation, Scope
-from streams.exceptions import Conflict, InvalidInput
-from streams.feedback import observation_feedback, observation_fresh
-from streams.observation_batch import (
+from streams.core.documents import Job, Observation, Scope
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.memory.feedback import observation_feedback, observation_fresh
+from streams.memory.observation_batch import (
     BatchItem,
     BatchResult,
     observation_add_once,
     observation_batch_add,
 )
-from streams.observations import (
+from streams.memory.observations import (
     UNSET,
     Deletion,
     Unset,
@@ -29,6 +28,7 @@ from streams.observations import (
     observation_update_plan,
     observation_update_write,
 )
+from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
 
 

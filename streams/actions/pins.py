@@ -10,11 +10,11 @@ from dataclasses import replace
 from streams.actions.base import Actor
 from streams.actions.scopes import do_consolidation_edit
 from streams.actions.tx import ActionTx, run_action
-from streams.audit import audit_change, content_digest
-from streams.documents import Scope
-from streams.exceptions import NotFound
-from streams.ids import require_object_id
-from streams.pins import new_sentences, pins_checked
+from streams.core.documents import Scope
+from streams.core.exceptions import NotFound
+from streams.core.ids import require_object_id
+from streams.memory.pins import new_sentences, pins_checked
+from streams.records.audit import audit_change, content_digest
 from streams.store import MemoryStore, StoreSession
 
 

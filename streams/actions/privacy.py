@@ -6,10 +6,10 @@ from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.documents import Job
-from streams.privacy import forget_user_request
+from streams.core.documents import Job
+from streams.people.privacy import forget_user_request
+from streams.people.user_audit import user_export
 from streams.store import MemoryStore
-from streams.user_audit import user_export
 
 
 def do_user_forget(*, store: MemoryStore, actor: Actor, agent_id: str, user_id: str) -> Job:

@@ -6,8 +6,8 @@ from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.documents import PromptVersion
-from streams.prompt_checks import PromptCheck, check_create, check_delete
+from streams.core.documents import PromptVersion
+from streams.drafts.prompt_checks import PromptCheck, check_create, check_delete
 from streams.prompts.versions import SAVE_ATTEMPTS, prompt_revert, prompt_save
 from streams.store import MemoryStore
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.documents import Job, Observation
-from streams.review import BulkResult, Decided, review_decide, review_decide_bulk
+from streams.core.documents import Job, Observation
+from streams.guard.review import BulkResult, Decided, review_decide, review_decide_bulk
 from streams.store import MemoryStore
 
 

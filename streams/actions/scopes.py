@@ -7,12 +7,12 @@ from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.audit import audit_changes
-from streams.consolidation import consolidation_edit
-from streams.documents import Job, Scope
-from streams.exceptions import InvalidInput
+from streams.core.documents import Job, Scope
+from streams.core.exceptions import InvalidInput
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
 from streams.prompts.versions import SAVE_ATTEMPTS
-from streams.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
+from streams.records.audit import audit_changes
 from streams.store import MemoryStore
 
 EDIT_FIELDS = ["consolidation", "consolidation_version"]

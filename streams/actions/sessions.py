@@ -6,8 +6,8 @@ from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.documents import Job
-from streams.formation import (
+from streams.core.documents import Job
+from streams.memory.formation import (
     COMMIT_ATTEMPTS,
     FormationSettings,
     IncomingMessage,

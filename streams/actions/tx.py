@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from streams.actions.base import Actor, record, schedule
-from streams.documents import Job
+from streams.core.documents import Job
 from streams.store import MemoryStore, StoreSession
 
 T = TypeVar("T")

@@ -9,8 +9,13 @@ from urllib.parse import urlsplit
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
+from streams.records.webhooks import (
+    webhook_create,
+    webhook_delete,
+    webhook_update,
+    webhook_url_check,
+)
 from streams.store import MemoryStore
-from streams.webhooks import webhook_create, webhook_delete, webhook_update, webhook_url_check
 
 
 def do_webhook_create(

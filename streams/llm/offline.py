@@ -19,7 +19,6 @@ import math
 import re
 import time
 
-from streams.consolidation_contradictions import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
 from streams.llm.offline_text import capitalise, clean, close_sentence, normalise
@@ -32,13 +31,14 @@ from streams.llm.port import (
     PropagationContext,
     log_llm_call,
 )
+from streams.memory.consolidation_contradictions import answer_trailer, deterministic_pairs
 
 OFFLINE_MODEL = "offline-rules"
 
 _I = re.IGNORECASE
 # Personal information never propagates: first/second person, preferences and requests,
 # health, identity. Deliberately broad: a false drop only loses a copy. Contact details,
-# account numbers and secrets are the propagation guard's (`streams.detectors`), whatever
+# account numbers and secrets are the propagation guard's (`streams.guard.detectors`), whatever
 # the provider answers.
 _PERSONAL_WORDS = re.compile(
     r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself|you|your|yours)\b"

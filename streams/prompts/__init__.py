@@ -10,7 +10,7 @@ the extraction template places in that scope's section (`validate_guidance`).
 
 from __future__ import annotations
 
-from streams.documents import PROMPT_KINDS, PromptKind, PromptVersion
+from streams.core.documents import PROMPT_KINDS, PromptKind, PromptVersion
 from streams.prompts.defaults import DEFAULT_TEMPLATES
 from streams.prompts.resolver import (
     Draft,

@@ -10,7 +10,7 @@ what we meant.
 
 from __future__ import annotations
 
-from streams.documents import PromptKind
+from streams.core.documents import PromptKind
 
 EXTRACTION = """\
 You are the memory of an AI assistant. After each conversation you decide what, \

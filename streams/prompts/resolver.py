@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from streams.documents import PromptKind, Scope
-from streams.ids import require_object_id
+from streams.core.documents import PromptKind, Scope
+from streams.core.ids import require_object_id
 from streams.prompts.defaults import DEFAULT_TEMPLATES
 from streams.prompts.templates import (
     PLACEHOLDER_NAME,

@@ -16,8 +16,8 @@ from datetime import datetime
 from string import Formatter
 from typing import cast
 
-from streams.documents import PROMPT_KINDS, PromptKind
-from streams.exceptions import InvalidInput
+from streams.core.documents import PROMPT_KINDS, PromptKind
+from streams.core.exceptions import InvalidInput
 from streams.llm.port import (
     ConsolidationContext,
     ConversationLine,

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from streams.documents import PromptKind, PromptVersion, Scope, utcnow
-from streams.exceptions import Conflict, InvalidInput, NotFound
-from streams.ids import require_object_id
-from streams.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.core.documents import PromptKind, PromptVersion, Scope, utcnow
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.ids import require_object_id
+from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.prompts.defaults import DEFAULT_TEMPLATES
 from streams.prompts.templates import (
     check_kind,

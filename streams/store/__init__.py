@@ -20,7 +20,7 @@ from pymongo.errors import ConnectionFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
-from streams.exceptions import Busy, Conflict, Unavailable
+from streams.core.exceptions import Busy, Conflict, Unavailable
 from streams.store import (
     agent_days,
     agents,

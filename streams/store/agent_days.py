@@ -15,7 +15,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from streams.exceptions import Conflict
+from streams.core.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
 from streams.store.write_batch import WriteBatch
 

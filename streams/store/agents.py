@@ -17,7 +17,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from streams.documents import Agent
+from streams.core.documents import Agent
 from streams.store.indexes import IndexSpec
 from streams.store.write_batch import WriteBatch
 

@@ -20,7 +20,7 @@ from pymongo import DESCENDING, InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents_audit import AuditEntry
+from streams.core.documents_audit import AuditEntry
 from streams.store.indexes import IndexSpec, index
 from streams.store.write_batch import WriteBatch
 

@@ -1,4 +1,4 @@
-"""The queries of bulk actions by filter (`streams.bulk`), on `memory_observations` and jobs.
+"""The queries of bulk actions by filter (`streams.memory.bulk`), on `memory_observations` and jobs.
 
 Matching walks what a filter names through a declared index: a scope's log by closed
 `seq` windows, a session's or a speaker's observations by one bounded find (the limit is
@@ -18,7 +18,7 @@ from pymongo import DESCENDING, UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents import Observation
+from streams.core.documents import Observation
 from streams.store import observations, scopes
 from streams.store.indexes import IndexSpec, index
 

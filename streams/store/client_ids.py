@@ -16,7 +16,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from streams.exceptions import Conflict
+from streams.core.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_observation_client_ids"

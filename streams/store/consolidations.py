@@ -10,7 +10,7 @@ from pymongo import ASCENDING, DESCENDING
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents import ConsolidationVersion
+from streams.core.documents import ConsolidationVersion
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_consolidations"

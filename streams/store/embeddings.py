@@ -1,5 +1,5 @@
 """Observation embeddings: written in the background by time windows of `_id`, read per
-scope into the search's in-memory vectors (`streams.vectors`). Vectors live on the
+scope into the search's in-memory vectors (`streams.search.vectors`). Vectors live on the
 observation documents: `embedding` (a BSON float32 vector, binary subtype 9: a quarter of
 a list of doubles, decoded without a Python float per number, and what Atlas
 `$vectorSearch` indexes), `embedding_model`, and `embedding_seq` (an ObjectId taken when
@@ -17,7 +17,7 @@ from bson.binary import Binary, BinaryVectorDtype
 from pymongo import UpdateOne
 from pymongo.database import Database
 
-from streams.documents import Observation
+from streams.core.documents import Observation
 from streams.store.indexes import IndexSpec, index
 
 OBSERVATIONS = "memory_observations"

@@ -1,4 +1,4 @@
-"""The writes and reads of export/import (`streams.exchange`) no other repository has."""
+"""The writes and reads of export/import (`streams.people.exchange`) no other repository has."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from bson import ObjectId
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents import ConsolidationVersion
+from streams.core.documents import ConsolidationVersion
 from streams.store import consolidations, observations
 from streams.store.indexes import IndexSpec
 from streams.store.lookups import find_in_parts

@@ -10,7 +10,7 @@ from pymongo import DESCENDING
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents import Job
+from streams.core.documents import Job
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_jobs"

@@ -12,8 +12,8 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from streams.documents import Observation
-from streams.exceptions import Conflict
+from streams.core.documents import Observation
+from streams.core.exceptions import Conflict
 from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
@@ -28,7 +28,7 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "related_user_ids"),
     # Copies made by propagation, found from their source.
     index(COLLECTION, "propagated_from"),
-    # One live observation per fact and scope (`streams.dedup`): the key (scope + digest)
+    # One live observation per fact and scope (`streams.search.dedup`): the key (scope + digest)
     # is set on live observations only (a delete unsets it) and the index is sparse, so it
     # holds only those. Sparse rather than a `partialFilterExpression`: the embedded store
     # never serves a query from a partial index (a lookup scanned: 80 ms at 5,000

@@ -16,7 +16,7 @@ from pymongo import ASCENDING, UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
-from streams.documents import Observation
+from streams.core.documents import Observation
 from streams.store import consolidations, observations, scopes, search, sessions
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts

@@ -8,7 +8,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from streams.documents import PromptKind, PromptVersion
+from streams.core.documents import PromptKind, PromptVersion
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_prompts"

@@ -11,7 +11,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from streams.documents import EPOCH, Scope, ScopeType
+from streams.core.documents import EPOCH, Scope, ScopeType
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import (
     page_by_seq,

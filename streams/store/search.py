@@ -33,7 +33,7 @@ observation's terms). Documents of the earlier layouts (no
 `k`: one document per term holding the newest 200 postings, as `pb` or as an array `p`)
 are converted on their next write, but search does not read them (a second query on
 every search of an empty scope): after upgrading, `manage.py rebuild_search_index --all`
-converts every scope (`streams.search_rebuild`).
+converts every scope (`streams.search.index_rebuild`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Any
 from pymongo import DESCENDING
 from pymongo.database import Database
 
-from streams.documents import BufferedMessage
+from streams.core.documents import BufferedMessage
 from streams.store.indexes import IndexSpec, index
 from streams.store.sessions import BUFFERS, MESSAGES
 

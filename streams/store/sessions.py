@@ -16,8 +16,8 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from streams.documents import EPOCH, BufferedMessage
-from streams.exceptions import Conflict
+from streams.core.documents import EPOCH, BufferedMessage
+from streams.core.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
 
 BUFFERS = "memory_session_buffers"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pymongo.database import Database
 
-from streams.documents import Scope
+from streams.core.documents import Scope
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_scopes"

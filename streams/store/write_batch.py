@@ -30,7 +30,7 @@ from pymongo import MongoClient
 from pymongo.client_session import ClientSession
 from pymongo.errors import ClientBulkWriteException, PyMongoError
 
-from streams.exceptions import Conflict
+from streams.core.exceptions import Conflict
 
 CLIENT_BULK_WRITE_WIRE_VERSION = 25  # MongoDB 8.0
 DUPLICATE_KEY = 11000

@@ -9,10 +9,10 @@ import pytest
 from django.core.management import call_command
 
 from memory_admin.api.v1 import api as ninja_api
-from streams.audit import audit_page, audit_record
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create
-from streams.observations import observation_add
+from streams.memory.observations import observation_add
+from streams.records.audit import audit_page, audit_record
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 

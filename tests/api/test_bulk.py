@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import pytest
 from bson import ObjectId
 
-from streams.consolidation import consolidation_commit
-from streams.documents import Observation, Scope
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.search import search_observations
+from streams.core.documents import Observation, Scope
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.search.index import search_observations
 from tests.api.conftest import API, assert_error
 from tests.task_mode import settle
 

@@ -17,9 +17,9 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from memory_admin.chat_upstream import skipped_contexts
-from streams.chat import turn_message_id
-from streams.consolidation import consolidation_edit
-from streams.scopes import scope_get
+from streams.context.chat import turn_message_id
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from streams.store import client as store_client
 from tests.chat_support import AGENT, MEMORY, UPSTREAM_KEY, chat_clients, chat_key, client, upstream

@@ -12,10 +12,10 @@ from typing import Any
 
 import openai
 
-from streams.audit import audit_page
 from streams.jobs import job_get
-from streams.privacy import forget_user_request, forget_user_run
-from streams.scopes import ScopeKey
+from streams.memory.scopes import ScopeKey
+from streams.people.privacy import forget_user_request, forget_user_run
+from streams.records.audit import audit_page
 from streams.store import MemoryStore
 from tests.chat_support import AGENT, chat_clients, chat_key, upstream
 from tests.eventually import eventually

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from streams.consolidation import consolidation_edit
+from streams.memory.consolidation import consolidation_edit
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 from tests.chat_support import AGENT, MEMORY, chat_clients, chat_key, client, upstream

@@ -10,8 +10,8 @@ import pytest
 from bson import ObjectId
 from django.test import Client
 
-from streams.consolidation import consolidation_edit
-from streams.documents import utcnow
+from streams.core.documents import utcnow
+from streams.memory.consolidation import consolidation_edit
 from streams.store import MemoryStore, write_behind
 from tests.api.conftest import API, assert_error
 from tests.chat_support import chat_clients, chat_key, client, upstream
@@ -101,7 +101,7 @@ def test_calls_are_listed_by_user_and_by_session_newest_first_in_pages(
 
 
 def test_chat_answers_carry_their_context_call_id(api: Client, store: MemoryStore) -> None:
-    from streams.chat import ChatMemory, chat_prepare
+    from streams.context.chat import ChatMemory, chat_prepare
 
     _memory(store)
     store = MemoryStore(store.client, store.db.name, context_log_days=7)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from streams.contradictions import contradicts
+from streams.guard.contradictions import contradicts
 from tests.api.conftest import API
 from tests.factories import ScopeFactory
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from streams.pagination import CURSOR_PATTERN
+from streams.core.pagination import CURSOR_PATTERN
 from tests.api.conftest import API, assert_error
 
 

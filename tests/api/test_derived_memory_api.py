@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memory_admin.tasks import enqueue
-from streams.consolidation import consolidation_commit
 from streams.jobs import job_retry
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.scopes import scope_get
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -9,9 +9,9 @@ import json
 import pytest
 from bson import ObjectId
 
-from streams.consolidation import consolidation_commit, consolidation_edit
-from streams.observations import observation_add, observation_delete
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_commit, consolidation_edit
+from streams.memory.observations import observation_add, observation_delete
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 

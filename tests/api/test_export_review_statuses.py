@@ -10,9 +10,9 @@ import json
 import pytest
 from bson import ObjectId
 
-from streams.documents import Observation, utcnow
-from streams.observations import observation_add, observations_append
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.core.documents import Observation, utcnow
+from streams.memory.observations import observation_add, observations_append
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.test import Client
 
-from streams.exceptions import Unavailable
+from streams.core.exceptions import Unavailable
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 

@@ -118,8 +118,8 @@ def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings,
 
 def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(store, fake_openai):
     from memory_admin.tasks import formation_settings
-    from streams import large_work
-    from streams.formation import formation_run
+    from streams.memory import large_work
+    from streams.memory.formation import formation_run
     from tests.streams.test_formation import ingest as ingest_messages
     from tests.task_mode import run_job
 

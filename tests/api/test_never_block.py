@@ -13,9 +13,9 @@ import pytest
 
 from memory_admin import inprocess
 from memory_admin.tasks import formation_settings, retry_failed_jobs
-from streams.documents import utcnow
-from streams.formation import formation_run
+from streams.core.documents import utcnow
 from streams.jobs import job_create, job_execute
+from streams.memory.formation import formation_run
 from tests.api.conftest import API, assert_error
 
 SESSION = f"{API}/agents/agent-1/sessions/s1"

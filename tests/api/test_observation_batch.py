@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.audit import audit_page
-from streams.exceptions import Unavailable
-from streams.search import search_in_scopes
+from streams.core.exceptions import Unavailable
+from streams.records.audit import audit_page
+from streams.search.index import search_in_scopes
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
 

@@ -14,8 +14,8 @@ from threading import Barrier
 import pytest
 from bson import ObjectId
 
-from streams.audit import audit_page
-from streams.observation_batch import observation_add_once
+from streams.memory.observation_batch import observation_add_once
+from streams.records.audit import audit_page
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
 

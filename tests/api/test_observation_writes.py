@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams.ids import require_object_id
-from streams.recount import recount
+from streams.core.ids import require_object_id
+from streams.records.recount import recount
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.task_mode import settle

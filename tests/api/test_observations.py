@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from streams.documents import utcnow
-from streams.ids import require_object_id
+from streams.core.documents import utcnow
+from streams.core.ids import require_object_id
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -18,8 +18,8 @@ from django.test import RequestFactory
 from memory_admin.api.auth import ApiKeyAuth, PermissionDenied, needs, require_permission
 from memory_admin.api.v1 import api as ninja_api
 from memory_admin.models import PERMISSIONS, ApiKey
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.api.conftest import API, assert_error, bearer_client
 
 AGENT = "agent-1"

@@ -161,8 +161,8 @@ def test_an_empty_list_unpins_and_forget_user_removes_pins_quoting_them(
     group = ScopeFactory.create(store=store, agent_id="agent-1", group=True)
     add(api, group.id, "The team orders lunch on Fridays.")
     # An observation of the group about Alice (as formation files it: related to her).
-    from streams.observations import observation_add
-    from streams.scopes import scope_get
+    from streams.memory.observations import observation_add
+    from streams.memory.scopes import scope_get
 
     observation_add(
         store=store,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_create, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_create, scope_get_or_create
 from tests.api.conftest import API, assert_error
 from tests.fakes.openai_server import FakeOpenAI, extraction_responder, prompt_lines
 

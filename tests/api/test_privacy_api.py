@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from streams.jobs import job_get
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.api.conftest import API, assert_error
 from tests.task_mode import settle
 

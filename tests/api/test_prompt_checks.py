@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.scopes import ScopeKey, scope_create
+from streams.memory.scopes import ScopeKey, scope_create
 from tests.api.conftest import API, assert_error
 
 pytestmark = pytest.mark.django_db

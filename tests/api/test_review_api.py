@@ -10,8 +10,8 @@ from bson import ObjectId
 from django.test import Client
 
 from memory_admin.models import ApiKey
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.api.conftest import API, assert_error, bearer_client
 from tests.factories import ScopeFactory
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from django.test import Client
 
-from streams.ranking import FINAL
+from streams.search.ranking import FINAL
 from streams.store import MemoryStore
 from tests.api.conftest import API
 from tests.factories import ObservationFactory, ScopeFactory

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from streams.audit import audit_page
-from streams.observations import observation_add
-from streams.scopes import scope_get
+from streams.memory.observations import observation_add
+from streams.memory.scopes import scope_get
+from streams.records.audit import audit_page
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
 from tests.streams.test_privacy import every_memory_document

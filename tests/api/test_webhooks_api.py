@@ -9,8 +9,8 @@ import pytest
 from django.test import Client
 
 from memory_admin.webhooks import deliver_due
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 

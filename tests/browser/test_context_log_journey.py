@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memory_admin.stores import get_store
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.context.assemble import context_assemble
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import write_behind
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium

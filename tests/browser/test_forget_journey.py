@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from memory_admin.tasks import TASKS_BY_KIND
-from streams.consolidation import consolidation_commit
-from streams.documents import Job
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.core.documents import Job
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memory_admin.tasks import run_consolidation
-from streams.documents import Job
+from streams.core.documents import Job
 from streams.jobs import job_create
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ObservationFactory, ScopeFactory

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from streams.consolidation import consolidation_commit
-from streams.lifecycle import retention_sweep
-from streams.observations import observation_add
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.lifecycle import retention_sweep
+from streams.memory.observations import observation_add
+from streams.memory.scopes import scope_get
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ScopeFactory
 from tests.services import needs_chromium

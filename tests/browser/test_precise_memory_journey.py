@@ -11,9 +11,9 @@ from bson import ObjectId
 
 from streams.actions.base import Actor
 from streams.actions.observations import do_observation_update
-from streams.consolidation import consolidation_commit
-from streams.observations import observation_add, observation_list
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add, observation_list
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium
 from tests.streams.test_privacy import AGENT

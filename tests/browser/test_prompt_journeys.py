@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streams.scopes import ScopeKey, scope_create, scope_get
+from streams.memory.scopes import ScopeKey, scope_create, scope_get
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from memory_admin.tasks import TASKS_BY_KIND
-from streams.consolidation import consolidation_commit
-from streams.documents import Job
-from streams.scopes import scope_get
+from streams.core.documents import Job
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.scopes import scope_get
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.services import needs_chromium

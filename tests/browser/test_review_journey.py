@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium
 

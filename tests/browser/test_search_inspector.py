@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from streams.consolidation import consolidation_edit
+from streams.memory.consolidation import consolidation_edit
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.services import needs_chromium

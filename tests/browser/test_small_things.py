@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from streams.audit import audit_record
+from streams.records.audit import audit_record
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ScopeFactory
 from tests.services import needs_chromium

@@ -12,8 +12,8 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import run_consolidation
-from streams.documents import Job
-from streams.observations import observation_list
+from streams.core.documents import Job
+from streams.memory.observations import observation_list
 from streams.prompts import prompt_save
 from tests.browser.test_journeys import _sign_in
 from tests.factories import ScopeFactory
@@ -200,7 +200,7 @@ def test_a_viewer_sees_no_edit_controls_and_a_forged_post_is_refused(
 def test_jobs_page_retries_a_failed_job(
     live_server, page, store, make_user, demo_world, artifacts_dir: Path
 ):
-    from streams.documents import utcnow
+    from streams.core.documents import utcnow
     from streams.jobs import job_create
 
     gene = demo_world["gene"]

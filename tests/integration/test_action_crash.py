@@ -18,10 +18,10 @@ import pytest
 from memory_admin.tasks import retry_failed_jobs
 from streams.actions import Actor
 from streams.actions.sessions import do_messages_ingest
-from streams.audit import audit_page
-from streams.exceptions import Busy
-from streams.formation import FormationSettings, IncomingMessage
+from streams.core.exceptions import Busy
 from streams.jobs import job_get, job_list
+from streams.memory.formation import FormationSettings, IncomingMessage
+from streams.records.audit import audit_page
 from streams.store import MemoryStore
 
 pytestmark = pytest.mark.django_db  # the recovery sweep queues its tasks on commit

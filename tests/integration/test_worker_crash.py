@@ -14,9 +14,9 @@ from pathlib import Path
 
 from celery import Celery
 
-from streams.consolidation_jobs import consolidation_request
 from streams.jobs import job_get
-from streams.scopes import scope_get
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.integration.workers import kill_worker, start_worker, wait_for
 from tests.services import REDIS_URL, needs_redis

@@ -7,7 +7,7 @@ report its false positives and negatives). `KNOWN` stands for the consolidations
 
 from __future__ import annotations
 
-from streams.retrieval import retrieval_decide
+from streams.search.retrieval import retrieval_decide
 
 KNOWN = (
     "Gene prefers Python and works with the Eden Team on Kubernetes. He lives in Lisbon "

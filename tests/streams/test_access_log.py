@@ -12,9 +12,9 @@ from pathlib import Path
 
 from bson import ObjectId
 
-from streams.context import context_assemble
-from streams.documents import utcnow
-from streams.observations import observation_get
+from streams.context.assemble import context_assemble
+from streams.core.documents import utcnow
+from streams.memory.observations import observation_get
 from streams.store import MemoryStore, access_log
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
@@ -85,7 +85,7 @@ def test_a_process_that_exits_cleanly_writes_its_pending_accesses(store: MemoryS
     script = textwrap.dedent(
         f"""
         from bson import ObjectId
-        from streams.documents import utcnow
+        from streams.core.documents import utcnow
         from streams.store import MemoryStore
         from streams.store.client import get_client
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streams.actions import Actor, schedule
-from streams.documents import Job
+from streams.core.documents import Job
 
 
 def test_an_actor_is_named_as_the_log_names_it():

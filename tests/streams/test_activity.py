@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from streams.activity import activity_days, activity_record
-from streams.consolidation import consolidation_edit
-from streams.documents import utcnow
+from streams.core.documents import utcnow
+from streams.memory.consolidation import consolidation_edit
+from streams.records.activity import activity_days, activity_record
 from tests.factories import ObservationFactory, ScopeFactory
 
 

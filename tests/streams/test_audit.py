@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from streams.audit import audit_page, audit_record, content_digest
-from streams.documents import utcnow
-from streams.exceptions import InvalidInput
+from streams.core.documents import utcnow
+from streams.core.exceptions import InvalidInput
+from streams.records.audit import audit_page, audit_record, content_digest
 from streams.store import MemoryStore
 
 

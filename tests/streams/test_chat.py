@@ -1,5 +1,5 @@
 """The chat proxy's domain: where the context goes, what a failing store does, what is
-recorded and what is ingested after the answer (`streams/chat.py`, real embedded store)."""
+recorded and what is ingested after the answer (`streams/context/chat.py`, real embedded store)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from streams.actions.chat_ingest import chat_ingest_run
-from streams.chat import (
+from streams.context.assemble import context_assemble
+from streams.context.chat import (
     ChatMemory,
     ChatOutcome,
     chat_calls_for_session,
@@ -19,13 +20,12 @@ from streams.chat import (
     last_user_message,
     turn_message_id,
 )
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble
-from streams.formation import FormationSettings
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
-from streams.privacy import forget_user_run
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.formation import FormationSettings
+from streams.memory.scopes import scope_get
+from streams.people.privacy import forget_user_run
 from streams.store import MemoryStore, StoreError
 from tests.factories import ScopeFactory
 
@@ -92,7 +92,7 @@ def test_a_failing_store_skips_memory_and_keeps_the_messages(store: MemoryStore,
     def down(**_: Any) -> None:
         raise StoreError("no servers found")
 
-    monkeypatch.setattr("streams.chat.context_assemble", down)
+    monkeypatch.setattr("streams.context.chat.context_assemble", down)
     turn = chat_prepare(store=store, agent_id=AGENT, memory=GENE, messages=MESSAGES)
     assert turn.memory_status == "skipped" and turn.messages == MESSAGES
     assert turn.user_text == "what about Rust?"  # the turn is still learnt from

@@ -14,10 +14,16 @@ from __future__ import annotations
 import pytest
 
 from streams.actions.chat import do_chat_turn_finish
-from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_calls_for_session, chat_prepare
-from streams.documents import Job
-from streams.observations import observation_delete, observation_update
-from streams.privacy import forget_user_request
+from streams.context.chat import (
+    ChatMemory,
+    ChatOutcome,
+    ChatTurn,
+    chat_calls_for_session,
+    chat_prepare,
+)
+from streams.core.documents import Job
+from streams.memory.observations import observation_delete, observation_update
+from streams.people.privacy import forget_user_request
 from streams.store import MemoryStore
 from tests.streams.test_derived_memory import AGENT, act, add, drain, seed_secret, world
 from tests.streams.test_derived_memory import SECRET as SECRET_WORD

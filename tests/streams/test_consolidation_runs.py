@@ -6,15 +6,15 @@ import threading
 
 import pytest
 
-from streams.consolidation import consolidation_edit, consolidation_history
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.exceptions import Conflict
+from streams.core.exceptions import Conflict
 from streams.jobs import job_create, job_get
 from streams.llm.port import LLMError
-from streams.observations import observation_list
-from streams.propagation import propagation_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_edit, consolidation_history
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.observations import observation_list
+from streams.memory.propagation import propagation_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.task_mode import run_job, settle
 

@@ -10,11 +10,11 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble, relative_age
-from streams.documents import utcnow
-from streams.observations import observation_delete, observation_get
-from streams.scopes import scope_get
+from streams.context.assemble import context_assemble, relative_age
+from streams.core.documents import utcnow
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_delete, observation_get
+from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from tests.conftest import QUERY_GUARD
 from tests.eventually import eventually

@@ -9,9 +9,9 @@ import xml.etree.ElementTree as ET
 import pytest
 from bson import ObjectId
 
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble, estimate_tokens
-from streams.scopes import scope_get
+from streams.context.assemble import context_assemble, estimate_tokens
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.bulk import bulk_apply_batch
-from streams.context import context_assemble
-from streams.context_log import context_calls_page
-from streams.context_replay import context_replay
-from streams.documents import Job, utcnow
+from streams.context.assemble import context_assemble
+from streams.context.log import context_calls_page
+from streams.context.replay import context_replay
+from streams.core.documents import Job, utcnow
 from streams.jobs import job_create
-from streams.observations import observation_delete, observation_update
+from streams.memory.bulk import bulk_apply_batch
+from streams.memory.observations import observation_delete, observation_update
 from streams.store import MemoryStore, write_behind
 from streams.store.bulk import BulkRepository
 from tests.streams.test_derived_memory import (

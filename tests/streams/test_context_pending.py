@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from streams.context import SHARED_RECENT_LIMIT, context_assemble
-from streams.observations import observation_delete
+from streams.context.assemble import SHARED_RECENT_LIMIT, context_assemble
+from streams.memory.observations import observation_delete
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -11,12 +11,12 @@ from datetime import timedelta
 
 import pytest
 
-from streams.consolidation import consolidation_edit
-from streams.context import context_assemble
-from streams.context_replay import context_replay
-from streams.documents import utcnow
-from streams.exceptions import InvalidInput
-from streams.scopes import scope_get
+from streams.context.assemble import context_assemble
+from streams.context.replay import context_replay
+from streams.core.documents import utcnow
+from streams.core.exceptions import InvalidInput
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.streams.test_derived_memory import (

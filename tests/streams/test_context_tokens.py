@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.context_tokens import context_sections, estimate_tokens
+from streams.context.tokens import context_sections, estimate_tokens
 
 XML = (
     "<MemoryContext>"

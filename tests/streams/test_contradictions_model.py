@@ -16,16 +16,16 @@ from datetime import UTC, datetime
 import pytest
 from bson import ObjectId
 
-from streams.consolidation_contradictions import answer_split, answer_trailer
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.contradictions import contradicts
-from streams.documents import Job, Observation
+from streams.core.documents import Job, Observation
+from streams.guard.contradictions import contradicts
+from streams.guard.review import review_decide, review_queue
 from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMRequest
-from streams.observations import observation_add, observation_delete, observation_get
-from streams.review import review_decide, review_queue
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation_contradictions import answer_split, answer_trailer
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.observations import observation_add, observation_delete, observation_get
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.fakes.openai_wire import (
     RecordedRequest,

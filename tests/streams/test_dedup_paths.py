@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from bson import ObjectId
 
-from streams.dedup import normalized_text, text_key, token_similarity
-from streams.documents import Observation
-from streams.observations import observation_add, observation_list
-from streams.propagation import _store_copies
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.core.documents import Observation
+from streams.memory.observations import observation_add, observation_list
+from streams.memory.propagation import _store_copies
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.search.dedup import normalized_text, text_key, token_similarity
 from tests.factories import ScopeFactory
 
 

@@ -23,27 +23,27 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from streams.consolidation import consolidation_history, consolidation_restore
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.context import context_assemble
-from streams.documents import Job, Observation
-from streams.exceptions import Conflict
+from streams.context.assemble import context_assemble
+from streams.core.documents import Job, Observation
+from streams.core.exceptions import Conflict
 from streams.jobs import job_get
-from streams.observations import (
+from streams.memory.consolidation import consolidation_history, consolidation_restore
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.observations import (
     observation_add,
     observation_delete,
     observation_get,
     observation_list,
     observation_update,
 )
-from streams.privacy import forget_user_request, forget_user_run
-from streams.propagation import propagation_run
-from streams.rebuild import rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.search import search_observations
+from streams.memory.propagation import propagation_run
+from streams.memory.rebuild import rebuild_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.people.privacy import forget_user_request, forget_user_run
+from streams.people.user_audit import user_export
+from streams.search.index import search_observations
 from streams.store import MemoryStore
-from streams.user_audit import user_export
 from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
 from tests.task_mode import BROKER, run_job, settle
 

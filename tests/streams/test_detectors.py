@@ -1,11 +1,11 @@
-"""The deterministic detectors (`streams.detectors`): flags, spans, redaction."""
+"""The deterministic detectors (`streams.guard.detectors`): flags, spans, redaction."""
 
 from __future__ import annotations
 
 import pytest
 
 from benchmarks.detector_cases import CASES
-from streams.detectors import FLAGS, REDACTED, detect, detect_and_redact
+from streams.guard.detectors import FLAGS, REDACTED, detect, detect_and_redact
 
 
 @pytest.mark.parametrize("flag", FLAGS)

@@ -7,12 +7,12 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from streams.context import context_assemble
-from streams.documents import utcnow
-from streams.embeddings import SemanticRanker, embeddings_compute
+from streams.context.assemble import context_assemble
+from streams.core.documents import utcnow
 from streams.llm.port import LLMError
-from streams.observations import observation_delete, observation_update
-from streams.search import search_observations
+from streams.memory.observations import observation_delete, observation_update
+from streams.search.embeddings import SemanticRanker, embeddings_compute
+from streams.search.index import search_observations
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -10,12 +10,17 @@ from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions import tx as action_tx
 from streams.actions.sessions import do_messages_ingest
-from streams.audit import audit_page
-from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
 from streams.jobs import job_get
 from streams.llm.port import LLMError
-from streams.observations import observation_list
-from streams.scopes import ScopeKey, scope_create, scope_get_or_create
+from streams.memory.formation import (
+    IncomingMessage,
+    formation_request,
+    formation_run,
+    messages_ingest,
+)
+from streams.memory.observations import observation_list
+from streams.memory.scopes import ScopeKey, scope_create, scope_get_or_create
+from streams.records.audit import audit_page
 from tests.task_mode import run_job
 
 GROUPS = [{"id": "g1", "name": "Eden Team"}, {"id": "g2", "name": "Platform Guild"}]
@@ -173,7 +178,7 @@ def test_items_over_the_word_limit_or_empty_are_dropped_and_counted(store, fake_
 
 
 def test_form_with_nothing_unformed_is_a_conflict(store):
-    from streams.exceptions import Conflict
+    from streams.core.exceptions import Conflict
 
     with pytest.raises(Conflict):
         formation_request(store=store, agent_id="a1", session_id="nope", trigger="api")
@@ -185,8 +190,8 @@ def test_formation_commit_crashed_mid_batch_then_retried_stores_each_observation
     observation once, and a re-delivered commit (acknowledged too late) stores nothing."""
     from bson import ObjectId
 
-    from streams.documents import Observation, utcnow
-    from streams.formation import formation_client_ids, formation_commit
+    from streams.core.documents import Observation, utcnow
+    from streams.memory.formation import formation_client_ids, formation_commit
     from streams.store.client_ids import client_key
 
     ingest(store, 5)

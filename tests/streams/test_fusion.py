@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.vectors import Fusion, ScopeVectors, fused_scores
+from streams.search.vectors import Fusion, ScopeVectors, fused_scores
 
 A, B, C, D = (ObjectId() for _ in range(4))
 
@@ -61,8 +61,8 @@ def test_scope_vectors_find_the_nearest_and_replace_a_reembedded_row() -> None:
 
 
 def test_late_fusion_reorders_the_final_ranking_and_keeps_the_rest_in_text_order() -> None:
-    from streams.ranking import Candidate
-    from streams.vectors import late_fusion
+    from streams.search.ranking import Candidate
+    from streams.search.vectors import late_fusion
 
     a, b, c, d = (Candidate(oid, terms={"t": 4.0 - i}) for i, oid in enumerate((A, B, C, D)))
     ranked = [(a, 4.0), (b, 3.0), (c, 2.0), (d, 1.0)]

@@ -10,11 +10,11 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
 
-from streams.consolidation import consolidation_edit, consolidation_history
-from streams.documents_legacy import LegacyItem
-from streams.legacy import legacy_migrate
-from streams.observations import observation_list
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.legacy.documents import LegacyItem
+from streams.legacy.migration import legacy_migrate
+from streams.memory.consolidation import consolidation_edit, consolidation_history
+from streams.memory.observations import observation_list
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store.legacy import LEGACY_COLLECTIONS, LegacyReader
 from tests.fakes.legacy_data import AGENTS, USERS, LegacyDataset, legacy_dataset_write
 from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once

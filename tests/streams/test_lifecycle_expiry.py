@@ -13,15 +13,15 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from streams.audit import audit_page
-from streams.context import context_assemble
-from streams.documents import Job, utcnow
-from streams.exceptions import Conflict, InvalidInput
-from streams.lifecycle import expiry_sweep
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add, observation_get, observation_update
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.search import search_observations
+from streams.context.assemble import context_assemble
+from streams.core.documents import Job, utcnow
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.memory.lifecycle import expiry_sweep
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add, observation_get, observation_update
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.records.audit import audit_page
+from streams.search.index import search_observations
 from streams.store import MemoryStore
 from tests.streams.test_derived_memory import (
     AGENT,
@@ -171,7 +171,7 @@ def test_a_sweep_resumed_after_a_crash_does_no_work_twice(
     for secret in secrets:
         expire_now(store, secret.id)
 
-    import streams.lifecycle as lifecycle
+    import streams.memory.lifecycle as lifecycle
 
     real = lifecycle.audit_record
     calls = {"n": 0}

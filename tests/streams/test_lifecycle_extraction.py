@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams.extraction import _expires_at
-from streams.formation import formation_request
 from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConversationLine, ExtractionContext, LLMRequest
-from streams.observations import observation_list
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.extraction import _expires_at
+from streams.memory.formation import formation_request
+from streams.memory.observations import observation_list
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.streams.test_formation import ingest, run_formation
 
 WEDNESDAY = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

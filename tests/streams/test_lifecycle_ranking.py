@@ -10,17 +10,17 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from streams.documents import Observation, utcnow
-from streams.observations import observation_add
-from streams.ranking import FINAL
-from streams.ranking_lifecycle import (
+from streams.core.documents import Observation, utcnow
+from streams.memory.observations import observation_add
+from streams.memory.scopes import scope_get
+from streams.search.index import search_in_scopes
+from streams.search.ranking import FINAL
+from streams.search.ranking_lifecycle import (
     FEEDBACK_SHARE,
     IMPORTANCE_BOUND,
     RECENCY_WEIGHT,
     importance_prior,
 )
-from streams.scopes import scope_get
-from streams.search import search_in_scopes
 from streams.store import MemoryStore
 from tests.factories import ScopeFactory
 

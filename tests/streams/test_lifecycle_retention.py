@@ -10,14 +10,14 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from streams.audit import audit_page
-from streams.consolidation import consolidation_commit
-from streams.documents import Scope, utcnow
-from streams.exceptions import InvalidInput
-from streams.lifecycle import retention_apply, retention_sweep
-from streams.observations import observation_add, observation_list
-from streams.scopes import scope_get, scope_update
-from streams.search import search_in_scopes
+from streams.core.documents import Scope, utcnow
+from streams.core.exceptions import InvalidInput
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.lifecycle import retention_apply, retention_sweep
+from streams.memory.observations import observation_add, observation_list
+from streams.memory.scopes import scope_get, scope_update
+from streams.records.audit import audit_page
+from streams.search.index import search_in_scopes
 from streams.store import MemoryStore
 from tests.factories import ScopeFactory
 

@@ -298,7 +298,7 @@ def test_a_single_sentence_over_the_limit_is_cut() -> None:
 
 
 def test_propagation_copies_shared_facts_to_each_group_and_drops_personal_ones() -> None:
-    # Contact details are left to the propagation guard (streams.detectors), which blocks
+    # Contact details are left to the propagation guard (streams.guard.detectors), which blocks
     # them whatever any provider answers: see tests/streams/test_review.py.
     observations = [
         "Gene prefers tea.",

@@ -20,7 +20,7 @@ def no_network(*args, **kwargs):
     raise OSError("network disabled in this test")
 socket.socket.connect = no_network  # any download attempt fails loudly
 socket.create_connection = no_network
-from streams.local_embeddings import LocalEmbedder
+from streams.search.local_embeddings import LocalEmbedder
 vectors = LocalEmbedder(threads=1).embed([
     "Where has Melanie camped?",
     "Melanie: we went camping at the beach near the lake last summer",
@@ -53,7 +53,7 @@ def test_a_large_scope_is_searched_through_hnsw_once_built(monkeypatch) -> None:
     import numpy as np
     from bson import ObjectId
 
-    from streams import vectors as module
+    from streams.search import vectors as module
 
     monkeypatch.setattr(module, "HNSW_FROM", 50)
     rng = np.random.default_rng(1)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.documents import utcnow
-from streams.exceptions import NotFound
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add
+from streams.core.documents import utcnow
+from streams.core.exceptions import NotFound
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add
 from tests.factories import ScopeFactory
 
 

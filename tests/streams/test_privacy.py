@@ -14,19 +14,19 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
-from streams.consolidation import consolidation_history
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.context import context_assemble
-from streams.formation import IncomingMessage, messages_ingest
+from streams.context.assemble import context_assemble
 from streams.jobs import job_get
-from streams.observations import observation_add, observation_list
-from streams.privacy import REDACTED, forget_user_request, forget_user_run
-from streams.propagation import propagation_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.search import search_observations
+from streams.memory.consolidation import consolidation_history
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.formation import IncomingMessage, messages_ingest
+from streams.memory.observations import observation_add, observation_list
+from streams.memory.propagation import propagation_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.people.privacy import REDACTED, forget_user_request, forget_user_run
+from streams.people.user_audit import user_audit, user_export
+from streams.search.index import search_observations
 from streams.store import MemoryStore
-from streams.user_audit import user_audit, user_export
 from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
 from tests.task_mode import run_job, settle
 
@@ -287,7 +287,7 @@ def test_forgetting_twice_and_forgetting_a_stranger(store, world):
 
 
 def test_a_running_consolidation_makes_the_job_retry(store, world):
-    from streams.documents import utcnow
+    from streams.core.documents import utcnow
 
     group_oid = ObjectId(world["group"])
     now = utcnow()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bson import ObjectId
 
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.prompts import (
     DEFAULT_TEMPLATES,
     Draft,
@@ -12,7 +13,6 @@ from streams.prompts import (
     resolve_for_scope,
     resolve_template,
 )
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 
 AGENT = "a1"
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from streams.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.llm.port import (
     ConsolidationContext,
     ConversationLine,

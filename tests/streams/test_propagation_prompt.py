@@ -3,12 +3,12 @@ the prompt lists it, so a prompt that mislabels its targets stores nothing (issu
 
 from __future__ import annotations
 
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
 from streams.jobs import job_get
-from streams.observations import observation_list
-from streams.propagation import propagation_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.observations import observation_list
+from streams.memory.propagation import propagation_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory
 from tests.fakes.openai_server import propagation_prompt, propagation_responder
 from tests.task_mode import run_job, settle

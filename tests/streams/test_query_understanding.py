@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from streams.query_understanding import decompose, expansion_terms, interleave, resolve_when
-from streams.ranking import FINAL, query_parse
-from streams.search import search_observations
-from streams.search_understood import QUESTION_FORM_STEMS
+from streams.search.index import search_observations
+from streams.search.query_understanding import decompose, expansion_terms, interleave, resolve_when
+from streams.search.ranking import FINAL, query_parse
+from streams.search.understood import QUESTION_FORM_STEMS
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -11,8 +11,9 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter
-from streams.documents import Observation, Scope
-from streams.ranking import (
+from streams.core.documents import Observation, Scope
+from streams.search.index import search_observations
+from streams.search.ranking import (
     FINAL,
     LAST_WAVE,
     POOL,
@@ -27,14 +28,13 @@ from streams.ranking import (
     term_stage,
     term_weights,
 )
-from streams.rerank import (
+from streams.search.rerank import (
     PROXIMITY_REACH,
     neighbour_stage,
     proximity_score,
     query_positions,
     says_when,
 )
-from streams.search import search_observations
 from streams.store import MemoryStore
 from streams.store.postings import Posting
 from streams.store.search import ScopeTotals, TermStats

@@ -8,14 +8,14 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-import streams.consolidation
-from streams.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run
-from streams.consolidation import consolidation_commit
+import streams.memory.consolidation
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
-from streams.observations import observation_add
-from streams.rebuild import REBUILT, rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add
+from streams.memory.rebuild import REBUILT, rebuild_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from streams.store.scopes import PULL_INLINE
 
@@ -98,7 +98,7 @@ def test_a_rebuild_whose_commit_dies_changes_nothing_and_its_retry_finishes(stor
     def dies(**_kwargs):  # the last write of the commit's transaction
         raise RuntimeError("worker lost")
 
-    monkeypatch.setattr(streams.consolidation, "consolidation_versioned", dies)
+    monkeypatch.setattr(streams.memory.consolidation, "consolidation_versioned", dies)
     with pytest.raises(RuntimeError):
         _rebuild(store, rebuild.id)
     still = store.scopes.collection.find_one({"_id": ObjectId(scope.id)})

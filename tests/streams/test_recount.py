@@ -7,7 +7,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from streams.recount import recount
+from streams.records.recount import recount
 from tests.streams.test_speakers import form, say
 
 

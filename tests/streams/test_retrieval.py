@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streams.retrieval import capitalised_words, retrieval_decide
+from streams.search.retrieval import capitalised_words, retrieval_decide
 from tests.streams.retrieval_cases import CASES, KNOWN, confusion
 
 

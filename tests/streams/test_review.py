@@ -12,20 +12,25 @@ from bson import ObjectId
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions.review import do_review_decide, do_review_decide_bulk
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.context import context_assemble
-from streams.detectors import REDACTED
-from streams.exceptions import Conflict, InvalidInput
-from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
+from streams.context.assemble import context_assemble
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.guard.detectors import REDACTED
+from streams.guard.review import NotInReview, review_counts, review_queue
 from streams.jobs import job_get
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add, observation_list, observation_update
-from streams.privacy import forget_user_request, forget_user_run
-from streams.propagation import propagation_run
-from streams.review import NotInReview, review_counts, review_queue
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
-from streams.search import search_observations
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.formation import (
+    IncomingMessage,
+    formation_request,
+    formation_run,
+    messages_ingest,
+)
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add, observation_list, observation_update
+from streams.memory.propagation import propagation_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
+from streams.people.privacy import forget_user_request, forget_user_run
+from streams.search.index import search_observations
 from tests.fakes.openai_server import propagation_responder
 from tests.task_mode import run_job, settle
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from streams.consolidation_runs import consolidation_run
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.task_mode import run_job
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,22 +7,22 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
-from streams.consolidation import consolidation_edit, consolidation_restore, restore_returns
-from streams.consolidation_jobs import consolidation_due, consolidation_request
-from streams.consolidation_runs import consolidation_run, within_words
-from streams.context import context_assemble
-from streams.documents import Job
-from streams.exceptions import Conflict, InvalidInput
-from streams.formation import (
+from streams.context.assemble import context_assemble
+from streams.core.documents import Job
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.memory.consolidation import consolidation_edit, consolidation_restore, restore_returns
+from streams.memory.consolidation_jobs import consolidation_due, consolidation_request
+from streams.memory.consolidation_runs import consolidation_run, within_words
+from streams.memory.formation import (
     IncomingMessage,
     formation_request,
     formation_run,
     messages_ingest,
 )
-from streams.observations import observation_add, observation_delete
-from streams.rebuild import rebuild_run
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
-from streams.search import search_observations
+from streams.memory.observations import observation_add, observation_delete
+from streams.memory.rebuild import rebuild_run
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
+from streams.search.index import search_observations
 from streams.store import MemoryStore
 from tests.task_mode import run_job
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.exceptions import NotFound
-from streams.observations import observation_delete, observation_get, observation_update
-from streams.search import search_index_forget, search_observations
+from streams.core.exceptions import NotFound
+from streams.memory.observations import observation_delete, observation_get, observation_update
+from streams.search.index import search_index_forget, search_observations
 from streams.store import MemoryStore
 from streams.store.postings import decode_postings, totals_key
 from tests.factories import ObservationFactory, ScopeFactory

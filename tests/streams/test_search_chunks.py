@@ -15,12 +15,12 @@ import random
 import pytest
 from bson import ObjectId
 
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add, observation_delete, observation_update
-from streams.ranking import Ranking
-from streams.search import search_in_scopes
-from streams.search_rebuild import scope_live_observations, search_index_problems
-from streams.search_text import query_terms, term_counts
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.search.index import search_in_scopes
+from streams.search.index_rebuild import scope_live_observations, search_index_problems
+from streams.search.ranking import Ranking
+from streams.search.text import query_terms, term_counts
 from streams.store import MemoryStore
 from streams.store import postings as index_format
 from tests.streams.test_search_index_exact import (
@@ -47,7 +47,7 @@ def offline_llm(settings):
 
 def text(rng: random.Random, tag: int) -> str:
     """Skewed words, then `tag`: a word of its own ("n17"), so that no two texts are the
-    same fact (`streams.dedup` stores a text once per scope) and every add stores a new
+    same fact (`streams.search.dedup` stores a text once per scope) and every add stores a new
     observation, every edit lands. The tag matches no query and draws nothing from `rng`."""
     n = rng.randint(1, 6)
     words = [WORDS[min(int(rng.expovariate(0.5)), len(WORDS) - 1)] for _ in range(n)]
@@ -158,7 +158,7 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
     """2,400 newer observations, 2,000 of them say "coffee", 400 "berlin" (both past the
     earlier layout's 200 newest postings): the first one, the only one about coffee in
     Berlin with "gene", is still the best hit for "coffee berlin". Each filler ends with a
-    word of its own ("n17"): a text is stored once per scope (`streams.dedup`), and the
+    word of its own ("n17"): a text is stored once per scope (`streams.search.dedup`), and the
     fillers must all be stored for "coffee" to have its thousands of postings."""
     scope = individual(store, "u1")
     old = observation_add(store=store, scope=scope, content="Gene drinks his coffee in Berlin.")

@@ -9,13 +9,13 @@ import random
 import pytest
 from bson import ObjectId
 
-from streams.documents import Observation, Scope
-from streams.observation_batch import BatchItem, observation_batch_add
-from streams.observations import observation_add, observation_delete, observation_update
-from streams.privacy import forget_user_request, forget_user_run
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_in_scopes
-from streams.search_rebuild import (
+from streams.core.documents import Observation, Scope
+from streams.memory.observation_batch import BatchItem, observation_batch_add
+from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.people.privacy import forget_user_request, forget_user_run
+from streams.search.index import search_in_scopes
+from streams.search.index_rebuild import (
     rebuild_search_index,
     search_index_actual,
     search_index_expected,

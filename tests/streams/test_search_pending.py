@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.observations import observation_add, observation_delete
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.search import search_in_scopes
-from streams.search_rebuild import search_index_actual, search_index_expected
-from streams.search_text import term_counts
+from streams.memory.observations import observation_add, observation_delete
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.search.index import search_in_scopes
+from streams.search.index_rebuild import search_index_actual, search_index_expected
+from streams.search.text import term_counts
 from streams.store import MemoryStore, search_pending
 from streams.store.postings import totals_key
 from streams.store.privacy import PrivacyRepository

@@ -10,10 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 from memory_admin.tasks import formation_settings
-from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
 from streams.jobs import job_get
-from streams.observations import observation_list
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.formation import (
+    IncomingMessage,
+    formation_request,
+    formation_run,
+    messages_ingest,
+)
+from streams.memory.observations import observation_list
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
 from tests.streams.test_privacy import AGENT, every_memory_document, forget
 from tests.task_mode import run_job, settle

@@ -6,16 +6,16 @@ import threading
 
 import pytest
 
-from streams.consolidation import (
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.ids import new_id
+from streams.memory.consolidation import (
     consolidation_commit,
     consolidation_edit,
     consolidation_history,
     consolidation_restore,
 )
-from streams.exceptions import Conflict, InvalidInput, NotFound
-from streams.ids import new_id
-from streams.observations import observation_get, observation_list
-from streams.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create, scope_list
+from streams.memory.observations import observation_get, observation_list
+from streams.memory.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create, scope_list
 from tests.factories import ObservationFactory, ScopeFactory
 
 

@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import pytest
 
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
-from streams.scopes import scope_get
-from streams.usage import (
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.scopes import scope_get
+from streams.records.usage import (
     agent_usage,
     price_of,
     scope_health,

@@ -7,9 +7,9 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from streams.exceptions import InvalidInput
-from streams.user_find import user_find
-from streams.user_names import name_keys, normalize
+from streams.core.exceptions import InvalidInput
+from streams.memory.user_names import name_keys, normalize
+from streams.people.user_find import user_find
 from tests.factories import ScopeFactory
 
 

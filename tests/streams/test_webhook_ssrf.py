@@ -16,12 +16,12 @@ from bson import ObjectId
 import memory_admin.webhooks as http
 from streams.actions.base import Actor
 from streams.actions.webhooks import do_webhook_create, do_webhook_update
-from streams.documents import utcnow
-from streams.exceptions import InvalidInput
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.core.documents import utcnow
+from streams.core.exceptions import InvalidInput
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.records.webhooks import webhook_deliver_due
 from streams.store import MemoryStore
-from streams.webhooks import webhook_deliver_due
 
 AGENT = "a1"
 PUBLIC = "93.184.216.34"
@@ -49,7 +49,7 @@ class Dns:
             return real(inside, *args, **kwargs)
 
         monkeypatch.setattr(store, "in_transaction", watched)
-        monkeypatch.setattr("streams.webhooks.socket.getaddrinfo", self.resolve)
+        monkeypatch.setattr("streams.records.webhooks.socket.getaddrinfo", self.resolve)
 
     def resolve(self, host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
         self.calls.append(self.in_transaction)

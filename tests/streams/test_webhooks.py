@@ -17,12 +17,12 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.webhooks import http_post
-from streams.consolidation import consolidation_edit
-from streams.documents import utcnow
-from streams.observations import observation_add, observation_delete, observation_update
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.core.documents import utcnow
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.records.webhooks import webhook_create, webhook_deliver_due, webhook_outbox_add
 from streams.store import MemoryStore
-from streams.webhooks import webhook_create, webhook_deliver_due, webhook_outbox_add
 
 AGENT = "a1"
 EVENTS = [
@@ -223,7 +223,7 @@ def test_no_hook_no_entry_and_an_unwanted_event_is_not_queued(store: MemoryStore
 def test_forget_user_deletes_the_deliveries_of_their_observations_and_sends_a_receipt(
     store: MemoryStore,
 ) -> None:
-    from streams.privacy import forget_user_request, forget_user_run
+    from streams.people.privacy import forget_user_request, forget_user_run
     from tests.task_mode import run_job
 
     webhook_create(

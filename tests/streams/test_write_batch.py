@@ -10,9 +10,9 @@ import pytest
 from bson import ObjectId
 from pymongo import InsertOne, MongoClient, monitoring
 
-from streams.documents import utcnow
-from streams.exceptions import Conflict
-from streams.observations import observation_add
+from streams.core.documents import utcnow
+from streams.core.exceptions import Conflict
+from streams.memory.observations import observation_add
 from streams.store import MemoryStore, write_batch
 from streams.store.query_guard import check_command
 from streams.store.write_batch import WriteBatch

@@ -6,8 +6,8 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.consolidation import consolidation_edit
-from streams.documents import Scope
+from streams.core.documents import Scope
+from streams.memory.consolidation import consolidation_edit
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from django.urls import reverse
 
-from streams.audit import audit_page, audit_record
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.records.audit import audit_page, audit_record
 from tests.ui.helpers import HTMX
 
 AGENT = "support-bot"

@@ -7,8 +7,8 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.task_mode import settle
 from tests.ui.helpers import HTMX
 

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.streams.test_privacy import AGENT
 from tests.streams.test_speakers import form, say
 

@@ -6,9 +6,9 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.stores import get_store
-from streams.context import context_assemble
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
+from streams.context.assemble import context_assemble
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore, write_behind
 from tests.ui.helpers import HTMX
 
@@ -93,7 +93,7 @@ def test_with_the_log_off_the_page_says_so(client_as, settings):
 def test_the_replay_page_shows_the_call_as_it_was_and_a_diff_against_now(client_as, store) -> None:
     from django.urls import reverse
 
-    from streams.consolidation import consolidation_edit
+    from streams.memory.consolidation import consolidation_edit
     from tests.factories import ScopeFactory
 
     user = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
@@ -101,7 +101,7 @@ def test_the_replay_page_shows_the_call_as_it_was_and_a_diff_against_now(client_
         store=store, scope=user, text="Gene likes tea.", expected_version=0, actor="t"
     )
     logged = MemoryStore(store.client, store.db.name, context_log_days=7)
-    from streams.context import context_assemble
+    from streams.context.assemble import context_assemble
 
     call_id = context_assemble(
         store=logged, agent_id="agent-1", user_id="u1", message="hello"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from streams.consolidation_jobs import consolidation_request
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create
+from streams.memory.consolidation_jobs import consolidation_request
 from tests.ui.helpers import HTMX, scope_with_history
 
 pytestmark = pytest.mark.django_db

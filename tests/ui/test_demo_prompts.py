@@ -8,8 +8,8 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from memory_admin.demo import SHARDS
+from streams.memory.scopes import ScopeKey
 from streams.prompts import prompt_history
-from streams.scopes import ScopeKey
 
 pytestmark = pytest.mark.django_db
 

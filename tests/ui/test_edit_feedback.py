@@ -10,8 +10,8 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.consolidation import consolidation_commit
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.ui.helpers import HTMX
 

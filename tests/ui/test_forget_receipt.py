@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.templatetags.labelled import labelled
-from streams.consolidation import consolidation_commit
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 
 AGENT = "support-bot"
 USER = "u-gene"

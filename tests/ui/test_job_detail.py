@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from memory_admin.templatetags.labelled import labelled
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create
 from tests.factories import ScopeFactory
 from tests.ui.helpers import HTMX, scope_with_history

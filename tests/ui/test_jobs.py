@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from streams.audit import audit_record
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create
+from streams.records.audit import audit_record
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.ui.helpers import HTMX
 

@@ -8,10 +8,10 @@ import re
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.consolidation import consolidation_commit
-from streams.lifecycle import retention_sweep
-from streams.observations import observation_add
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.lifecycle import retention_sweep
+from streams.memory.observations import observation_add
+from streams.memory.scopes import scope_get
 from tests.factories import ScopeFactory
 from tests.ui.helpers import recall_search_params
 

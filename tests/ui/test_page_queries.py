@@ -14,8 +14,8 @@ from django.urls import reverse
 from benchmarks.seed import seed
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import scopes as scope_views
-from streams.consolidation import consolidation_edit
-from streams.observations import observation_add
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_add
 from streams.store import MemoryStore
 from streams.store.query_guard import QueryGuard
 from tests.ui.helpers import HTMX

@@ -13,7 +13,7 @@ from django.urls import reverse
 from memory_admin.accounts.actions import user_create
 from memory_admin.models import PasswordChangeRequired
 from streams.actions import Actor
-from streams.audit import audit_page
+from streams.records.audit import audit_page
 from tests.ui.people import PASSWORD
 
 NEW = "a far better passphrase 42"

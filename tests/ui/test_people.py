@@ -12,8 +12,8 @@ from django.urls import reverse
 from memory_admin.accounts.actions import role_of, user_create, user_set_role
 from memory_admin.models import ApiKey, hash_api_key
 from streams.actions import Actor
-from streams.audit import audit_page
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.records.audit import audit_page
 from tests.factories import ScopeFactory
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from streams.consolidation import consolidation_commit
-from streams.scopes import scope_get
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.scopes import scope_get
 from tests.factories import ScopeFactory
 
 

@@ -15,15 +15,20 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.tasks import formation_settings
-from streams.consolidation import consolidation_commit
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
-from streams.exceptions import InvalidInput
-from streams.formation import IncomingMessage, formation_request, formation_run, messages_ingest
+from streams.core.exceptions import InvalidInput
 from streams.jobs import job_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.formation import (
+    IncomingMessage,
+    formation_request,
+    formation_run,
+    messages_ingest,
+)
+from streams.memory.propagation import propagation_run
+from streams.memory.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create
 from streams.prompts import DEFAULT_TEMPLATES, prompt_save, resolve_for_scope
-from streams.propagation import propagation_run
-from streams.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory
 from tests.task_mode import run_job
 

@@ -6,12 +6,12 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.tasks import formation_settings
-from streams.consolidation import consolidation_commit
-from streams.formation import IncomingMessage, messages_ingest
-from streams.observations import observation_list
-from streams.prompt_checks import check_create
+from streams.drafts.prompt_checks import check_create
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.formation import IncomingMessage, messages_ingest
+from streams.memory.observations import observation_list
+from streams.memory.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create
 from streams.prompts import prompt_current, prompt_history
-from streams.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory
 from tests.ui.helpers import HTMX
 

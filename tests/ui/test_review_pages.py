@@ -6,9 +6,9 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.observations import observation_add
-from streams.review import review_decide
-from streams.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.guard.review import review_decide
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 
 pytestmark = pytest.mark.django_db
 AGENT = "agent-1"

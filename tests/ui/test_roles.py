@@ -11,9 +11,9 @@ from bson import ObjectId
 from django.test import Client
 from django.urls import reverse
 
-from streams.documents import utcnow
+from streams.core.documents import utcnow
 from streams.jobs import job_create
-from streams.observations import observation_list
+from streams.memory.observations import observation_list
 from streams.prompts import prompt_save
 from tests.ui.helpers import HTMX, scope_with_history
 

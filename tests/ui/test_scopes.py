@@ -8,8 +8,8 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.consolidation import consolidation_edit
-from streams.observations import observation_list
+from streams.memory.consolidation import consolidation_edit
+from streams.memory.observations import observation_list
 from streams.prompts import DEFAULT_TEMPLATES
 from tests.factories import ScopeFactory
 from tests.ui.helpers import HTMX, scope_with_history

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from streams.audit import audit_page
-from streams.observations import observation_add, observation_get
+from streams.memory.observations import observation_add, observation_get
+from streams.records.audit import audit_page
 from tests.factories import ScopeFactory
 
 

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from streams.actions.base import Actor
 from streams.actions.observations import do_observation_update
-from streams.observations import observation_add, observation_get
+from streams.memory.observations import observation_add, observation_get
 from tests.factories import ScopeFactory
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from streams.consolidation_jobs import consolidation_request
-from streams.consolidation_runs import consolidation_run
 from streams.jobs import job_execute
 from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
-from streams.scopes import scope_get
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
 
 

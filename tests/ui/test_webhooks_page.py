@@ -6,9 +6,9 @@ from django.urls import reverse
 
 from memory_admin.stores import get_store
 from memory_admin.webhooks import deliver_due
-from streams.observations import observation_add
-from streams.scopes import ScopeKey, scope_get_or_create
-from streams.webhooks import webhook_create
+from streams.memory.observations import observation_add
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.records.webhooks import webhook_create
 from tests.ui.helpers import HTMX
 
 AGENT = "support-bot"

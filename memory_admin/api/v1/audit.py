@@ -12,9 +12,9 @@ from ninja.errors import HttpError
 from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import IsoTime, PageQuery, error_responses
 from memory_admin.stores import get_store
-from streams.audit import audit_page
-from streams.documents_audit import AuditEntry
-from streams.pagination import Page
+from streams.core.documents_audit import AuditEntry
+from streams.core.pagination import Page
+from streams.records.audit import audit_page
 
 router = Router(tags=["audit"])
 

@@ -21,7 +21,7 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.stores import get_store
 from streams.actions.bulk import do_observations_bulk
-from streams.bulk import MAX_QUERY_CHARS, BulkFilter
+from streams.memory.bulk import MAX_QUERY_CHARS, BulkFilter
 
 router = Router(tags=["observations"])
 

@@ -2,7 +2,7 @@
 
 An agent that uses the `openai` package points its base URL at
 `/api/v1/agents/{agent_id}` and its key at one of ours. Each call: memory context
-for the last user message, injected as a system message (`streams.chat`); the
+for the last user message, injected as a system message (`streams.context.chat`); the
 request forwarded to the configured upstream (`memory_admin.chat_upstream`); the
 upstream's answer returned unchanged (JSON, or SSE chunks relayed as they arrive);
 then, after the answer is sent, the call recorded and the turn queued for ingest.
@@ -52,8 +52,8 @@ from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
-from streams.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
-from streams.exceptions import InvalidInput, MemoryServiceError, Unavailable
+from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
+from streams.core.exceptions import InvalidInput, MemoryServiceError, Unavailable
 from streams.store import MemoryStore
 
 logger = logging.getLogger("memory_admin.chat")

@@ -18,10 +18,10 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.stores import get_store
 from streams.actions.consolidations import do_consolidation_restore, do_consolidation_trigger
-from streams.consolidation import consolidation_history
-from streams.documents import ConsolidationVersion
-from streams.pagination import Page
-from streams.scopes import scope_get
+from streams.core.documents import ConsolidationVersion
+from streams.core.pagination import Page
+from streams.memory.consolidation import consolidation_history
+from streams.memory.scopes import scope_get
 
 router = Router(tags=["consolidations"])
 

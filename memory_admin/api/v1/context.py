@@ -24,11 +24,11 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
-from streams.context import ContextResult, context_assemble
-from streams.context_log import context_calls_page
-from streams.context_replay import context_replay
-from streams.pagination import Page
-from streams.retrieval_health import retrieval_health
+from streams.context.assemble import ContextResult, context_assemble
+from streams.context.log import context_calls_page
+from streams.context.replay import context_replay
+from streams.context.retrieval_health import retrieval_health
+from streams.core.pagination import Page
 
 MAX_MESSAGE_CHARS = 20_000
 MIN_MAX_TOKENS = 16  # an empty <MemoryContext> takes eight

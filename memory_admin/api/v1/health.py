@@ -11,7 +11,7 @@ from ninja import Router
 from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
 from memory_admin.stores import get_store, store_mode, store_unreachable
-from streams.exceptions import IndexesMissing, Unavailable
+from streams.core.exceptions import IndexesMissing, Unavailable
 
 logger = logging.getLogger("memory_admin.api")
 router = Router(tags=["health"])

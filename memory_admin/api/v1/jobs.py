@@ -12,7 +12,7 @@ from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import ExternalId, JobOut, PageQuery, error_responses
 from memory_admin.stores import get_store
 from streams.actions.jobs import do_job_retry
-from streams.documents import Job, JobKind, JobStatus
+from streams.core.documents import Job, JobKind, JobStatus
 from streams.jobs import job_get, job_list
 
 router = Router(tags=["jobs"])

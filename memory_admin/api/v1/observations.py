@@ -32,13 +32,13 @@ from streams.actions.observations import (
     do_observation_feedback,
     do_observation_update,
 )
-from streams.documents import Observation, Scope
-from streams.observation_batch import BatchItem
-from streams.observations import UNSET, observation_get, observation_list
-from streams.pagination import Page
-from streams.scopes import scope_get
+from streams.core.documents import Observation, Scope
+from streams.core.pagination import Page
+from streams.memory.observation_batch import BatchItem
+from streams.memory.observations import UNSET, observation_get, observation_list
+from streams.memory.scopes import scope_get
+from streams.memory.text_history import EarlierText, observation_history
 from streams.store import MemoryStore
-from streams.text_history import EarlierText, observation_history
 
 router = Router(tags=["observations"])
 

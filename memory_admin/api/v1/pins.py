@@ -10,8 +10,8 @@ from memory_admin.api.auth import needs, visible_agents
 from memory_admin.api.v1.schemas import ScopeOut, ScopePinsIn, error_responses
 from memory_admin.stores import get_store
 from streams.actions.pins import do_scope_pins_set
-from streams.documents import Scope
-from streams.scopes import scope_get
+from streams.core.documents import Scope
+from streams.memory.scopes import scope_get
 
 router = Router(tags=["scopes"])
 

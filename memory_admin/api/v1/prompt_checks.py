@@ -14,9 +14,9 @@ from memory_admin.api.v1.schemas import ExternalId, InSchema, Prompt, error_resp
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
 from streams.actions.prompts import do_prompt_check_create, do_prompt_check_delete
-from streams.prompt_checks import CheckOutcome, PromptCheck, check_list, checks_run
+from streams.drafts.prompt_checks import CheckOutcome, PromptCheck, check_list, checks_run
+from streams.memory.scopes import scope_get
 from streams.prompts import Draft, validate_prompt
-from streams.scopes import scope_get
 
 router = Router(tags=["prompt checks"])
 ShortText = Annotated[str, StringConstraints(max_length=200)]

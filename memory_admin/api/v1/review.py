@@ -24,12 +24,12 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.stores import get_store
 from streams.actions.review import do_review_decide, do_review_decide_bulk
-from streams.documents import Observation
-from streams.exceptions import NotFound
-from streams.observations import observation_get
-from streams.pagination import Page
-from streams.review import review_queue
-from streams.scopes import scope_get
+from streams.core.documents import Observation
+from streams.core.exceptions import NotFound
+from streams.core.pagination import Page
+from streams.guard.review import review_queue
+from streams.memory.observations import observation_get
+from streams.memory.scopes import scope_get
 
 router = Router(tags=["review"])
 

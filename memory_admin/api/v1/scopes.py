@@ -19,9 +19,9 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.stores import get_store
 from streams.actions.scopes import do_scope_create, do_scope_update
-from streams.documents import Scope
-from streams.pagination import Page
-from streams.scopes import ScopeKey, scope_get, scope_list
+from streams.core.documents import Scope
+from streams.core.pagination import Page
+from streams.memory.scopes import ScopeKey, scope_get, scope_list
 
 router = Router(tags=["scopes"])
 

@@ -18,8 +18,8 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
-from streams.exceptions import InvalidInput
-from streams.search import MAX_LIMIT, search_observations
+from streams.core.exceptions import InvalidInput
+from streams.search.index import MAX_LIMIT, search_observations
 
 SearchText = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NOT_BLANK)

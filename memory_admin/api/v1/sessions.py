@@ -14,8 +14,8 @@ from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOu
 from memory_admin.stores import get_store
 from memory_admin.tasks import formation_settings
 from streams.actions.sessions import do_messages_ingest, do_session_form
-from streams.exceptions import InvalidInput
-from streams.formation import IncomingMessage
+from streams.core.exceptions import InvalidInput
+from streams.memory.formation import IncomingMessage
 
 router = Router(tags=["sessions"])
 

@@ -10,9 +10,15 @@ from ninja.params import Path
 from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.stores import get_store
-from streams.documents import utcnow
-from streams.exceptions import InvalidInput
-from streams.usage import WINDOWS, Usage, agent_usage, top_scopes_by_backlog, top_scopes_by_cost
+from streams.core.documents import utcnow
+from streams.core.exceptions import InvalidInput
+from streams.records.usage import (
+    WINDOWS,
+    Usage,
+    agent_usage,
+    top_scopes_by_backlog,
+    top_scopes_by_cost,
+)
 
 router = Router(tags=["usage"])
 TOP_SHOWN = 10

@@ -20,8 +20,8 @@ from memory_admin.api.auth import needs, require_agent, visible_agents
 from memory_admin.api.v1.schemas import ExternalId, InSchema, PageQuery, error_responses
 from memory_admin.stores import get_store
 from streams.actions.webhooks import do_webhook_create, do_webhook_delete, do_webhook_update
-from streams.pagination import Page
-from streams.webhooks import (
+from streams.core.pagination import Page
+from streams.records.webhooks import (
     EVENTS,
     MAX_URL_CHARS,
     webhook_deliveries_page,

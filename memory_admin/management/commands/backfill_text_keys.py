@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memory_admin.stores import get_store
-from streams.dedup_backfill import text_keys_backfill
+from streams.memory.dedup_backfill import text_keys_backfill
 
 SCOPE_PAGE = 200
 

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from memory_admin.stores import get_store
-from streams.user_find import user_names_backfill
+from streams.people.user_find import user_names_backfill
 
 AGENT_PAGE = 100
 

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from memory_admin.accounts.actions import api_key_create
 from memory_admin.models import PERMISSIONS, ApiKey
 from streams.actions import Actor
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput
 
 MAX_AGENT_ID_CHARS = 128
 

@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.accounts.actions import ROLE_NAMES, user_create
 from streams.actions import Actor
-from streams.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput
 
 
 class Command(BaseCommand):

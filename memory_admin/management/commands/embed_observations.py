@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
-from streams.embeddings import embeddings_backfill
+from streams.search.embeddings import embeddings_backfill
 
 
 class Command(BaseCommand):

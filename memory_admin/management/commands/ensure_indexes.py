@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from memory_admin.stores import get_store
-from streams.search_rebuild import search_layout_ensure
+from streams.search.index_rebuild import search_layout_ensure
 
 
 class Command(BaseCommand):

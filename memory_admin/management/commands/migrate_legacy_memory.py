@@ -16,8 +16,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.stores import get_store
-from streams.documents_legacy import LegacyReport
-from streams.legacy import BATCH_SIZE, legacy_migrate
+from streams.legacy.documents import LegacyReport
+from streams.legacy.migration import BATCH_SIZE, legacy_migrate
 
 DB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
 COLUMNS = ("read", "written", "existing", "skipped", "consolidations")

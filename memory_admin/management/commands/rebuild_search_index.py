@@ -9,8 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.stores import get_store
-from streams.exceptions import MemoryServiceError
-from streams.search_rebuild import rebuild_all, rebuild_search_index
+from streams.core.exceptions import MemoryServiceError
+from streams.search.index_rebuild import rebuild_all, rebuild_search_index
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand
 
 from memory_admin.stores import get_store
 from memory_admin.tasks import formation_settings
-from streams.recount import recount
+from streams.records.recount import recount
 
 
 class Command(BaseCommand):

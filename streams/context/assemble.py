@@ -1,0 +1,543 @@
+"""Context assembly, the hot path: the memory an agent sees on every message, as XML.
+
+No LLM call and no cache. Two store round trips without retrieval (the caller's
+visible scopes in one query by `context_key`, then the user's recent pending
+observations by `_id`), five with it (the search index, the winning observations,
+one batched access update). Reading the scopes on every call is the freshness
+check: an operator's edit shows in the very next context.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from xml.sax.saxutils import escape, quoteattr
+
+from bson import ObjectId
+
+from streams.core.documents import Observation, Scope, utcnow
+from streams.search.embeddings import SemanticRanker
+from streams.search.index import SearchHit, search_in_scopes
+from streams.search.retrieval import RetrievalDecision, retrieval_decide
+from streams.store import MemoryStore, write_behind
+
+logger = logging.getLogger("streams.context")
+
+RECENT_LIMIT = 10  # pending observations shown under the user's memory
+SHARED_RECENT_LIMIT = 5  # ... and under each group's, the collective's and each shard's
+MAX_RECENT_READ = 200  # pending observations read for one context, all sections together
+RETRIEVED_LIMIT = 5
+# Characters XML 1.0 does not allow at all (escaping cannot save them).
+INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+LOGGED_MESSAGE_CHARS = 2_000  # of the message, kept in the context log
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class ContextResult:
+    xml: str
+    decision: RetrievalDecision
+    hits: list[SearchHit]
+    call_id: str | None = None  # its record in the context log; None when the log is off
+    dropped: list[str] = field(default_factory=list)  # what a `max_tokens` budget left out
+    tokens: int = 0  # the XML's size, estimated (four characters a token)
+    # What the XML quoted (`context_quotes`), for any copy of it to be scrubbed later.
+    quotes: dict[str, list[str]] = field(default_factory=dict)
+    # The quoted texts themselves, by observation id and by `<scope id>:<version>`: a
+    # copy written later (the chat call, after the answer) checks them against removals.
+    quoted_texts: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class SectionText:
+    """One section of the context: its label, its consolidation, its recent observations."""
+
+    label: str
+    text: str | None
+    recent: list[Observation] = field(default_factory=list)
+    key: str = ""  # how `dropped` names it: "shard:<name>", "group:<id>", "collective"
+
+
+@dataclass
+class ContextParts:
+    """What the XML is made of, before it is rendered (a budget drops parts of it)."""
+
+    collective: SectionText | None = None
+    shards: list[SectionText] = field(default_factory=list)
+    groups: list[SectionText] = field(default_factory=list)
+    user: SectionText | None = None
+    retrieved: list[Observation] = field(default_factory=list)
+
+
+def context_assemble(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    user_name: str | None = None,
+    groups: Sequence[tuple[str, str | None]] = (),
+    message: str,
+    session_id: str | None = None,
+    now: datetime | None = None,
+    semantic: SemanticRanker | None = None,
+    caller: str = "",
+    source: str = "context",
+    max_tokens: int | None = None,
+    log: bool = True,
+    record_access: bool = True,
+) -> ContextResult:
+    """The memory context for one message of `user_id` (in `groups`) to `agent_id`.
+
+    `session_id` is for the context log (the context does not depend on it). Retrieved
+    observations that are already shown as recent are not repeated. With the log on
+    (`store.context_log_days`) and `log`, the call is recorded behind the answer
+    (`call_id`); `caller` names who asked (the API key), `source` which interface.
+    `max_tokens`: the XML fits that many (estimated) tokens (`context_fit`).
+    """
+    now = now or utcnow()
+    group_ids = list(dict.fromkeys(g for g, _ in groups))
+    group_names = {g: name for g, name in groups if name}
+    scopes = [
+        s
+        for s in store.visible_scopes.find(agent_id=agent_id, user_id=user_id, group_ids=group_ids)
+        if s.is_active  # a paused scope (any type) is left out
+    ]
+    recent_by_scope = _recent_observations(store=store, scopes=scopes)
+    recent = [o for found in recent_by_scope.values() for o in found]
+    known = "\n".join([*(s.consolidation or "" for s in scopes), *(o.content for o in recent)])
+    decision = retrieval_decide(message=message, known_text=known)
+    hits: list[SearchHit] = []
+    search_ms: float | None = None
+    if decision.triggered:
+        started = time.perf_counter()
+        hits = search_in_scopes(
+            store=store,
+            scopes=scopes,
+            query=message,
+            limit=RETRIEVED_LIMIT,
+            exclude_ids=frozenset(o.id for o in recent),
+            semantic=semantic,
+            now=now,
+        )
+        search_ms = (time.perf_counter() - started) * 1000
+        if hits and record_access:
+            store.observations.record_access([ObjectId(h.observation.id) for h in hits], now=now)
+            hits = [_accessed(h, now=now) for h in hits]
+    parts = context_parts(
+        scopes=scopes,
+        group_ids=group_ids,
+        group_names=group_names,
+        user_name=user_name,
+        recent=recent_by_scope,
+        retrieved=[h.observation for h in hits],
+    )
+    xml, dropped = context_fit(parts, max_tokens=max_tokens, now=now)
+    if dropped:
+        kept = {o.id for o in parts.retrieved}
+        hits = [h for h in hits if h.observation.id in kept]
+    quotes = context_quotes(parts, scopes)
+    call_id = None
+    if log:
+        call_id = _log_call(
+            store=store,
+            agent_id=agent_id,
+            user_id=user_id,
+            session_id=session_id,
+            group_ids=group_ids,
+            message=message,
+            xml=xml,
+            decision=decision,
+            hits=hits,
+            search_ms=search_ms,
+            scopes=scopes,
+            caller=caller,
+            source=source,
+            now=now,
+            extra={
+                "max_tokens": max_tokens,
+                "dropped": dropped,
+                **quotes,
+            },
+        )
+    return ContextResult(
+        xml=xml,
+        decision=decision,
+        hits=hits,
+        call_id=call_id,
+        dropped=dropped,
+        tokens=estimate_tokens(xml),
+        quotes=quotes,
+        quoted_texts=context_quoted_texts(parts, scopes),
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def _recent_observations(
+    *, store: MemoryStore, scopes: list[Scope]
+) -> dict[str, list[Observation]]:
+    """Per scope, its newest pending observations (the user's RECENT_LIMIT, each shared
+    scope's SHARED_RECENT_LIMIT), oldest first; read in one `_id` query for all scopes.
+
+    Private ones are shown only in the user's own memory, never in a shared section.
+    """
+    wanted: dict[str, list[str]] = {}
+    for scope in scopes:
+        limit = RECENT_LIMIT if scope.scope_type == "individual" else SHARED_RECENT_LIMIT
+        if scope.pending_observation_ids:
+            wanted[scope.id] = scope.pending_observation_ids[-limit:]
+    ids = [ObjectId(i) for found in wanted.values() for i in found][:MAX_RECENT_READ]
+    if not ids:
+        return {}
+    shared = {s.id for s in scopes if s.scope_type != "individual"}
+    by_scope: dict[str, list[Observation]] = {}
+    now = utcnow()
+    for o in store.observations.get_many(ids):
+        if not o.live or o.is_expired(now) or (o.private and o.scope_id in shared):
+            continue
+        by_scope.setdefault(o.scope_id, []).append(o)
+    for found in by_scope.values():
+        found.sort(key=lambda o: (o.observed_at, o.seq))
+    return by_scope
+
+
+def _log_call(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    session_id: str | None,
+    group_ids: list[str],
+    message: str,
+    xml: str,
+    decision: RetrievalDecision,
+    hits: list[SearchHit],
+    search_ms: float | None,
+    scopes: list[Scope],
+    caller: str,
+    source: str,
+    now: datetime,
+    extra: dict | None = None,
+) -> str | None:
+    """Queue the call's record (written behind); its id, or None with the log off.
+
+    Never raises: the answer matters more than its record (a failure is logged and
+    counted in `write_behind.failures()`). Sections' token counts are worked out when
+    the log is read, from the XML kept here, so the hot path does not parse it.
+    """
+    if store.context_log_days <= 0:
+        return None
+    call_id = ObjectId()
+    try:
+        store.context_calls.record(
+            {
+                "_id": call_id,
+                "agent_id": agent_id,
+                "user_id": user_id,
+                "session_id": session_id,
+                "group_ids": group_ids,
+                "source": source,
+                "caller": caller,
+                "created_at": now,
+                "expires_at": now + timedelta(days=store.context_log_days),
+                "message": message[:LOGGED_MESSAGE_CHARS],
+                "xml": xml,
+                "tokens": estimate_tokens(xml),
+                "retrieval": {"triggered": decision.triggered, "reason": decision.reason},
+                "retrieved_ids": [h.observation.id for h in hits],
+                "search_ms": search_ms,
+                "scopes": [
+                    {"id": s.id, "type": s.scope_type, "observations": s.observation_count}
+                    for s in scopes
+                ],
+                **(extra or {}),
+            }
+        )
+    except Exception:
+        write_behind.count_failure()
+        logger.exception("context %s: the log record could not be queued", call_id)
+    return str(call_id)
+
+
+def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[str]]:
+    """What a logged call quoted, by id, so that removing that text later finds the
+    records holding it by index (`streams.context.log_scrub`): the observations shown
+    (recent and retrieved, after the budget) and the consolidation versions read
+    (`<scope id>:<version>`; a section the budget dropped is listed too, harmlessly)."""
+    sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
+    observation_ids = [o.id for s in sections if s is not None for o in s.recent]
+    observation_ids += [o.id for o in parts.retrieved]
+    versions = [
+        f"{s.id}:{s.consolidation_version}"
+        for s in scopes
+        if s.consolidation_version and _has_text(s.consolidation)
+    ]
+    return {"quoted_observation_ids": observation_ids, "quoted_versions": versions}
+
+
+def context_quoted_texts(parts: ContextParts, scopes: list[Scope]) -> dict[str, str]:
+    """`context_quotes` with the texts quoted: observation id or version key -> text."""
+    sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
+    shown = [o for s in sections if s is not None for o in s.recent] + list(parts.retrieved)
+    texts = {o.id: o.content for o in shown}
+    for s in scopes:
+        if s.consolidation_version and _has_text(s.consolidation):
+            texts[f"{s.id}:{s.consolidation_version}"] = s.consolidation or ""
+    return texts
+
+
+def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:
+    """The hit as stored after this call's access update (without reading it back)."""
+    observation = replace(
+        hit.observation,
+        access_count=hit.observation.access_count + 1,
+        last_accessed_at=now,
+    )
+    return SearchHit(observation=observation, score=hit.score, matched_terms=hit.matched_terms)
+
+
+# -- XML ---------------------------------------------------------------------------------
+
+
+def context_xml(
+    *,
+    scopes: list[Scope],
+    group_ids: list[str],
+    group_names: dict[str, str],
+    user_name: str | None,
+    recent: list[Observation],
+    retrieved: list[Observation],
+    now: datetime,
+) -> str:
+    """The spec's XML; sections with nothing in them are left out."""
+    by_scope: dict[str, list[Observation]] = {}
+    for o in recent:
+        by_scope.setdefault(o.scope_id, []).append(o)
+    parts = context_parts(
+        scopes=scopes,
+        group_ids=group_ids,
+        group_names=group_names,
+        user_name=user_name,
+        recent=by_scope,
+        retrieved=retrieved,
+    )
+    return context_render(parts, now=now)
+
+
+def context_parts(
+    *,
+    scopes: list[Scope],
+    group_ids: list[str],
+    group_names: dict[str, str],
+    user_name: str | None,
+    recent: dict[str, list[Observation]],
+    retrieved: list[Observation],
+) -> ContextParts:
+    collective = next((s for s in scopes if s.scope_type == "collective" and not s.name), None)
+    shards = sorted((s for s in scopes if s.is_shard), key=lambda s: s.name or "")
+    by_group = {s.group_id: s for s in scopes if s.scope_type == "group"}
+    individual = next((s for s in scopes if s.scope_type == "individual"), None)
+    parts = ContextParts(retrieved=list(retrieved))
+    if collective is not None:
+        parts.collective = SectionText(
+            "", collective.consolidation, list(recent.get(collective.id, [])), "collective"
+        )
+    for s in shards:
+        name = s.name or ""
+        parts.shards.append(
+            SectionText(name, s.consolidation, list(recent.get(s.id, [])), f"shard:{name}")
+        )
+    for group_id in group_ids:
+        scope = by_group.get(group_id)
+        if scope is None:
+            continue
+        name = group_names.get(group_id) or scope.display_name or group_id
+        parts.groups.append(
+            SectionText(
+                name, scope.consolidation, list(recent.get(scope.id, [])), f"group:{group_id}"
+            )
+        )
+    if individual is not None:
+        name = user_name or individual.display_name or individual.user_id or ""
+        parts.user = SectionText(
+            name, individual.consolidation, list(recent.get(individual.id, [])), "user"
+        )
+    return parts
+
+
+def context_render(parts: ContextParts, *, now: datetime) -> str:
+    """The XML of `parts`; sections with nothing in them are left out."""
+    lines = ["<MemoryContext>"]
+    shard_lines: list[str] = []
+    for shard in parts.shards:
+        shard_lines += _section_lines(
+            f"<Shard name={_attr(shard.label)}>", "</Shard>", shard, now=now, indent="    "
+        )
+    collective = parts.collective
+    if (collective and _filled(collective)) or shard_lines:
+        body = _text(collective.text if collective else None)
+        lines.append(f"  <CollectiveMemory>{body}")
+        if collective is not None and collective.recent:
+            lines += _recent_lines(collective.recent, now=now, indent="    ")
+        lines += shard_lines
+        lines.append("  </CollectiveMemory>")
+    for group in parts.groups:
+        lines += _section_lines(
+            f"<GroupMemory group={_attr(group.label)}>", "</GroupMemory>", group, now=now
+        )
+    user = parts.user
+    if user is not None and _filled(user):
+        lines.append(f"  <UserMemory user={_attr(user.label)}>{_text(user.text)}")
+        if user.recent:
+            lines += _recent_lines(user.recent, now=now, indent="    ")
+        lines.append("  </UserMemory>")
+    if parts.retrieved:
+        lines.append("  <RetrievedObservations>")
+        lines += [f"      - {_bullet(o, now=now)}" for o in parts.retrieved]
+        lines.append("  </RetrievedObservations>")
+    lines.append("</MemoryContext>")
+    return "\n".join(lines)
+
+
+def _filled(section: SectionText) -> bool:
+    return _has_text(section.text) or bool(section.recent)
+
+
+def _section_lines(
+    open_tag: str, close_tag: str, section: SectionText, *, now: datetime, indent: str = "  "
+) -> list[str]:
+    """One line when it has no recent observations (as before), else the block form."""
+    if not _filled(section):
+        return []
+    if not section.recent:
+        return [f"{indent}{open_tag}{_text(section.text)}{close_tag}"]
+    return [
+        f"{indent}{open_tag}{_text(section.text)}",
+        *_recent_lines(section.recent, now=now, indent=indent + "  "),
+        f"{indent}{close_tag}",
+    ]
+
+
+def _recent_lines(recent: list[Observation], *, now: datetime, indent: str) -> list[str]:
+    return [
+        f"{indent}<RecentObservations>",
+        *(f"{indent}  - {_bullet(o, now=now)}" for o in recent),
+        f"{indent}</RecentObservations>",
+    ]
+
+
+# -- budget ------------------------------------------------------------------------------
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def context_fit(
+    parts: ContextParts, *, max_tokens: int | None, now: datetime
+) -> tuple[str, list[str]]:
+    """The XML within `max_tokens` (estimated), and what was dropped to fit, in order.
+
+    Dropped first: retrieved observations (the weakest first), then recent ones (the
+    oldest first; shared sections before the user's), then shard sections, then the
+    collective's and groups' memories; last, the user's own consolidation loses whole
+    sentences from its end (never cut mid-sentence), then the user's section itself.
+    `parts` is changed in place to what was kept.
+    """
+    xml = context_render(parts, now=now)
+    if max_tokens is None or estimate_tokens(xml) <= max_tokens:
+        return xml, []
+    dropped: list[str] = []
+
+    def fits() -> bool:
+        nonlocal xml
+        xml = context_render(parts, now=now)
+        return estimate_tokens(xml) <= max_tokens
+
+    while parts.retrieved:
+        dropped.append(f"retrieved:{parts.retrieved.pop().id}")
+        if fits():
+            return xml, dropped
+    sections = [*parts.shards, *parts.groups]
+    if parts.collective is not None:
+        sections.insert(0, parts.collective)
+    if parts.user is not None:
+        sections.append(parts.user)
+    for section in sections:
+        while section.recent:
+            dropped.append(f"recent:{section.recent.pop(0).id}")
+            if fits():
+                return xml, dropped
+    while parts.shards:
+        dropped.append(parts.shards.pop().key)
+        if fits():
+            return xml, dropped
+    if parts.collective is not None and _has_text(parts.collective.text):
+        parts.collective = None
+        dropped.append("collective")
+        if fits():
+            return xml, dropped
+    while parts.groups:
+        dropped.append(parts.groups.pop().key)
+        if fits():
+            return xml, dropped
+    user = parts.user
+    if user is not None and _has_text(user.text):
+        sentences = SENTENCE_END.split((user.text or "").strip())
+        total = len(sentences)
+        while len(sentences) > 1:
+            sentences.pop()
+            user.text = " ".join(sentences)
+            if fits():
+                dropped.append(f"user:last {total - len(sentences)} of {total} sentences")
+                return xml, dropped
+    if user is not None:
+        parts.user = None
+        dropped.append("user")
+    xml = context_render(parts, now=now)
+    return xml, dropped
+
+
+def _has_text(value: str | None) -> bool:
+    return bool(value and value.strip())
+
+
+def _text(value: str | None) -> str:
+    return escape(INVALID_XML.sub("", (value or "").strip()))
+
+
+def xml_text(value: str | None) -> str:
+    """A text as the context XML holds it (the context log's scrub looks for it)."""
+    return _text(value)
+
+
+def _attr(value: str) -> str:
+    return quoteattr(INVALID_XML.sub("", value))
+
+
+def _bullet(observation: Observation, *, now: datetime) -> str:
+    one_line = " ".join(observation.content.split())
+    return f"{_text(one_line)} ({relative_age(observation.observed_at, now=now)})"
+
+
+def relative_age(then: datetime, *, now: datetime) -> str:
+    """ "just now", "5 minutes ago", "2 hours ago", "3 weeks ago"...: computed per request."""
+    seconds = (now - then).total_seconds()
+    if seconds < 0:
+        return "just now" if seconds > -60 else "in the future"
+    for unit, size in (
+        ("year", 365 * 86400),
+        ("month", 30 * 86400),
+        ("week", 7 * 86400),
+        ("day", 86400),
+        ("hour", 3600),
+        ("minute", 60),
+    ):
+        count = int(seconds // size)
+        if count >= 1:
+            return f"{count} {unit}{'s' if count > 1 else ''} ago"
+    return "just now"

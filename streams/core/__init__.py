@@ -1,0 +1,1 @@
+"""The shared kernel: documents, the exception family, ids, cursor pages."""

@@ -1,0 +1,1 @@
+"""Drafts: a draft prompt tried beside the prompt in effect (dry runs, checks)."""

@@ -1,0 +1,298 @@
+"""Dry runs: a draft prompt and the prompt in effect on the same input, side by side.
+
+Each side is built by the same code as the real call (`plan_extraction`,
+`consolidation` context, `propagation_plan`) with the draft given to the resolver
+in place of what is saved at its level, so a dry run shows exactly the request a
+save would produce. One LLM call per side; nothing is stored (no version, no
+job, no observation moves).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+
+from streams.core.documents import BufferedMessage, Scope, utcnow
+from streams.core.exceptions import InvalidInput
+from streams.llm.port import (
+    ConsolidationContext,
+    DatedObservation,
+    LLMError,
+    LLMProvider,
+    LLMRequest,
+)
+from streams.memory.consolidation_runs import describe_scope
+from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
+from streams.memory.formation import FormationSettings
+from streams.memory.propagation import propagation_copies, propagation_plan
+from streams.memory.scopes import ScopeKey
+from streams.prompts import Draft, PromptPart, render_consolidation, resolve_template
+from streams.store import MemoryStore
+
+MAX_DRY_RUN_OBSERVATIONS = 200
+MAX_CONVERSATION_LINES = 200
+RECENT_SESSIONS = 20
+ROLES = ("user", "assistant", "tool", "system")
+DRY_RUN_USER = "dry-run-user"
+OFFLINE_NOTE = (
+    "The offline provider ignores the wording of templates: both columns come from the "
+    "same rules. It does read shard names and guidance words to route to shards. Configure "
+    "an OpenAI-compatible model to see what a wording change does."
+)
+
+
+@dataclass(frozen=True)
+class DryRunResult:
+    prompt: str
+    part: PromptPart | None = None  # the template this side ran with, and where it came from
+    text: str | None = None
+    model: str | None = None
+    duration_ms: int = 0
+    error: str | None = None
+    # Extraction and propagation: what would be stored, each with the scope it goes to.
+    items: list[dict[str, str]] = field(default_factory=list)
+
+
+def dry_run_extraction(
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    agent_id: str,
+    conversation: str,
+    user_name: str,
+    draft: Draft | None,
+    level: Scope | None = None,
+    session_id: str | None = None,
+) -> DryRunResult:
+    """What one formation would extract from a pasted conversation ("role: text" per line)
+    or from a recent real session (its latest messages, its user and groups).
+
+    For a pasted conversation the speaker is the level's user when the level is an
+    individual scope, and the level's group is among the user's groups when the level is
+    a group, so its guidance is in play.
+    """
+    if session_id:
+        plan = session_plan(store=store, agent_id=agent_id, session_id=session_id, draft=draft)
+    else:
+        plan = extraction_plan(
+            store=store,
+            agent_id=agent_id,
+            conversation=conversation,
+            user_name=user_name,
+            draft=draft,
+            level=level,
+        )
+    return run_extraction_plan(llm, plan)
+
+
+def recent_sessions(*, store: MemoryStore, agent_id: str) -> list[dict[str, Any]]:
+    """The agent's latest sessions, to pick one to dry-run on."""
+    return [
+        {
+            "session_id": b["session_id"],
+            "user_name": b.get("user_name") or b.get("user_id") or "?",
+            "last_message_at": b.get("last_message_at"),
+        }
+        for b in store.session_samples.recent(agent_id, limit=RECENT_SESSIONS)
+    ]
+
+
+def session_plan(
+    *, store: MemoryStore, agent_id: str, session_id: str, draft: Draft | None
+) -> ExtractionPlan:
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    messages = store.session_samples.latest_messages(
+        agent_id, session_id, limit=MAX_CONVERSATION_LINES
+    )
+    if buffer is None or not messages:
+        raise InvalidInput("that session has no messages", details=[{"field": "session"}])
+    return plan_extraction(
+        store=store, buffer=buffer, messages=messages, settings=FormationSettings(), draft=draft
+    )
+
+
+def extraction_plan(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    conversation: str,
+    user_name: str,
+    draft: Draft | None,
+    level: Scope | None = None,
+) -> ExtractionPlan:
+    user_id, groups = DRY_RUN_USER, []
+    if level is not None and level.scope_type == "individual":
+        user_id, groups = level.user_id or DRY_RUN_USER, list(level.groups)
+        user_name = user_name or level.label
+    if level is not None and level.scope_type == "group":
+        groups = [{"id": level.group_id or "", "name": level.label}]
+    user_name = user_name or "User"
+    now = utcnow()
+    lines = parse_conversation(conversation)
+    messages = [
+        BufferedMessage(
+            agent_id=agent_id,
+            session_id="dry-run",
+            message_id=str(i),
+            role=role,
+            content=content,
+            created_at=now - timedelta(seconds=len(lines) - i),
+        )
+        for i, (role, content) in enumerate(lines)
+    ]
+    buffer = {"agent_id": agent_id, "user_id": user_id, "user_name": user_name, "groups": groups}
+    return plan_extraction(
+        store=store, buffer=buffer, messages=messages, settings=FormationSettings(), draft=draft
+    )
+
+
+def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
+    request = LLMRequest(
+        task="extraction", prompt=plan.prompt, context=plan.context, json_output=True, tier="fast"
+    )
+    result = _call(llm, request, plan.resolved.template)
+    if result.text is None:
+        return result
+    settings = FormationSettings()
+    try:
+        stored, _dropped = parse_extraction(
+            result.text,
+            plan=plan,
+            max_items=settings.max_observations,
+            max_words=settings.max_words,
+        )
+    except LLMError as exc:
+        return _with(result, error=f"The answer would fail the formation: {exc}")
+    items = [{"scope": scope_label(key, name), "content": content} for key, name, content in stored]
+    return _with(result, items=items)
+
+
+def dry_run_consolidation(
+    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+) -> DryRunResult:
+    """What a consolidation run would write now from the scope's pending observations (at
+    most the oldest 200); InvalidInput when nothing is pending."""
+    pending = scope.pending_observation_ids[:MAX_DRY_RUN_OBSERVATIONS]
+    observations = store.observations.get_many([ObjectId(i) for i in pending])
+    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    if not live:
+        raise InvalidInput(
+            "the scope has no pending observations to dry-run on", details=[{"field": "scope"}]
+        )
+    template = resolve_template(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
+    )
+    context = ConsolidationContext(
+        scope_description=describe_scope(scope),
+        current=scope.consolidation,
+        observations=[DatedObservation(o.content, o.observed_at) for o in live],
+        max_words=scope.consolidation_max_words,
+    )
+    prompt = render_consolidation(template.text, context)
+    request = LLMRequest(
+        task="consolidation", prompt=prompt, context=context, json_output=False, tier="slow"
+    )
+    return _call(llm, request, template)
+
+
+def dry_run_propagation(
+    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+) -> DryRunResult:
+    """What propagating the observations the scope's latest consolidation absorbed would copy,
+    and where; InvalidInput when there is nothing to propagate."""
+    if scope.consolidation_version < 1:
+        raise InvalidInput(
+            "the scope has not been consolidated yet: nothing was absorbed to propagate",
+            details=[{"field": "scope"}],
+        )
+    plan = propagation_plan(
+        store=store, source=scope, version=scope.consolidation_version, draft=draft
+    )
+    if plan.request is None:
+        raise InvalidInput(
+            "nothing to propagate: the latest consolidation absorbed no shareable observation, "
+            "or this scope has nowhere to propagate to",
+            details=[{"field": "scope"}],
+        )
+    result = _call(llm, plan.request, plan.template)
+    if result.text is None:
+        return result
+    try:
+        copies = propagation_copies(result.text, source=scope, plan=plan)
+    except LLMError as exc:
+        return _with(result, error=f"The answer would fail the propagation: {exc}")
+    names = dict(plan.targets.values())
+    items = [
+        {"scope": scope_label(key, names.get(key)), "content": copy.content} for key, copy in copies
+    ]
+    return _with(result, items=items)
+
+
+def scope_label(key: ScopeKey, display_name: str | None) -> str:
+    """The label an item is routed by: individual, group:<name>, collective, shard:<name>."""
+    if key.scope_type == "individual":
+        return "individual"
+    if key.scope_type == "group":
+        return f"group:{display_name or key.group_id}"
+    return f"shard:{key.name}" if key.name else "collective"
+
+
+def routing_table(current: DryRunResult, edited: DryRunResult) -> list[dict[str, Any]]:
+    """Per scope, what each side would store there: the routing change at a glance."""
+    labels = sorted({i["scope"] for i in [*current.items, *edited.items]})
+    rows = []
+    for label in labels:
+        before = [i["content"] for i in current.items if i["scope"] == label]
+        after = [i["content"] for i in edited.items if i["scope"] == label]
+        rows.append({"scope": label, "current": before, "edited": after, "same": before == after})
+    return rows
+
+
+def parse_conversation(text: str) -> list[tuple[str, str]]:
+    """(role, content) per message: "role: text" lines; a line without a known role
+    continues the message before it."""
+    lines: list[tuple[str, str]] = []
+    for raw in text.splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        role, _, content = raw.partition(":")
+        role = role.strip().lower()
+        if role in ROLES and content.strip():
+            lines.append((role, content.strip()))
+        elif lines:
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]}\n{raw}")
+        else:
+            lines.append(("user", raw))
+    if not lines:
+        raise InvalidInput(
+            'paste a conversation: one message per line, like "user: ..."',
+            details=[{"field": "conversation"}],
+        )
+    if len(lines) > MAX_CONVERSATION_LINES:
+        raise InvalidInput(
+            f"at most {MAX_CONVERSATION_LINES} messages per dry run",
+            details=[{"field": "conversation"}],
+        )
+    return lines
+
+
+def _call(llm: LLMProvider, request: LLMRequest, part: PromptPart) -> DryRunResult:
+    try:
+        answer = llm.complete(request)
+    except LLMError as exc:
+        return DryRunResult(prompt=request.prompt, part=part, error=f"The LLM call failed: {exc}")
+    return DryRunResult(
+        prompt=request.prompt,
+        part=part,
+        text=answer.text.strip(),
+        model=answer.model,
+        duration_ms=answer.duration_ms,
+    )
+
+
+def _with(result: DryRunResult, **changes: Any) -> DryRunResult:
+    return replace(result, **changes)

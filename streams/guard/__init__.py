@@ -1,0 +1,1 @@
+"""The guard on shared memory: detectors, screening on write, review, contradictions."""

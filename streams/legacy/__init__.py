@@ -1,0 +1,1 @@
+"""Legacy: migration from the earlier collections."""

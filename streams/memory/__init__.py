@@ -1,0 +1,1 @@
+"""Memory: scopes, observations, formation, consolidation, propagation, rebuild."""

@@ -1,0 +1,222 @@
+"""Consolidation runs: one LLM call folds a scope's pending observations into its text.
+
+Safe under failure and concurrency. A lease in the scope document keeps two
+runs of one scope from working at once; the commit carries the version it read
+(`consolidation_commit`), so even a run whose lease expired cannot commit over
+another. Pending ids leave the pending list only in that commit: an LLM error,
+a timeout, a malformed answer or a killed worker leaves the scope as it was,
+and observations that arrive during a run stay pending for the next one.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from bson import ObjectId
+
+from streams.core.documents import Observation, Scope, utcnow
+from streams.core.exceptions import NotFound
+from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
+from streams.llm.port import (
+    ConsolidationContext,
+    DatedObservation,
+    LLMError,
+    LLMRequest,
+    LLMResult,
+)
+from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
+from streams.memory.consolidation_contradictions import answer_split, contradictions_flag
+from streams.prompts import render_consolidation, resolve_template
+from streams.store import MemoryStore
+
+LEASE = timedelta(minutes=5)
+
+
+def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
+    """The work of a consolidation job."""
+    job = run.job
+    assert job.scope_id is not None
+    scope_oid = ObjectId(job.scope_id)
+    # Its own lease back at once after a takeover; Conflict (fail, retry) while another
+    # live run holds it: never `succeeded` for work it did not do.
+    if not scope_lease_take(store=store, run=run, scope_id=job.scope_id, lease=lease):
+        raise NotFound("scope not found")
+    try:
+        scope = store.scopes.get(scope_oid)
+        if scope is None:
+            raise NotFound("scope not found")
+        if not scope.is_active:
+            run.result = {"absorbed": 0, "note": "the scope is paused"}
+            return
+        _consolidate(store, run, scope)
+    finally:
+        store.scopes.release_lease(scope_oid, owner=job.id)
+
+
+def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
+    pending_ids = list(scope.pending_observation_ids)
+    if not pending_ids:
+        run.result = {"absorbed": 0, "note": "nothing pending"}
+        return
+    observations = store.observations.get_many([ObjectId(i) for i in pending_ids])
+    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    # Private observations stay in the log (and the scope's own search), never in the
+    # consolidation text: that text is the scope's summary, sent in every context.
+    folded = [o for o in live if not o.private and not o.is_expired()]
+    text, details = consolidation_fold(
+        store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
+    )
+    reported = list(details.contradictions)
+    held = contradictions_flag(
+        store=store,
+        shared=scope.scope_type != "individual",
+        observations=folded,
+        pairs=reported,
+        now=utcnow(),
+    )
+    if held:
+        # The newer of a reported pair waits for a person: this version is written
+        # without it (one more call; what that answer reports is not raised again).
+        waiting = {o.id for o in held}
+        folded = [o for o in folded if o.id not in waiting]
+        live = [o for o in live if o.id not in waiting]
+        pending_ids = [i for i in pending_ids if i not in waiting]
+        text, details = consolidation_fold(
+            store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
+        )
+        scope = store.scopes.get(ObjectId(scope.id)) or scope
+    entry = consolidation_commit(
+        store=store,
+        scope=scope,
+        expected_version=scope.consolidation_version,
+        text=text,
+        absorbed_ids=pending_ids,
+        trigger=run.job.trigger or "manual",
+        actor=run.job.actor,
+        run=details,
+        warning=details.warning,
+    )
+    run.result = {
+        "absorbed": len(live),
+        "contradictions": [list(pair) for pair in reported],
+        "held_for_review": sorted(o.id for o in held),
+        "version": entry.version,
+        "model": details.model,
+        "prompt_tokens": details.prompt_tokens,
+        "completion_tokens": details.completion_tokens,
+        "prompt_version": details.prompt_version or 0,  # v0: the code default
+    }
+    if _propagates(scope, live):
+        run.follow_ups.append(
+            job_create(
+                store=store,
+                kind="propagation",
+                agent_id=scope.agent_id,
+                scope_id=scope.id,
+                trigger="consolidation",
+                payload={"version": entry.version},
+            )
+        )
+
+
+def consolidation_fold(
+    *,
+    store: MemoryStore,
+    llm: CountingLLM,
+    scope: Scope,
+    current: str | None,
+    observations: list[Observation],
+) -> tuple[str, RunDetails]:
+    """One consolidation call: `observations` (oldest first) folded into `current`.
+
+    Nothing to fold gives `current` back unchanged, without a call. Stores nothing:
+    the caller commits the text with the version it started from.
+    """
+    if not observations:
+        return current or "", RunDetails()
+    template = resolve_template(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope
+    )
+    context = ConsolidationContext(
+        scope_description=describe_scope(scope),
+        current=current,
+        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
+        max_words=scope.consolidation_max_words,
+    )
+    prompt = render_consolidation(template.text, context)
+    limit = scope.consolidation_max_words
+    offered = [o.id for o in observations]
+    answers = [_ask(llm, prompt, context)]
+    memory, pairs = answer_split(answers[0].text, offered)
+    words = word_count(memory)
+    if words > limit:
+        # Once more, with the overshoot stated; then cut at the last sentence that fits.
+        retry = f"{prompt}\n\n{OVERSHOOT.format(words=words, limit=limit)}"
+        answers.append(_ask(llm, retry, context))
+        memory, pairs = answer_split(answers[-1].text, offered)
+    text, warning = within_words(memory, limit)
+    return text, RunDetails(
+        model=answers[-1].model,
+        prompt_version=template.version,
+        prompt_tokens=sum(a.prompt_tokens for a in answers),
+        completion_tokens=sum(a.completion_tokens for a in answers),
+        duration_ms=sum(a.duration_ms for a in answers),
+        warning=warning,
+        contradictions=tuple(pairs),
+    )
+
+
+OVERSHOOT = (
+    "Your previous answer had {words} words; the limit is {limit}. "
+    "Write the consolidated memory again in at most {limit} words."
+)
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+
+
+def _ask(llm: CountingLLM, prompt: str, context: ConsolidationContext) -> LLMResult:
+    answer = llm.complete(
+        LLMRequest(
+            task="consolidation", prompt=prompt, context=context, json_output=False, tier="slow"
+        )
+    )
+    if not answer.text.strip():
+        raise LLMError("the consolidation answer is empty")
+    return answer
+
+
+def within_words(text: str, limit: int) -> tuple[str, str | None]:
+    """`text` if it fits `limit` words; else cut at the last sentence end that fits (at
+    the limit itself when no sentence ends in time), with a warning saying so."""
+    text = text.strip()
+    words = word_count(text)
+    if words <= limit:
+        return text, None
+    spans = list(WORD.finditer(text))
+    head = text[: spans[limit - 1].end()]
+    ends = list(SENTENCE_END.finditer(head))
+    cut = head[: ends[-1].end()] if ends else head
+    return cut.strip(), (
+        f"the model answered {words} words twice (limit {limit}); "
+        f"stored cut to {word_count(cut)} words"
+    )
+
+
+def _propagates(scope: Scope, absorbed: list[Observation]) -> bool:
+    if not scope.is_active:
+        return False
+    if not any(not o.private for o in absorbed):
+        return False
+    if scope.scope_type == "individual":
+        return bool(scope.groups)
+    return scope.scope_type == "group"
+
+
+def describe_scope(scope: Scope) -> str:
+    if scope.scope_type == "individual":
+        return f"individual memory of {scope.label}"
+    if scope.scope_type == "group":
+        return f"memory of the group {scope.label}"
+    if scope.is_shard:
+        return f"collective memory shard '{scope.name}' of the agent"
+    return "collective memory of the agent (lessons that hold for all users)"

@@ -1,0 +1,340 @@
+"""Batches of observations: up to `MAX_BATCH` added in one transaction, idempotent by
+a caller-given `client_id` per item.
+
+A caller that retries after a timeout cannot know whether its batch was stored;
+the `client_id` makes the retry safe: each item is stored once per scope, and a
+re-send answers with the observations the first send created. The observations,
+their search postings, the scope's sequence and pending list and the client ids
+all go in one transaction, so a batch is stored whole or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from bson import ObjectId
+
+from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.exceptions import InvalidInput, NotFound
+from streams.core.ids import require_object_id
+from streams.guard.screening import WriteOrigin, origin_of
+from streams.memory.lifecycle import expires_at_check
+from streams.memory.observations import (
+    APPEND_ATTEMPTS,
+    MAX_CONTENT_CHARS,
+    counters_add,
+    duplicate_kept,
+    observations_append,
+    record_created,
+    threshold_check,
+)
+from streams.records.audit import audit_record
+from streams.store import MemoryStore, StoreSession
+
+MAX_BATCH = 500
+MAX_CLIENT_ID_CHARS = 128
+
+
+@dataclass(frozen=True)
+class BatchItem:
+    content: str
+    client_id: str
+    private: bool = False
+    observed_at: datetime | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """The batch's observations in the order of its items; `created[i]` is False when
+    item i's `client_id` had been stored before (the earlier observation is returned)."""
+
+    observations: list[Observation]
+    created: list[bool]
+    client_ids: list[str]
+    # Per item: the live observation with the same text it matched (nothing new stored).
+    duplicate_of: list[str | None] = field(default_factory=list)
+
+    @property
+    def created_count(self) -> int:
+        return sum(self.created)
+
+
+def observations_append_once(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    keyed: list[tuple[str, Observation]],
+    session: StoreSession,
+    now: datetime,
+    duplicates: dict[str, Observation] | None = None,
+) -> dict[str, ObjectId]:
+    """Within the caller's transaction: append the observations whose client id the scope
+    has not stored yet, and record their ids; returns the client ids already stored (with
+    their observation), which were skipped. An observation whose text the scope holds
+    already is not stored (`duplicates` gets its id -> the one kept), and its client id
+    names the kept one, so a retry answers the same.
+
+    This is the batch path's core, for any writer that can name its items (formation can
+    key an observation by its session and source messages; the legacy migration keys by
+    the legacy `_id` and calls `observations_append` directly).
+    """
+    known, _, found = _append_once(
+        store=store, scope_id=scope_id, keyed=keyed, session=session, now=now
+    )
+    if duplicates is not None:
+        duplicates.update(found)
+    return known
+
+
+def _append_once(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    keyed: list[tuple[str, Observation]],
+    session: StoreSession,
+    now: datetime,
+    origin: WriteOrigin = "extraction",
+) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
+    """`observations_append_once`, also returning the scope as it was before the append
+    (None when every item was known and nothing was appended) and the duplicates."""
+    oid = require_object_id(scope_id, what="scope")
+    known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
+    fresh = [(c, o) for c, o in keyed if c not in known]
+    before = None
+    duplicates: dict[str, Observation] = {}
+    if fresh:
+        before = observations_append(
+            store=store,
+            scope_id=scope_id,
+            observations=[o for _, o in fresh],
+            session=session,
+            now=now,
+            duplicates=duplicates,
+            origin=origin,
+        )
+        store.client_ids.insert(
+            oid,
+            [(c, ObjectId(duplicates[o.id].id if o.id in duplicates else o.id)) for c, o in fresh],
+            now=now,
+            session=session,
+        )
+        if len(duplicates) == len(fresh):
+            before = None  # nothing was appended
+    return known, before, duplicates
+
+
+def observation_batch_add(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    items: list[BatchItem],
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+) -> BatchResult:
+    """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
+    `client_id` the scope already holds are not stored again. Like single adds, the new
+    ones go to pending and a consolidation job is queued (in `follow_ups`) when the
+    pending list reaches the scope's threshold. With `actor`, the batch's audit entry
+    (one per batch that stored anything) commits in the same transaction."""
+    _validate(items)
+    now = utcnow()
+    for n, item in enumerate(items):
+        expires_at_check(item.expires_at, now=now, field_name=f"items.{n}.expires_at")
+    keyed = [
+        (
+            item.client_id,
+            Observation(
+                scope_id=scope.id,
+                agent_id=scope.agent_id,
+                content=item.content.strip(),
+                observed_at=item.observed_at or now,
+                created_at=now,
+                private=item.private,
+                related_user_ids=[scope.user_id] if scope.user_id else [],
+                expires_at=item.expires_at,
+            ),
+        )
+        for item in items
+    ]
+
+    def add(
+        session: StoreSession,
+    ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
+        known, before, duplicates = _append_once(
+            store=store,
+            scope_id=scope.id,
+            keyed=keyed,
+            session=session,
+            now=now,
+            origin=origin_of(actor),
+        )
+        fresh = [o for c, o in keyed if c not in known and o.id not in duplicates]
+        if fresh and actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.create_batch",
+                object_type="scope",
+                object_id=scope.id,
+                agent_id=scope.agent_id,
+                summary={
+                    "scope_id": scope.id,
+                    "items": len(keyed),
+                    "created": len(fresh),
+                    "duplicates": len(duplicates),
+                    "private": sum(1 for o in fresh if o.private),
+                    "in_review": sum(1 for o in fresh if o.held),
+                    "observation_ids": [o.id for o in fresh],
+                },
+                at=now,
+                session=session,
+            )
+        if fresh:
+            counters_add(
+                store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
+            )
+        return known, before, duplicates
+
+    known, before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
+    observations: list[Observation] = []
+    created: list[bool] = []
+    duplicate_of: list[str | None] = []
+    private_kept: set[str] = set()
+    for (client_id, observation), item in zip(keyed, items, strict=True):
+        if client_id in known:
+            found = earlier.get(str(known[client_id]))
+            if found is None:
+                raise NotFound(f"the observation of client_id {client_id!r} is gone")
+            observations.append(found)
+            created.append(False)
+            duplicate_of.append(None)
+        elif observation.id in duplicates:
+            kept = duplicates[observation.id]
+            if item.private and not kept.private and kept.id not in private_kept:
+                private_kept.add(kept.id)
+                kept = duplicate_kept(
+                    store=store, kept=kept, private=True, follow_ups=follow_ups, actor=actor
+                )
+            observations.append(replace(kept, duplicate=True))
+            created.append(False)
+            duplicate_of.append(kept.id)
+        else:
+            observations.append(observation)
+            created.append(True)
+            duplicate_of.append(None)
+    # Held observations (in review, candidates) are not pending: they fill no threshold.
+    new = sum(1 for o, c in zip(observations, created, strict=True) if c and not o.held)
+    if new and before is not None:
+        threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
+    return BatchResult(
+        observations=observations,
+        created=created,
+        client_ids=[c for c, _ in keyed],
+        duplicate_of=duplicate_of,
+    )
+
+
+def observation_add_once(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    content: str,
+    client_id: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+) -> tuple[Observation, bool]:
+    """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
+    keys collection, whose `_id` is unique per scope and key): stored once per scope.
+    Returns (observation, created); a repeat returns the first observation, whatever
+    its content, and writes nothing (no audit entry, no counter). The audit entry of a
+    new one is the single add's (`observation.create`), with the key."""
+    _validate([BatchItem(content=content, client_id=client_id)], field_prefix="")
+    now = utcnow()
+    observation = Observation(
+        scope_id=scope.id,
+        agent_id=scope.agent_id,
+        content=content.strip(),
+        observed_at=observed_at or now,
+        created_at=now,
+        private=private,
+        related_user_ids=[scope.user_id] if scope.user_id else [],
+    )
+
+    duplicates: dict[str, Observation] = {}
+
+    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
+        known, before, found = _append_once(
+            store=store,
+            scope_id=scope.id,
+            keyed=[(client_id, observation)],
+            session=session,
+            now=now,
+            origin=origin_of(actor),
+        )
+        duplicates.clear()
+        duplicates.update(found)
+        if known or found:  # the key, or the same fact, is stored already
+            return known, None
+        if actor is not None:
+            record_created(
+                store=store,
+                actor=actor,
+                observation=observation,
+                now=now,
+                session=session,
+                client_id=client_id,
+            )
+        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        return known, before
+
+    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    if known:
+        earlier = store.observations.get_many([known[client_id]])
+        if not earlier:
+            raise NotFound(f"the observation of client_id {client_id!r} is gone")
+        return earlier[0], False
+    if duplicates:
+        kept = duplicate_kept(
+            store=store,
+            kept=duplicates[observation.id],
+            private=private,
+            follow_ups=follow_ups,
+            actor=actor,
+        )
+        return kept, False
+    if before is not None and not observation.held:
+        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    return observation, True
+
+
+def _validate(items: list[BatchItem], *, field_prefix: str = "items.{n}.") -> None:
+    """What the API schema checks too, so every caller of the domain gets the same rules."""
+    if not items:
+        raise InvalidInput("items must not be empty", details=[{"field": "items"}])
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"a batch holds at most {MAX_BATCH} items", details=[{"field": "items"}])
+    seen: dict[str, int] = {}
+    for n, item in enumerate(items):
+        content = item.content.strip()
+        if not content or len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"content must hold 1 to {MAX_CONTENT_CHARS} characters",
+                details=[{"field": field_prefix.format(n=n) + "content"}],
+            )
+        if not item.client_id or len(item.client_id) > MAX_CLIENT_ID_CHARS:
+            raise InvalidInput(
+                f"client_id must hold 1 to {MAX_CLIENT_ID_CHARS} characters",
+                details=[{"field": field_prefix.format(n=n) + "client_id"}],
+            )
+        if item.client_id in seen:
+            raise InvalidInput(
+                f"client_id {item.client_id!r} appears twice in the batch "
+                f"(items {seen[item.client_id]} and {n})",
+                details=[{"field": f"items.{n}.client_id"}],
+            )
+        seen[item.client_id] = n

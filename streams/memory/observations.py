@@ -1,0 +1,721 @@
+"""Observations: appending to a scope's log (atomically with its pending list), and reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+
+from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.ids import require_object_id
+from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.guard.contradictions import first_contradicted
+from streams.guard.detectors import detect_and_redact
+from streams.guard.screening import WriteOrigin, origin_of, screen_observations
+from streams.memory.consolidation_jobs import consolidation_due_at
+from streams.memory.lifecycle import expires_at_check
+from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
+from streams.records.activity import activity_record
+from streams.records.audit import audit_record, content_digest
+from streams.records.webhooks import observations_changed
+from streams.search.dedup import SIMILAR_AT, text_key, token_set
+from streams.search.index import search_index_add, search_index_remove
+from streams.store import MemoryStore, StoreSession
+from streams.store.observations import StatusFilter, TextTaken
+from streams.store.privacy import PrivacyRepository
+from streams.store.write_batch import WriteBatch
+
+MAX_CONTENT_CHARS = 4000
+
+
+class Unset:
+    """A keyword left out (where None means "clear")."""
+
+
+UNSET = Unset()
+APPEND_ATTEMPTS = 5
+SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
+
+
+def observations_append(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    observations: list[Observation],
+    session: StoreSession,
+    now: datetime,
+    read_before: Scope | None = None,
+    duplicates: dict[str, Observation] | None = None,
+    writes: WriteBatch | None = None,
+    origin: WriteOrigin = "extraction",
+) -> Scope:
+    """Within the caller's transaction: store the observations and make them pending
+    (or hold them for review: see `streams.guard.screening.screen_observations`);
+    returns the scope as it was before (its pending list tells the caller whether a
+    consolidation is due, without reading the scope again).
+
+    An observation whose normalized text a live observation of the scope holds (or an
+    earlier one of this list) is not stored: `duplicates` gets its id -> the one kept
+    (`streams.search.dedup`). The check is one query by the unique `text_key` index; a concurrent
+    writer that stored the same fact in between makes the insert miss on that index, a
+    conflict, and the caller's retry then finds it.
+
+    The scope's sequence counter is claimed with the version in the filter, so
+    two concurrent appends cannot share sequence numbers; a miss aborts the
+    transaction and the caller retries it whole. `read_before` is the scope as the
+    caller read it an instant ago: its sequence is tried without reading the scope again
+    (one round trip fewer); if the log moved on since, the claim misses, and the retry
+    must pass None to read it inside the transaction. With `writes`, the writes after
+    the claim join that batch (the claim goes at once: its answer decides the rest).
+    """
+    oid = require_object_id(scope_id, what="scope")
+    scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
+    if scope is None:
+        raise NotFound("scope not found")
+    # The guard runs inside the write, before the dedup check (which compares what is
+    # stored: redacted text): secrets redacted, flags set, and what must wait for a person
+    # held out of the pending list and the search index.
+    screen_observations(scope=scope, observations=observations, origin=origin, now=now)
+    split = _without_duplicates(
+        store=store, scope_id=scope_id, observations=observations, session=session
+    )
+    if duplicates is not None:
+        duplicates.clear()
+        duplicates.update(split.duplicates)
+    if not split.fresh:
+        return scope
+    if origin != "import":  # an import brings its own `contradicts` and `similar_to`
+        # One bounded read of the scope's newest observations serves both checks.
+        recent = _recent_window(store=store, scope=scope, session=session)
+        _mark_contradictions(
+            store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
+        )
+        _mark_similar(fresh=split.fresh, recent=recent)
+    live = [o for o in split.fresh if not o.held]
+    # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
+    # append) then misses before anything is written, instead of colliding on the
+    # (scope, seq) index.
+    claimed = store.scopes.reserve_observation_seqs(
+        oid,
+        expected_seq=scope.observation_seq,
+        count=len(split.fresh),
+        pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
+        now=now,
+        session=session,
+    )
+    if not claimed:
+        raise Conflict("the scope's log moved on; retry")
+    for offset, observation in enumerate(split.fresh, start=1):
+        observation.seq = scope.observation_seq + offset
+    try:
+        # In a batch, a duplicate key surfaces at its flush, as a Conflict: retried whole.
+        store.observations.insert_many(split.fresh, session=session, writes=writes)
+    except TextTaken as exc:  # a concurrent writer stored it since the check: retry
+        raise Conflict("the same fact was stored concurrently; retry") from exc
+    search_index_add(store=store, observations=live, session=session, writes=writes)
+    observations_changed(
+        store=store, event="observation.created", observations=live, session=session
+    )
+    waiting = [o for o in split.fresh if o.review_status == "in_review"]
+    observations_changed(store=store, event="review.waiting", observations=waiting, session=session)
+    held = sum(1 for o in split.fresh if o.held and not o.consolidated)
+    if held:
+        # Callers count every new observation as pending; held ones are not.
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
+    return scope
+
+
+@dataclass(frozen=True)
+class _Split:
+    fresh: list[Observation]
+    duplicates: dict[str, Observation]
+
+
+def _without_duplicates(
+    *, store: MemoryStore, scope_id: str, observations: list[Observation], session: StoreSession
+) -> _Split:
+    """The observations to store, and the others (id -> the live one with the same text)."""
+    for observation in observations:
+        observation.text_key = text_key(scope_id, observation.content)
+    live = store.observations.live_by_text_key(
+        [o.text_key for o in observations if o.text_key], session=session
+    )
+    fresh: list[Observation] = []
+    duplicates: dict[str, Observation] = {}
+    for observation in observations:
+        assert observation.text_key is not None
+        kept = live.get(observation.text_key)
+        if kept is not None:
+            duplicates[observation.id] = kept
+        else:
+            live[observation.text_key] = observation
+            fresh.append(observation)
+    return _Split(fresh=fresh, duplicates=duplicates)
+
+
+def _recent_window(
+    *, store: MemoryStore, scope: Scope, session: StoreSession
+) -> list[tuple[str, str]]:
+    """(id, content) of the scope's newest `SIMILAR_WINDOW` live observations, newest
+    first: the candidates of the contradiction and the near-duplicate checks, read once
+    per append on the `(scope_id, seq)` index (each check read it on its own before: one
+    round trip per add saved)."""
+    top = scope.observation_seq
+    return store.observations.recent_live_texts(
+        require_object_id(scope.id, what="scope"),
+        low_seq=max(0, top - SIMILAR_WINDOW),
+        high_seq=top,
+        session=session,
+    )
+
+
+def _mark_contradictions(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    fresh: list[Observation],
+    recent: list[tuple[str, str]],
+    session: StoreSession,
+    now: datetime,
+) -> None:
+    """Flag each new observation that contradicts one of the scope's newest
+    `SIMILAR_WINDOW` (`recent`, `streams.guard.contradictions`), and that one, with each other's
+    id; in a shared scope the new one waits for review (`contradicts:<id>`)."""
+    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
+    if not checked:
+        return
+    for observation in checked:
+        other = first_contradicted(observation.content, recent)
+        if other is None:
+            continue
+        observation.contradicts = [other]
+        store.observations.add_contradiction(ObjectId(other), observation.id, session=session)
+        if scope.scope_type == "individual":
+            continue  # the flag shows in the log; the newer wins
+        reason = f"contradicts:{other}"
+        review = dict(observation.review or {})
+        review["reasons"] = list(dict.fromkeys([*(review.get("reasons") or []), reason]))
+        review.setdefault("since", now)
+        review.setdefault("supporting_group_ids", [])
+        observation.review = review
+        if observation.review_status is None:
+            observation.review_status = "in_review"
+
+
+def _mark_similar(*, fresh: list[Observation], recent: list[tuple[str, str]]) -> None:
+    """Set `similar_to` on a new observation whose words nearly match (`SIMILAR_AT`) one of
+    the scope's newest `SIMILAR_WINDOW` live observations (`recent`) or an earlier one of
+    this append: it is stored, and the log offers to merge the two. No read of its own."""
+    candidates = [(oid, token_set(content)) for oid, content in recent]
+    for observation in fresh:
+        words = token_set(observation.content)
+        if observation.similar_to is None and words:
+            for candidate_id, theirs in candidates:
+                if theirs and len(words & theirs) / len(words | theirs) >= SIMILAR_AT:
+                    observation.similar_to = candidate_id
+                    break
+        candidates.insert(0, (observation.id, words))
+
+
+def observation_add(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    content: str,
+    private: bool = False,
+    observed_at: datetime | None = None,
+    source_session_id: str | None = None,
+    source_message_ids: list[str] | None = None,
+    related_user_ids: list[str] | None = None,
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+    expires_at: datetime | None = None,
+) -> Observation:
+    """Add one observation by hand (operator or agent); it goes to pending, and a
+    consolidation job is queued (in `follow_ups`) when that reaches the threshold.
+
+    One transaction holds the observation, its postings, the scope's log, the agent's
+    counters and (with `actor`) the audit entry: on the embedded store every write
+    outside a transaction is a journal sync of its own, which cost more than the add."""
+    content = content.strip()
+    if not content:
+        raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content is longer than {MAX_CONTENT_CHARS} characters", details=[{"field": "content"}]
+        )
+    now = utcnow()
+    expires_at_check(expires_at, now=now, field_name="expires_at")
+    observation = Observation(
+        expires_at=expires_at,
+        scope_id=scope.id,
+        agent_id=scope.agent_id,
+        content=content,
+        observed_at=observed_at or now,
+        created_at=now,
+        private=private,
+        source_session_id=source_session_id,
+        source_message_ids=source_message_ids or [],
+        related_user_ids=related_user_ids
+        if related_user_ids is not None
+        else ([scope.user_id] if scope.user_id else []),
+    )
+
+    read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
+    duplicates: dict[str, Observation] = {}
+
+    def add(session: StoreSession) -> Scope:
+        # Every write below in one round trip where the server takes it (then flushed).
+        writes = store.write_batch(session)
+        before = observations_append(
+            store=store,
+            scope_id=scope.id,
+            observations=[observation],
+            session=session,
+            now=now,
+            read_before=read_before.pop() if read_before else None,
+            duplicates=duplicates,
+            writes=writes,
+            origin=origin_of(actor),
+        )
+        if duplicates:
+            return before  # the fact is stored already: nothing is written
+        if actor is not None:
+            record_created(
+                store=store,
+                actor=actor,
+                observation=observation,
+                now=now,
+                session=session,
+                writes=writes,
+            )
+        counters_add(
+            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        )
+        if writes is not None:
+            writes.flush()
+        return before
+
+    before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    if duplicates:
+        return duplicate_kept(
+            store=store,
+            kept=duplicates[observation.id],
+            private=private,
+            follow_ups=follow_ups,
+            actor=actor,
+        )
+    if not observation.held:  # one held for review is not pending: it fills no threshold
+        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    return observation
+
+
+def duplicate_kept(
+    *,
+    store: MemoryStore,
+    kept: Observation,
+    private: bool,
+    follow_ups: list[Job] | None,
+    actor: str | None,
+) -> Observation:
+    """The answer to an add that matched a live observation: that one, marked `duplicate`;
+    an add asking for `private` marks the kept one private (audited like an edit)."""
+    if private and not kept.private:
+        fresh = observation_update(
+            store=store, observation=kept, private=True, follow_ups=follow_ups
+        )
+        if actor is not None:
+            audit_record(
+                store=store,
+                actor=actor,
+                action="observation.update",
+                object_type="observation",
+                object_id=kept.id,
+                agent_id=kept.agent_id,
+                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
+            )
+        kept = fresh
+    return replace(kept, duplicate=True)
+
+
+def counters_add(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    added: int,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
+) -> None:
+    """The agent's counters and its day's count, inside a short add's transaction: written
+    last, so the agent's document is held only until the commit that follows."""
+    store.agents.adjust_counters(
+        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
+    )
+    activity_record(
+        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+    )
+
+
+def record_created(
+    *,
+    store: MemoryStore,
+    actor: str,
+    observation: Observation,
+    now: datetime,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
+    **extra: Any,
+) -> None:
+    """The `observation.create` audit entry of a single add, in the add's transaction
+    (digests only; `extra` adds to its summary, e.g. the caller's `client_id`)."""
+    audit_record(
+        store=store,
+        actor=actor,
+        action="observation.create",
+        object_type="observation",
+        object_id=observation.id,
+        agent_id=observation.agent_id,
+        summary={
+            "scope_id": observation.scope_id,
+            "content": content_digest(observation.content),
+            "private": observation.private,
+            "flags": observation.flags,
+            "status": observation.status,
+            **extra,
+        },
+        at=now,
+        session=session,
+        writes=writes,
+    )
+
+
+def threshold_check(
+    *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
+) -> None:
+    """Queue a consolidation when the add filled the pending list up to the threshold;
+    below it (almost every add) no further read. At or above it (every add while a run
+    is queued or running) one read: whether a run is active. The scope is not read
+    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
+    count plus `added` is what the commit left."""
+    pending = before.pending_count + added
+    if pending < before.consolidation_threshold:
+        return
+    job = consolidation_due_at(
+        store=store, scope=before, pending_count=pending, trigger="threshold"
+    )
+    if job is not None and follow_ups is not None:
+        follow_ups.append(job)
+
+
+def append_in_transaction(
+    *, store: MemoryStore, scope_id: str, observations: list[Observation], now: datetime
+) -> None:
+    """`observations_append` in a transaction of its own, retried when the log moved on."""
+    store.in_transaction(
+        lambda session: observations_append(
+            store=store, scope_id=scope_id, observations=observations, session=session, now=now
+        ),
+        attempts=APPEND_ATTEMPTS,
+    )
+
+
+def observation_get(
+    *, store: MemoryStore, observation_id: str, agent_ids: frozenset[str] | None = None
+) -> Observation:
+    observation = store.observations.get(require_object_id(observation_id, what="observation"))
+    if observation is None or (agent_ids is not None and observation.agent_id not in agent_ids):
+        raise NotFound("observation not found")
+    return observation
+
+
+def observation_list(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    status: StatusFilter = "all",
+    include_deleted: bool = False,
+    private: bool | None = None,
+    text: str | None = None,
+    cursor: str | None = None,
+    limit: int | None = None,
+) -> Page[Observation]:
+    """A scope's observations, newest first; `text` matches content, case-insensitively."""
+    items, next_before = store.observations.page(
+        scope_id=require_object_id(scope.id, what="scope"),
+        top_seq=scope.observation_seq,
+        before=seq_before(cursor),
+        limit=clamp_limit(limit),
+        status=status,
+        include_deleted=include_deleted,
+        private=private,
+        text=text,
+    )
+    return Page(items=items, next_cursor=seq_cursor(next_before))
+
+
+def observation_update(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+    expires_at: datetime | None | Unset = UNSET,
+) -> Observation:
+    """Correct an observation's content or mark it private, or set or clear its expiry
+    (`expires_at`: a time, None to clear, UNSET to leave); returns the fresh observation.
+
+    A content change keeps the earlier text in the observation's text history (with
+    `actor` and the time), in the same transaction.
+
+    A deleted observation is kept as it was, for the audit: changing it is a conflict.
+    What was derived from the old text (or, once private, from the text at all) follows:
+    see `streams.memory.rebuild.sources_changed`; its rebuild jobs go to `follow_ups`.
+    An action that records the update in the same transaction calls the three parts,
+    `observation_update_plan`, `observation_update_write` and `observation_update_after`.
+    """
+    plan = observation_update_plan(
+        observation=observation, content=content, private=private, expires_at=expires_at
+    )
+    if plan.changes:
+        store.in_transaction(
+            lambda session: observation_update_write(
+                store=store, plan=plan, actor=actor, session=session
+            )
+        )
+    return observation_update_after(store=store, plan=plan, follow_ups=follow_ups)
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """A checked update: the fields it sets, and whether the expiry changes."""
+
+    observation: Observation
+    fields: dict[str, object]
+    expiry_changes: bool
+    expires_at: datetime | None
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.fields) or self.expiry_changes
+
+    def after(self) -> dict[str, object]:
+        """What the observation holds once the update committed (content, private, expiry)."""
+        return {
+            "content": self.fields.get("content", self.observation.content),
+            "private": self.fields.get("private", self.observation.private),
+            "expires_at": self.expires_at if self.expiry_changes else self.observation.expires_at,
+        }
+
+
+def observation_update_plan(
+    *,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+    expires_at: datetime | None | Unset = UNSET,
+) -> UpdatePlan:
+    """Check an update and work out its fields; nothing is written (see `observation_update`)."""
+    fields: dict[str, object] = {}
+    if content is not None:
+        content = content.strip()
+        if not content:
+            raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"content is longer than {MAX_CONTENT_CHARS} characters",
+                details=[{"field": "content"}],
+            )
+        # An edit is a write too: secrets redacted, flags renewed.
+        content, detection = detect_and_redact(content)
+        fields["content"] = content
+        fields["flags"] = list(detection.flags)
+        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
+        if content != observation.content:
+            # Its vector described the old text: dropped, and the next embedding walk
+            # embeds the new one (`embedding_stale`); text ranking serves it meanwhile.
+            fields.update(embedding=None, embedding_model=None, embedding_stale=True)
+            fields["text_key"] = text_key(observation.scope_id, content)
+    if private is not None:
+        fields["private"] = private
+    expiry_changes = not isinstance(expires_at, Unset) and expires_at != observation.expires_at
+    plan = UpdatePlan(
+        observation=observation,
+        fields=fields,
+        expiry_changes=expiry_changes,
+        expires_at=None if isinstance(expires_at, Unset) else expires_at,
+    )
+    if not plan.changes:
+        return plan
+    if observation.deleted:
+        raise Conflict("the observation is deleted; it cannot be changed")
+    if expiry_changes and observation.expiry_swept:
+        raise Conflict(
+            "the observation expired and left memory; its expiry cannot change",
+            details=[{"field": "expires_at"}],
+        )
+    return plan
+
+
+def observation_update_write(
+    *, store: MemoryStore, plan: UpdatePlan, actor: str | None, session: StoreSession
+) -> None:
+    """The update's writes, in the caller's transaction."""
+    observation, fields = plan.observation, plan.fields
+    oid = require_object_id(observation.id, what="observation")
+    if plan.expiry_changes:
+        if not store.observations.set_expiry(oid, plan.expires_at, session=session):
+            raise NotFound("observation not found")
+        # Its propagated copies say the same fact: they expire with it.
+        for copy in copies_closure(PrivacyRepository(store.db), [observation.id]):
+            if not copy.expiry_swept:
+                store.observations.set_expiry(ObjectId(copy.id), plan.expires_at, session=session)
+    if not fields:
+        return
+    try:
+        updated = store.observations.update_fields(oid, fields, session=session)
+    except TextTaken as exc:
+        raise Conflict(
+            "another observation of this scope holds the same text",
+            details=[{"field": "content"}],
+        ) from exc
+    if not updated:
+        raise NotFound("observation not found")
+    if "content" in fields and fields["content"] != observation.content:
+        store.text_history.insert(
+            observation_id=oid,
+            scope_id=require_object_id(observation.scope_id, what="scope"),
+            agent_id=observation.agent_id,
+            content=observation.content,
+            actor=actor,
+            at=utcnow(),
+            session=session,
+        )
+        # Re-index: the old content's terms out, the new content's in, atomically.
+        search_index_remove(store=store, observations=[observation], session=session)
+        renewed = replace(observation, content=str(fields["content"]))
+        search_index_add(store=store, observations=[renewed], session=session)
+    changed = replace(
+        observation,
+        content=str(fields.get("content", observation.content)),
+        private=bool(fields.get("private", observation.private)),
+    )
+    observations_changed(
+        store=store, event="observation.updated", observations=[changed], session=session
+    )
+
+
+def observation_update_after(
+    *, store: MemoryStore, plan: UpdatePlan, follow_ups: list[Job] | None = None
+) -> Observation:
+    """After the update committed: the fresh observation; the search terms no text holds
+    any more, and what was derived from the old text (rebuild jobs in `follow_ups`)."""
+    observation = plan.observation
+    if not plan.changes:
+        return observation
+    fresh = store.observations.get(require_object_id(observation.id, what="observation"))
+    if fresh is None:
+        raise NotFound("observation not found")
+    if not plan.fields:
+        return fresh
+    jobs = follow_ups if follow_ups is not None else []
+    if fresh.content != observation.content:
+        prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    if fresh.private and not observation.private:
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="private",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
+    elif fresh.content != observation.content:
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="edit",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
+    return fresh
+
+
+def observation_delete(
+    *, store: MemoryStore, observation: Observation, follow_ups: list[Job] | None = None
+) -> None:
+    """Soft delete: kept for the audit, out of every context, search, default list and
+    pending count; consolidations that absorbed it are rebuilt without it (jobs in
+    `follow_ups`) and its propagated copies are removed.
+
+    Deleting a deleted observation changes nothing (its first deletion time stands).
+    An action that records the deletion in the same transaction calls the two halves,
+    `observation_delete_write` and `observation_delete_after`, itself.
+    """
+    if observation.deleted:
+        return
+    deletion = store.in_transaction(
+        lambda session: observation_delete_write(
+            store=store, observation=observation, session=session
+        )
+    )
+    observation_delete_after(
+        store=store, observation=observation, deletion=deletion, follow_ups=follow_ups
+    )
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What a delete's transaction did: whether it deleted, and took it out of pending."""
+
+    deleted: bool = False
+    was_pending: bool = False
+
+
+def observation_delete_write(
+    *, store: MemoryStore, observation: Observation, session: StoreSession
+) -> Deletion:
+    """The delete's writes, in the caller's transaction (a deleted one: none)."""
+    if observation.deleted:
+        return Deletion()
+    oid = require_object_id(observation.id, what="observation")
+    scope_oid = require_object_id(observation.scope_id, what="scope")
+    now = utcnow()
+    if not store.observations.mark_deleted(oid, now=now, session=session):
+        if store.observations.get(oid) is None:
+            raise NotFound("observation not found")
+        return Deletion()
+    search_index_remove(store=store, observations=[observation], session=session)
+    store.text_history.purge([oid], session=session)  # earlier texts go with it
+    gone = replace(observation, deleted_at=now)
+    observations_changed(
+        store=store, event="observation.deleted", observations=[gone], session=session
+    )
+    was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
+    store.scopes.count_deleted(scope_oid, session=session)
+    return Deletion(deleted=True, was_pending=was_pending)
+
+
+def observation_delete_after(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    deletion: Deletion,
+    follow_ups: list[Job] | None = None,
+) -> None:
+    """After the delete committed: the agent's counts, the search terms no text holds any
+    more, and what was derived from it (rebuild jobs in `follow_ups`, copies removed)."""
+    if observation.deleted:
+        return
+    if deletion.deleted:
+        # A deleted observation leaves every count: the scope's, the agent's, pending.
+        store.agents.adjust_counters(
+            observation.agent_id, now=utcnow(), observations=-1, pending=-int(deletion.was_pending)
+        )
+    prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    jobs = follow_ups if follow_ups is not None else []
+    sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)

@@ -1,0 +1,1 @@
+"""People: one user of one agent: find, audit, export and import, forget."""

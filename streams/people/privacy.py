@@ -1,0 +1,266 @@
+"""Forget user: remove everything an agent remembers about one user, and prove it.
+
+Forgetting removes, for one user of one agent: the individual scope with its
+observations and consolidation history, the user's buffered messages and
+session buffers, every observation elsewhere whose `related_user_ids` holds the
+user, and the propagated copies of any of these.
+
+Group and collective consolidations that absorbed such observations hold the
+user's content in their text and in every history version from the first one
+that absorbed it. Each such scope is rebuilt by the general mechanism of
+streams/memory/rebuild.py (`rebuild_scope`, trigger `forget_user`): the tainted
+versions' texts are replaced by a redaction marker (version numbers, times and
+who made them stay, for the audit). Hand edits made after the user's content
+arrived are lost with the versions: they may quote it.
+
+Order matters for a retried job: a scope is rebuilt and redacted before any
+observation is deleted, so a run that fails half way still finds what is left
+to do on the next attempt.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from bson import ObjectId
+
+from streams.context.log_scrub import context_log_forget_observations, removed_texts
+from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.jobs import JobRun, job_create
+from streams.memory.formation import FormationSettings
+from streams.memory.pins import pin_quotes
+from streams.memory.rebuild import copies_closure, forget_in_search, rebuild_scope
+from streams.people.user_audit import check_user_ids, user_individual_scope
+from streams.records.webhooks import webhook_outbox_add
+from streams.store import MemoryStore, StoreSession
+from streams.store.privacy import BATCH, PrivacyRepository
+
+REDACTED = "[redacted: this version held content of a user who was forgotten]"
+LEASE = timedelta(minutes=5)
+MAX_BUFFER_PAGES = 1000
+
+
+def _repo(store: MemoryStore) -> PrivacyRepository:
+    return PrivacyRepository(store.db)
+
+
+# -- forget user ------------------------------------------------------------------------
+
+
+def forget_user_request(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str,
+    actor: str,
+    session: StoreSession | None = None,
+) -> Job:
+    """Queue the forgetting of one user of one agent (a `forget_user` job, written in
+    the caller's transaction with `session`).
+
+    Forgetting someone with nothing remembered is not an error: the receipt says zero,
+    which is the proof the caller wants.
+    """
+    check_user_ids(agent_id, user_id)
+    return job_create(
+        store=store,
+        kind="forget_user",
+        agent_id=agent_id,
+        trigger="request",
+        actor=actor,
+        payload={"user_id": user_id},
+        session=session,
+    )
+
+
+def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
+    """The work of a forget_user job; its result is the deletion receipt."""
+    job = run.job
+    user_id = str(job.payload["user_id"])
+    agent_id = job.agent_id
+    repo = _repo(store)
+    # What they said goes first: a formation still holding their messages then fails
+    # its commit (and forms the rest later) instead of storing new memories of them
+    # after the scan below.
+    said = _forget_messages(store, repo, agent_id, user_id)
+    individual = user_individual_scope(store=store, agent_id=agent_id, user_id=user_id)
+    elsewhere, own = _observations_of(repo, agent_id, user_id, individual)
+    by_scope: dict[str, list[Observation]] = {}
+    for observation in elsewhere:
+        by_scope.setdefault(observation.scope_id, []).append(observation)
+    rebuilt: list[dict[str, Any]] = []
+    redacted = 0
+    # Pins quoting what they said go before the rebuilds, which would put them back.
+    unpinned = sum(
+        _unpin_quotes(store, scope_id, observations)
+        for scope_id, observations in sorted(by_scope.items())
+    )
+    for scope_id, observations in sorted(by_scope.items()):
+        outcome = rebuild_scope(
+            store=store,
+            run=run,
+            scope_id=scope_id,
+            removed={o.id for o in observations},
+            trigger="forget_user",
+            marker=REDACTED,
+            lease=lease,
+            absorbed=any(o.consolidated for o in observations),
+        )
+        if outcome is not None:
+            for key in ("removed", "changed"):
+                outcome.pop(key)
+            rebuilt.append(outcome)
+            redacted += outcome.pop("redacted")
+    deleted = {
+        "memory_scopes": 0,
+        "memory_observations": 0,
+        "memory_consolidations": 0,
+        "memory_messages": 0,
+        "memory_session_buffers": 0,
+        "memory_chat_calls": 0,
+        "memory_context_calls": 0,
+        "memory_webhook_deliveries": 0,
+    }
+    now = utcnow()
+    uncounted = 0
+    for scope_id, observations in sorted(by_scope.items()):
+        forget_in_search(store=store, scope_id=scope_id, observations=observations)
+        count = store.in_transaction(
+            lambda session, gone=observations: repo.delete_observations(
+                [ObjectId(o.id) for o in gone], session=session
+            )
+        )
+        store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
+        store.text_history.purge([ObjectId(o.id) for o in observations])
+        # A soft-deleted observation left the counts when it was deleted.
+        counted = min(count, sum(1 for o in observations if not o.deleted))
+        if count:
+            repo.unlink_observations(
+                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=counted
+            )
+        deleted["memory_observations"] += count
+        uncounted += counted
+    store.agents.adjust_counters(agent_id, now=now, observations=-uncounted)
+    if individual is not None:
+        # Term by term rather than `search_index_drop_scope`: its `_id` range delete
+        # scans the whole index on the embedded store (3 s at 10,000 observations).
+        forget_in_search(store=store, scope_id=individual.id, observations=own)
+        repo.drop_search_totals(ObjectId(individual.id))
+        removed = store.in_transaction(
+            lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
+        )
+        store.client_ids.forget_scope(ObjectId(individual.id))
+        store.text_history.purge_scope(ObjectId(individual.id))
+        for collection, count in removed.items():
+            deleted[collection] += count
+        if removed["memory_scopes"]:
+            store.agents.adjust_counters(
+                agent_id,
+                now=now,
+                scopes=-1,
+                # What the scope counted: its soft-deleted observations left it already.
+                observations=-individual.observation_count,
+                pending=-individual.pending_count,
+            )
+    for collection, count in said.items():
+        deleted[collection] += count
+    deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    deleted["memory_context_calls"] = store.context_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    # Other users' logged calls that quoted what is gone (a group's or the collective's
+    # section): the text is scrubbed from them (their consolidations' versions were
+    # scrubbed by the rebuilds above).
+    context_log_forget_observations(store=store, texts=removed_texts([*own, *elsewhere]))
+    # Webhook deliveries that carry their observations: waiting ones are not sent now.
+    deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
+        [f"observation:{o.id}" for o in [*own, *elsewhere]]
+    )
+    # The findable name (streams/people/user_find.py) is personal data too.
+    deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
+    run.result = {
+        "agent_id": agent_id,
+        "user_id": user_id,
+        "actor": job.actor,
+        "finished_at": utcnow().isoformat(),
+        "deleted": deleted,
+        "redacted_versions": redacted,
+        "reconsolidated_scopes": rebuilt,
+        "unpinned": unpinned,
+    }
+    # The receipt, pushed to the agent's hooks (a retried job may push it twice: at least once).
+    webhook_outbox_add(
+        store=store,
+        agent_id=agent_id,
+        event="user.forgotten",
+        objects=[(f"user:{user_id}", dict(run.result))],
+        session=None,
+    )
+
+
+def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observation]) -> int:
+    """Remove the scope's pins that quote any of these observations; how many went."""
+    scope = store.scopes.get(ObjectId(scope_id))
+    if scope is None or not scope.pins:
+        return 0
+    kept = [p for p in scope.pins if not any(pin_quotes(p, o.content) for o in observations)]
+    if len(kept) != len(scope.pins):
+        store.scopes.set_pins(ObjectId(scope_id), kept)
+    return len(scope.pins) - len(kept)
+
+
+def _forget_messages(
+    store: MemoryStore, repo: PrivacyRepository, agent_id: str, user_id: str
+) -> dict[str, int]:
+    """Delete every message the person sent; recount the sessions they spoke in (others'
+    messages stay), dropping a session's buffer when nothing is left in it."""
+    counts = {
+        "memory_messages": store.in_transaction(
+            lambda session: repo.delete_user_messages(agent_id, user_id, session=session)
+        )
+    }
+    dropped = 0
+    min_messages = FormationSettings().min_messages
+    for _ in range(MAX_BUFFER_PAGES):
+        buffer_ids = store.sessions.speaker_buffer_ids(agent_id, user_id, limit=BATCH)
+        for buffer_id in buffer_ids:
+            dropped += store.in_transaction(
+                lambda session, bid=buffer_id: store.sessions.forget_speaker(
+                    bid, user_id, min_messages=min_messages, session=session
+                ),
+                attempts=5,
+            )
+        if len(buffer_ids) < BATCH:
+            break
+    counts["memory_session_buffers"] = dropped
+    return counts
+
+
+def _observations_of(
+    repo: PrivacyRepository, agent_id: str, user_id: str, individual: Scope | None
+) -> tuple[list[Observation], list[Observation]]:
+    """(elsewhere, own): observations outside the individual scope to remove (those naming
+    the user, and the propagated copies, and copies of copies, of these and of the
+    individual ones), and the individual scope's own."""
+    found: dict[str, Observation] = {}
+    after: ObjectId | None = None
+    while True:
+        batch = repo.related_observations(agent_id, user_id, after=after)
+        found.update((o.id, o) for o in batch)
+        if len(batch) < BATCH:
+            break
+        after = ObjectId(batch[-1].id)
+    own: list[Observation] = []
+    if individual is not None:
+        oid = ObjectId(individual.id)
+        for low in range(0, individual.observation_seq, BATCH):
+            high = min(low + BATCH, individual.observation_seq)
+            own += repo.scope_observations(oid, low_seq=low, high_seq=high)
+    origins = set(found) | {o.id for o in own}
+    for copy in copies_closure(repo, sorted(origins)):
+        found.setdefault(copy.id, copy)
+    individual_id = individual.id if individual is not None else None
+    return [o for o in found.values() if o.scope_id != individual_id], own

@@ -1,0 +1,1 @@
+"""What happened: the audit log, LLM usage, daily activity, counters, webhooks."""

@@ -1,0 +1,1 @@
+"""Search: the text index, ranking and reranking, embeddings, when to search."""

@@ -1,0 +1,468 @@
+"""Ranked text search over observations (our own index), scoped by privacy.
+
+The index is built on write (`search_index_add` inside the transaction that stores
+observations, `search_index_remove` on soft delete and before a content change,
+`search_index_forget` before a hard delete), so a search costs three store round
+trips whatever the size of the logs: the statistics and postings of every
+(scope, term), in one query (`streams.store.search`: rare terms in full, common ones
+cut by score bound and completed from the fetched candidates' text); the best
+candidates by `_id` (narrowed by the time window);
+their session neighbours on `(scope_id, seq)`. Results then count as an access (one
+unacknowledged write). The ranking (`streams.search.ranking`) is BM25 over the union of the
+searched scopes, then people, term proximity (in the fetched candidates' text),
+neighbours and their support, and dates, identical on any MongoDB server:
+no `$text`, no Atlas Search.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from bson import ObjectId
+
+from streams.core.documents import Observation, Scope, utcnow
+from streams.core.exceptions import NotFound
+from streams.core.ids import require_object_id
+from streams.search.embeddings import SemanticRanker, query_vector
+from streams.search.ranking import (
+    FINAL,
+    STAGES,
+    Candidate,
+    Query,
+    Ranking,
+    TermWeights,
+    complete_terms,
+    cut_terms,
+    ordered,
+    people_stage,
+    query_parse,
+    rank_among,
+    rank_stage,
+    term_stage,
+    term_weights,
+    upper_bound,
+)
+from streams.search.ranking_lifecycle import importance_stage, mmr_reorder, recency_stage
+from streams.search.rerank import (
+    date_stage,
+    neighbour_seeds,
+    neighbour_stage,
+    neighbour_steps,
+    proximity_stage,
+    text_terms,
+    when_stage,
+)
+from streams.search.text import term_counts
+from streams.search.vectors import fusion_stage, late_fusion, nearest_in_scopes
+from streams.store import MemoryStore, StoreSession
+from streams.store.search import IndexChange
+from streams.store.write_batch import WriteBatch
+
+MAX_LIMIT = 50
+WINDOW_POOL = 500  # with a time window: more candidates, most fall outside it
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Why a hit ranks where it does: its score per query term and per mechanism, and its
+    rank after each stage (`terms`, `people`, `proximity`, `neighbours`, `dates`; before a
+    stage is after the one before it; 0: not a candidate yet, as a neighbour before
+    `neighbours`). Mechanisms: `people`, `proximity`, `neighbours` (a share of a
+    neighbouring match's score), `support` (a share of what its session neighbours say
+    of the query; ranked with `neighbours`), `dates`.
+    With the semantic layer the score is the fused one and no longer their sum."""
+
+    terms: dict[str, float]
+    mechanisms: dict[str, float]
+    ranks: dict[str, int]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    observation: Observation
+    score: float
+    matched_terms: list[str]
+    explanation: Explanation | None = field(default=None, compare=False)
+
+
+# -- the index, on write -----------------------------------------------------------------
+
+
+def _changes(observations: list[Observation], sign: int) -> list[IndexChange]:
+    return [
+        IndexChange(
+            scope_id=ObjectId(o.scope_id),
+            observation_id=ObjectId(o.id),
+            counts=dict(term_counts(o.content)),
+            sign=sign,
+        )
+        for o in observations
+    ]
+
+
+def search_index_add(
+    *,
+    store: MemoryStore,
+    observations: list[Observation],
+    session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
+) -> None:
+    """Index new observations (call inside the transaction that inserts them); those held
+    for review are indexed when they are released (`streams.guard.review`)."""
+    live = [o for o in observations if not o.deleted and not o.held]
+    if live:
+        store.search_index.apply(_changes(live, +1), session=session, writes=writes)
+
+
+def search_index_remove(
+    *, store: MemoryStore, observations: list[Observation], session: StoreSession | None = None
+) -> None:
+    """Take observations out of search (soft delete, or before re-indexing new content).
+
+    Observations already deleted were taken out when they were deleted, and held ones
+    (in review, candidates, rejected) were never in: skipped, so the statistics are never
+    decremented twice.
+    """
+    live = [o for o in observations if not o.deleted and not o.held]
+    if live:
+        store.search_index.apply(_changes(live, -1), session=session)
+
+
+def search_index_forget(*, store: MemoryStore, observations: list[Observation]) -> None:
+    """Before a hard delete: drop the observations' postings and adjust their scopes'
+    statistics, so nothing of them stays searchable or skews the ranking."""
+    search_index_remove(store=store, observations=observations)
+
+
+def search_index_build(*, store: MemoryStore, observations: list[Observation]) -> int:
+    """Index observations of scopes that have no index yet, in bulk (seeding only: it
+    writes the documents whole instead of updating them)."""
+    return store.search_index.insert_fresh(_changes([o for o in observations if not o.deleted], +1))
+
+
+def search_index_drop_scope(*, store: MemoryStore, scope_id: str) -> None:
+    """A scope removed whole (forget user): its index goes with it."""
+    store.search_index.drop_scope(require_object_id(scope_id, what="scope"))
+
+
+# -- which scopes a search may see -------------------------------------------------------
+
+
+def search_scopes(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    user_id: str | None = None,
+    group_ids: list[str] | None = None,
+    scope_id: str | None = None,
+) -> list[Scope]:
+    """The scopes a caller may search: the user's individual scope (only with `user_id`),
+    the named groups, the agent's collective scope and active shards; or one scope.
+
+    An individual scope asked for by id is visible only with its own `user_id`
+    (otherwise not found, like a scope of another agent).
+    """
+    if scope_id is not None:
+        scope = store.scopes.get(require_object_id(scope_id, what="scope"))
+        if scope is None or scope.agent_id != agent_id:
+            raise NotFound("scope not found")
+        if scope.scope_type == "individual" and scope.user_id != user_id:
+            raise NotFound("scope not found")
+        return [scope]
+    scopes = store.visible_scopes.find(
+        agent_id=agent_id, user_id=user_id, group_ids=list(group_ids or [])
+    )
+    return [s for s in scopes if s.is_active]  # a paused scope (any type) is not searched
+
+
+# -- ranking -----------------------------------------------------------------------------
+
+
+def search_observations(
+    *,
+    store: MemoryStore,
+    agent_id: str,
+    query: str,
+    user_id: str | None = None,
+    group_ids: list[str] | None = None,
+    scope_id: str | None = None,
+    limit: int = 10,
+    semantic: SemanticRanker | None = None,
+    min_score: float | None = None,
+    observed_after: datetime | None = None,
+    observed_before: datetime | None = None,
+    now: datetime | None = None,
+    record_access: bool = True,
+    ranking: Ranking = FINAL,
+) -> list[SearchHit]:
+    """The best `limit` observations for `query` in the scopes the caller may see, observed
+    in `[observed_after, observed_before)`, scoring at least `min_score`; they count as
+    an access (as in a context), unless `record_access` is off (benchmarks).
+
+    With `semantic` (an embedding model is configured) the observations nearest to the
+    query's embedding join the text candidates, fused (`streams.search.vectors`) before the
+    stages after people, and `score` is the fused one plus those stages.
+    """
+    scopes = search_scopes(
+        store=store, agent_id=agent_id, user_id=user_id, group_ids=group_ids, scope_id=scope_id
+    )
+    hits = search_in_scopes(
+        store=store,
+        scopes=scopes,
+        query=query,
+        limit=limit,
+        semantic=semantic,
+        min_score=min_score,
+        observed_after=observed_after,
+        observed_before=observed_before,
+        ranking=ranking,
+        now=now,
+    )
+    if hits and record_access:
+        store.observations.record_access(
+            [ObjectId(h.observation.id) for h in hits], now=now or utcnow()
+        )
+    return hits
+
+
+def search_in_scopes(
+    *,
+    store: MemoryStore,
+    scopes: list[Scope],
+    query: str,
+    limit: int = 10,
+    exclude_ids: frozenset[str] = frozenset(),
+    semantic: SemanticRanker | None = None,
+    min_score: float | None = None,
+    observed_after: datetime | None = None,
+    observed_before: datetime | None = None,
+    ranking: Ranking = FINAL,
+    now: datetime | None = None,
+    expand: dict[str, float] | None = None,
+) -> list[SearchHit]:
+    """The ranking stages over the union of `scopes`, every hit with its explanation;
+    deleted observations never appear (they leave the index when deleted, and are
+    checked again on fetch). `now`: the time of asking, that "last week" counts from;
+    `expand`: terms added by feedback, each at its share of a term's weight."""
+    if ranking.multihop or ranking.prf:
+        from streams.search.understood import understood_search  # it calls back here
+
+        return understood_search(
+            store=store,
+            scopes=scopes,
+            query=query,
+            limit=limit,
+            exclude_ids=exclude_ids,
+            semantic=semantic,
+            min_score=min_score,
+            observed_after=observed_after,
+            observed_before=observed_before,
+            ranking=ranking,
+            now=now,
+        )
+    parsed = query_parse(query, ranking=ranking, now=now or utcnow(), expand=expand)
+    limit = max(1, min(limit, MAX_LIMIT))
+    if not parsed.terms or not scopes:
+        return []
+    totals, stats = store.search_index.read([ObjectId(s.id) for s in scopes], parsed.terms)
+    weights = term_weights(
+        totals=totals, stats=stats, ranking=ranking, names=parsed.names, boosts=parsed.boosts
+    )
+    candidates = term_stage(stats=stats, weights=weights, exclude_ids=exclude_ids)
+    if ranking.people:
+        people_stage(candidates=candidates, query=parsed, boost=ranking.people_boost)
+    windowed = observed_after is not None or observed_before is not None
+    pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5)
+    cut = cut_terms(stats)
+    if cut and weights is not None:
+        # Common terms were read only in part: the pool goes by what each candidate could
+        # still score, and the fetched ones get their exact score from their text.
+        bounds = {c.observation_id: upper_bound(c, cut, weights) for c in candidates.values()}
+        pool = sorted(
+            candidates.values(),
+            key=lambda c: (bounds[c.observation_id], c.observation_id.binary),
+            reverse=True,
+        )[:pool_size]
+    else:
+        pool = ordered(candidates.values())[:pool_size]
+    nearest: list[tuple[ObjectId, float]] = []
+    if semantic is not None:
+        nearest = _nearest(store=store, ranker=semantic, query=query, scopes=scopes, limit=limit)
+        nearest = [(oid, c) for oid, c in nearest if str(oid) not in exclude_ids]
+        pooled = {c.observation_id for c in pool}
+        for oid, _ in nearest:
+            if oid not in pooled:
+                pool.append(candidates.setdefault(oid, Candidate(oid)))
+    fetched = store.observations.get_many_observed(
+        [c.observation_id for c in pool],
+        observed_after=observed_after,
+        observed_before=observed_before,
+    )
+    visible = {s.id for s in scopes}
+    kept: dict[ObjectId, Candidate] = {}
+    for observation in fetched:
+        if not observation.live or observation.is_expired() or observation.scope_id not in visible:
+            continue
+        candidate = candidates[ObjectId(observation.id)]
+        candidate.observation = observation
+        kept[candidate.observation_id] = candidate
+    if cut and weights is not None:
+        # Their scores are exact only now: ranked among themselves.
+        complete_terms(kept, cut, weights)
+        if ranking.people:
+            people_stage(candidates=kept, query=parsed, boost=ranking.people_boost)
+        rank_among(kept.values(), kept.values(), people=ranking.people)
+    else:
+        rank_among(candidates.values(), kept.values(), people=ranking.people)
+    if semantic is not None and nearest:
+        _fuse(kept=kept, nearest=nearest, ranker=semantic, parsed=parsed, weights=weights)
+    if ranking.proximity:
+        proximity_stage(candidates=kept, query=parsed, weights=weights)
+    if ranking.neighbours and kept:
+        seeds = neighbour_seeds(ordered(kept.values()), ranking)
+        neighbours = [
+            o
+            for o in _neighbours(
+                store=store,
+                seeds=seeds,
+                known=[c.observation for c in kept.values()],
+                reach=ranking.reach,
+            )
+            if str(o.id) not in exclude_ids
+            and _in_window(o, observed_after, observed_before)
+            and not o.is_expired()
+        ]
+        neighbour_stage(
+            candidates=kept,
+            seeds=seeds,
+            neighbours=neighbours,
+            query=parsed,
+            weights=weights,
+            support=ranking.support,
+            own_terms=ranking.neighbour_terms,
+            reach=ranking.reach,
+            share=ranking.share,
+        )
+    if ranking.dates:
+        date_stage(candidates=kept, query=parsed, boost=ranking.date_boost)
+    if ranking.when and parsed.window is not None:
+        when_stage(candidates=kept, window=parsed.window, share=ranking.when_share)
+    lifecycle_stages(candidates=kept, ranking=ranking)
+    final = [(c, c.score) for c in ordered(kept.values())]
+    if semantic is not None and nearest and semantic.fusion.method == "late":
+        final = late_fusion(final, [(o, c) for o, c in nearest if o in kept], semantic.fusion)
+    if ranking.mmr and final:
+        final = mmr_reorder(final, k=limit)
+    order = {t: i for i, t in enumerate(parsed.terms)}
+    hits: list[SearchHit] = []
+    for candidate, fused in final:
+        if candidate.observation is None:
+            continue
+        score = round(fused, 6)
+        if min_score is not None and score < min_score:
+            break
+        hits.append(
+            SearchHit(
+                observation=candidate.observation,
+                score=score,
+                matched_terms=sorted(candidate.terms, key=lambda t: order.get(t, 0)),
+                explanation=_explain(candidate),
+            )
+        )
+        if len(hits) == limit:
+            break
+    return hits
+
+
+def lifecycle_stages(*, candidates: dict[ObjectId, Candidate], ranking: Ranking) -> None:
+    """The bounded lifecycle stages (`streams.search.ranking_lifecycle`) the ranking switches on."""
+    if ranking.feedback or ranking.access:
+        importance_stage(candidates=candidates, feedback=ranking.feedback, access=ranking.access)
+    if ranking.recency:
+        recency_stage(candidates=candidates)
+
+
+def _neighbours(
+    *, store: MemoryStore, seeds: list[Candidate], known: list[Observation | None], reach: int
+) -> list[Observation]:
+    """The log around the seeds from a session, in one read: of the scope that holds most
+    of them (a second scope would cost a second round trip). The `known` (fetched
+    already) are not read again: the store's cost is per document, and a session's turns
+    are often candidates together."""
+    sessions = [c.observation for c in seeds if c.observation and c.observation.source_session_id]
+    if not sessions:
+        return []
+    counts = Counter(o.scope_id for o in sessions)
+    scope_id = max(counts, key=lambda s: counts[s])  # ties: the best seed's scope (first seen)
+    seqs = {
+        o.seq + step for o in sessions if o.scope_id == scope_id for step in neighbour_steps(reach)
+    }
+    have = {o.seq: o for o in known if o is not None and o.scope_id == scope_id}
+    missing = [s for s in seqs if s not in have]
+    return store.observations.neighbours(ObjectId(scope_id), missing) + [
+        have[s] for s in seqs if s in have
+    ]
+
+
+def _in_window(o: Observation, after: datetime | None, before: datetime | None) -> bool:
+    return (after is None or o.observed_at >= after) and (before is None or o.observed_at < before)
+
+
+def _explain(candidate: Candidate) -> Explanation:
+    ranks = {}
+    for stage in STAGES:  # a stage that did not run leaves the rank as it was
+        ranks[stage] = candidate.ranks.get(stage, ranks.get(_previous(stage), 0))
+    return Explanation(
+        terms={t: round(v, 6) for t, v in candidate.terms.items()},
+        mechanisms={m: round(v, 6) for m, v in candidate.mechanisms.items()},
+        ranks=ranks,
+    )
+
+
+def _previous(stage: str) -> str:
+    index = STAGES.index(stage)
+    return STAGES[index - 1] if index else stage
+
+
+def _nearest(
+    *, store: MemoryStore, ranker: SemanticRanker, query: str, scopes: list[Scope], limit: int
+) -> list[tuple[ObjectId, float]]:
+    """The observations nearest to the query's embedding (none when it cannot be embedded)."""
+    vector = query_vector(ranker, query)
+    if vector is None:
+        return []
+    depth = max(ranker.fusion.depth, limit + 5)
+    return nearest_in_scopes(
+        store=store,
+        scope_ids=[ObjectId(s.id) for s in scopes],
+        model=ranker.model,
+        query=vector,
+        k=depth,
+    )
+
+
+def _fuse(
+    *,
+    kept: dict[ObjectId, Candidate],
+    nearest: list[tuple[ObjectId, float]],
+    ranker: SemanticRanker,
+    parsed: Query,
+    weights: TermWeights | None,
+) -> None:
+    """The fetched candidates' fused score (the `semantic` mechanism), after people. A
+    candidate the embeddings brought in gets its term score from its own text first."""
+    for candidate in kept.values():
+        if not candidate.terms and weights is not None and candidate.observation is not None:
+            candidate.terms = text_terms(candidate.observation.content, parsed, weights)
+    if ranker.fusion.method == "late":
+        return  # fused after every stage (`late_fusion`)
+    text = [(c.observation_id, c.score) for c in ordered(kept.values()) if c.terms]
+    fusion_stage(
+        candidates=kept,
+        text=text,
+        nearest=[(oid, c) for oid, c in nearest if oid in kept],
+        fusion=ranker.fusion,
+    )
+    rank_stage(kept.values(), "semantic")
