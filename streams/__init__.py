@@ -1,5 +1,7 @@
-"""The memory domain: scopes, observations, formation, consolidation, propagation, context.
+"""The memory domain, in packages by capability (docs/architecture.md is the map).
 
-Plain functions and small classes over one persistence package (`streams.store`).
-Nothing here imports Django's HTTP layer, ninja, templates or `memory_admin`.
+`actions/` (one write path per action) over `context/`, `drafts/`, `people/`, `legacy/`,
+`memory/`, `guard/`, `prompts/`, `search/`, `jobs.py`, `records/`, `selectors.py`; then
+`store/` (every pymongo call), `llm/` (the LLM port) and `core/` (documents, errors, ids).
+Nothing here imports Django, ninja, Celery or `memory_admin` (import-linter checks it).
 """

@@ -1,1 +1,7 @@
-"""The shared kernel: documents, the exception family, ids, cursor pages."""
+"""The shared kernel every layer builds on, the store included.
+
+- `documents`: the domain's documents (Scope, Observation, Job, ...) and their converters;
+  `documents_audit`: the audit entry's document.
+- `exceptions`: the one exception family (`MemoryServiceError`, `InvalidInput`, ...).
+- `ids`: 24-hex ids at the boundary; `pagination`: opaque cursors and bounded pages.
+"""

@@ -1,1 +1,6 @@
-"""The guard on shared memory: detectors, screening on write, review, contradictions."""
+"""The guard on shared memory: what it must not take in, and what waits for a person.
+
+- `detectors`: deterministic flags and redaction; `screening`: the guard on every write.
+- `review`: the review queue, decisions, and releasing what waited.
+- `contradictions`: a new observation against a live one with a different value.
+"""

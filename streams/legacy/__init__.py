@@ -1,1 +1,4 @@
-"""Legacy: migration from the earlier collections."""
+"""Legacy: migration from the earlier collections (`memory_user`, `memory_agent`, ...).
+
+- `migration`: the migration itself; `documents`: the earlier documents and the report.
+"""

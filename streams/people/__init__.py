@@ -1,1 +1,7 @@
-"""People: one user of one agent: find, audit, export and import, forget."""
+"""People: one user of one agent.
+
+- `user_find`: find a user by the start of a name or id.
+- `user_audit`: what is remembered about a user, and the JSON export.
+- `exchange`: export a user or a scope (JSON, Markdown) and import it back.
+- `privacy`: forget a user, and prove it.
+"""
