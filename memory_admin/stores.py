@@ -1,4 +1,8 @@
-"""Where the interfaces get their `MemoryStore`: settings in, one client per process."""
+"""Where the interfaces get their `MemoryStore`: settings in, one client per process.
+
+The API and UI take the type from here too: they import no `streams.store` module
+(an import-linter contract), so a handler holds the store only to pass it on.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ from memory_admin import store_supervisor
 from streams.core.exceptions import IndexesMissing, Unavailable
 from streams.store import MemoryStore
 from streams.store.client import get_client, is_unreachable
+
+__all__ = ["MemoryStore", "get_store", "indexes_ensured", "store_mode", "store_unreachable"]
 
 logger = logging.getLogger("memory_admin.store")
 

@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, found
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, role_required
@@ -24,7 +24,6 @@ from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.memory.bulk import MAX_EXTERNAL_ID, MAX_QUERY_CHARS, BulkFilter
 from streams.memory.scopes import scope_get, scope_list
-from streams.store import MemoryStore
 
 ACTIONS = [("delete", "Delete"), ("private", "Mark private"), ("move", "Move to another scope")]
 STATUSES = [("", "Any status"), ("pending", "Pending"), ("consolidated", "Consolidated")]

@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.roles import Role, role_required
@@ -18,7 +18,6 @@ from streams.context.log import context_call_get, context_calls_page
 from streams.context.replay import context_replay
 from streams.core.exceptions import InvalidInput
 from streams.core.pagination import Page
-from streams.store import MemoryStore
 
 PAGE_SIZE = 20
 

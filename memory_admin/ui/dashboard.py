@@ -9,7 +9,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from memory_admin.stores import get_store, store_mode
+from memory_admin.stores import MemoryStore, get_store, store_mode
 from memory_admin.ui.chart import activity_chart
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
@@ -19,7 +19,6 @@ from streams.core.documents import Agent, Job, utcnow
 from streams.guard.review import review_counts_by_agent
 from streams.records.activity import activity_days
 from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
-from streams.store import MemoryStore
 
 PAGE_SIZE = 25
 MAX_CURSOR_CHARS = 200  # agent ids are short; a longer `after` is not one of ours

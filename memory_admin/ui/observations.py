@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
 from memory_admin.ui.htmx import wants_partial
@@ -28,7 +28,6 @@ from streams.memory.observations import observation_get, observation_list
 from streams.memory.provenance import cited_lines
 from streams.memory.scopes import scope_get
 from streams.memory.text_history import observation_history
-from streams.store import MemoryStore
 
 LOG_PAGE_SIZE = 25
 

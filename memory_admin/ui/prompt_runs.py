@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
 from memory_admin.llm import get_llm_provider
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, form_errors, found
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
@@ -32,7 +32,6 @@ from streams.drafts.dry_run import (
 from streams.drafts.prompt_checks import check_list
 from streams.memory.scopes import scope_get
 from streams.prompts import Draft, validate_prompt
-from streams.store import MemoryStore
 
 
 @require_POST

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.llm import get_llm_provider
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
@@ -41,7 +41,6 @@ from streams.prompts import (
     validate_prompt,
 )
 from streams.selectors import active_shards, agents_page, shard_find
-from streams.store import MemoryStore
 
 AGENT_CHOICES = 100
 HISTORY_SHOWN = 20

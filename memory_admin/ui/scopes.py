@@ -15,7 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
@@ -40,7 +40,6 @@ from streams.selectors import (
     scope_active_job,
     shard_find,
 )
-from streams.store import MemoryStore
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 100

@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import param
 from memory_admin.ui.roles import Role, role_required
 from streams.context.retrieval_health import retrieval_health
@@ -24,7 +24,6 @@ from streams.records.usage import (
     top_scopes_by_cost,
 )
 from streams.selectors import agents_page, scopes_by_ids
-from streams.store import MemoryStore
 
 AGENT_CHOICES = 200
 TOP_SHOWN = 10

@@ -49,12 +49,11 @@ from memory_admin.chat_upstream import (
     upstream_model,
 )
 from memory_admin.embeddings import semantic_ranker
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
 from streams.core.exceptions import InvalidInput, MemoryServiceError, Unavailable
-from streams.store import MemoryStore
 
 logger = logging.getLogger("memory_admin.chat")
 

@@ -23,7 +23,7 @@ from memory_admin.api.v1.schemas import (
     PageQuery,
     error_responses,
 )
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from streams.actions.observations import (
     do_observation_add,
     do_observation_add_batch,
@@ -38,7 +38,6 @@ from streams.memory.observation_batch import BatchItem
 from streams.memory.observations import UNSET, observation_get, observation_list
 from streams.memory.scopes import scope_get
 from streams.memory.text_history import EarlierText, observation_history
-from streams.store import MemoryStore
 
 router = Router(tags=["observations"])
 
