@@ -27,12 +27,14 @@ run: install ## Set up (migrate, indexes, demo data, demo login) and serve on em
 	$(PY) manage.py ensure_demo_login --url http://$(HOST):$(PORT)/
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-test: install ## Run the whole test suite (browser, PostgreSQL and Redis tests when present)
+test: install ## The layer contracts, then the whole test suite (browser, PostgreSQL, Redis when present)
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest
 
-lint: install ## ruff check and format check
+lint: install ## ruff check and format check, and the layer contracts (docs/architecture.md)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports --no-logo
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
