@@ -14,8 +14,8 @@ import logging
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.context.chat import ChatOutcome, ChatTurn, chat_turn_finish
-from streams.context.log_scrub import context_log_catch_up
 from streams.core.documents import Job
+from streams.records.context_scrub import context_log_catch_up
 from streams.store import MemoryStore
 
 logger = logging.getLogger("streams.chat")

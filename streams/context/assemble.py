@@ -10,16 +10,15 @@ check: an operator's edit shows in the very next context.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from xml.sax.saxutils import escape, quoteattr
 
 from bson import ObjectId
 
 from streams.core.documents import Observation, Scope, utcnow
+from streams.core.xml_text import SENTENCE_END, xml_attr, xml_text
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import SearchHit, search_in_scopes
 from streams.search.retrieval import RetrievalDecision, retrieval_decide
@@ -32,7 +31,6 @@ SHARED_RECENT_LIMIT = 5  # ... and under each group's, the collective's and each
 MAX_RECENT_READ = 200  # pending observations read for one context, all sections together
 RETRIEVED_LIMIT = 5
 # Characters XML 1.0 does not allow at all (escaping cannot save them).
-INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 LOGGED_MESSAGE_CHARS = 2_000  # of the message, kept in the context log
 CHARS_PER_TOKEN = 4
 
@@ -267,7 +265,7 @@ def _log_call(
 
 def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[str]]:
     """What a logged call quoted, by id, so that removing that text later finds the
-    records holding it by index (`streams.context.log_scrub`): the observations shown
+    records holding it by index (`streams.records.context_scrub`): the observations shown
     (recent and retrieved, after the budget) and the consolidation versions read
     (`<scope id>:<version>`; a section the budget dropped is listed too, harmlessly)."""
     sections = [parts.collective, *parts.shards, *parts.groups, parts.user]
@@ -377,11 +375,11 @@ def context_render(parts: ContextParts, *, now: datetime) -> str:
     shard_lines: list[str] = []
     for shard in parts.shards:
         shard_lines += _section_lines(
-            f"<Shard name={_attr(shard.label)}>", "</Shard>", shard, now=now, indent="    "
+            f"<Shard name={xml_attr(shard.label)}>", "</Shard>", shard, now=now, indent="    "
         )
     collective = parts.collective
     if (collective and _filled(collective)) or shard_lines:
-        body = _text(collective.text if collective else None)
+        body = xml_text(collective.text if collective else None)
         lines.append(f"  <CollectiveMemory>{body}")
         if collective is not None and collective.recent:
             lines += _recent_lines(collective.recent, now=now, indent="    ")
@@ -389,11 +387,11 @@ def context_render(parts: ContextParts, *, now: datetime) -> str:
         lines.append("  </CollectiveMemory>")
     for group in parts.groups:
         lines += _section_lines(
-            f"<GroupMemory group={_attr(group.label)}>", "</GroupMemory>", group, now=now
+            f"<GroupMemory group={xml_attr(group.label)}>", "</GroupMemory>", group, now=now
         )
     user = parts.user
     if user is not None and _filled(user):
-        lines.append(f"  <UserMemory user={_attr(user.label)}>{_text(user.text)}")
+        lines.append(f"  <UserMemory user={xml_attr(user.label)}>{xml_text(user.text)}")
         if user.recent:
             lines += _recent_lines(user.recent, now=now, indent="    ")
         lines.append("  </UserMemory>")
@@ -416,9 +414,9 @@ def _section_lines(
     if not _filled(section):
         return []
     if not section.recent:
-        return [f"{indent}{open_tag}{_text(section.text)}{close_tag}"]
+        return [f"{indent}{open_tag}{xml_text(section.text)}{close_tag}"]
     return [
-        f"{indent}{open_tag}{_text(section.text)}",
+        f"{indent}{open_tag}{xml_text(section.text)}",
         *_recent_lines(section.recent, now=now, indent=indent + "  "),
         f"{indent}{close_tag}",
     ]
@@ -433,8 +431,6 @@ def _recent_lines(recent: list[Observation], *, now: datetime, indent: str) -> l
 
 
 # -- budget ------------------------------------------------------------------------------
-
-SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
 def context_fit(
@@ -506,22 +502,9 @@ def _has_text(value: str | None) -> bool:
     return bool(value and value.strip())
 
 
-def _text(value: str | None) -> str:
-    return escape(INVALID_XML.sub("", (value or "").strip()))
-
-
-def xml_text(value: str | None) -> str:
-    """A text as the context XML holds it (the context log's scrub looks for it)."""
-    return _text(value)
-
-
-def _attr(value: str) -> str:
-    return quoteattr(INVALID_XML.sub("", value))
-
-
 def _bullet(observation: Observation, *, now: datetime) -> str:
     one_line = " ".join(observation.content.split())
-    return f"{_text(one_line)} ({relative_age(observation.observed_at, now=now)})"
+    return f"{xml_text(one_line)} ({relative_age(observation.observed_at, now=now)})"
 
 
 def relative_age(then: datetime, *, now: datetime) -> str:

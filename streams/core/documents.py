@@ -269,7 +269,7 @@ class Observation:
     expiry_swept: bool = False
     useful_count: int = 0  # feedback: a retrieved observation was useful ...
     useless_count: int = 0  # ... or not
-    # Observations of the scope this one contradicts (`streams.guard.contradictions`), both ways.
+    # Observations of the scope this one contradicts (`streams.core.contradictions`), both ways.
     contradicts: list[str] = field(default_factory=list)
     id: str = field(default_factory=lambda: str(ObjectId()))
     # Not stored: an add that matched a live observation answers with that one, so marked.

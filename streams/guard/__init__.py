@@ -2,5 +2,5 @@
 
 - `detectors`: deterministic flags and redaction; `screening`: the guard on every write.
 - `review`: the review queue, decisions, and releasing what waited.
-- `contradictions`: a new observation against a live one with a different value.
+(The contradiction check itself is pure text: `streams.core.contradictions`.)
 """

@@ -19,6 +19,7 @@ import math
 import re
 import time
 
+from streams.llm.contradiction_answer import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
 from streams.llm.offline_text import capitalise, clean, close_sentence, normalise
@@ -31,7 +32,6 @@ from streams.llm.port import (
     PropagationContext,
     log_llm_call,
 )
-from streams.memory.consolidation_contradictions import answer_trailer, deterministic_pairs
 
 OFFLINE_MODEL = "offline-rules"
 

@@ -6,6 +6,7 @@
 - `formation` (buffering, the formation job) with `extraction` (its one LLM call) and
   `large_work` (the hook large writes take turns through).
 - `consolidation` (versions), `consolidation_jobs` (when a run is queued),
-  `consolidation_runs` (the run), `propagation` (one level up), `rebuild` (derived memory
+  `consolidation_runs` (the run; `consolidation_contradictions`: pairs its model reports),
+  `propagation` (one level up), `rebuild` (derived memory
   follows its sources).
 """

@@ -29,17 +29,17 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.context.log_scrub import (
-    context_log_forget_observations,
-    private_owner,
-    removed_texts,
-)
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import parse_object_id
 from streams.jobs import JobRun
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.rebuild import copies_closure, prune_search_terms, rebuild_due, remove_copies
+from streams.records.context_scrub import (
+    context_log_forget_observations,
+    private_owner,
+    removed_texts,
+)
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.bulk import BulkRepository

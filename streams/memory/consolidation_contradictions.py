@@ -6,7 +6,7 @@ The consolidation prompt lists each new observation with its id
 observations that give different values for the same thing. The trailer never reaches
 the stored text, and only ids the prompt offered count (a model cannot name others).
 
-Each pair is flagged `contradicts` with each other's id (`streams.guard.contradictions`
+Each pair is flagged `contradicts` with each other's id (`streams.core.contradictions`
 does the same at write time). In a shared scope the newer waits for review
 (`contradicts:<older id>`) and is left out of this consolidation: the run folds again
 without it, so no version holds text that waits for a person. In an individual scope
@@ -16,58 +16,13 @@ decided (the newer's review has a decision) is not raised again.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from datetime import datetime
 
 from bson import ObjectId
 
 from streams.core.documents import Observation
-from streams.guard.contradictions import contradicts
 from streams.search.index import search_index_remove
 from streams.store import MemoryStore, StoreSession
-
-HEADING = "CONTRADICTIONS:"
-_HEADING_LINE = re.compile(r"^\s*CONTRADICTIONS:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
-_ID = re.compile(r"\[([0-9a-fA-F]{24})\]")
-MAX_PAIRS = 20  # per answer: a model listing more is not read further
-
-
-def answer_split(text: str, offered: Iterable[str]) -> tuple[str, list[tuple[str, str]]]:
-    """The memory text without the trailer, and the reported pairs of offered ids."""
-    match = _HEADING_LINE.search(text)
-    if match is None:
-        return text, []
-    memory = text[: match.start()].rstrip()
-    wanted = set(offered)
-    pairs: list[tuple[str, str]] = []
-    for line in text[match.start() :].splitlines():
-        ids = [i.lower() for i in _ID.findall(line)]
-        if len(ids) == 2 and ids[0] != ids[1] and set(ids) <= wanted:
-            pair = (ids[0], ids[1])
-            if pair not in pairs and pair[::-1] not in pairs:
-                pairs.append(pair)
-        if len(pairs) >= MAX_PAIRS:
-            break
-    return memory, pairs
-
-
-def answer_trailer(pairs: list[tuple[str, str]]) -> str:
-    """What a model adds after the memory to report `pairs` ("" for none)."""
-    if not pairs:
-        return ""
-    return "\n\n" + HEADING + "\n" + "\n".join(f"[{a}] [{b}]" for a, b in pairs)
-
-
-def deterministic_pairs(observations: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """`(id, text)` pairs, oldest first, that `streams.guard.contradictions` finds contradicting:
-    what the offline provider reports."""
-    pairs = []
-    for j, (newer_id, newer) in enumerate(observations):
-        for older_id, older in observations[:j]:
-            if newer_id and older_id and contradicts(newer, older):
-                pairs.append((older_id, newer_id))
-    return pairs[:MAX_PAIRS]
 
 
 def contradictions_flag(

@@ -18,6 +18,7 @@ from bson import ObjectId
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
+from streams.llm.contradiction_answer import answer_split
 from streams.llm.port import (
     ConsolidationContext,
     DatedObservation,
@@ -26,7 +27,7 @@ from streams.llm.port import (
     LLMResult,
 )
 from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
-from streams.memory.consolidation_contradictions import answer_split, contradictions_flag
+from streams.memory.consolidation_contradictions import contradictions_flag
 from streams.prompts import render_consolidation, resolve_template
 from streams.store import MemoryStore
 

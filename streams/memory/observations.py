@@ -8,11 +8,11 @@ from typing import Any
 
 from bson import ObjectId
 
+from streams.core.contradictions import first_contradicted
 from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.guard.contradictions import first_contradicted
 from streams.guard.detectors import detect_and_redact
 from streams.guard.screening import WriteOrigin, origin_of, screen_observations
 from streams.memory.consolidation_jobs import consolidation_due_at
@@ -182,7 +182,7 @@ def _mark_contradictions(
     now: datetime,
 ) -> None:
     """Flag each new observation that contradicts one of the scope's newest
-    `SIMILAR_WINDOW` (`recent`, `streams.guard.contradictions`), and that one, with each other's
+    `SIMILAR_WINDOW` (`recent`, `streams.core.contradictions`), and that one, with each other's
     id; in a shared scope the new one waits for review (`contradicts:<id>`)."""
     checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
     if not checked:

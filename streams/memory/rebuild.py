@@ -23,16 +23,16 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.context.log_scrub import (
+from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.jobs import JobRun, job_create, scope_lease_take
+from streams.memory.consolidation import consolidation_commit
+from streams.memory.consolidation_runs import consolidation_fold
+from streams.records.context_scrub import (
     context_log_forget_observations,
     context_log_forget_versions,
     private_owner,
     removed_texts,
 )
-from streams.core.documents import Job, Observation, Scope, utcnow
-from streams.jobs import JobRun, job_create, scope_lease_take
-from streams.memory.consolidation import consolidation_commit
-from streams.memory.consolidation_runs import consolidation_fold
 from streams.search.index import search_index_forget
 from streams.search.text import term_counts
 from streams.store import MemoryStore, StoreSession

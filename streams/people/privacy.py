@@ -25,13 +25,13 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.context.log_scrub import context_log_forget_observations, removed_texts
 from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.jobs import JobRun, job_create
 from streams.memory.formation import FormationSettings
 from streams.memory.pins import pin_quotes
 from streams.memory.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.people.user_audit import check_user_ids, user_individual_scope
+from streams.records.context_scrub import context_log_forget_observations, removed_texts
 from streams.records.webhooks import webhook_outbox_add
 from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import BATCH, PrivacyRepository

@@ -4,4 +4,5 @@
 - `usage`: LLM tokens and cost per agent, scope and prompt version.
 - `activity`: daily counters per agent; `recount`: counters repaired from what is stored.
 - `webhooks`: an agent's hooks and the outbox of changes pushed to them.
+- `context_scrub`: removed text leaves every logged context and chat call that quoted it.
 """

@@ -55,6 +55,7 @@ from streams.search.rerank import (
     when_stage,
 )
 from streams.search.text import term_counts
+from streams.search.understood import understood_search
 from streams.search.vectors import fusion_stage, late_fusion, nearest_in_scopes
 from streams.store import MemoryStore, StoreSession
 from streams.store.search import IndexChange
@@ -247,9 +248,8 @@ def search_in_scopes(
     checked again on fetch). `now`: the time of asking, that "last week" counts from;
     `expand`: terms added by feedback, each at its share of a term's weight."""
     if ranking.multihop or ranking.prf:
-        from streams.search.understood import understood_search  # it calls back here
-
         return understood_search(
+            search_in_scopes=search_in_scopes,  # it calls back here, with the switches off
             store=store,
             scopes=scopes,
             query=query,

@@ -7,6 +7,7 @@ keeps its explanation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -28,12 +29,13 @@ def understood_search(
     query: str,
     limit: int,
     ranking: Ranking,
+    search_in_scopes: Callable[..., list[Any]],
     now: datetime | None = None,
     **options: Any,
 ) -> list[Any]:
-    """`search_in_scopes` with `ranking.multihop` and `ranking.prf` (same arguments)."""
-    from streams.search.index import search_in_scopes
-
+    """`search_in_scopes` with `ranking.multihop` and `ranking.prf` (same arguments). The
+    plain search is handed in by its caller (`streams.search.index`), which imports this
+    module: no cycle between the two."""
     plain = replace(ranking, multihop=False, prf=False)
 
     def one(text: str, depth: int) -> list[Any]:

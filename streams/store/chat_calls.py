@@ -33,7 +33,7 @@ INDEXES: list[IndexSpec] = [
 class ChatCallRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
-        # The injected context keeps no removed text (`streams.context.log_scrub`).
+        # The injected context keeps no removed text (`streams.records.context_scrub`).
         self.quoted = QuotedText(
             self.collection, text_field="context", tokens_field="context_tokens"
         )

@@ -44,7 +44,7 @@ class ContextCallRepository:
     def __init__(self, db: Database, *, flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
         self.flush_seconds = flush_seconds
-        # What removed text is scrubbed from (`streams.context.log_scrub`).
+        # What removed text is scrubbed from (`streams.records.context_scrub`).
         self.quoted = QuotedText(self.collection, text_field="xml", tokens_field="tokens")
 
     def record(self, doc: dict[str, Any]) -> None:

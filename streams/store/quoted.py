@@ -4,7 +4,7 @@ Two collections keep a copy of the memory context an agent was given: the contex
 (`memory_context_calls`, its `xml`) and the chat proxy's calls (`memory_chat_calls`,
 its injected `context`). Each record lists what it quoted (`quoted_observation_ids`,
 `quoted_versions`, multikey-indexed), so removing text later finds the records by index
-(`streams.context.log_scrub`). This is the one implementation both repositories use;
+(`streams.records.context_scrub`). This is the one implementation both repositories use;
 they differ only in the names of the text field and its token count.
 """
 

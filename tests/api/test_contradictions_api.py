@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from streams.guard.contradictions import contradicts
+from streams.core.contradictions import contradicts
 from tests.api.conftest import API
 from tests.factories import ScopeFactory
 

@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 import pytest
 from bson import ObjectId
 
+from streams.core.contradictions import contradicts
 from streams.core.documents import Job, Observation
-from streams.guard.contradictions import contradicts
 from streams.guard.review import review_decide, review_queue
+from streams.llm.contradiction_answer import answer_split, answer_trailer
 from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMRequest
-from streams.memory.consolidation_contradictions import answer_split, answer_trailer
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.observations import observation_add, observation_delete, observation_get

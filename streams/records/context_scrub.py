@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 
 from bson import ObjectId
 
-from streams.context.assemble import SENTENCE_END, xml_text
 from streams.core.documents import Observation, utcnow
+from streams.core.xml_text import SENTENCE_END, xml_text
 from streams.store import MemoryStore, write_behind
 from streams.store.quoted import QuotedRecord, QuotedText
 
