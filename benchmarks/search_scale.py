@@ -31,7 +31,7 @@ from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
-from streams.core.documents import Observation
+from streams.core.documents import Observation, Scope
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.search.index import search_index_build, search_observations
 from streams.search.ranking import FINAL, Ranking
@@ -170,9 +170,9 @@ def _ask(
     return fmean(recalls), spent, trips
 
 
-def _seed(store: MemoryStore, turns: list, n: int) -> float:
-    """The conversation, then `n` distractors, stored and indexed in bulk; seconds."""
-    started = time.perf_counter()
+def seeded_observations(store: MemoryStore, turns: list, n: int) -> tuple[Scope, list[Observation]]:
+    """The conversation's scope, and its turns then `n` distractors as observations (not
+    stored yet): words drawn from the conversation's own vocabulary, names left out."""
     store.ensure_indexes()
     scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
     rng = random.Random(n)
@@ -201,6 +201,13 @@ def _seed(store: MemoryStore, turns: list, n: int) -> float:
                 seq=len(turns) + i + 1,
             )
         )
+    return scope, observations
+
+
+def _seed(store: MemoryStore, turns: list, n: int) -> float:
+    """The conversation, then `n` distractors, stored and indexed in bulk; seconds."""
+    started = time.perf_counter()
+    scope, observations = seeded_observations(store, turns, n)
     for start in range(0, len(observations), BATCH):
         store.observations.collection.insert_many(
             [o.to_mongo() for o in observations[start : start + BATCH]], ordered=False

@@ -15,20 +15,15 @@ vectors.
 from __future__ import annotations
 
 import json
-import random
 import time
-from collections import Counter
-from datetime import timedelta
 from statistics import fmean
 
 from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_table
-from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
-from benchmarks.search_scale import BATCH, SIZES, SPEAKERS, WORD
-from streams.core.documents import Observation
-from streams.memory.scopes import ScopeKey, scope_get_or_create
+from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
+from benchmarks.search_scale import BATCH, SIZES, seeded_observations
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import search_index_build, search_observations
 from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
@@ -134,34 +129,7 @@ def _ask(
 
 def _seed(store: MemoryStore, turns: list, n: int, embedder: LocalEmbedder, np) -> None:
     """As `search_scale._seed`, each document stored with its vector."""
-    store.ensure_indexes()
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
-    rng = random.Random(n)
-    names = {t.split(":")[0].lower() for _, t, _ in turns}
-    words = Counter(w.lower() for _, t, _ in turns for w in WORD.findall(t.split(":", 1)[1]))
-    for name in names:
-        words.pop(name, None)
-    vocabulary, weights = list(words), list(words.values())
-    observations = turn_observations(scope.id, turns, consolidated=True)
-    for i, observation in enumerate(observations, start=1):
-        observation.seq = i
-    last = turns[-1][2]
-    for i in range(n):
-        body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(6, 24)))
-        observations.append(
-            Observation(
-                scope_id=scope.id,
-                agent_id=AGENT,
-                content=f"{rng.choice(SPEAKERS)}: {body}",
-                observed_at=last + timedelta(minutes=i + 1),
-                created_at=last + timedelta(minutes=i + 1),
-                source_session_id=f"X{i // 20}",
-                source_message_ids=[f"X{i // 20}:{i % 20}"],
-                related_user_ids=[USER],
-                consolidated=True,
-                seq=len(turns) + i + 1,
-            )
-        )
+    scope, observations = seeded_observations(store, turns, n)
     real = len(turns) + min(n, REAL)
     vectors = np.asarray(embedder.embed([o.content for o in observations[:real]]), np.float32)
     noise = np.random.default_rng(n)
