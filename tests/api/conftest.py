@@ -39,6 +39,18 @@ def limited_api(limited_key: tuple[ApiKey, str]) -> Client:
     return bearer_client(limited_key[1])
 
 
+@pytest.fixture
+def group_scope_id(api: Client) -> str:
+    """A group scope of agent `a1`, made through the API."""
+    response = api.post(
+        f"{API}/agents/a1/scopes",
+        data={"scope_type": "group", "group_id": "g1"},
+        content_type="application/json",
+    )
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
 def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     """The response is the one error envelope, with this status and code; its `error`."""
     assert response.status_code == status, response.content

@@ -12,14 +12,8 @@ from tests.api.conftest import API, assert_error
 
 
 @pytest.fixture
-def scope_id(api) -> str:
-    response = api.post(
-        f"{API}/agents/a1/scopes",
-        data={"scope_type": "group", "group_id": "g1"},
-        content_type="application/json",
-    )
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
+def scope_id(group_scope_id: str) -> str:
+    return group_scope_id
 
 
 def b64(raw: str) -> str:

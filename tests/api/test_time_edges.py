@@ -15,14 +15,8 @@ BEFORE_1 = "0001-01-01T00:00:00+05:00"  # year 0 in UTC
 
 
 @pytest.fixture
-def scope_id(api) -> str:
-    response = api.post(
-        f"{API}/agents/a1/scopes",
-        data={"scope_type": "group", "group_id": "g1"},
-        content_type="application/json",
-    )
-    assert response.status_code == 201, response.content
-    return response.json()["id"]
+def scope_id(group_scope_id: str) -> str:
+    return group_scope_id
 
 
 @pytest.fixture
