@@ -27,7 +27,7 @@ from streams.memory.observations import (
     duplicate_kept,
     observations_append,
     record_created,
-    threshold_check,
+    threshold_job,
 )
 from streams.records.audit import audit_record
 from streams.store import MemoryStore, StoreSession
@@ -159,9 +159,12 @@ def observation_batch_add(
         for item in items
     ]
 
+    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
+
     def add(
         session: StoreSession,
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
+        due[0] = None
         known, before, duplicates = _append_once(
             store=store,
             scope_id=scope.id,
@@ -195,9 +198,13 @@ def observation_batch_add(
             counters_add(
                 store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
             )
+        # Held observations (in review, candidates) are not pending: they fill no threshold.
+        new = sum(1 for o in fresh if not o.held)
+        if new and before is not None:
+            due[0] = threshold_job(store=store, before=before, added=new, session=session)
         return known, before, duplicates
 
-    known, before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -225,10 +232,8 @@ def observation_batch_add(
             observations.append(observation)
             created.append(True)
             duplicate_of.append(None)
-    # Held observations (in review, candidates) are not pending: they fill no threshold.
-    new = sum(1 for o, c in zip(observations, created, strict=True) if c and not o.held)
-    if new and before is not None:
-        threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
+    if due[0] is not None and follow_ups is not None:
+        follow_ups.append(due[0])  # committed with the batch: dispatched by the caller
     return BatchResult(
         observations=observations,
         created=created,
@@ -266,8 +271,10 @@ def observation_add_once(
     )
 
     duplicates: dict[str, Observation] = {}
+    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
 
     def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
+        due[0] = None
         known, before, found = _append_once(
             store=store,
             scope_id=scope.id,
@@ -290,9 +297,11 @@ def observation_add_once(
                 client_id=client_id,
             )
         counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        if before is not None and not observation.held:
+            due[0] = threshold_job(store=store, before=before, added=1, session=session)
         return known, before
 
-    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
     if known:
         earlier = store.observations.get_many([known[client_id]])
         if not earlier:
@@ -307,8 +316,8 @@ def observation_add_once(
             actor=actor,
         )
         return kept, False
-    if before is not None and not observation.held:
-        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    if due[0] is not None and follow_ups is not None:
+        follow_ups.append(due[0])  # committed with the add: dispatched by the caller
     return observation, True
 
 

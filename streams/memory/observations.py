@@ -238,8 +238,9 @@ def observation_add(
     consolidation job is queued (in `follow_ups`) when that reaches the threshold.
 
     One transaction holds the observation, its postings, the scope's log, the agent's
-    counters and (with `actor`) the audit entry: on the embedded store every write
-    outside a transaction is a journal sync of its own, which cost more than the add."""
+    counters, (with `actor`) the audit entry and the threshold's job (`threshold_job`):
+    on the embedded store every write outside a transaction is a journal sync of its
+    own, which cost more than the add."""
     content = content.strip()
     if not content:
         raise InvalidInput("content must not be empty", details=[{"field": "content"}])
@@ -266,8 +267,10 @@ def observation_add(
 
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
     duplicates: dict[str, Observation] = {}
+    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
 
     def add(session: StoreSession) -> Scope:
+        due[0] = None
         # Every write below in one round trip where the server takes it (then flushed).
         writes = store.write_batch(session)
         before = observations_append(
@@ -295,11 +298,15 @@ def observation_add(
         counters_add(
             store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
         )
+        if not observation.held:  # one held for review is not pending: it fills no threshold
+            due[0] = threshold_job(
+                store=store, before=before, added=1, session=session, writes=writes
+            )
         if writes is not None:
             writes.flush()
         return before
 
-    before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    store.in_transaction(add, attempts=APPEND_ATTEMPTS)
     if duplicates:
         return duplicate_kept(
             store=store,
@@ -308,8 +315,8 @@ def observation_add(
             follow_ups=follow_ups,
             actor=actor,
         )
-    if not observation.held:  # one held for review is not pending: it fills no threshold
-        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
+    if due[0] is not None and follow_ups is not None:
+        follow_ups.append(due[0])  # committed with the add: dispatched by the caller
     return observation
 
 
@@ -393,22 +400,34 @@ def record_created(
     )
 
 
-def threshold_check(
-    *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
-) -> None:
-    """Queue a consolidation when the add filled the pending list up to the threshold;
-    below it (almost every add) no further read. At or above it (every add while a run
-    is queued or running) one read: whether a run is active. The scope is not read
-    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
-    count plus `added` is what the commit left."""
+def threshold_job(
+    *,
+    store: MemoryStore,
+    before: Scope,
+    added: int,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
+) -> Job | None:
+    """Within the add's transaction: the consolidation job when the add filled the pending
+    list up to the threshold, written with the add (in `writes` where there is a batch),
+    so a crash after the commit leaves it `queued` for the recovery sweep instead of lost.
+    Below the threshold (almost every add) no further read. At or above it (every add
+    while a run is queued or running) one read: whether a run is active; read in the
+    transaction after the scope's claim, a concurrent add that queued one first made this
+    claim miss, and the retry sees its job. The scope is not read again: the claim was
+    at `before`'s version, so `before`'s pending count plus `added` is what the commit
+    leaves. The caller dispatches the job once committed."""
     pending = before.pending_count + added
     if pending < before.consolidation_threshold:
-        return
-    job = consolidation_due_at(
-        store=store, scope=before, pending_count=pending, trigger="threshold"
+        return None
+    return consolidation_due_at(
+        store=store,
+        scope=before,
+        pending_count=pending,
+        trigger="threshold",
+        session=session,
+        writes=writes,
     )
-    if job is not None and follow_ups is not None:
-        follow_ups.append(job)
 
 
 def append_in_transaction(
