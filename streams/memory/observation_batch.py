@@ -21,8 +21,9 @@ from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import (
-    APPEND_ATTEMPTS,
     MAX_CONTENT_CHARS,
+    Transact,
+    add_transaction,
     counters_add,
     duplicate_kept,
     observations_append,
@@ -132,6 +133,7 @@ def observation_batch_add(
     items: list[BatchItem],
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    transact: Transact | None = None,
 ) -> BatchResult:
     """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
     `client_id` the scope already holds are not stored again. Like single adds, the new
@@ -204,7 +206,7 @@ def observation_batch_add(
             due[0] = threshold_job(store=store, before=before, added=new, session=session)
         return known, before, duplicates
 
-    known, _before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before, duplicates = add_transaction(store, transact, add)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -252,6 +254,7 @@ def observation_add_once(
     observed_at: datetime | None = None,
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    transact: Transact | None = None,
 ) -> tuple[Observation, bool]:
     """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
     keys collection, whose `_id` is unique per scope and key): stored once per scope.
@@ -301,7 +304,7 @@ def observation_add_once(
             due[0] = threshold_job(store=store, before=before, added=1, session=session)
         return known, before
 
-    known, _before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before = add_transaction(store, transact, add)
     if known:
         earlier = store.observations.get_many([known[client_id]])
         if not earlier:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -37,6 +38,10 @@ class Unset:
 
 UNSET = Unset()
 APPEND_ATTEMPTS = 5
+# How an add runs its transaction: `work` and its attempts. Alone, `store.in_transaction`;
+# an action passes its own (`streams.actions.tx.action_transaction`), so the add is the
+# action's one transaction, with no command more.
+Transact = Callable[[Callable[[StoreSession], Any], int], Any]
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
@@ -233,6 +238,7 @@ def observation_add(
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
     expires_at: datetime | None = None,
+    transact: Transact | None = None,
 ) -> Observation:
     """Add one observation by hand (operator or agent); it goes to pending, and a
     consolidation job is queued (in `follow_ups`) when that reaches the threshold.
@@ -306,7 +312,7 @@ def observation_add(
             writes.flush()
         return before
 
-    store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    add_transaction(store, transact, add)
     if duplicates:
         return duplicate_kept(
             store=store,
@@ -428,6 +434,14 @@ def threshold_job(
         session=session,
         writes=writes,
     )
+
+
+def add_transaction(store: MemoryStore, transact: Transact | None, work: Callable[..., Any]) -> Any:
+    """Run an add's `work(session)` through `transact` (or a transaction of its own),
+    retried whole while its claim of the scope's log misses."""
+    if transact is None:
+        return store.in_transaction(work, attempts=APPEND_ATTEMPTS)
+    return transact(work, APPEND_ATTEMPTS)
 
 
 def append_in_transaction(
