@@ -107,13 +107,13 @@ def run_action(
 
 def action_transaction(
     store: MemoryStore, actor: Actor
-) -> Callable[[Callable[[StoreSession], T], int], T]:
-    """For a service that runs its own transaction (an add, `streams.memory.observations.
+) -> Callable[[Callable[[StoreSession, Callable[[Job | None], object]], T], int], T]:
+    """For a service that runs its own transaction (an add: `streams.memory.observations.
     Transact`): that transaction as this action's `run_action`, the service's writes,
-    audit entry and jobs all in it; the service hands its jobs back after the commit."""
+    audit entry and jobs (`ActionTx.schedule`, dispatched after the commit) all in it."""
 
-    def transact(work: Callable[[StoreSession], T], attempts: int) -> T:
-        return run_action(store, actor, lambda tx: work(tx.session), attempts=attempts)
+    def transact(work: Callable[[StoreSession, Callable[[Job | None], object]], T], n: int) -> T:
+        return run_action(store, actor, lambda tx: work(tx.session, tx.schedule), attempts=n)
 
     return transact
 

@@ -22,6 +22,7 @@ from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import (
     MAX_CONTENT_CHARS,
+    Schedule,
     Transact,
     add_transaction,
     counters_add,
@@ -161,12 +162,9 @@ def observation_batch_add(
         for item in items
     ]
 
-    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
-
     def add(
-        session: StoreSession,
+        session: StoreSession, schedule: Schedule
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
-        due[0] = None
         known, before, duplicates = _append_once(
             store=store,
             scope_id=scope.id,
@@ -203,10 +201,10 @@ def observation_batch_add(
         # Held observations (in review, candidates) are not pending: they fill no threshold.
         new = sum(1 for o in fresh if not o.held)
         if new and before is not None:
-            due[0] = threshold_job(store=store, before=before, added=new, session=session)
+            schedule(threshold_job(store=store, before=before, added=new, session=session))
         return known, before, duplicates
 
-    known, _before, duplicates = add_transaction(store, transact, add)
+    known, _before, duplicates = add_transaction(store, transact, add, follow_ups)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -234,8 +232,6 @@ def observation_batch_add(
             observations.append(observation)
             created.append(True)
             duplicate_of.append(None)
-    if due[0] is not None and follow_ups is not None:
-        follow_ups.append(due[0])  # committed with the batch: dispatched by the caller
     return BatchResult(
         observations=observations,
         created=created,
@@ -274,10 +270,8 @@ def observation_add_once(
     )
 
     duplicates: dict[str, Observation] = {}
-    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
 
-    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
-        due[0] = None
+    def add(session: StoreSession, schedule: Schedule) -> tuple[dict[str, ObjectId], Scope | None]:
         known, before, found = _append_once(
             store=store,
             scope_id=scope.id,
@@ -301,10 +295,10 @@ def observation_add_once(
             )
         counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
         if before is not None and not observation.held:
-            due[0] = threshold_job(store=store, before=before, added=1, session=session)
+            schedule(threshold_job(store=store, before=before, added=1, session=session))
         return known, before
 
-    known, _before = add_transaction(store, transact, add)
+    known, _before = add_transaction(store, transact, add, follow_ups)
     if known:
         earlier = store.observations.get_many([known[client_id]])
         if not earlier:
@@ -319,8 +313,6 @@ def observation_add_once(
             actor=actor,
         )
         return kept, False
-    if due[0] is not None and follow_ups is not None:
-        follow_ups.append(due[0])  # committed with the add: dispatched by the caller
     return observation, True
 
 

@@ -38,10 +38,13 @@ class Unset:
 
 UNSET = Unset()
 APPEND_ATTEMPTS = 5
-# How an add runs its transaction: `work` and its attempts. Alone, `store.in_transaction`;
-# an action passes its own (`streams.actions.tx.action_transaction`), so the add is the
-# action's one transaction, with no command more.
-Transact = Callable[[Callable[[StoreSession], Any], int], Any]
+# An add's transaction: `work(session, schedule)` writes, and hands `schedule` the job it
+# wrote there (or None), to be dispatched once committed. `Transact(work, attempts)` runs
+# it: alone, in `store.in_transaction` (the jobs then go to the caller's `follow_ups`);
+# an action passes its own (`streams.actions.tx.action_transaction`): the add is then the
+# action's one transaction and its jobs the action's (`ActionTx.schedule`), no command more.
+Schedule = Callable[[Job | None], object]
+Transact = Callable[[Callable[[StoreSession, Schedule], Any], int], Any]
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
@@ -273,10 +276,8 @@ def observation_add(
 
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
     duplicates: dict[str, Observation] = {}
-    due: list[Job | None] = [None]  # the threshold's job of the attempt that committed
 
-    def add(session: StoreSession) -> Scope:
-        due[0] = None
+    def add(session: StoreSession, schedule: Schedule) -> Scope:
         # Every write below in one round trip where the server takes it (then flushed).
         writes = store.write_batch(session)
         before = observations_append(
@@ -305,14 +306,14 @@ def observation_add(
             store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
         )
         if not observation.held:  # one held for review is not pending: it fills no threshold
-            due[0] = threshold_job(
-                store=store, before=before, added=1, session=session, writes=writes
+            schedule(
+                threshold_job(store=store, before=before, added=1, session=session, writes=writes)
             )
         if writes is not None:
             writes.flush()
         return before
 
-    add_transaction(store, transact, add)
+    add_transaction(store, transact, add, follow_ups)
     if duplicates:
         return duplicate_kept(
             store=store,
@@ -321,8 +322,6 @@ def observation_add(
             follow_ups=follow_ups,
             actor=actor,
         )
-    if due[0] is not None and follow_ups is not None:
-        follow_ups.append(due[0])  # committed with the add: dispatched by the caller
     return observation
 
 
@@ -436,12 +435,31 @@ def threshold_job(
     )
 
 
-def add_transaction(store: MemoryStore, transact: Transact | None, work: Callable[..., Any]) -> Any:
-    """Run an add's `work(session)` through `transact` (or a transaction of its own),
-    retried whole while its claim of the scope's log misses."""
-    if transact is None:
-        return store.in_transaction(work, attempts=APPEND_ATTEMPTS)
-    return transact(work, APPEND_ATTEMPTS)
+def add_transaction(
+    store: MemoryStore,
+    transact: Transact | None,
+    work: Callable[[StoreSession, Schedule], Any],
+    follow_ups: list[Job] | None,
+) -> Any:
+    """Run an add's `work` through `transact`, or in a transaction of its own whose jobs
+    (those of the attempt that committed) go to `follow_ups`; retried whole while its
+    claim of the scope's log misses."""
+    if transact is not None:
+        return transact(work, APPEND_ATTEMPTS)
+    jobs: list[Job] = []
+
+    def keep(job: Job | None) -> None:
+        if job is not None:
+            jobs.append(job)
+
+    def attempt(session: StoreSession) -> Any:
+        jobs.clear()
+        return work(session, keep)
+
+    result = store.in_transaction(attempt, attempts=APPEND_ATTEMPTS)
+    if follow_ups is not None:
+        follow_ups.extend(jobs)
+    return result
 
 
 def append_in_transaction(
