@@ -95,7 +95,7 @@ def install() -> None:
     timed(observations, "observations_append", "append (claim+insert+postings)")
     timed(observations, "audit_record", "audit entry")
     timed(observations, "counters_add", "counters (agent + day)")
-    timed(observations, "threshold_check", "threshold check")
+    timed(observations, "threshold_job", "threshold check")
     try:
         from streams.store.write_batch import WriteBatch
 

@@ -22,6 +22,7 @@ from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cur
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
 from streams.records.usage import usage_record
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 logger = logging.getLogger("streams.jobs")
 STALE_RUNNING_AFTER = timedelta(seconds=30)
@@ -70,6 +71,7 @@ def job_create(
     payload: dict[str, Any] | None = None,
     job_id: str | None = None,
     session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> Job:
     job = Job(
         kind=kind,
@@ -82,7 +84,7 @@ def job_create(
     )
     if job_id is not None:
         job.id = job_id
-    store.jobs.insert(job, session=session)
+    store.jobs.insert(job, session=session, writes=writes)
     return job
 
 

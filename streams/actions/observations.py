@@ -7,7 +7,7 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.actions.base import Actor, schedule
-from streams.actions.tx import ActionTx, run_action
+from streams.actions.tx import ActionTx, action_transaction, run_action
 from streams.core.documents import Job, Observation, Scope
 from streams.core.exceptions import Conflict, InvalidInput
 from streams.memory.feedback import observation_feedback, observation_fresh
@@ -42,8 +42,9 @@ def do_observation_add(
     observed_at: datetime | None = None,
     expires_at: datetime | None = None,
 ) -> Observation:
-    """A manual addition; it joins the scope's pending observations. Its audit entry
-    commits in the add's own transaction (one journal sync, and never one without the other)."""
+    """A manual addition; it joins the scope's pending observations. The add, its audit
+    entry and its threshold job commit in this action's one transaction (one journal
+    sync, one `bulkWrite`); the job is dispatched after the commit."""
     jobs: list[Job] = []
     observation = observation_add(
         store=store,
@@ -54,6 +55,7 @@ def do_observation_add(
         follow_ups=jobs,
         actor=str(actor),
         expires_at=expires_at,
+        transact=action_transaction(store, actor),
     )
     schedule(jobs)
     return observation
@@ -81,6 +83,7 @@ def do_observation_add_once(
         observed_at=observed_at,
         follow_ups=jobs,
         actor=str(actor),
+        transact=action_transaction(store, actor),
     )
     schedule(jobs)
     return result
@@ -89,10 +92,16 @@ def do_observation_add_once(
 def do_observation_add_batch(
     *, store: MemoryStore, actor: Actor, scope: Scope, items: list[BatchItem]
 ) -> BatchResult:
-    """A batch in one transaction with its audit entry, written only when it stored anything."""
+    """A batch in one transaction with its audit entry (written only when it stored
+    anything) and its threshold job, dispatched after the commit."""
     jobs: list[Job] = []
     result = observation_batch_add(
-        store=store, scope=scope, items=items, follow_ups=jobs, actor=str(actor)
+        store=store,
+        scope=scope,
+        items=items,
+        follow_ups=jobs,
+        actor=str(actor),
+        transact=action_transaction(store, actor),
     )
     schedule(jobs)
     return result

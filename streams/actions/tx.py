@@ -105,6 +105,19 @@ def run_action(
     return result
 
 
+def action_transaction(
+    store: MemoryStore, actor: Actor
+) -> Callable[[Callable[[StoreSession, Callable[[Job | None], object]], T], int], T]:
+    """For a service that runs its own transaction (an add: `streams.memory.observations.
+    Transact`): that transaction as this action's `run_action`, the service's writes,
+    audit entry and jobs (`ActionTx.schedule`, dispatched after the commit) all in it."""
+
+    def transact(work: Callable[[StoreSession, Callable[[Job | None], object]], T], n: int) -> T:
+        return run_action(store, actor, lambda tx: work(tx.session, tx.schedule), attempts=n)
+
+    return transact
+
+
 def fault_point(name: str) -> None:
     """Stop here for good when MEMORY_FAULT_PAUSE names this point (a test then kills the
     process); says so on stderr first. Without the variable it costs one lookup."""

@@ -13,6 +13,7 @@ from streams.core.documents import Job, Scope
 from streams.core.exceptions import Conflict
 from streams.jobs import job_create
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 
 def consolidation_request(
@@ -60,16 +61,20 @@ def consolidation_due_at(
     pending_count: int,
     trigger: str,
     session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> Job | None:
     """`consolidation_due` for a caller that knows the pending count without reading the
     scope again: an add's transaction claimed the scope at the version it had read, so
-    that scope's count plus the add's is exact as of the add's commit."""
+    that scope's count plus the add's is exact as of the add's commit. With `writes`, the
+    job joins the add's batch (written at its flush, in its transaction)."""
     if not scope.is_active or pending_count < scope.consolidation_threshold:
         return None
     active = store.jobs.active_for_scope(ObjectId(scope.id), "consolidation", session=session)
     if active is not None:
         return None
-    return _consolidation_job(store, scope, trigger=trigger, actor=None, session=session)
+    return _consolidation_job(
+        store, scope, trigger=trigger, actor=None, session=session, writes=writes
+    )
 
 
 def _consolidation_job(
@@ -79,6 +84,7 @@ def _consolidation_job(
     trigger: str,
     actor: str | None,
     session: StoreSession | None = None,
+    writes: WriteBatch | None = None,
 ) -> Job:
     return job_create(
         store=store,
@@ -88,4 +94,5 @@ def _consolidation_job(
         trigger=trigger,
         actor=actor,
         session=session,
+        writes=writes,
     )

@@ -21,13 +21,15 @@ from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import (
-    APPEND_ATTEMPTS,
     MAX_CONTENT_CHARS,
+    Schedule,
+    Transact,
+    add_transaction,
     counters_add,
     duplicate_kept,
     observations_append,
     record_created,
-    threshold_check,
+    threshold_job,
 )
 from streams.records.audit import audit_record
 from streams.store import MemoryStore, StoreSession
@@ -132,6 +134,7 @@ def observation_batch_add(
     items: list[BatchItem],
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    transact: Transact | None = None,
 ) -> BatchResult:
     """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
     `client_id` the scope already holds are not stored again. Like single adds, the new
@@ -160,7 +163,7 @@ def observation_batch_add(
     ]
 
     def add(
-        session: StoreSession,
+        session: StoreSession, schedule: Schedule
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
         known, before, duplicates = _append_once(
             store=store,
@@ -195,9 +198,13 @@ def observation_batch_add(
             counters_add(
                 store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
             )
+        # Held observations (in review, candidates) are not pending: they fill no threshold.
+        new = sum(1 for o in fresh if not o.held)
+        if new and before is not None:
+            schedule(threshold_job(store=store, before=before, added=new, session=session))
         return known, before, duplicates
 
-    known, before, duplicates = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before, duplicates = add_transaction(store, transact, add, follow_ups)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -225,10 +232,6 @@ def observation_batch_add(
             observations.append(observation)
             created.append(True)
             duplicate_of.append(None)
-    # Held observations (in review, candidates) are not pending: they fill no threshold.
-    new = sum(1 for o, c in zip(observations, created, strict=True) if c and not o.held)
-    if new and before is not None:
-        threshold_check(store=store, before=before, added=new, follow_ups=follow_ups)
     return BatchResult(
         observations=observations,
         created=created,
@@ -247,6 +250,7 @@ def observation_add_once(
     observed_at: datetime | None = None,
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
+    transact: Transact | None = None,
 ) -> tuple[Observation, bool]:
     """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
     keys collection, whose `_id` is unique per scope and key): stored once per scope.
@@ -267,7 +271,7 @@ def observation_add_once(
 
     duplicates: dict[str, Observation] = {}
 
-    def add(session: StoreSession) -> tuple[dict[str, ObjectId], Scope | None]:
+    def add(session: StoreSession, schedule: Schedule) -> tuple[dict[str, ObjectId], Scope | None]:
         known, before, found = _append_once(
             store=store,
             scope_id=scope.id,
@@ -290,9 +294,11 @@ def observation_add_once(
                 client_id=client_id,
             )
         counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
+        if before is not None and not observation.held:
+            schedule(threshold_job(store=store, before=before, added=1, session=session))
         return known, before
 
-    known, before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    known, _before = add_transaction(store, transact, add, follow_ups)
     if known:
         earlier = store.observations.get_many([known[client_id]])
         if not earlier:
@@ -307,8 +313,6 @@ def observation_add_once(
             actor=actor,
         )
         return kept, False
-    if before is not None and not observation.held:
-        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation, True
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -37,6 +38,13 @@ class Unset:
 
 UNSET = Unset()
 APPEND_ATTEMPTS = 5
+# An add's transaction: `work(session, schedule)` writes, and hands `schedule` the job it
+# wrote there (or None), to be dispatched once committed. `Transact(work, attempts)` runs
+# it: alone, in `store.in_transaction` (the jobs then go to the caller's `follow_ups`);
+# an action passes its own (`streams.actions.tx.action_transaction`): the add is then the
+# action's one transaction and its jobs the action's (`ActionTx.schedule`), no command more.
+Schedule = Callable[[Job | None], object]
+Transact = Callable[[Callable[[StoreSession, Schedule], Any], int], Any]
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
@@ -233,13 +241,15 @@ def observation_add(
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
     expires_at: datetime | None = None,
+    transact: Transact | None = None,
 ) -> Observation:
     """Add one observation by hand (operator or agent); it goes to pending, and a
     consolidation job is queued (in `follow_ups`) when that reaches the threshold.
 
     One transaction holds the observation, its postings, the scope's log, the agent's
-    counters and (with `actor`) the audit entry: on the embedded store every write
-    outside a transaction is a journal sync of its own, which cost more than the add."""
+    counters, (with `actor`) the audit entry and the threshold's job (`threshold_job`):
+    on the embedded store every write outside a transaction is a journal sync of its
+    own, which cost more than the add."""
     content = content.strip()
     if not content:
         raise InvalidInput("content must not be empty", details=[{"field": "content"}])
@@ -267,7 +277,7 @@ def observation_add(
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
     duplicates: dict[str, Observation] = {}
 
-    def add(session: StoreSession) -> Scope:
+    def add(session: StoreSession, schedule: Schedule) -> Scope:
         # Every write below in one round trip where the server takes it (then flushed).
         writes = store.write_batch(session)
         before = observations_append(
@@ -295,11 +305,15 @@ def observation_add(
         counters_add(
             store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
         )
+        if not observation.held:  # one held for review is not pending: it fills no threshold
+            schedule(
+                threshold_job(store=store, before=before, added=1, session=session, writes=writes)
+            )
         if writes is not None:
             writes.flush()
         return before
 
-    before = store.in_transaction(add, attempts=APPEND_ATTEMPTS)
+    add_transaction(store, transact, add, follow_ups)
     if duplicates:
         return duplicate_kept(
             store=store,
@@ -308,8 +322,6 @@ def observation_add(
             follow_ups=follow_ups,
             actor=actor,
         )
-    if not observation.held:  # one held for review is not pending: it fills no threshold
-        threshold_check(store=store, before=before, added=1, follow_ups=follow_ups)
     return observation
 
 
@@ -393,22 +405,61 @@ def record_created(
     )
 
 
-def threshold_check(
-    *, store: MemoryStore, before: Scope, added: int, follow_ups: list[Job] | None
-) -> None:
-    """Queue a consolidation when the add filled the pending list up to the threshold;
-    below it (almost every add) no further read. At or above it (every add while a run
-    is queued or running) one read: whether a run is active. The scope is not read
-    again: the add's transaction claimed it at `before`'s version, so `before`'s pending
-    count plus `added` is what the commit left."""
+def threshold_job(
+    *,
+    store: MemoryStore,
+    before: Scope,
+    added: int,
+    session: StoreSession,
+    writes: WriteBatch | None = None,
+) -> Job | None:
+    """Within the add's transaction: the consolidation job when the add filled the pending
+    list up to the threshold, written with the add (in `writes` where there is a batch),
+    so a crash after the commit leaves it `queued` for the recovery sweep instead of lost.
+    Below the threshold (almost every add) no further read. At or above it (every add
+    while a run is queued or running) one read: whether a run is active; read in the
+    transaction after the scope's claim, a concurrent add that queued one first made this
+    claim miss, and the retry sees its job. The scope is not read again: the claim was
+    at `before`'s version, so `before`'s pending count plus `added` is what the commit
+    leaves. The caller dispatches the job once committed."""
     pending = before.pending_count + added
     if pending < before.consolidation_threshold:
-        return
-    job = consolidation_due_at(
-        store=store, scope=before, pending_count=pending, trigger="threshold"
+        return None
+    return consolidation_due_at(
+        store=store,
+        scope=before,
+        pending_count=pending,
+        trigger="threshold",
+        session=session,
+        writes=writes,
     )
-    if job is not None and follow_ups is not None:
-        follow_ups.append(job)
+
+
+def add_transaction(
+    store: MemoryStore,
+    transact: Transact | None,
+    work: Callable[[StoreSession, Schedule], Any],
+    follow_ups: list[Job] | None,
+) -> Any:
+    """Run an add's `work` through `transact`, or in a transaction of its own whose jobs
+    (those of the attempt that committed) go to `follow_ups`; retried whole while its
+    claim of the scope's log misses."""
+    if transact is not None:
+        return transact(work, APPEND_ATTEMPTS)
+    jobs: list[Job] = []
+
+    def keep(job: Job | None) -> None:
+        if job is not None:
+            jobs.append(job)
+
+    def attempt(session: StoreSession) -> Any:
+        jobs.clear()
+        return work(session, keep)
+
+    result = store.in_transaction(attempt, attempts=APPEND_ATTEMPTS)
+    if follow_ups is not None:
+        follow_ups.extend(jobs)
+    return result
 
 
 def append_in_transaction(

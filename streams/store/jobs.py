@@ -6,12 +6,13 @@ from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import DESCENDING
+from pymongo import DESCENDING, InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import Job
 from streams.store.indexes import IndexSpec, index
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_jobs"
 INDEXES: list[IndexSpec] = [
@@ -32,7 +33,13 @@ class JobRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
 
-    def insert(self, job: Job, *, session: ClientSession | None = None) -> None:
+    def insert(
+        self, job: Job, *, session: ClientSession | None = None, writes: WriteBatch | None = None
+    ) -> None:
+        """With `writes`, the insert joins the transaction's batch (sent at its flush)."""
+        if writes is not None:
+            writes.add(InsertOne(job.to_mongo(), namespace=self.collection.full_name))
+            return
         self.collection.insert_one(job.to_mongo(), session=session)
 
     def get(self, job_id: ObjectId) -> Job | None:

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bson import ObjectId
 
 from memory_admin.tasks import retry_failed_jobs
 from streams.actions import Actor
@@ -23,6 +24,7 @@ from streams.jobs import job_get, job_list
 from streams.memory.formation import FormationSettings, IncomingMessage
 from streams.records.audit import audit_page
 from streams.store import MemoryStore
+from tests.factories import ScopeFactory
 
 pytestmark = pytest.mark.django_db  # the recovery sweep queues its tasks on commit
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,6 +38,7 @@ import os, sys
 from streams.actions import Actor
 from streams.actions.sessions import do_messages_ingest
 from streams.store import MemoryStore
+from tests.factories import ScopeFactory
 from streams.store.client import get_client
 from tests.integration.test_action_crash import MESSAGES, SETTINGS
 
@@ -48,11 +51,28 @@ print("finished")
 """
 
 
-def _killed_at(point: str, memory_db: str) -> None:
+# The child of the add: one observation that fills its scope's threshold (1).
+ADD_CHILD = """
+import os, sys
+from bson import ObjectId
+from streams.actions import Actor
+from streams.actions.observations import do_observation_add
+from streams.store import MemoryStore
+from tests.factories import ScopeFactory
+from streams.store.client import get_client
+
+store = MemoryStore(get_client(os.environ["MEMORY_TEST_MONGODB_URI"]), sys.argv[1])
+scope = store.scopes.get(ObjectId(sys.argv[2]))
+do_observation_add(store=store, actor=Actor.cli(), scope=scope, content="Gene sails on Sundays.")
+print("finished")
+"""
+
+
+def _killed_at(point: str, memory_db: str, script: str = CHILD, *args: str) -> None:
     """Run the action in a child that stops at `point`, and SIGKILL it there."""
     env = {**os.environ, "MEMORY_FAULT_PAUSE": point, "PYTHONPATH": str(ROOT)}
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, memory_db],
+        [sys.executable, "-c", script, memory_db, *args],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -133,3 +153,29 @@ def test_killed_before_commit_leaves_nothing_and_the_action_goes_through_after(s
     (entry,) = _ingest_entries(store)
     assert entry.summary["formation_job_id"] == result.formation_job.id
     assert job_get(store=store, job_id=result.formation_job.id).status == "queued"
+
+
+def test_an_add_killed_between_commit_and_dispatch_leaves_its_threshold_job_queued(
+    store, memory_db, fake_openai, settings, run_tasks
+):
+    scope = ScopeFactory.create(store=store, agent_id="a1", consolidation_threshold=1)
+    _killed_at("action.before_dispatch", memory_db, ADD_CHILD, scope.id)
+
+    (observation,) = store.observations.collection.find({"scope_id": ObjectId(scope.id)}).limit(5)
+    assert observation["content"] == "Gene sails on Sundays."  # the change
+    (entry,) = [
+        e for e in audit_page(store=store, agent_id="a1").items if e.action == "observation.create"
+    ]
+    assert entry.object_id == str(observation["_id"])  # its audit entry
+    (job,) = job_list(store=store, agent_id="a1").items  # its job: committed, never sent
+    assert (job.kind, job.trigger, job.status, job.attempts) == (
+        "consolidation",
+        "threshold",
+        "queued",
+        0,
+    )
+
+    settings.MEMORY_JOB_STALE_SECONDS = 0
+    with run_tasks():
+        assert retry_failed_jobs.apply().get() == 1
+    assert job_get(store=store, job_id=job.id).attempts == 1  # the sweep sent it

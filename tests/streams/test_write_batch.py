@@ -91,6 +91,56 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
     assert [(t.term, t.document_frequency) for t in found] == [("green", 1)]
 
 
+def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(listened):
+    """The threshold's job commits with the add (a crash after the commit leaves it
+    `queued` for the recovery sweep): one read of the active run inside the transaction
+    and the job in the add's batch, nothing after the commit; a later add while that job
+    is queued reads it and writes no second one."""
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1", consolidation_threshold=2)
+    observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
+    scope = store.scopes.get(ObjectId(scope.id))
+    commands.names.clear()
+
+    jobs: list = []
+    observation_add(
+        store=store,
+        scope=scope,
+        content="Walks the dog at six.",
+        actor="api:k",
+        follow_ups=jobs,
+    )
+
+    sent = [n for n in commands.names if n != "hello"]
+    assert sent == [
+        "find memory_observations",  # the dedup check
+        "find memory_observations",  # the newest ones (contradictions, near duplicates)
+        "update memory_scopes",
+        "find memory_jobs",
+        "bulkWrite",
+        "commitTransaction",
+    ]
+    queued = list(store.jobs.collection.find({"scope_id": ObjectId(scope.id)}).limit(5))
+    assert [(j["kind"], j["status"], j["trigger"]) for j in queued] == [
+        ("consolidation", "queued", "threshold")
+    ]
+    assert [j.id for j in jobs] == [str(queued[0]["_id"])]
+
+    scope = store.scopes.get(ObjectId(scope.id))
+    commands.names.clear()
+    more: list = []
+    observation_add(
+        store=store,
+        scope=scope,
+        content="Reads in the evening.",
+        actor="api:k",
+        follow_ups=more,
+    )
+    assert "find memory_jobs" in commands.names
+    assert more == []
+    assert store.jobs.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
+
+
 def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listened, monkeypatch):
     store, commands = listened
     monkeypatch.setattr(write_batch, "ENABLED", False)
