@@ -31,7 +31,13 @@ EXAMPLES = 5
 CHECKS_LEFT_OUT = "positive_data_acceptance"
 
 
-def run_schemathesis(base_url: str, raw_key: str, report_dir: Path) -> tuple[int, str]:
+# Every phase for the key that sees everything; a key bound to one agent is fuzzed
+# without the coverage phase (the same boundary values again, two minutes of CI):
+# what it adds is how each endpoint answers for an agent the key may not see.
+PHASES = {"admin": "examples,coverage,fuzzing,stateful", "agent-bound": "examples,fuzzing,stateful"}
+
+
+def run_schemathesis(base_url: str, raw_key: str, report_dir: Path, phases: str) -> tuple[int, str]:
     st = Path(sys.executable).with_name("st")
     env = {
         **os.environ,
@@ -55,7 +61,7 @@ def run_schemathesis(base_url: str, raw_key: str, report_dir: Path) -> tuple[int
             "--exclude-checks",
             CHECKS_LEFT_OUT,
             "--phases",
-            "examples,coverage,fuzzing,stateful",
+            phases,
             "--workers",
             "1",
             "--request-timeout",
@@ -91,7 +97,7 @@ def test_the_api_holds_to_its_openapi_under_fuzzing(
 ):
     agent_ids = [] if key_kind == "admin" else ["a1"]
     _, raw_key = ApiKey.generate(name=f"schemathesis-{key_kind}", agent_ids=agent_ids)
-    returncode, output = run_schemathesis(live_server.url, raw_key, tmp_path)
+    returncode, output = run_schemathesis(live_server.url, raw_key, tmp_path, PHASES[key_kind])
     print(f"schemathesis, {key_kind} key: {summary(output)}")
     assert returncode == 0, output[-6000:]
     assert "Stateful" in output and "❌" not in output, output[-6000:]
