@@ -46,6 +46,8 @@ RECEIPT_LABELS = {
     "memory_messages": "conversation messages deleted",
     "memory_session_buffers": "session buffers emptied of this user",
     "memory_chat_calls": "recorded chat calls deleted",
+    "memory_context_calls": "logged context calls of this user deleted",
+    "memory_webhook_deliveries": "webhook deliveries of these observations withdrawn",
     "memory_user_names": "findable names deleted",
 }
 REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"

@@ -84,6 +84,8 @@ def test_the_receipt_has_no_unknown_user_warning_and_true_counts(
     assert "consolidation versions deleted" in rows["memory_consolidations"]["label"]
     assert rows["redacted_versions"]["count"] == 1
     assert "group and collective" in rows["redacted_versions"]["label"]
+    # Every count of the job's result reads as words, never as a collection's name.
+    assert all(row["label"] != key for key, row in rows.items()), rows
     counts = re.findall(r'data-count="memory_consolidations">.*?class="num">(\d+)<', html)
     assert counts == ["4"]
 
