@@ -25,7 +25,8 @@ import atexit
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from bson import ObjectId
@@ -104,6 +105,14 @@ def flush() -> None:
                 pass
             except Exception:  # pending documents stay searchable; the next fold takes them
                 logger.warning("search fold of %d scopes failed", len(scope_ids), exc_info=True)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """No fold runs inside this block (one in flight finishes first): for a reader that
+    must see only its own commands, such as a test listening to a client."""
+    with _folding:
+        yield
 
 
 def _fold_every() -> None:

@@ -13,7 +13,7 @@ from pymongo import InsertOne, MongoClient, monitoring
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
 from streams.memory.observations import observation_add
-from streams.store import MemoryStore, write_batch
+from streams.store import MemoryStore, search_pending, write_batch
 from streams.store.query_guard import check_command
 from streams.store.write_batch import WriteBatch
 from tests.factories import ScopeFactory
@@ -69,9 +69,10 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
     scope = ScopeFactory.create(store=store, agent_id="a1")
     commands.names.clear()
 
-    observation = observation_add(
-        store=store, scope=scope, content="Likes green tea.", actor="api:k"
-    )
+    with search_pending.held():  # the background fold shares this client
+        observation = observation_add(
+            store=store, scope=scope, content="Likes green tea.", actor="api:k"
+        )
 
     sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
     # The dedup check (one find by text key) first, then the claim, answered at once.
@@ -100,16 +101,18 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
     scope = ScopeFactory.create(store=store, agent_id="a1", consolidation_threshold=2)
     observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
     scope = store.scopes.get(ObjectId(scope.id))
+    search_pending.flush()
     commands.names.clear()
 
     jobs: list = []
-    observation_add(
-        store=store,
-        scope=scope,
-        content="Walks the dog at six.",
-        actor="api:k",
-        follow_ups=jobs,
-    )
+    with search_pending.held():  # the background fold shares this client
+        observation_add(
+            store=store,
+            scope=scope,
+            content="Walks the dog at six.",
+            actor="api:k",
+            follow_ups=jobs,
+        )
 
     sent = [n for n in commands.names if n != "hello"]
     assert sent == [
@@ -147,9 +150,10 @@ def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listen
     scope = ScopeFactory.create(store=store, agent_id="a1")
     commands.names.clear()
 
-    observation = observation_add(
-        store=store, scope=scope, content="Likes green tea.", actor="api:k"
-    )
+    with search_pending.held():  # the background fold shares this client
+        observation = observation_add(
+            store=store, scope=scope, content="Likes green tea.", actor="api:k"
+        )
 
     assert "bulkWrite" not in commands.names
     assert "insert memory_observations" in commands.names
