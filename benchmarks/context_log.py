@@ -9,6 +9,10 @@ in-process and interleaved call by call (so machine load hits both alike):
 with the log written by each call (flush interval 0, for comparison); then replay
 (`as_of`) at times between the versions, and a 200-token budget. The trigger table
 lists the explicit-request phrases and the labelled table's counts.
+
+With BENCH_DATA_DIR set, a second run on the same directory reuses what the first
+seeded (a million observations take about 40 minutes to seed), so the calls can be
+timed again on a quiet machine.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from datetime import timedelta
 
 from pymongo import MongoClient
+from pymongo.database import Database
 
 from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
@@ -39,6 +44,7 @@ CALLS = int(os.environ.get("BENCH_CONTEXT_CALLS", "200"))  # per variant (README
 AGENT = "bench-agent"
 USER = "target-user"
 GROUPS = [("g-eden", "Eden Team")]
+META = "bench_meta"  # the prepared target's moments, for a re-run on a kept data dir
 MESSAGES = ["hello there", "Do you remember what I said about the parser?"]
 TRIGGER_PHRASES = [
     "Search your memory for my cat's name",
@@ -57,16 +63,21 @@ def run(sizes: list[int] | None = None) -> None:
             client = MongoClient(server.uri, tz_aware=True)
             db = f"bench_context_log_{size}"
             base = MemoryStore(client, db)
-            seconds = seed(
-                base,
-                agent_id=AGENT,
-                scopes=max(10, size // 10),
-                observations=size,
-                search_index=SEED_SEARCH_INDEX,
-            )
-            postings = "with" if SEED_SEARCH_INDEX else "without"
-            print(f"seeded {size:,} observations ({postings} search postings) in {seconds:.0f} s")
-            moments = _prepare(base)
+            moments = _seeded_before(client[db])
+            if moments is None:
+                seconds = seed(
+                    base,
+                    agent_id=AGENT,
+                    scopes=max(10, size // 10),
+                    observations=size,
+                    search_index=SEED_SEARCH_INDEX,
+                )
+                postings = "with" if SEED_SEARCH_INDEX else "without"
+                print(f"seeded {size:,} observations ({postings} postings) in {seconds:.0f} s")
+                moments = _prepare(base)
+                client[db][META].insert_one({"_id": "moments", "moments": moments})
+            else:
+                print(f"reusing the {size:,} observations seeded in BENCH_DATA_DIR")
             stores = {
                 "log off": MemoryStore(client, db, access_flush_seconds=1.0, context_log_days=0),
                 "log on (written behind)": MemoryStore(
@@ -132,6 +143,15 @@ def run(sizes: list[int] | None = None) -> None:
         rows,
     )
     _trigger_table()
+
+
+def _seeded_before(db: Database) -> list | None:
+    """The moments of a run that seeded this database and prepared its target (kept by
+    BENCH_DATA_DIR), so a quiet re-run measures without seeding a million again."""
+    if not os.environ.get("BENCH_DATA_DIR"):
+        return None
+    found = db[META].find_one({"_id": "moments"})
+    return found["moments"] if found else None
 
 
 def _prepare(store: MemoryStore) -> list:
