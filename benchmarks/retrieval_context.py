@@ -16,28 +16,33 @@ from streams.store import MemoryStore
 
 def context_rows(devs: list[Dev]) -> None:
     """The context's retrieval against search, on the same questions and the same store:
-    how often it fires, the recall@5 of what it retrieves (nothing when it does not), the
-    same where it fired, and of everything the context shows (retrieved and recent: the
-    context's search leaves out what it already shows as recent)."""
+    how often it fires; the recall@5 of what it retrieves (nothing when it does not);
+    the recall@5 of its top 5 as the context shows it (the retrieved ones, and those of
+    the top 5 it shows as recent already, which it does not repeat); the same where it
+    fired; and of everything the context shows (retrieved and all ten recent)."""
     rows = []
     for d in devs:
         fired: list[bool] = []
         ranker = _context(d.store, fired, now=d.now)
         ranked = [ranker(q["question"]) for q in d.questions]
+        retrieved = [r for r, _ in ranked]
+        shown_top = [r[:5] + found for r, found in ranked]
         shown = _recent_turns(d)
         search = d.ranked(FINAL)
-        context = fmean(recall_at(q, r, 5) for q, r in zip(d.questions, ranked, strict=True))
+        strict = fmean(recall_at(q, r, 5) for q, r in zip(d.questions, retrieved, strict=True))
+        context = fmean(recall_at(q, r, 10) for q, r in zip(d.questions, shown_top, strict=True))
         where = [i for i, f in enumerate(fired) if f]
-        pairs = list(zip(d.questions, ranked, strict=True))
+        pairs = list(zip(d.questions, retrieved, strict=True))
         rows.append(
             [
                 d.name,
                 f"{sum(fired)}/{len(fired)} ({sum(fired) / len(fired):.1%})",
                 f"{d.recall(FINAL):.3f}",
+                f"{strict:.3f}",
                 f"{context:.3f}",
                 f"{context - d.recall(FINAL):+.3f}",
                 f"{fmean(recall_at(d.questions[i], search[i], 5) for i in where):.3f}",
-                f"{fmean(recall_at(d.questions[i], ranked[i], 5) for i in where):.3f}",
+                f"{fmean(recall_at(d.questions[i], shown_top[i], 10) for i in where):.3f}",
                 f"{fmean(recall_at(q, r[:5] + shown, 10**6) for q, r in pairs):.3f}",
             ]
         )
@@ -47,11 +52,12 @@ def context_rows(devs: list[Dev]) -> None:
             "conversation",
             "retrieval fired",
             "search recall@5",
-            "context recall@5",
+            "context recall@5, retrieved only",
+            "context recall@5 (its top 5: retrieved, or shown as recent)",
             "difference",
             "search recall@5 where fired",
             "context recall@5 where fired",
-            "context: retrieved top 5 or shown as recent",
+            "context: retrieved top 5 or any of the 10 recent",
         ],
         rows,
     )
@@ -72,11 +78,14 @@ def _recent_turns(d: Dev) -> list[str]:
 
 def _context(
     store: MemoryStore, fired: list[bool], now: datetime | None = None
-) -> Callable[[str], list[str]]:
-    """What `POST /context` retrieves for the question (nothing when it does not fire)."""
+) -> Callable[[str], tuple[list[str], list[str]]]:
+    """What `POST /context` retrieves for the question (nothing when it does not fire),
+    and the recent turns it found in its top 5 (shown as recent, not repeated)."""
+    from bson import ObjectId
+
     from benchmarks.retrieval_quality import AGENT, USER  # it imports this module
 
-    def rank(question: str) -> list[str]:
+    def rank(question: str) -> tuple[list[str], list[str]]:
         result = context_assemble(
             store=store,
             agent_id=AGENT,
@@ -87,6 +96,10 @@ def _context(
             record_access=False,
         )
         fired.append(result.decision.triggered)
-        return [h.observation.source_message_ids[0] for h in result.hits]
+        found = store.observations.get_many([ObjectId(i) for i in result.found_recent])
+        return (
+            [h.observation.source_message_ids[0] for h in result.hits],
+            [o.source_message_ids[0] for o in found],
+        )
 
     return rank

@@ -20,7 +20,7 @@ from bson import ObjectId
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.xml_text import SENTENCE_END, xml_attr, xml_text
 from streams.search.embeddings import SemanticRanker
-from streams.search.index import SearchHit, search_in_scopes
+from streams.search.index import MAX_LIMIT, SearchHit, search_in_scopes
 from streams.search.retrieval import RetrievalDecision, retrieval_decide
 from streams.store import MemoryStore, write_behind
 
@@ -48,6 +48,9 @@ class ContextResult:
     # The quoted texts themselves, by observation id and by `<scope id>:<version>`: a
     # copy written later (the chat call, after the answer) checks them against removals.
     quoted_texts: dict[str, str] = field(default_factory=dict)
+    # Recent observations (shown as such) that ranked in the retrieval's top
+    # RETRIEVED_LIMIT: with `hits`, the context shows all of search's best.
+    found_recent: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -109,17 +112,12 @@ def context_assemble(
     known = "\n".join([*(s.consolidation or "" for s in scopes), *(o.content for o in recent)])
     decision = retrieval_decide(message=message, known_text=known)
     hits: list[SearchHit] = []
+    found_recent: list[str] = []
     search_ms: float | None = None
     if decision.triggered:
         started = time.perf_counter()
-        hits = search_in_scopes(
-            store=store,
-            scopes=scopes,
-            query=message,
-            limit=RETRIEVED_LIMIT,
-            exclude_ids=frozenset(o.id for o in recent),
-            semantic=semantic,
-            now=now,
+        hits, found_recent = _retrieve(
+            store=store, scopes=scopes, message=message, recent=recent, semantic=semantic, now=now
         )
         search_ms = (time.perf_counter() - started) * 1000
         if hits and record_access:
@@ -170,7 +168,45 @@ def context_assemble(
         tokens=estimate_tokens(xml),
         quotes=quotes,
         quoted_texts=context_quoted_texts(parts, scopes),
+        found_recent=found_recent,
     )
+
+
+def _retrieve(
+    *,
+    store: MemoryStore,
+    scopes: list[Scope],
+    message: str,
+    recent: list[Observation],
+    semantic: SemanticRanker | None,
+    now: datetime,
+) -> tuple[list[SearchHit], list[str]]:
+    """Search's ranking for the message: its best RETRIEVED_LIMIT not shown as recent,
+    and the recent ones that ranked in its top RETRIEVED_LIMIT (shown already, so the
+    context holds all of search's top hits). One ranking, as search ranks: the recent
+    ones are left out after it, not before, so they do not shift the others."""
+    shown = {o.id for o in recent}
+    ranked = search_in_scopes(
+        store=store,
+        scopes=scopes,
+        query=message,
+        limit=RETRIEVED_LIMIT + len(shown),
+        semantic=semantic,
+        now=now,
+    )
+    hits = [h for h in ranked if h.observation.id not in shown][:RETRIEVED_LIMIT]
+    if len(hits) < RETRIEVED_LIMIT and len(ranked) >= MAX_LIMIT:  # a great many shown
+        hits = search_in_scopes(
+            store=store,
+            scopes=scopes,
+            query=message,
+            limit=RETRIEVED_LIMIT,
+            exclude_ids=frozenset(shown),
+            semantic=semantic,
+            now=now,
+        )
+    found = [h.observation.id for h in ranked[:RETRIEVED_LIMIT] if h.observation.id in shown]
+    return hits, found
 
 
 def estimate_tokens(text: str) -> int:

@@ -246,7 +246,11 @@ def search_in_scopes(
     """The ranking stages over the union of `scopes`, every hit with its explanation;
     deleted observations never appear (they leave the index when deleted, and are
     checked again on fetch). `now`: the time of asking, that "last week" counts from;
-    `expand`: terms added by feedback, each at its share of a term's weight."""
+    `expand`: terms added by feedback, each at its share of a term's weight.
+
+    `exclude_ids` (what the caller shows already) rank like the rest and are only left
+    out of the hits: taken out before ranking, they would change the pool, the seeds and
+    the support of the others, and the caller's ranking would drift from search's."""
     if ranking.multihop or ranking.prf:
         return understood_search(
             search_in_scopes=search_in_scopes,  # it calls back here, with the switches off
@@ -270,11 +274,11 @@ def search_in_scopes(
     weights = term_weights(
         totals=totals, stats=stats, ranking=ranking, names=parsed.names, boosts=parsed.boosts
     )
-    candidates = term_stage(stats=stats, weights=weights, exclude_ids=exclude_ids)
+    candidates = term_stage(stats=stats, weights=weights)
     if ranking.people:
         people_stage(candidates=candidates, query=parsed, boost=ranking.people_boost)
     windowed = observed_after is not None or observed_before is not None
-    pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5)
+    pool_size = WINDOW_POOL if windowed else max(ranking.pool, limit + 5 + len(exclude_ids))
     cut = cut_terms(stats)
     if cut and weights is not None:
         # Common terms were read only in part: the pool goes by what each candidate could
@@ -289,8 +293,13 @@ def search_in_scopes(
         pool = ordered(candidates.values())[:pool_size]
     nearest: list[tuple[ObjectId, float]] = []
     if semantic is not None:
-        nearest = _nearest(store=store, ranker=semantic, query=query, scopes=scopes, limit=limit)
-        nearest = [(oid, c) for oid, c in nearest if str(oid) not in exclude_ids]
+        nearest = _nearest(
+            store=store,
+            ranker=semantic,
+            query=query,
+            scopes=scopes,
+            limit=limit + len(exclude_ids),
+        )
         pooled = {c.observation_id for c in pool}
         for oid, _ in nearest:
             if oid not in pooled:
@@ -330,9 +339,7 @@ def search_in_scopes(
                 known=[c.observation for c in kept.values()],
                 reach=ranking.reach,
             )
-            if str(o.id) not in exclude_ids
-            and _in_window(o, observed_after, observed_before)
-            and not o.is_expired()
+            if _in_window(o, observed_after, observed_before) and not o.is_expired()
         ]
         neighbour_stage(
             candidates=kept,
@@ -358,7 +365,7 @@ def search_in_scopes(
     order = {t: i for i, t in enumerate(parsed.terms)}
     hits: list[SearchHit] = []
     for candidate, fused in final:
-        if candidate.observation is None:
+        if candidate.observation is None or candidate.observation.id in exclude_ids:
             continue
         score = round(fused, 6)
         if min_score is not None and score < min_score:

@@ -289,7 +289,6 @@ def term_stage(
     *,
     stats: list[TermStats],
     weights: TermWeights | None,
-    exclude_ids: frozenset[str] = frozenset(),
 ) -> dict[ObjectId, Candidate]:
     """BM25 over the union of the scopes (`weights`, from `term_weights`): each hit's share
     of each term's weight. Unranked: in a large scope there are thousands of hits, and
@@ -301,8 +300,6 @@ def term_stage(
     for stat in stats:
         idf, term = weights.idf[stat.term], stat.term
         for posting in stat.postings:
-            if exclude_ids and str(posting.observation_id) in exclude_ids:
-                continue
             # TermWeights.gain, inline: this loop runs once per posting read.
             norm = k1 * (1 - b + b * posting.length / average)
             gain = idf * posting.frequency * (k1 + 1) / (posting.frequency + norm)
