@@ -7,6 +7,12 @@ question about the past; a question about someone named ("what does Melanie like
 "when is Ana's birthday?"); a third-person question naming someone the memory knows
 ("why are flowers important to Melanie?"); two or more capitalised words the
 consolidations do not contain (names the memory text does not cover, so the log may).
+
+Not a rule: a definite description ("the upcoming grand opening", "the dancers in the
+photo"). Measured on the labelled table and general questions, "the" + an anchor word
+("upcoming", "recent") fired on "What are the upcoming holidays in France?", "the" + a
+word the memory text holds fired on "How does the immune system work?" (recent turns
+say "work"), and any multi-word "the ..." fired on most general questions.
 """
 
 from __future__ import annotations
