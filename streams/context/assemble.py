@@ -17,8 +17,14 @@ from datetime import datetime, timedelta
 
 from bson import ObjectId
 
+from streams.context.render import (
+    ContextParts,
+    context_fit,
+    context_parts,
+    has_text,
+)
+from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
-from streams.core.xml_text import SENTENCE_END, xml_attr, xml_text
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import MAX_LIMIT, SearchHit, search_in_scopes
 from streams.search.retrieval import RetrievalDecision, retrieval_decide
@@ -32,7 +38,6 @@ MAX_RECENT_READ = 200  # pending observations read for one context, all sections
 RETRIEVED_LIMIT = 5
 # Characters XML 1.0 does not allow at all (escaping cannot save them).
 LOGGED_MESSAGE_CHARS = 2_000  # of the message, kept in the context log
-CHARS_PER_TOKEN = 4
 
 
 @dataclass(frozen=True)
@@ -51,27 +56,6 @@ class ContextResult:
     # Recent observations (shown as such) that ranked in the retrieval's top
     # RETRIEVED_LIMIT: with `hits`, the context shows all of search's best.
     found_recent: list[str] = field(default_factory=list)
-
-
-@dataclass
-class SectionText:
-    """One section of the context: its label, its consolidation, its recent observations."""
-
-    label: str
-    text: str | None
-    recent: list[Observation] = field(default_factory=list)
-    key: str = ""  # how `dropped` names it: "shard:<name>", "group:<id>", "collective"
-
-
-@dataclass
-class ContextParts:
-    """What the XML is made of, before it is rendered (a budget drops parts of it)."""
-
-    collective: SectionText | None = None
-    shards: list[SectionText] = field(default_factory=list)
-    groups: list[SectionText] = field(default_factory=list)
-    user: SectionText | None = None
-    retrieved: list[Observation] = field(default_factory=list)
 
 
 def context_assemble(
@@ -209,10 +193,6 @@ def _retrieve(
     return hits, found
 
 
-def estimate_tokens(text: str) -> int:
-    return -(-len(text) // CHARS_PER_TOKEN)
-
-
 def _recent_observations(
     *, store: MemoryStore, scopes: list[Scope]
 ) -> dict[str, list[Observation]]:
@@ -310,7 +290,7 @@ def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[s
     versions = [
         f"{s.id}:{s.consolidation_version}"
         for s in scopes
-        if s.consolidation_version and _has_text(s.consolidation)
+        if s.consolidation_version and has_text(s.consolidation)
     ]
     return {"quoted_observation_ids": observation_ids, "quoted_versions": versions}
 
@@ -321,7 +301,7 @@ def context_quoted_texts(parts: ContextParts, scopes: list[Scope]) -> dict[str, 
     shown = [o for s in sections if s is not None for o in s.recent] + list(parts.retrieved)
     texts = {o.id: o.content for o in shown}
     for s in scopes:
-        if s.consolidation_version and _has_text(s.consolidation):
+        if s.consolidation_version and has_text(s.consolidation):
             texts[f"{s.id}:{s.consolidation_version}"] = s.consolidation or ""
     return texts
 
@@ -334,229 +314,3 @@ def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:
         last_accessed_at=now,
     )
     return SearchHit(observation=observation, score=hit.score, matched_terms=hit.matched_terms)
-
-
-# -- XML ---------------------------------------------------------------------------------
-
-
-def context_xml(
-    *,
-    scopes: list[Scope],
-    group_ids: list[str],
-    group_names: dict[str, str],
-    user_name: str | None,
-    recent: list[Observation],
-    retrieved: list[Observation],
-    now: datetime,
-) -> str:
-    """The spec's XML; sections with nothing in them are left out."""
-    by_scope: dict[str, list[Observation]] = {}
-    for o in recent:
-        by_scope.setdefault(o.scope_id, []).append(o)
-    parts = context_parts(
-        scopes=scopes,
-        group_ids=group_ids,
-        group_names=group_names,
-        user_name=user_name,
-        recent=by_scope,
-        retrieved=retrieved,
-    )
-    return context_render(parts, now=now)
-
-
-def context_parts(
-    *,
-    scopes: list[Scope],
-    group_ids: list[str],
-    group_names: dict[str, str],
-    user_name: str | None,
-    recent: dict[str, list[Observation]],
-    retrieved: list[Observation],
-) -> ContextParts:
-    collective = next((s for s in scopes if s.scope_type == "collective" and not s.name), None)
-    shards = sorted((s for s in scopes if s.is_shard), key=lambda s: s.name or "")
-    by_group = {s.group_id: s for s in scopes if s.scope_type == "group"}
-    individual = next((s for s in scopes if s.scope_type == "individual"), None)
-    parts = ContextParts(retrieved=list(retrieved))
-    if collective is not None:
-        parts.collective = SectionText(
-            "", collective.consolidation, list(recent.get(collective.id, [])), "collective"
-        )
-    for s in shards:
-        name = s.name or ""
-        parts.shards.append(
-            SectionText(name, s.consolidation, list(recent.get(s.id, [])), f"shard:{name}")
-        )
-    for group_id in group_ids:
-        scope = by_group.get(group_id)
-        if scope is None:
-            continue
-        name = group_names.get(group_id) or scope.display_name or group_id
-        parts.groups.append(
-            SectionText(
-                name, scope.consolidation, list(recent.get(scope.id, [])), f"group:{group_id}"
-            )
-        )
-    if individual is not None:
-        name = user_name or individual.display_name or individual.user_id or ""
-        parts.user = SectionText(
-            name, individual.consolidation, list(recent.get(individual.id, [])), "user"
-        )
-    return parts
-
-
-def context_render(parts: ContextParts, *, now: datetime) -> str:
-    """The XML of `parts`; sections with nothing in them are left out."""
-    lines = ["<MemoryContext>"]
-    shard_lines: list[str] = []
-    for shard in parts.shards:
-        shard_lines += _section_lines(
-            f"<Shard name={xml_attr(shard.label)}>", "</Shard>", shard, now=now, indent="    "
-        )
-    collective = parts.collective
-    if (collective and _filled(collective)) or shard_lines:
-        body = xml_text(collective.text if collective else None)
-        lines.append(f"  <CollectiveMemory>{body}")
-        if collective is not None and collective.recent:
-            lines += _recent_lines(collective.recent, now=now, indent="    ")
-        lines += shard_lines
-        lines.append("  </CollectiveMemory>")
-    for group in parts.groups:
-        lines += _section_lines(
-            f"<GroupMemory group={xml_attr(group.label)}>", "</GroupMemory>", group, now=now
-        )
-    user = parts.user
-    if user is not None and _filled(user):
-        lines.append(f"  <UserMemory user={xml_attr(user.label)}>{xml_text(user.text)}")
-        if user.recent:
-            lines += _recent_lines(user.recent, now=now, indent="    ")
-        lines.append("  </UserMemory>")
-    if parts.retrieved:
-        lines.append("  <RetrievedObservations>")
-        lines += [f"      - {_bullet(o, now=now)}" for o in parts.retrieved]
-        lines.append("  </RetrievedObservations>")
-    lines.append("</MemoryContext>")
-    return "\n".join(lines)
-
-
-def _filled(section: SectionText) -> bool:
-    return _has_text(section.text) or bool(section.recent)
-
-
-def _section_lines(
-    open_tag: str, close_tag: str, section: SectionText, *, now: datetime, indent: str = "  "
-) -> list[str]:
-    """One line when it has no recent observations (as before), else the block form."""
-    if not _filled(section):
-        return []
-    if not section.recent:
-        return [f"{indent}{open_tag}{xml_text(section.text)}{close_tag}"]
-    return [
-        f"{indent}{open_tag}{xml_text(section.text)}",
-        *_recent_lines(section.recent, now=now, indent=indent + "  "),
-        f"{indent}{close_tag}",
-    ]
-
-
-def _recent_lines(recent: list[Observation], *, now: datetime, indent: str) -> list[str]:
-    return [
-        f"{indent}<RecentObservations>",
-        *(f"{indent}  - {_bullet(o, now=now)}" for o in recent),
-        f"{indent}</RecentObservations>",
-    ]
-
-
-# -- budget ------------------------------------------------------------------------------
-
-
-def context_fit(
-    parts: ContextParts, *, max_tokens: int | None, now: datetime
-) -> tuple[str, list[str]]:
-    """The XML within `max_tokens` (estimated), and what was dropped to fit, in order.
-
-    Dropped first: retrieved observations (the weakest first), then recent ones (the
-    oldest first; shared sections before the user's), then shard sections, then the
-    collective's and groups' memories; last, the user's own consolidation loses whole
-    sentences from its end (never cut mid-sentence), then the user's section itself.
-    `parts` is changed in place to what was kept.
-    """
-    xml = context_render(parts, now=now)
-    if max_tokens is None or estimate_tokens(xml) <= max_tokens:
-        return xml, []
-    dropped: list[str] = []
-
-    def fits() -> bool:
-        nonlocal xml
-        xml = context_render(parts, now=now)
-        return estimate_tokens(xml) <= max_tokens
-
-    while parts.retrieved:
-        dropped.append(f"retrieved:{parts.retrieved.pop().id}")
-        if fits():
-            return xml, dropped
-    sections = [*parts.shards, *parts.groups]
-    if parts.collective is not None:
-        sections.insert(0, parts.collective)
-    if parts.user is not None:
-        sections.append(parts.user)
-    for section in sections:
-        while section.recent:
-            dropped.append(f"recent:{section.recent.pop(0).id}")
-            if fits():
-                return xml, dropped
-    while parts.shards:
-        dropped.append(parts.shards.pop().key)
-        if fits():
-            return xml, dropped
-    if parts.collective is not None and _has_text(parts.collective.text):
-        parts.collective = None
-        dropped.append("collective")
-        if fits():
-            return xml, dropped
-    while parts.groups:
-        dropped.append(parts.groups.pop().key)
-        if fits():
-            return xml, dropped
-    user = parts.user
-    if user is not None and _has_text(user.text):
-        sentences = SENTENCE_END.split((user.text or "").strip())
-        total = len(sentences)
-        while len(sentences) > 1:
-            sentences.pop()
-            user.text = " ".join(sentences)
-            if fits():
-                dropped.append(f"user:last {total - len(sentences)} of {total} sentences")
-                return xml, dropped
-    if user is not None:
-        parts.user = None
-        dropped.append("user")
-    xml = context_render(parts, now=now)
-    return xml, dropped
-
-
-def _has_text(value: str | None) -> bool:
-    return bool(value and value.strip())
-
-
-def _bullet(observation: Observation, *, now: datetime) -> str:
-    one_line = " ".join(observation.content.split())
-    return f"{xml_text(one_line)} ({relative_age(observation.observed_at, now=now)})"
-
-
-def relative_age(then: datetime, *, now: datetime) -> str:
-    """ "just now", "5 minutes ago", "2 hours ago", "3 weeks ago"...: computed per request."""
-    seconds = (now - then).total_seconds()
-    if seconds < 0:
-        return "just now" if seconds > -60 else "in the future"
-    for unit, size in (
-        ("year", 365 * 86400),
-        ("month", 30 * 86400),
-        ("week", 7 * 86400),
-        ("day", 86400),
-        ("hour", 3600),
-        ("minute", 60),
-    ):
-        count = int(seconds // size)
-        if count >= 1:
-            return f"{count} {unit}{'s' if count > 1 else ''} ago"
-    return "just now"

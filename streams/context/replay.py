@@ -25,10 +25,9 @@ from streams.context.assemble import (
     RETRIEVED_LIMIT,
     SHARED_RECENT_LIMIT,
     ContextResult,
-    context_fit,
-    context_parts,
-    estimate_tokens,
 )
+from streams.context.render import context_fit, context_parts
+from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput
 from streams.search.embeddings import SemanticRanker

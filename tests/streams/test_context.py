@@ -10,7 +10,8 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter
-from streams.context.assemble import context_assemble, relative_age
+from streams.context.assemble import context_assemble
+from streams.context.render import relative_age
 from streams.core.documents import utcnow
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.observations import observation_delete, observation_get

@@ -9,7 +9,8 @@ import xml.etree.ElementTree as ET
 import pytest
 from bson import ObjectId
 
-from streams.context.assemble import context_assemble, estimate_tokens
+from streams.context.assemble import context_assemble
+from streams.context.tokens import estimate_tokens
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
