@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -120,8 +121,8 @@ def _saved_message(jobs: list[Job]) -> str:
     text = "Observation saved."
     if jobs:
         text += (
-            f" Rebuild pending: {len(jobs)} consolidation(s) that held the old text are being"
-            " rebuilt with the correction."
+            f" Rebuild pending: {_consolidations(len(jobs))} that held the old text"
+            f" {pluralize(len(jobs), 'is,are')} being rebuilt with the correction."
         )
     return text
 
@@ -287,5 +288,13 @@ def observation_text_history(request: HttpRequest, observation_id: str) -> HttpR
 def _deleted_message(jobs: list[Job]) -> str:
     text = "Observation deleted: it is kept for the audit, out of every context."
     if jobs:
-        text += f" {len(jobs)} consolidation(s) that held it are being rebuilt without it."
+        text += (
+            f" {_consolidations(len(jobs))} that held it"
+            f" {pluralize(len(jobs), 'is,are')} being rebuilt without it."
+        )
     return text
+
+
+def _consolidations(count: int) -> str:
+    """Counts read as words in flashes ("1 consolidation", "2 consolidations")."""
+    return f"{count} consolidation{pluralize(count)}"
