@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.ui.common import actor, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, request_role, role_required
@@ -121,7 +121,7 @@ def _saved_message(jobs: list[Job]) -> str:
     text = "Observation saved."
     if jobs:
         text += (
-            f" Rebuild pending: {_consolidations(len(jobs))} that held the old text"
+            f" Rebuild pending: {counted(len(jobs), 'consolidation')} that held the old text"
             f" {pluralize(len(jobs), 'is,are')} being rebuilt with the correction."
         )
     return text
@@ -289,12 +289,7 @@ def _deleted_message(jobs: list[Job]) -> str:
     text = "Observation deleted: it is kept for the audit, out of every context."
     if jobs:
         text += (
-            f" {_consolidations(len(jobs))} that held it"
+            f" {counted(len(jobs), 'consolidation')} that held it"
             f" {pluralize(len(jobs), 'is,are')} being rebuilt without it."
         )
     return text
-
-
-def _consolidations(count: int) -> str:
-    """Counts read as words in flashes ("1 consolidation", "2 consolidations")."""
-    return f"{count} consolidation{pluralize(count)}"
