@@ -24,7 +24,8 @@ from streams.actions.bulk import do_observations_bulk
 from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
-from streams.memory.bulk import DEFAULT_BATCH, BulkFilter, bulk_run
+from streams.memory.bulk import BulkFilter
+from streams.memory.bulk_job import DEFAULT_BATCH, bulk_run
 from streams.memory.rebuild import rebuild_run
 from streams.search.index import search_index_build
 from streams.store import MemoryStore

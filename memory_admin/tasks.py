@@ -26,7 +26,7 @@ from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_jobs_recover
 from streams.core.documents import Job, utcnow
 from streams.jobs import JobRun, job_execute
-from streams.memory.bulk import bulk_run
+from streams.memory.bulk_job import bulk_run
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.memory.propagation import propagation_run

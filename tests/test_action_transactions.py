@@ -46,7 +46,7 @@ from streams.memory.consolidation import consolidation_commit
 from streams.memory.formation import IncomingMessage
 from streams.memory.observation_batch import BatchItem
 from streams.memory.scopes import ScopeKey, scope_get
-from streams.people.exchange import scope_export
+from streams.people.export import scope_export
 from streams.records.audit import audit_page
 from streams.records.webhooks import EVENTS as WEBHOOK_EVENTS
 from streams.store import MemoryStore, search_pending

@@ -29,7 +29,7 @@ from streams.core.pagination import Page
 from streams.jobs import job_get
 from streams.memory.observations import observation_list
 from streams.memory.provenance import cited_lines
-from streams.people.exchange import export_markdown
+from streams.people.export import export_markdown
 from streams.people.user_audit import user_audit
 from streams.people.user_find import user_find
 from streams.records.audit import audit_page
@@ -336,7 +336,7 @@ def user_export_view(request: HttpRequest) -> HttpResponse:
     store = get_store()
     markdown = request.GET.get("format") == "markdown"
     try:
-        if markdown:  # the API's export, as a person reads it (streams/people/exchange.py)
+        if markdown:  # the API's export, as a person reads it (streams/people/export.py)
             text = export_markdown(
                 do_user_export_document(
                     store=store, actor=actor(request), agent_id=agent_id, user_id=user_id

@@ -16,7 +16,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_http_methods
 
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.ui.common import actor, found
+from memory_admin.ui.common import actor, counted, found
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.bulk import BulkOutcome, do_observations_bulk
@@ -148,6 +148,6 @@ def _label(form: forms.Form, name: str) -> str:
 def _applied_message(action: str, outcome: BulkOutcome) -> str:
     verb = {"delete": "deletion", "private": "marking private", "move": "move"}[action]
     return (
-        f"Bulk {verb} of {outcome.matched} observation{'s' if outcome.matched != 1 else ''} "
+        f"Bulk {verb} of {counted(outcome.matched, 'observation')} "
         "started: it runs in batches; consolidations that held them are rebuilt once."
     )

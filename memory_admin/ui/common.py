@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest
+from django.template.defaultfilters import pluralize
 
 from streams.actions import Actor
 from streams.core.exceptions import InvalidInput, MemoryServiceError, NotFound
@@ -56,3 +57,8 @@ def _sentence(text: str) -> str:
         return text
     text = text[0].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def counted(count: int, noun: str) -> str:
+    """A count as words for a flash: "1 consolidation", "2 consolidations" (never "(s)")."""
+    return f"{count} {noun}{pluralize(count)}"

@@ -8,7 +8,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.stores import get_store
-from memory_admin.ui.common import actor, flash_error, found, param
+from memory_admin.ui.common import actor, counted, flash_error, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
@@ -71,7 +71,8 @@ def consolidation_restore_view(request: HttpRequest, scope_id: str, version: int
         flash_error(request, exc)
     else:
         back = (
-            f" {len(returning)} observation(s) absorbed after v{version} went back to pending."
+            f" {counted(len(returning), 'observation')} absorbed after v{version}"
+            " went back to pending."
             if returning
             else ""
         )

@@ -8,11 +8,12 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.ui.common import actor, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.forms import ObservationFilterForm, ObservationForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.roles import Role, request_role, role_required
@@ -120,8 +121,8 @@ def _saved_message(jobs: list[Job]) -> str:
     text = "Observation saved."
     if jobs:
         text += (
-            f" Rebuild pending: {len(jobs)} consolidation(s) that held the old text are being"
-            " rebuilt with the correction."
+            f" Rebuild pending: {counted(len(jobs), 'consolidation')} that held the old text"
+            f" {pluralize(len(jobs), 'is,are')} being rebuilt with the correction."
         )
     return text
 
@@ -287,5 +288,8 @@ def observation_text_history(request: HttpRequest, observation_id: str) -> HttpR
 def _deleted_message(jobs: list[Job]) -> str:
     text = "Observation deleted: it is kept for the audit, out of every context."
     if jobs:
-        text += f" {len(jobs)} consolidation(s) that held it are being rebuilt without it."
+        text += (
+            f" {counted(len(jobs), 'consolidation')} that held it"
+            f" {pluralize(len(jobs), 'is,are')} being rebuilt without it."
+        )
     return text

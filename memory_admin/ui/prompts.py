@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.ui.common import actor, flash_error, form_errors, found, param
+from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
 from memory_admin.ui.roles import Role, request_role, role_required
@@ -238,8 +238,9 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
             if regressions:
                 form.add_error(
                     "text",
-                    f"This draft fails {len(regressions)} check(s) that the prompt in effect "
-                    "passes. Look at the checks below; save anyway only if that is what you want.",
+                    f"This draft fails {counted(len(regressions), 'check')} that the prompt in"
+                    " effect passes. Look at the checks below; save anyway only if that is what"
+                    " you want.",
                 )
             else:
                 entry = do_prompt_save(

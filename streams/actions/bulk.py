@@ -7,15 +7,8 @@ from dataclasses import dataclass
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
-from streams.memory.bulk import (
-    DEFAULT_BATCH,
-    DEFAULT_MAX,
-    BulkAction,
-    BulkFilter,
-    bulk_match,
-    bulk_payload,
-    bulk_target,
-)
+from streams.memory.bulk import DEFAULT_MAX, BulkAction, BulkFilter, bulk_match, bulk_target
+from streams.memory.bulk_job import DEFAULT_BATCH, bulk_payload
 from streams.store import MemoryStore
 
 

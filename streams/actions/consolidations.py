@@ -43,17 +43,14 @@ def do_consolidation_restore(
     the observations back to pending, the entry and the threshold's job commit together."""
 
     def write(tx: ActionTx) -> ConsolidationVersion:
-        jobs: list[Job] = []
         entry = consolidation_restore(
             store=store,
             scope=scope,
             version=version,
             actor=str(actor),
-            follow_ups=jobs,
+            follow_ups=tx.jobs,
             session=tx.session,
         )
-        for job in jobs:
-            tx.schedule(job)
         tx.audit(
             action="consolidation.restore",
             object_type="consolidation",

@@ -10,13 +10,8 @@ from typing import Any
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Scope
-from streams.people.exchange import (
-    IMPORT_ATTEMPTS,
-    import_plan,
-    import_write,
-    scope_export,
-    user_export_document,
-)
+from streams.people.exchange import IMPORT_ATTEMPTS, import_plan, import_write
+from streams.people.export import scope_export, user_export_document
 from streams.people.user_audit import check_user_ids
 from streams.store import MemoryStore
 

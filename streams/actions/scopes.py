@@ -7,7 +7,7 @@ from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.core.documents import Job, Scope
+from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
@@ -95,17 +95,14 @@ def do_scope_update(
                 actor=str(actor),
                 session=tx.session,
             )
-        jobs: list[Job] = []
         updated = scope_update(
             store=store,
             scope=scope,
             changes=changes,
             actor=str(actor),
-            follow_ups=jobs,
+            follow_ups=tx.jobs,
             session=tx.session,
         )
-        for job in jobs:
-            tx.schedule(job)
         tx.audit(
             action="consolidation.edit" if edited else "scope.update",
             object_type="consolidation" if edited else "scope",

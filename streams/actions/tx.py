@@ -37,6 +37,8 @@ class ActionTx:
     store: MemoryStore
     actor: Actor
     session: StoreSession
+    # Dispatched after the commit: a service that writes jobs with `session=tx.session`
+    # may take this as its `follow_ups` (each job once) instead of `schedule`-ing them.
     jobs: list[Job] = field(default_factory=list)
     audited: int = 0
 

@@ -169,7 +169,7 @@ def observation_release(
     ):
         return None
     if not observation.consolidated:
-        store.scopes.push_pending_in(ObjectId(observation.scope_id), [oid], session=session)
+        store.scopes.push_pending(ObjectId(observation.scope_id), [oid], session=session)
         store.agents.adjust_counters(observation.agent_id, now=now, pending=1, session=session)
     search_index_add(store=store, observations=[released], session=session)
     return released

@@ -72,7 +72,7 @@ def scope_get_or_create(
                 {"display_name": display_name, "label_text": existing.label_text},
                 session=session,
             )
-            user_name_record(store=store, scope=existing)
+            user_name_record(store=store, scope=existing, session=session)
         return existing, False
     now = utcnow()
     store.agents.ensure(key.agent_id, now=now, session=session)
@@ -94,7 +94,7 @@ def scope_get_or_create(
             raise Conflict("scope creation raced and lost")
         return winner, False
     store.agents.adjust_counters(key.agent_id, now=now, scopes=1, session=session)
-    user_name_record(store=store, scope=scope)
+    user_name_record(store=store, scope=scope, session=session)
     return scope, True
 
 

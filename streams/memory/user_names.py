@@ -9,7 +9,7 @@ from __future__ import annotations
 import unicodedata
 
 from streams.core.documents import Scope
-from streams.store import MemoryStore
+from streams.store import MemoryStore, StoreSession
 
 
 def normalize(text: str) -> str:
@@ -25,8 +25,13 @@ def name_keys(display_name: str | None) -> list[str]:
     return [" ".join(words[i:]) for i in range(len(words)) if words[i]]
 
 
-def user_name_record(*, store: MemoryStore, scope: Scope) -> None:
-    """Keep the findable name of an individual scope's user (other scopes have none)."""
+def user_name_record(
+    *, store: MemoryStore, scope: Scope, session: StoreSession | None = None
+) -> None:
+    """Keep the findable name of an individual scope's user (other scopes have none).
+
+    With `session` it is written in the caller's transaction, beside the scope it names,
+    so an aborted action leaves no name behind."""
     if scope.scope_type != "individual" or not scope.user_id:
         return
     store.user_names.upsert(
@@ -36,4 +41,5 @@ def user_name_record(*, store: MemoryStore, scope: Scope) -> None:
         display_name=scope.display_name,
         name_keys=name_keys(scope.display_name),
         user_key=normalize(scope.user_id),
+        session=session,
     )

@@ -1,28 +1,18 @@
-"""Export a user or a scope (JSON, or Markdown a person can read and diff), and import the
-JSON back: idempotent by ids, every field checked as any other write checks it.
+"""Import an export (`streams.people.export`) back: idempotent by ids, every field checked
+as any other write checks it.
 
-The JSON export (`FORMAT`) is a list of scope blocks: the scope's identity, its
-consolidation and history (versions as stored: a version a rebuild redacted holds the
-redaction marker, never the removed text), and its observations in log order (a deleted
-one without its text, as the UI's user export shows it; `streams.people.user_audit` walks and
-redacts for both). A user's export holds their individual scope whole, and for each
-shared scope only the observations that came from them (no history: it speaks of others).
-Each observation and version carries `digest`, a SHA-256 of the item: an import refuses an
-item whose digest no longer matches (changed since the export); an item without one is
-checked field by field only.
-
-An import checks everything first and writes nothing when any item is bad: 422 listing
-each bad item (where it is, its id, the field, why). Otherwise each scope block is written
-in one transaction: the scope (created with its exported id when its identity is new), its
-history when it has none yet, and the observations not stored yet (same ids, pending or
-consolidated as exported; deleted ones are skipped, their text is gone). Importing the
-same export again changes nothing.
+An item whose `digest` no longer matches (changed since the export) is refused; an item
+without one is checked field by field only. An import checks everything first and
+writes nothing when any item is bad: 422 listing each bad item (where it is, its id, the
+field, why). Otherwise each scope block is written in one transaction: the scope
+(created with its exported id when its identity is new), its history when it has none
+yet, and the observations not stored yet (same ids, pending or consolidated as exported;
+deleted ones are skipped, their text is gone). Importing the same export again changes
+nothing.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -30,18 +20,17 @@ from typing import Any
 from bson import ObjectId
 
 from streams.core.documents import SCOPE_TYPES, ConsolidationVersion, Observation, Scope, utcnow
-from streams.core.exceptions import InvalidInput, NotFound
+from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.observations import MAX_CONTENT_CHARS, observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.people.exchange_review import EXTRA_FIELDS, review_fields
-from streams.people.user_audit import check_user_ids, observation_json, user_export, version_pages
+from streams.people.export import FORMAT, digest
+from streams.people.user_audit import check_user_ids
 from streams.store import MemoryStore, StoreSession
 from streams.store.exchange import ExchangeRepository
-from streams.store.privacy import BATCH, PrivacyRepository
 
-FORMAT = "memory-admin/export-1"
 MAX_ID = 128
 MAX_SCOPES = 1000
 MAX_LIST = 500
@@ -61,167 +50,6 @@ VERSION_FIELDS = {
     "version", "text", "trigger", "actor", "created_at", "absorbed_observation_ids",
     "redacted", "digest",
 }  # fmt: skip
-
-
-# -- export -------------------------------------------------------------------------------
-
-
-def digest(item: dict[str, Any]) -> str:
-    body = {k: v for k, v in item.items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _signed(item: dict[str, Any]) -> dict[str, Any]:
-    return {**item, "digest": digest(item)}
-
-
-def _version_item(v: ConsolidationVersion) -> dict[str, Any]:
-    return _signed(
-        {
-            "version": v.version,
-            "text": v.text,
-            "trigger": v.trigger,
-            "actor": v.actor,
-            "created_at": v.created_at.isoformat(),
-            "absorbed_observation_ids": v.absorbed_observation_ids,
-            "redacted": v.redacted,
-        }
-    )
-
-
-def _identity(scope: Scope) -> dict[str, Any]:
-    return {
-        "id": scope.id,
-        "scope_type": scope.scope_type,
-        "user_id": scope.user_id,
-        "group_id": scope.group_id,
-        "name": scope.name,
-        "display_name": scope.display_name,
-    }
-
-
-def scope_block(
-    *, store: MemoryStore, scope: Scope, observations: list[dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """One scope: identity, consolidation and history, observations in log order (or, for
-    a shared scope in a user's export, `observations` given and no history)."""
-    block = _identity(scope)
-    if observations is not None:
-        block.update(consolidation=None, consolidation_version=None, history=None)
-        block["observations"] = [_signed(o) for o in observations]
-        return block
-    repo = PrivacyRepository(store.db)
-    oid = ObjectId(scope.id)
-    block.update(
-        consolidation=scope.consolidation,
-        consolidation_version=scope.consolidation_version,
-        history=[_version_item(v) for v in version_pages(store=store, scope=scope)],
-        observations=[
-            _signed(observation_json(o))
-            for low in range(0, scope.observation_seq, BATCH)
-            for o in repo.scope_observations(
-                oid, low_seq=low, high_seq=min(low + BATCH, scope.observation_seq)
-            )
-        ],
-    )
-    return block
-
-
-def scope_export(*, store: MemoryStore, scope: Scope) -> dict[str, Any]:
-    return {
-        "format": FORMAT,
-        "kind": "scope",
-        "agent_id": scope.agent_id,
-        "scope_id": scope.id,
-        "exported_at": utcnow().isoformat(),
-        "scopes": [scope_block(store=store, scope=scope)],
-    }
-
-
-def user_export_document(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str, Any]:
-    """The user's individual scope whole, and their observations in shared scopes (the
-    walk and the redaction of the UI's export, `streams.people.user_audit.user_export`)."""
-    data = user_export(store=store, agent_id=agent_id, user_id=user_id)
-    blocks: list[dict[str, Any]] = []
-    if data["individual_scope"] is not None:
-        individual = store.scopes.get(ObjectId(data["individual_scope"]["id"]))
-        if individual is not None:
-            blocks.append(scope_block(store=store, scope=individual))
-    by_scope: dict[str, list[dict[str, Any]]] = {}
-    for item in data["related_observations"]:
-        by_scope.setdefault(item["scope_id"], []).append(item)
-    shared = store.scopes.get_many([ObjectId(i) for i in sorted(by_scope)])
-    for scope in sorted(shared, key=lambda s: s.seq):
-        blocks.append(scope_block(store=store, scope=scope, observations=by_scope[scope.id]))
-    return {
-        "format": FORMAT,
-        "kind": "user",
-        "agent_id": agent_id,
-        "user_id": user_id,
-        "exported_at": data["exported_at"],
-        "scopes": blocks,
-    }
-
-
-def export_markdown(document: dict[str, Any]) -> str:
-    """The export as Markdown: one section per scope, the consolidation, its history and
-    the observations in log order, one line each (stable, so two exports diff well)."""
-    lines: list[str] = []
-    if document.get("kind") == "user":
-        title = f"Memory of user `{document['user_id']}` (agent `{document['agent_id']}`)"
-    else:
-        title = f"Memory of scope `{document.get('scope_id')}` (agent `{document['agent_id']}`)"
-    lines += [f"# {title}", "", f"Exported at {document['exported_at']}.", ""]
-    for block in document["scopes"]:
-        label = block.get("user_id") or block.get("group_id") or block.get("name") or ""
-        head = f"## {block['scope_type']} {label}".rstrip()
-        lines += [head, "", f"Scope id `{block['id']}`."]
-        if block.get("display_name"):
-            lines.append(f"Display name: {block['display_name']}.")
-        lines.append("")
-        if block.get("history") is None:
-            lines += ["Shared scope: only this user's observations are exported.", ""]
-        else:
-            lines += [f"### Consolidation (version {block['consolidation_version']})", ""]
-            lines += _quoted(block.get("consolidation") or "(none yet)") + [""]
-            if block["history"]:
-                lines += ["### History", ""]
-                for v in reversed(block["history"]):
-                    flag = " (redacted)" if v["redacted"] else ""
-                    by = f" by {v['actor']}" if v.get("actor") else ""
-                    lines.append(
-                        f"- v{v['version']} · {v['created_at']} · {v['trigger']}{by}{flag}"
-                    )
-                    lines += ["  " + q for q in _quoted(v["text"])]
-                lines.append("")
-        lines += [f"### Observations ({len(block['observations'])})", ""]
-        for o in block["observations"]:
-            marks = [o["status"]] + (["private"] if o["private"] else [])
-            if o["deleted"]:
-                marks = ["deleted"]
-            text = "[deleted: text removed]" if o["content"] is None else _one_line(o["content"])
-            lines.append(f"- {o['observed_at']} ({', '.join(marks)}) {text}")
-            source = []
-            if o.get("source_session_id"):
-                source.append(f"session `{o['source_session_id']}`")
-            if o.get("source_message_ids"):
-                source.append("messages " + ", ".join(f"`{m}`" for m in o["source_message_ids"]))
-            if o.get("related_user_ids"):
-                source.append("people " + ", ".join(o["related_user_ids"]))
-            if o.get("propagated_from"):
-                source.append(f"copied from `{o['propagated_from']}`")
-            lines.append(f"  - id `{o['id']}`" + ("; " + "; ".join(source) if source else ""))
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _quoted(text: str) -> list[str]:
-    return ["> " + line if line else ">" for line in text.splitlines() or [""]]
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 # -- import -------------------------------------------------------------------------------
@@ -606,13 +434,3 @@ def _write_block(
         write(within)
     else:
         store.in_transaction(write, attempts=IMPORT_ATTEMPTS)
-
-
-def scope_for_export(
-    *, store: MemoryStore, scope_id: str, agent_ids: frozenset[str] | None
-) -> Scope:
-    oid = parse_object_id(scope_id)
-    scope = store.scopes.get(oid) if oid is not None else None
-    if scope is None or (agent_ids is not None and scope.agent_id not in agent_ids):
-        raise NotFound("scope not found")
-    return scope

@@ -168,12 +168,9 @@ class BulkRepository:
     def flag_rebuild(
         self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
     ) -> None:
-        if observation_ids:
-            self.scopes.update_one(
-                {"_id": scope_id},
-                {"$addToSet": {"rebuild_observation_ids": {"$each": observation_ids}}},
-                session=session,
-            )
+        scopes.add_to_list(
+            self.scopes, scope_id, "rebuild_observation_ids", observation_ids, session=session
+        )
 
     # -- the job's progress --------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""The writes and reads of export/import (`streams.people.exchange`) no other repository has."""
+"""The writes and reads of export and import (`streams.people.export`,
+`streams.people.exchange`) no other repository has."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 from pymongo.client_session import ClientSession
+from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
@@ -20,7 +21,7 @@ from streams.store.paging import (
 )
 
 COLLECTION = "memory_scopes"
-PULL_INLINE = 64  # ids a `$pull {$in}` takes; more are dropped by read and `$set`
+PULL_INLINE = 64  # ids a `$pull {$in}` or `$addToSet {$each}` takes; more: read and `$set`
 MAX_SCOPES_PER_MEMBER = 10  # a user or group has one scope per agent; a margin for legacy data
 INDEXES: list[IndexSpec] = [
     # Identity: at most one scope per (agent, type, user, group, shard name).
@@ -300,13 +301,17 @@ class ScopeRepository:
         )
         return result.matched_count == 1
 
-    def flag_rebuild(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
+    def flag_rebuild(
+        self,
+        scope_id: ObjectId,
+        observation_ids: list[ObjectId],
+        *,
+        session: ClientSession | None = None,
+    ) -> None:
         """The consolidation history holds these observations' old text: rebuild pending."""
-        if observation_ids:
-            self.collection.update_one(
-                {"_id": scope_id},
-                {"$addToSet": {"rebuild_observation_ids": {"$each": observation_ids}}},
-            )
+        add_to_list(
+            self.collection, scope_id, "rebuild_observation_ids", observation_ids, session=session
+        )
 
     def unflag_rebuild(self, scope_id: ObjectId, observation_ids: list[ObjectId]) -> None:
         """Nothing of these is left to rebuild (no version absorbed them after all)."""
@@ -393,17 +398,6 @@ class ScopeRepository:
                 session=session,
             )
 
-    def push_pending_in(
-        self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
-    ) -> None:
-        """Make observations pending inside the caller's transaction (a review approval)."""
-        if observation_ids:
-            self.collection.update_one(
-                {"_id": scope_id},
-                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
-                session=session,
-            )
-
     def count_deleted(self, scope_id: ObjectId, *, session: ClientSession | None = None) -> None:
         """One observation left the scope's count (a soft delete: it counts nowhere)."""
         self.collection.update_one(
@@ -417,13 +411,49 @@ class ScopeRepository:
         *,
         session: ClientSession | None = None,
     ) -> None:
-        """Back to pending (a restore): each at most once."""
-        if observation_ids:
-            self.collection.update_one(
-                {"_id": scope_id},
-                {"$addToSet": {"pending_observation_ids": {"$each": observation_ids}}},
-                session=session,
-            )
+        """Back to pending (a restore, a review approval): each at most once."""
+        add_to_list(
+            self.collection, scope_id, "pending_observation_ids", observation_ids, session=session
+        )
+
+
+def add_to_list(
+    collection: Collection,
+    scope_id: ObjectId,
+    name: str,
+    ids: list[ObjectId],
+    *,
+    session: ClientSession | None,
+    attempts: int = 20,
+) -> None:
+    """Append ids to one of a scope's id lists (pending, rebuild), each at most once.
+
+    A few go in with `$addToSet`; more are merged here and the list `$set` whole, on
+    the condition (outside a transaction) that it is still what was read, else it is
+    read again. `$addToSet` with `$each` compares every new id with every listed one:
+    a bulk deletion of 10,000 observations spent ~510 s there.
+    """
+    if not ids:
+        return
+    if len(ids) <= PULL_INLINE:
+        collection.update_one(
+            {"_id": scope_id}, {"$addToSet": {name: {"$each": ids}}}, session=session
+        )
+        return
+    for _ in range(attempts):
+        doc = collection.find_one({"_id": scope_id}, {name: 1}, session=session)
+        if doc is None:
+            return
+        before = doc.get(name) or []
+        after = list(dict.fromkeys([*before, *ids]))
+        if len(after) == len(before):
+            return
+        query: dict[str, Any] = {"_id": scope_id}
+        if session is None:
+            query[name] = before
+        if collection.update_one(query, {"$set": {name: after}}, session=session).matched_count:
+            return
+    raise RuntimeError("the scope's lists kept changing; retry")
 
 
 def _without(doc: dict[str, Any], drop: dict[str, set[ObjectId]]) -> dict[str, list[ObjectId]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.store.indexes import IndexSpec, index
@@ -41,6 +42,7 @@ class UserNameRepository:
         display_name: str | None,
         name_keys: list[str],
         user_key: str,
+        session: ClientSession | None = None,
     ) -> None:
         self.collection.update_one(
             {"agent_id": agent_id, "user_id": user_id},
@@ -53,6 +55,7 @@ class UserNameRepository:
                 }
             },
             upsert=True,
+            session=session,
         )
 
     def by_prefix(

@@ -111,7 +111,7 @@ def test_save_a_check_and_watch_a_draft_fail_it(
 
     page.click("text=Save as a new version")
     page.locator("#save-anyway").wait_for()
-    assert "fails 1 check(s)" in page.locator(".field-error").first.inner_text()
+    assert "fails 1 check that" in page.locator(".field-error").first.inner_text()
     assert scope_get(store=store, scope_id=bugs_shard.id).extraction_prompt == BUGS
     page.screenshot(path=str(artifacts_dir / "checks_save_needs_confirmation.png"), full_page=True)
     page.click("#save-anyway")

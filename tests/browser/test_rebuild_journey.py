@@ -57,7 +57,7 @@ def test_delete_an_absorbed_observation_then_watch_the_rebuild(
     page.click("button:has-text('Delete observation')")
     page.locator("#rebuild-pending").wait_for()
     assert page.locator("#rebuild-pill").inner_text() == "rebuild pending"
-    assert "1 consolidation(s) that held it are being rebuilt" in page.content()
+    assert "1 consolidation that held it is being rebuilt" in page.content()
     page.evaluate("window.__notReloaded = true")
     page.screenshot(path=str(artifacts_dir / "rebuild_pending.png"), full_page=True)
 

@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-import streams.memory.bulk
+import streams.memory.bulk_job
 from streams.core.documents import Job, Observation, Scope
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
-from streams.memory.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run, bulk_target
+from streams.memory.bulk import BulkFilter, bulk_match, bulk_target
+from streams.memory.bulk_job import bulk_payload, bulk_run
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -123,8 +124,8 @@ def test_slow_batches_shrink_the_next_and_a_resumed_run_lines_up(store, monkeypa
     group, alice = _scopes(store)
     added = _fill(store, group)
     job = _move_job(store, group, alice)
-    monkeypatch.setattr(streams.memory.bulk, "BATCH_SECONDS", -1.0)
-    monkeypatch.setattr(streams.memory.bulk, "MIN_BATCH", 1)
+    monkeypatch.setattr(streams.memory.bulk_job, "BATCH_SECONDS", -1.0)
+    monkeypatch.setattr(streams.memory.bulk_job, "MIN_BATCH", 1)
     real_advance = BulkRepository.advance
     sizes: list[int] = []
 
@@ -157,7 +158,7 @@ def test_a_killed_run_resumes_from_its_progress(store):
         f"""
         import time
         from datetime import timedelta
-        import streams.memory.bulk as bulk
+        import streams.memory.bulk_job as bulk
         from streams.jobs import job_execute
         from streams.llm.offline import OfflineProvider
         from streams.store import MemoryStore

@@ -11,7 +11,8 @@ from bson import ObjectId
 import streams.memory.consolidation
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
-from streams.memory.bulk import BulkFilter, bulk_match, bulk_payload, bulk_run
+from streams.memory.bulk import BulkFilter, bulk_match
+from streams.memory.bulk_job import bulk_payload, bulk_run
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.observations import observation_add
 from streams.memory.rebuild import REBUILT, rebuild_run

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from streams.core.exceptions import InvalidInput
+from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.memory.user_names import name_keys, normalize
 from streams.people.user_find import user_find
 from tests.factories import ScopeFactory
@@ -63,3 +64,32 @@ def test_backfill_records_users_written_before_names_were_kept(store):
     call_command("backfill_user_names", stdout=out)
     assert "Recorded 3 users of 2 agents." in out.getvalue()
     assert len(user_find(store=store, text="gen")) == 2
+
+
+def test_the_name_is_written_in_the_scope_creators_transaction(store):
+    """A scope created (or renamed) in an aborted transaction leaves no findable name."""
+    key = ScopeKey.individual("a1", "u-tx")
+
+    def create_then_fail(session) -> None:
+        scope_get_or_create(store=store, key=key, display_name="Gene Tx", session=session)
+        raise RuntimeError("aborted")
+
+    with pytest.raises(RuntimeError):
+        store.in_transaction(create_then_fail)
+    assert user_find(store=store, text="gene tx") == []
+
+    store.in_transaction(
+        lambda session: scope_get_or_create(
+            store=store, key=key, display_name="Gene Tx", session=session
+        )
+    )
+    assert [m.user_id for m in user_find(store=store, text="gene tx")] == ["u-tx"]
+
+    def rename_then_fail(session) -> None:
+        scope_get_or_create(store=store, key=key, display_name="Ada Tx", session=session)
+        raise RuntimeError("aborted")
+
+    with pytest.raises(RuntimeError):
+        store.in_transaction(rename_then_fail)
+    assert user_find(store=store, text="ada tx") == []
+    assert [m.display_name for m in user_find(store=store, text="gene tx")] == ["Gene Tx"]

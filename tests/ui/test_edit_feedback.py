@@ -67,6 +67,8 @@ def test_an_inline_correction_says_so_and_that_a_rebuild_is_pending(client_as, a
     assert "Gene lives in Braga." in html and "just-saved" in html
     flash = _flash(html)
     assert "Observation saved." in flash and "Rebuild pending" in flash
+    # Counts read as words, as in the other flashes.
+    assert "1 consolidation that held the old text is being rebuilt" in flash, flash
     # The rebuild's live banner replaces the (empty) job status of the scope page.
     banner = re.search(r'<div id="job-status"[^>]*>', html)
     assert banner is not None and 'hx-swap-oob="true"' in banner.group(0)

@@ -50,7 +50,7 @@ def test_restore_says_before_and_after_what_goes_back_to_pending(client_as, stor
     assert "3 obs. absorbed after v1 go back to pending" in html
     response = client.post(reverse("ui:consolidation_restore", args=[scope.id, 1]), follow=True)
     after = response.content.decode()
-    assert "Restored version 1 as version 3. 3 observation(s) absorbed after v1 went back" in after
+    assert "Restored version 1 as version 3. 3 observations absorbed after v1 went back" in after
     assert scope_get(store=store, scope_id=scope.id).pending_count == 3
 
 

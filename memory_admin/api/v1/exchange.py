@@ -12,7 +12,8 @@ from memory_admin.api.auth import needs, require_agent, visible_agents
 from memory_admin.api.v1.schemas import ExternalId, InSchema, error_responses
 from memory_admin.stores import get_store
 from streams.actions.exchange import do_memory_import, do_scope_export, do_user_export_document
-from streams.people.exchange import MAX_SCOPES, export_markdown, scope_for_export
+from streams.people.exchange import MAX_SCOPES
+from streams.people.export import export_markdown, scope_for_export
 
 router = Router(tags=["export"])
 

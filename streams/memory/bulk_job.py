@@ -1,0 +1,285 @@
+"""The `bulk` job: apply the list a bulk action froze (`streams.memory.bulk`) in batches.
+
+The job applies the list in batches of one scope each (smaller ones after a batch that
+took more than `BATCH_SECONDS`). Each batch's writes and the job's
+progress (`progress.done`) commit in one transaction, with the progress as it was in the
+filter: a run killed halfway resumes at the first batch not committed, and no batch is
+applied twice. What a batch starts outside its transaction (removing propagated copies,
+pruning search terms) is idempotent. Scopes whose consolidation held the text are flagged
+in the same transaction and listed in the progress; once every batch is done, each gets
+one rebuild job.
+
+A move keeps the observation whole (id, provenance, `related_user_ids`, times): it only
+changes scope, takes a place in the target's log and is pending there, so forget-user and
+the user audit still reach it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+
+from streams.core.documents import Observation, Scope, utcnow
+from streams.core.exceptions import Conflict, NotFound
+from streams.jobs import JobRun
+from streams.memory.bulk import BulkAction, BulkFilter, BulkMatch
+from streams.memory.consolidation_jobs import consolidation_due
+from streams.memory.rebuild import copies_closure, prune_search_terms, rebuild_due, remove_copies
+from streams.records.context_scrub import (
+    context_log_forget_observations,
+    private_owner,
+    removed_texts,
+)
+from streams.search.index import search_index_add, search_index_remove
+from streams.store import MemoryStore, StoreSession
+from streams.store.bulk import BulkRepository
+from streams.store.privacy import PrivacyRepository
+
+DEFAULT_BATCH = 200
+# A batch is one transaction, and the embedded store ends a transaction after 10 s: a batch
+# that took longer than this (a loaded machine: 200 deletes in a scope of 100,000 took
+# 10 s under a load average of 16) halves the batches after it, down to `MIN_BATCH`.
+BATCH_SECONDS = 3.0
+MIN_BATCH = 10
+# Observations per search-index removal: its reads match every found document against the
+# whole `$in` list on the embedded store (see `streams.store.lookups`). Measured on 1,000
+# deletes in a scope of 10,000: the job took 34 s in parts of 200, 15 s of 50, 13 s of 20.
+SEARCH_PART = 25
+
+
+def bulk_payload(
+    *,
+    bulk_filter: BulkFilter,
+    action: BulkAction,
+    target: Scope | None,
+    match: BulkMatch,
+    batch_size: int,
+) -> dict[str, Any]:
+    """What the job applies: the frozen list, oldest first within each scope, by scope."""
+    entries = sorted(match.entries)
+    return {
+        "filter": bulk_filter.describe(),
+        "action": action,
+        "target_scope_id": target.id if target is not None else None,
+        "matched": match.matched,
+        "batch_size": batch_size,
+        "entries": [list(e) for e in entries],
+    }
+
+
+def batch_end(entries: list[list[Any]], start: int, batch_size: int) -> int:
+    """The end of the batch from `start`: at most `batch_size` entries, all of one scope."""
+    end = start
+    while end < len(entries) and end - start < batch_size and entries[end][0] == entries[start][0]:
+        end += 1
+    return end
+
+
+def bulk_run(*, store: MemoryStore, run: JobRun) -> None:
+    """The work of a `bulk` job: the batches not done yet, then one rebuild per scope."""
+    job = run.job
+    payload = job.payload
+    action: BulkAction = payload["action"]
+    entries: list[list[Any]] = payload["entries"]
+    batch_size = int(payload.get("batch_size") or DEFAULT_BATCH)
+    repo = BulkRepository(store.db)
+    job_oid = ObjectId(job.id)
+    target_id = payload.get("target_scope_id")
+    if action == "move":
+        target = store.scopes.get(ObjectId(target_id)) if target_id else None
+        if target is None:
+            raise NotFound("the target scope is gone")
+        if not target.is_active:
+            raise Conflict("the target scope is paused; resume it and retry the job")
+    progress = repo.progress(job_oid)
+    resumed_at = int(progress.get("done") or 0)
+    start = resumed_at
+    while start < len(entries):
+        # Each batch starts where the progress stands, so a run resumed with another
+        # batch size lines up with what the dead run committed.
+        end = batch_end(entries, start, batch_size)
+        began = time.monotonic()
+        bulk_apply_batch(
+            store=store,
+            repo=repo,
+            job_oid=job_oid,
+            action=action,
+            entries=entries[start:end],
+            done_before=start,
+            target_id=target_id,
+        )
+        if time.monotonic() - began > BATCH_SECONDS:
+            batch_size = max(MIN_BATCH, batch_size // 2)
+        start = end
+    progress = repo.progress(job_oid)
+    rebuilds = 0
+    for scope_id in sorted(progress.get("scope_ids") or []):
+        rebuild = rebuild_due(store=store, scope_id=scope_id, trigger=f"bulk_{action}")
+        if rebuild is not None:
+            run.follow_ups.append(rebuild)
+            rebuilds += 1
+    if action == "move" and target_id:
+        consolidation = consolidation_due(store=store, scope_id=target_id, trigger="threshold")
+        if consolidation is not None:
+            run.follow_ups.append(consolidation)
+    run.result = {
+        "action": action,
+        "filter": payload.get("filter", {}),
+        "target_scope_id": target_id,
+        "matched": len(entries),
+        "applied": int(progress.get("applied") or 0),
+        "resumed_at": resumed_at,
+        "rebuild_scope_ids": sorted(progress.get("scope_ids") or []),
+        "rebuilds_queued": rebuilds,
+    }
+
+
+def bulk_apply_batch(
+    *,
+    store: MemoryStore,
+    repo: BulkRepository,
+    job_oid: ObjectId,
+    action: BulkAction,
+    entries: list[list[Any]],
+    done_before: int,
+    target_id: str | None,
+) -> None:
+    """One batch (one scope): its writes and the job's progress in one transaction."""
+    scope_id = str(entries[0][0])
+    scope_oid = ObjectId(scope_id)
+    wanted = {str(e[2]) for e in entries}
+    found = [
+        o
+        for o in repo.at_seqs(scope_oid, [int(e[1]) for e in entries])
+        if o.id in wanted and not o.deleted
+    ]
+    if action == "private":
+        found = [o for o in found if not o.private]
+    # Propagated copies are derived text of what changes: removed (idempotent, so a batch
+    # retried after a crash finds nothing left to remove), their scopes flagged.
+    copies = copies_closure(PrivacyRepository(store.db), [o.id for o in found]) if found else []
+    copy_taint: dict[str, list[ObjectId]] = {}
+    for copy in copies:
+        if copy.consolidated and not copy.deleted:
+            copy_taint.setdefault(copy.scope_id, []).append(ObjectId(copy.id))
+    remove_copies(store=store, copies=copies)
+    tainted = [ObjectId(o.id) for o in found if o.consolidated or o.restored_to_pending]
+    ids = [ObjectId(o.id) for o in found]
+    now = utcnow()
+
+    def write(session: StoreSession) -> int:
+        scope = store.scopes.get(scope_oid, session=session)
+        pending_before = scope.pending_observation_ids if scope is not None else []
+        leaving = {o.id for o in found} if action != "private" else set()
+        was_pending = sum(1 for i in pending_before if i in leaving)
+        applied = 0
+        moved_out = 0
+        if action == "delete":
+            applied = repo.mark_deleted(ids, now=now, session=session)
+            for part in range(0, len(found), SEARCH_PART):
+                search_index_remove(
+                    store=store, observations=found[part : part + SEARCH_PART], session=session
+                )
+        elif action == "private":
+            applied = repo.mark_private(ids, session=session)
+        else:
+            assert target_id is not None
+            applied = moved_out = _move(store, repo, found, scope_oid, target_id, now, session)
+        if scope is not None:
+            repo.unlink_from_scope(
+                scope_oid,
+                pending_after=[ObjectId(i) for i in pending_before if i not in leaving]
+                if was_pending
+                else None,
+                moved_out=moved_out,
+                rebuild_after=[
+                    ObjectId(i)
+                    for i in dict.fromkeys(
+                        [*scope.rebuild_observation_ids, *(str(t) for t in tainted)]
+                    )
+                ]
+                if tainted
+                else None,
+                session=session,
+            )
+        for other, taint in copy_taint.items():
+            repo.flag_rebuild(ObjectId(other), taint, session=session)
+        pending_change = -was_pending if action != "private" else 0
+        if action == "move":
+            pending_change += moved_out
+        if found and pending_change:
+            store.agents.adjust_counters(
+                found[0].agent_id, now=now, pending=pending_change, session=session
+            )
+        affected = sorted(({scope_id} if tainted else set()) | set(copy_taint))
+        if not repo.advance(
+            job_oid,
+            expected_done=done_before,
+            done=done_before + len(entries),
+            applied=applied,
+            scope_ids=affected,
+            session=session,
+        ):
+            raise Conflict("another run applied this batch")
+        return applied
+
+    store.in_transaction(write, attempts=5)
+    if action != "private" and found:
+        prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in found])
+    # Removed text leaves the context log (idempotent: a retried batch finds none left).
+    context_log_forget_observations(store=store, texts=removed_texts(copies))
+    if action != "move" and found:
+        owner = private_owner(store, scope_id) if action == "private" else None
+        context_log_forget_observations(
+            store=store, texts=removed_texts(found), except_user_id=owner
+        )
+
+
+def _move(
+    store: MemoryStore,
+    repo: BulkRepository,
+    found: list[Observation],
+    source_oid: ObjectId,
+    target_id: str,
+    now: datetime,
+    session: StoreSession,
+) -> int:
+    """Inside the batch's transaction: claim places in the target's log (version in the
+    filter: a concurrent add makes it a conflict and the transaction is retried), re-file
+    the observations there, and move their search postings with them."""
+    if not found:
+        return 0
+    target_oid = ObjectId(target_id)
+    target = store.scopes.get(target_oid, session=session)
+    if target is None:
+        raise NotFound("the target scope is gone")
+    if not store.scopes.reserve_observation_seqs(
+        target_oid,
+        expected_seq=target.observation_seq,
+        count=len(found),
+        pending_ids=[ObjectId(o.id) for o in found],
+        now=now,
+        session=session,
+    ):
+        raise Conflict("the target scope's log moved on; retry")
+    placements = [
+        (ObjectId(o.id), target.observation_seq + offset) for offset, o in enumerate(found, 1)
+    ]
+    moved = repo.move(placements, source_id=source_oid, target_id=target_oid, session=session)
+    if moved != len(found):
+        raise Conflict("an observation left its scope meanwhile; retry")
+    for part in range(0, len(found), SEARCH_PART):
+        search_index_remove(
+            store=store, observations=found[part : part + SEARCH_PART], session=session
+        )
+    refiled = [_refiled(o, target_id) for o in found]
+    search_index_add(store=store, observations=refiled, session=session)
+    return moved
+
+
+def _refiled(observation: Observation, target_id: str) -> Observation:
+    return replace(observation, scope_id=target_id)
