@@ -75,8 +75,10 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
         )
 
     sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
-    # The dedup check (one find by text key) first, then the claim, answered at once.
-    assert sent[:2] == ["find memory_observations", "update memory_scopes"]
+    # No dedup read (the unique text index catches a duplicate at the insert) and, in an
+    # empty scope, no window: the claim first, answered at once.
+    assert sent[0] == "update memory_scopes"
+    assert "find memory_observations" not in sent
     assert sent.count("bulkWrite") == 1
     assert not [n for n in sent if n.startswith("insert")]
     assert sent[-2:] == ["bulkWrite", "commitTransaction"]
@@ -116,7 +118,6 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
 
     sent = [n for n in commands.names if n != "hello"]
     assert sent == [
-        "find memory_observations",  # the dedup check
         "find memory_observations",  # the newest ones (contradictions, near duplicates)
         "update memory_scopes",
         "find memory_jobs",
@@ -142,6 +143,38 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
     assert "find memory_jobs" in commands.names
     assert more == []
     assert store.jobs.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_live_one(
+    listened, monkeypatch, batched
+):
+    """The first attempt does not read for the same text: the insert misses on the unique
+    index, the transaction is aborted (nothing of it stays) and the retry reads and answers
+    with the live observation, writing nothing: one audit entry, counts of one add."""
+    store, commands = listened
+    monkeypatch.setattr(write_batch, "ENABLED", batched)
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    first = observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        again = observation_add(
+            store=store, scope=scope, content="likes  GREEN tea", actor="api:k"
+        )
+
+    assert again.id == first.id and again.duplicate
+    assert "abortTransaction" in commands.names
+    assert _stored(store, first.id, "a1") == {
+        "content": "Likes green tea.",
+        "seq": 1,
+        "audit": [("api:k", "observation.create")],
+        "observations": 1,
+        "pending": 1,
+        "day": 1,
+    }
+    assert store.observations.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
+    assert store.scopes.get(ObjectId(scope.id)).pending_count == 1
 
 
 def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listened, monkeypatch):
