@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from bson import ObjectId
 
@@ -16,11 +14,16 @@ from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.guard.detectors import detect_and_redact
 from streams.guard.screening import WriteOrigin, origin_of, screen_observations
-from streams.memory.consolidation_jobs import consolidation_due_at
+from streams.memory.add_writes import (
+    APPEND_ATTEMPTS,
+    Schedule,
+    Transact,
+    add_transaction,
+    added,
+)
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
-from streams.records.activity import activity_record
-from streams.records.audit import audit_record, content_digest
+from streams.records.audit import audit_record
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set
 from streams.search.index import search_index_add, search_index_remove
@@ -37,14 +40,6 @@ class Unset:
 
 
 UNSET = Unset()
-APPEND_ATTEMPTS = 5
-# An add's transaction: `work(session, schedule)` writes, and hands `schedule` the job it
-# wrote there (or None), to be dispatched once committed. `Transact(work, attempts)` runs
-# it: alone, in `store.in_transaction` (the jobs then go to the caller's `follow_ups`);
-# an action passes its own (`streams.actions.tx.action_transaction`): the add is then the
-# action's one transaction and its jobs the action's (`ActionTx.schedule`), no command more.
-Schedule = Callable[[Job | None], object]
-Transact = Callable[[Callable[[StoreSession, Schedule], Any], int], Any]
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
@@ -314,26 +309,17 @@ def observation_add(
             origin=origin_of(actor),
             trust_index=first,
         )
-        if duplicates:
-            return before  # the fact is stored already: nothing is written
-        if actor is not None:
-            record_created(
-                store=store,
-                actor=actor,
-                observation=observation,
-                now=now,
-                session=session,
-                writes=writes,
-            )
-        counters_add(
-            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        added(
+            store=store,
+            actor=actor,
+            scope=scope,
+            before=before,
+            fresh=[] if duplicates else [observation],  # a stored fact: nothing written
+            now=now,
+            session=session,
+            schedule=schedule,
+            writes=writes,
         )
-        if not observation.held:  # one held for review is not pending: it fills no threshold
-            schedule(
-                threshold_job(store=store, before=before, added=1, session=session, writes=writes)
-            )
-        if writes is not None:
-            writes.flush()
         return before
 
     add_transaction(store, transact, add, follow_ups)
@@ -374,115 +360,6 @@ def duplicate_kept(
             )
         kept = fresh
     return replace(kept, duplicate=True)
-
-
-def counters_add(
-    *,
-    store: MemoryStore,
-    agent_id: str,
-    added: int,
-    now: datetime,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-) -> None:
-    """The agent's counters and its day's count, inside a short add's transaction: written
-    last, so the agent's document is held only until the commit that follows."""
-    store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
-    )
-    activity_record(
-        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
-    )
-
-
-def record_created(
-    *,
-    store: MemoryStore,
-    actor: str,
-    observation: Observation,
-    now: datetime,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-    **extra: Any,
-) -> None:
-    """The `observation.create` audit entry of a single add, in the add's transaction
-    (digests only; `extra` adds to its summary, e.g. the caller's `client_id`)."""
-    audit_record(
-        store=store,
-        actor=actor,
-        action="observation.create",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary={
-            "scope_id": observation.scope_id,
-            "content": content_digest(observation.content),
-            "private": observation.private,
-            "flags": observation.flags,
-            "status": observation.status,
-            **extra,
-        },
-        at=now,
-        session=session,
-        writes=writes,
-    )
-
-
-def threshold_job(
-    *,
-    store: MemoryStore,
-    before: Scope,
-    added: int,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-) -> Job | None:
-    """Within the add's transaction: the consolidation job when the add filled the pending
-    list up to the threshold, written with the add (in `writes` where there is a batch),
-    so a crash after the commit leaves it `queued` for the recovery sweep instead of lost.
-    Below the threshold (almost every add) no further read. At or above it (every add
-    while a run is queued or running) one read: whether a run is active; read in the
-    transaction after the scope's claim, a concurrent add that queued one first made this
-    claim miss, and the retry sees its job. The scope is not read again: the claim was
-    at `before`'s version, so `before`'s pending count plus `added` is what the commit
-    leaves. The caller dispatches the job once committed."""
-    pending = before.pending_count + added
-    if pending < before.consolidation_threshold:
-        return None
-    return consolidation_due_at(
-        store=store,
-        scope=before,
-        pending_count=pending,
-        trigger="threshold",
-        session=session,
-        writes=writes,
-    )
-
-
-def add_transaction(
-    store: MemoryStore,
-    transact: Transact | None,
-    work: Callable[[StoreSession, Schedule], Any],
-    follow_ups: list[Job] | None,
-) -> Any:
-    """Run an add's `work` through `transact`, or in a transaction of its own whose jobs
-    (those of the attempt that committed) go to `follow_ups`; retried whole while its
-    claim of the scope's log misses."""
-    if transact is not None:
-        return transact(work, APPEND_ATTEMPTS)
-    jobs: list[Job] = []
-
-    def keep(job: Job | None) -> None:
-        if job is not None:
-            jobs.append(job)
-
-    def attempt(session: StoreSession) -> Any:
-        jobs.clear()
-        return work(session, keep)
-
-    result = store.in_transaction(attempt, attempts=APPEND_ATTEMPTS)
-    if follow_ups is not None:
-        follow_ups.extend(jobs)
-    return result
 
 
 def append_in_transaction(
