@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 SIMILAR_AT = 0.9
 _PUNCTUATION = re.compile(r"[^\w\s]|_", re.UNICODE)
@@ -30,6 +31,7 @@ def text_key(scope_id: str, content: str) -> str:
     return f"{scope_id}:{digest}"
 
 
+@lru_cache(maxsize=4096)  # a pure function; each add compares with the same window of texts
 def token_set(content: str) -> frozenset[str]:
     return frozenset(normalized_text(content).split())
 
