@@ -75,8 +75,8 @@ def observations_append(
     transaction and the caller retries it whole. `read_before` is the scope as the
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
-    must pass None to read it inside the transaction. With `writes`, the writes after
-    the claim join that batch (the claim goes at once: its answer decides the rest).
+    must pass None to read it inside the transaction. With `writes`, the writes join that
+    batch, the claim too when a read went first (its miss is then the flush's Conflict).
     """
     oid = require_object_id(scope_id, what="scope")
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
@@ -106,9 +106,13 @@ def observations_append(
         )
         _mark_similar(fresh=split.fresh, recent=recent)
     live = [o for o in split.fresh if not o.held]
-    # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
-    # append) then misses before anything is written, instead of colliding on the
-    # (scope, seq) index.
+    # The claim comes before the other writes: a sequence that moved on (a stale
+    # `read_before`, a concurrent append) misses before anything else is applied. It
+    # joins the batch (one round trip fewer; a miss is the flush's Conflict) when a read
+    # went first: a batch is never the transaction's first command (`WriteBatch`).
+    read_first = (
+        read_before is None or not trust_index or (origin != "import" and scope.observation_seq > 0)
+    )
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -116,6 +120,7 @@ def observations_append(
         pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
         session=session,
+        writes=writes if read_first else None,
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 from bson import ObjectId
-from pymongo import InsertOne, MongoClient, monitoring
+from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
@@ -119,9 +119,8 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
     sent = [n for n in commands.names if n != "hello"]
     assert sent == [
         "find memory_observations",  # the newest ones (contradictions, near duplicates)
-        "update memory_scopes",
         "find memory_jobs",
-        "bulkWrite",
+        "bulkWrite",  # the claim of the scope's log first, then the add's writes and the job
         "commitTransaction",
     ]
     queued = list(store.jobs.collection.find({"scope_id": ObjectId(scope.id)}).limit(5))
@@ -159,9 +158,7 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
     commands.names.clear()
 
     with search_pending.held():  # the background fold shares this client
-        again = observation_add(
-            store=store, scope=scope, content="likes  GREEN tea", actor="api:k"
-        )
+        again = observation_add(store=store, scope=scope, content="likes  GREEN tea", actor="api:k")
 
     assert again.id == first.id and again.duplicate
     assert "abortTransaction" in commands.names
@@ -229,6 +226,49 @@ def test_a_duplicate_key_in_a_batch_is_a_conflict_and_the_transaction_writes_not
     with pytest.raises(Conflict):
         store.in_transaction(work)
     assert store.audit.collection.find_one({"_id": same}) is None
+
+
+def test_a_conditional_update_of_a_batch_that_misses_is_a_conflict_and_undoes_the_rest(store):
+    namespace = store.audit.collection.full_name
+    written = ObjectId()
+
+    def work(session):
+        batch = WriteBatch.for_session(store.client, session)
+        assert batch is not None
+        store.agents.collection.find_one({"_id": "nobody"}, session=session)  # not first
+        batch.add(
+            UpdateOne({"_id": "nobody"}, {"$set": {"n": 1}}, namespace=namespace),
+            must_match=True,
+        )
+        batch.add(InsertOne({"_id": written, "action": "x"}, namespace=namespace))
+        batch.flush()
+
+    with pytest.raises(Conflict):
+        store.in_transaction(work)
+    assert store.audit.collection.find_one({"_id": written}) is None
+
+
+def test_adds_from_one_stale_read_claim_in_the_batch_and_each_take_the_next_number(listened):
+    """With a window to read first, the claim rides in the `bulkWrite`; a stale read of
+    the scope misses there, the transaction is aborted and the retry claims anew."""
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    observation_add(store=store, scope=scope, content="Fact zero.", actor="api:k")
+    stale = store.scopes.get(ObjectId(scope.id))
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        added = [
+            observation_add(store=store, scope=stale, content=f"Fact {n}.", actor="api:k")
+            for n in (1, 2)
+        ]
+
+    assert "update memory_scopes" not in commands.names  # the claims went in the batches
+    assert "abortTransaction" in commands.names  # the second one's stale claim
+    assert [o.seq for o in added] == [2, 3]
+    fresh = store.scopes.get(ObjectId(scope.id))
+    assert (fresh.observation_seq, fresh.pending_count) == (3, 3)
+    assert store.agents.get("a1").observation_count == 3
 
 
 def test_the_query_guard_checks_the_filters_inside_a_bulk_write():
