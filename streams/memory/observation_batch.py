@@ -23,6 +23,7 @@ from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import MAX_CONTENT_CHARS, duplicate_kept, observations_append
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 MAX_BATCH = 500
 MAX_CLIENT_ID_CHARS = 128
@@ -88,9 +89,13 @@ def _append_once(
     session: StoreSession,
     now: datetime,
     origin: WriteOrigin = "extraction",
+    writes: WriteBatch | None = None,
+    trust_index: bool = False,
+    read_before: Scope | None = None,
 ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
-    (None when every item was known and nothing was appended) and the duplicates."""
+    (None when every item was known and nothing was appended) and the duplicates;
+    `writes`, `trust_index` and `read_before` as in `observations_append`."""
     oid = require_object_id(scope_id, what="scope")
     known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
     fresh = [(c, o) for c, o in keyed if c not in known]
@@ -105,12 +110,16 @@ def _append_once(
             now=now,
             duplicates=duplicates,
             origin=origin,
+            writes=writes,
+            trust_index=trust_index,
+            read_before=read_before,
         )
         store.client_ids.insert(
             oid,
             [(c, ObjectId(duplicates[o.id].id if o.id in duplicates else o.id)) for c, o in fresh],
             now=now,
             session=session,
+            writes=writes,
         )
         if len(duplicates) == len(fresh):
             before = None  # nothing was appended
@@ -244,7 +253,14 @@ def observation_add_once(
 
     duplicates: dict[str, Observation] = {}
 
+    attempts = [0]
+
     def add(session: StoreSession, schedule: Schedule) -> tuple[dict[str, ObjectId], Scope | None]:
+        # Like a single add: its writes (the key's too) in one `bulkWrite`, and the first
+        # attempt trusts the caller's read of the scope and leaves an exact duplicate to
+        # the unique index; a retry reads both.
+        attempts[0] += 1
+        writes = store.write_batch(session)
         known, before, found = _append_once(
             store=store,
             scope_id=scope.id,
@@ -252,6 +268,9 @@ def observation_add_once(
             session=session,
             now=now,
             origin=origin_of(actor),
+            writes=writes,
+            trust_index=attempts[0] == 1,
+            read_before=scope if attempts[0] == 1 else None,
         )
         duplicates.clear()
         duplicates.update(found)
@@ -264,6 +283,7 @@ def observation_add_once(
             now=now,
             session=session,
             schedule=schedule,
+            writes=writes,
             client_id=client_id,
         )
         return known, before

@@ -12,6 +12,7 @@ from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
+from streams.memory.observation_batch import observation_add_once
 from streams.memory.observations import observation_add
 from streams.store import MemoryStore, search_pending, write_batch
 from streams.store.query_guard import check_command
@@ -172,6 +173,50 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
     }
     assert store.observations.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
     assert store.scopes.get(ObjectId(scope.id)).pending_count == 1
+
+
+def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
+    """`client_id` adds: the key's read, the window (the scope is the caller's read), then
+    the claim, the observation, the key, the audit entry, the counters in one `bulkWrite`. The same
+    fact under another key answers the kept observation, and that key names it."""
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    first, created = observation_add_once(
+        store=store, scope=scope, content="Likes green tea.", client_id="k1", actor="api:k"
+    )
+    assert created
+    scope = store.scopes.get(ObjectId(scope.id))  # as the API reads it for each request
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        second, created = observation_add_once(
+            store=store, scope=scope, content="Walks the dog.", client_id="k2", actor="api:k"
+        )
+    sent = [n for n in commands.names if n != "hello"]
+    assert created
+    assert sent == [
+        "find memory_observation_client_ids",
+        "find memory_observations",  # the window (contradictions, near duplicates)
+        "bulkWrite",
+        "commitTransaction",
+    ]
+
+    again, created = observation_add_once(
+        store=store, scope=scope, content="likes green TEA", client_id="k3", actor="api:k"
+    )
+    assert (again.id, created) == (first.id, False)
+    repeat, created = observation_add_once(
+        store=store, scope=scope, content="anything", client_id="k3", actor="api:k"
+    )
+    assert (repeat.id, created) == (first.id, False)
+    assert _stored(store, second.id, "a1") == {
+        "content": "Walks the dog.",
+        "seq": 2,
+        "audit": [("api:k", "observation.create")],
+        "observations": 2,
+        "pending": 2,
+        "day": 2,
+    }
 
 
 def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listened, monkeypatch):
