@@ -86,21 +86,27 @@ def observations_append(
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.
     screen_observations(scope=scope, observations=observations, origin=origin, now=now)
+    # One bounded read of the scope's newest observations serves both checks below (an
+    # import brings its own `contradicts` and `similar_to`). Trusting the index, it goes
+    # first: a text it holds (most likely a re-sent add) is read for at once, instead of
+    # meeting the index and retrying.
+    recent = None
+    read = not trust_index
+    if trust_index and origin != "import":
+        recent = _recent_window(store=store, scope=scope, session=session)
+        window = {text_key(scope_id, content) for _, content in recent}
+        read = any(text_key(scope_id, o.content) in window for o in observations)
     split = _without_duplicates(
-        store=store,
-        scope_id=scope_id,
-        observations=observations,
-        session=session,
-        read=not trust_index,
+        store=store, scope_id=scope_id, observations=observations, session=session, read=read
     )
     if duplicates is not None:
         duplicates.clear()
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
-    if origin != "import":  # an import brings its own `contradicts` and `similar_to`
-        # One bounded read of the scope's newest observations serves both checks.
-        recent = _recent_window(store=store, scope=scope, session=session)
+    if origin != "import":
+        if recent is None:
+            recent = _recent_window(store=store, scope=scope, session=session)
         _mark_contradictions(
             store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
         )

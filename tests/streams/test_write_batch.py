@@ -12,6 +12,7 @@ from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
+from streams.memory import observations
 from streams.memory.observation_batch import observation_add_once
 from streams.memory.observations import observation_add
 from streams.store import MemoryStore, search_pending, write_batch
@@ -149,30 +150,44 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
 def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_live_one(
     listened, monkeypatch, batched
 ):
-    """The first attempt does not read for the same text: the insert misses on the unique
-    index, the transaction is aborted (nothing of it stays) and the retry reads and answers
-    with the live observation, writing nothing: one audit entry, counts of one add."""
+    """The first attempt reads for the same text only when the window of newest texts
+    holds it: older, the insert misses on the unique index, the transaction is aborted
+    (nothing of it stays) and the retry reads and answers with the live observation.
+    Either way a duplicate writes nothing: one audit entry, counts of one add each."""
     store, commands = listened
     monkeypatch.setattr(write_batch, "ENABLED", batched)
+    monkeypatch.setattr(observations, "SIMILAR_WINDOW", 1)
     scope = ScopeFactory.create(store=store, agent_id="a1")
     first = observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
+    newest = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+    scope = store.scopes.get(ObjectId(scope.id))
     commands.names.clear()
 
     with search_pending.held():  # the background fold shares this client
         again = observation_add(store=store, scope=scope, content="likes  GREEN tea", actor="api:k")
+        out_of_window = list(commands.names)
+        commands.names.clear()
+        resent = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+        in_window = [n for n in commands.names if n != "hello"]
 
     assert again.id == first.id and again.duplicate
-    assert "abortTransaction" in commands.names
+    assert "abortTransaction" in out_of_window
+    assert resent.id == newest.id and resent.duplicate
+    assert in_window == [
+        "find memory_observations",  # the window: it holds this text ...
+        "find memory_observations",  # ... so the live one is read at once
+        "commitTransaction",
+    ]
     assert _stored(store, first.id, "a1") == {
         "content": "Likes green tea.",
         "seq": 1,
         "audit": [("api:k", "observation.create")],
-        "observations": 1,
-        "pending": 1,
-        "day": 1,
+        "observations": 2,
+        "pending": 2,
+        "day": 2,
     }
-    assert store.observations.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
-    assert store.scopes.get(ObjectId(scope.id)).pending_count == 1
+    assert store.observations.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 2
+    assert store.scopes.get(ObjectId(scope.id)).pending_count == 2
 
 
 def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
