@@ -163,11 +163,11 @@ def threshold_job(
     list up to the threshold, written with the add (in `writes` where there is a batch),
     so a crash after the commit leaves it `queued` for the recovery sweep instead of lost.
     Below the threshold (almost every add) no further read. At or above it (every add
-    while a run is queued or running) one read: whether a run is active; read in the
-    transaction after the scope's claim, a concurrent add that queued one first made this
-    claim miss, and the retry sees its job. The scope is not read again: the claim was
-    at `before`'s version, so `before`'s pending count plus `added` is what the commit
-    leaves. The caller dispatches the job once committed."""
+    while a run is queued or running) one read: whether a run is active, in the add's
+    snapshot; a concurrent add that queued one first moved the scope's log on, so this
+    add's claim (sent at once, or in its batch) misses, and the retry sees its job. The
+    scope is not read again: the claim was at `before`'s version, so `before`'s pending
+    count plus `added` is what the commit leaves. The caller dispatches the job once committed."""
     pending = before.pending_count + added
     if pending < before.consolidation_threshold:
         return None
