@@ -19,20 +19,11 @@ from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
+from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
-from streams.memory.observations import (
-    MAX_CONTENT_CHARS,
-    Schedule,
-    Transact,
-    add_transaction,
-    counters_add,
-    duplicate_kept,
-    observations_append,
-    record_created,
-    threshold_job,
-)
-from streams.records.audit import audit_record
+from streams.memory.observations import MAX_CONTENT_CHARS, duplicate_kept, observations_append
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 MAX_BATCH = 500
 MAX_CLIENT_ID_CHARS = 128
@@ -98,9 +89,13 @@ def _append_once(
     session: StoreSession,
     now: datetime,
     origin: WriteOrigin = "extraction",
+    writes: WriteBatch | None = None,
+    trust_index: bool = False,
+    read_before: Scope | None = None,
 ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
-    (None when every item was known and nothing was appended) and the duplicates."""
+    (None when every item was known and nothing was appended) and the duplicates;
+    `writes`, `trust_index` and `read_before` as in `observations_append`."""
     oid = require_object_id(scope_id, what="scope")
     known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
     fresh = [(c, o) for c, o in keyed if c not in known]
@@ -115,12 +110,16 @@ def _append_once(
             now=now,
             duplicates=duplicates,
             origin=origin,
+            writes=writes,
+            trust_index=trust_index,
+            read_before=read_before,
         )
         store.client_ids.insert(
             oid,
             [(c, ObjectId(duplicates[o.id].id if o.id in duplicates else o.id)) for c, o in fresh],
             now=now,
             session=session,
+            writes=writes,
         )
         if len(duplicates) == len(fresh):
             before = None  # nothing was appended
@@ -173,35 +172,18 @@ def observation_batch_add(
             now=now,
             origin=origin_of(actor),
         )
-        fresh = [o for c, o in keyed if c not in known and o.id not in duplicates]
-        if fresh and actor is not None:
-            audit_record(
-                store=store,
-                actor=actor,
-                action="observation.create_batch",
-                object_type="scope",
-                object_id=scope.id,
-                agent_id=scope.agent_id,
-                summary={
-                    "scope_id": scope.id,
-                    "items": len(keyed),
-                    "created": len(fresh),
-                    "duplicates": len(duplicates),
-                    "private": sum(1 for o in fresh if o.private),
-                    "in_review": sum(1 for o in fresh if o.held),
-                    "observation_ids": [o.id for o in fresh],
-                },
-                at=now,
-                session=session,
-            )
-        if fresh:
-            counters_add(
-                store=store, agent_id=scope.agent_id, added=len(fresh), now=now, session=session
-            )
-        # Held observations (in review, candidates) are not pending: they fill no threshold.
-        new = sum(1 for o in fresh if not o.held)
-        if new and before is not None:
-            schedule(threshold_job(store=store, before=before, added=new, session=session))
+        added(
+            store=store,
+            actor=actor,
+            scope=scope,
+            before=before,
+            fresh=[o for c, o in keyed if c not in known and o.id not in duplicates],
+            now=now,
+            session=session,
+            schedule=schedule,
+            items=len(keyed),
+            duplicates=len(duplicates),
+        )
         return known, before, duplicates
 
     known, _before, duplicates = add_transaction(store, transact, add, follow_ups)
@@ -271,7 +253,14 @@ def observation_add_once(
 
     duplicates: dict[str, Observation] = {}
 
+    attempts = [0]
+
     def add(session: StoreSession, schedule: Schedule) -> tuple[dict[str, ObjectId], Scope | None]:
+        # Like a single add: its writes (the key's too) in one `bulkWrite`, and the first
+        # attempt trusts the caller's read of the scope and leaves an exact duplicate to
+        # the unique index; a retry reads both.
+        attempts[0] += 1
+        writes = store.write_batch(session)
         known, before, found = _append_once(
             store=store,
             scope_id=scope.id,
@@ -279,23 +268,24 @@ def observation_add_once(
             session=session,
             now=now,
             origin=origin_of(actor),
+            writes=writes,
+            trust_index=attempts[0] == 1,
+            read_before=scope if attempts[0] == 1 else None,
         )
         duplicates.clear()
         duplicates.update(found)
-        if known or found:  # the key, or the same fact, is stored already
-            return known, None
-        if actor is not None:
-            record_created(
-                store=store,
-                actor=actor,
-                observation=observation,
-                now=now,
-                session=session,
-                client_id=client_id,
-            )
-        counters_add(store=store, agent_id=scope.agent_id, added=1, now=now, session=session)
-        if before is not None and not observation.held:
-            schedule(threshold_job(store=store, before=before, added=1, session=session))
+        added(
+            store=store,
+            actor=actor,
+            scope=scope,
+            before=before,
+            fresh=[] if known or found else [observation],  # the key, or the fact, is stored
+            now=now,
+            session=session,
+            schedule=schedule,
+            writes=writes,
+            client_id=client_id,
+        )
         return known, before
 
     known, _before = add_transaction(store, transact, add, follow_ups)

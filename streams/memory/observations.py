@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from bson import ObjectId
 
@@ -16,11 +14,16 @@ from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.guard.detectors import detect_and_redact
 from streams.guard.screening import WriteOrigin, origin_of, screen_observations
-from streams.memory.consolidation_jobs import consolidation_due_at
+from streams.memory.add_writes import (
+    APPEND_ATTEMPTS,
+    Schedule,
+    Transact,
+    add_transaction,
+    added,
+)
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
-from streams.records.activity import activity_record
-from streams.records.audit import audit_record, content_digest
+from streams.records.audit import audit_record
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set
 from streams.search.index import search_index_add, search_index_remove
@@ -37,14 +40,6 @@ class Unset:
 
 
 UNSET = Unset()
-APPEND_ATTEMPTS = 5
-# An add's transaction: `work(session, schedule)` writes, and hands `schedule` the job it
-# wrote there (or None), to be dispatched once committed. `Transact(work, attempts)` runs
-# it: alone, in `store.in_transaction` (the jobs then go to the caller's `follow_ups`);
-# an action passes its own (`streams.actions.tx.action_transaction`): the add is then the
-# action's one transaction and its jobs the action's (`ActionTx.schedule`), no command more.
-Schedule = Callable[[Job | None], object]
-Transact = Callable[[Callable[[StoreSession, Schedule], Any], int], Any]
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
@@ -59,6 +54,7 @@ def observations_append(
     duplicates: dict[str, Observation] | None = None,
     writes: WriteBatch | None = None,
     origin: WriteOrigin = "extraction",
+    trust_index: bool = False,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending
     (or hold them for review: see `streams.guard.screening.screen_observations`);
@@ -69,15 +65,18 @@ def observations_append(
     earlier one of this list) is not stored: `duplicates` gets its id -> the one kept
     (`streams.search.dedup`). The check is one query by the unique `text_key` index; a concurrent
     writer that stored the same fact in between makes the insert miss on that index, a
-    conflict, and the caller's retry then finds it.
+    conflict, and the caller's retry then finds it. With `trust_index` that index alone
+    catches an exact duplicate (no read: one round trip fewer on the common path); its
+    miss aborts the transaction, and the caller's retry must pass False to answer with
+    the live observation.
 
     The scope's sequence counter is claimed with the version in the filter, so
     two concurrent appends cannot share sequence numbers; a miss aborts the
     transaction and the caller retries it whole. `read_before` is the scope as the
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
-    must pass None to read it inside the transaction. With `writes`, the writes after
-    the claim join that batch (the claim goes at once: its answer decides the rest).
+    must pass None to read it inside the transaction. With `writes`, the writes join that
+    batch, the claim too when a read went first (its miss is then the flush's Conflict).
     """
     oid = require_object_id(scope_id, what="scope")
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
@@ -87,25 +86,39 @@ def observations_append(
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.
     screen_observations(scope=scope, observations=observations, origin=origin, now=now)
+    # One bounded read of the scope's newest observations serves both checks below (an
+    # import brings its own `contradicts` and `similar_to`). Trusting the index, it goes
+    # first: a text it holds (most likely a re-sent add) is read for at once, instead of
+    # meeting the index and retrying.
+    recent = None
+    read = not trust_index
+    if trust_index and origin != "import":
+        recent = _recent_window(store=store, scope=scope, session=session)
+        window = {text_key(scope_id, content) for _, content in recent}
+        read = any(text_key(scope_id, o.content) in window for o in observations)
     split = _without_duplicates(
-        store=store, scope_id=scope_id, observations=observations, session=session
+        store=store, scope_id=scope_id, observations=observations, session=session, read=read
     )
     if duplicates is not None:
         duplicates.clear()
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
-    if origin != "import":  # an import brings its own `contradicts` and `similar_to`
-        # One bounded read of the scope's newest observations serves both checks.
-        recent = _recent_window(store=store, scope=scope, session=session)
+    if origin != "import":
+        if recent is None:
+            recent = _recent_window(store=store, scope=scope, session=session)
         _mark_contradictions(
             store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
         )
         _mark_similar(fresh=split.fresh, recent=recent)
     live = [o for o in split.fresh if not o.held]
-    # The claim comes first: a sequence that moved on (a stale `read_before`, a concurrent
-    # append) then misses before anything is written, instead of colliding on the
-    # (scope, seq) index.
+    # The claim comes before the other writes: a sequence that moved on (a stale
+    # `read_before`, a concurrent append) misses before anything else is applied. It
+    # joins the batch (one round trip fewer; a miss is the flush's Conflict) when a read
+    # went first: a batch is never the transaction's first command (`WriteBatch`).
+    read_first = (
+        read_before is None or not trust_index or (origin != "import" and scope.observation_seq > 0)
+    )
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -113,6 +126,7 @@ def observations_append(
         pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
         session=session,
+        writes=writes if read_first else None,
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")
@@ -143,13 +157,23 @@ class _Split:
 
 
 def _without_duplicates(
-    *, store: MemoryStore, scope_id: str, observations: list[Observation], session: StoreSession
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    observations: list[Observation],
+    session: StoreSession,
+    read: bool = True,
 ) -> _Split:
-    """The observations to store, and the others (id -> the live one with the same text)."""
+    """The observations to store, and the others (id -> the live one with the same text);
+    without `read`, only the list's own repeats (the unique index catches the rest)."""
     for observation in observations:
         observation.text_key = text_key(scope_id, observation.content)
-    live = store.observations.live_by_text_key(
-        [o.text_key for o in observations if o.text_key], session=session
+    live = (
+        store.observations.live_by_text_key(
+            [o.text_key for o in observations if o.text_key], session=session
+        )
+        if read
+        else {}
     )
     fresh: list[Observation] = []
     duplicates: dict[str, Observation] = {}
@@ -280,37 +304,33 @@ def observation_add(
     def add(session: StoreSession, schedule: Schedule) -> Scope:
         # Every write below in one round trip where the server takes it (then flushed).
         writes = store.write_batch(session)
+        # The first attempt reads neither the scope (the caller's read) nor the same text
+        # (the unique index catches it: aborted, retried); a retry reads both anew, so a
+        # duplicate add still answers with the live observation and writes nothing.
+        first = bool(read_before)
         before = observations_append(
             store=store,
             scope_id=scope.id,
             observations=[observation],
             session=session,
             now=now,
-            read_before=read_before.pop() if read_before else None,
+            read_before=read_before.pop() if first else None,
             duplicates=duplicates,
             writes=writes,
             origin=origin_of(actor),
+            trust_index=first,
         )
-        if duplicates:
-            return before  # the fact is stored already: nothing is written
-        if actor is not None:
-            record_created(
-                store=store,
-                actor=actor,
-                observation=observation,
-                now=now,
-                session=session,
-                writes=writes,
-            )
-        counters_add(
-            store=store, agent_id=scope.agent_id, added=1, now=now, session=session, writes=writes
+        added(
+            store=store,
+            actor=actor,
+            scope=scope,
+            before=before,
+            fresh=[] if duplicates else [observation],  # a stored fact: nothing written
+            now=now,
+            session=session,
+            schedule=schedule,
+            writes=writes,
         )
-        if not observation.held:  # one held for review is not pending: it fills no threshold
-            schedule(
-                threshold_job(store=store, before=before, added=1, session=session, writes=writes)
-            )
-        if writes is not None:
-            writes.flush()
         return before
 
     add_transaction(store, transact, add, follow_ups)
@@ -351,115 +371,6 @@ def duplicate_kept(
             )
         kept = fresh
     return replace(kept, duplicate=True)
-
-
-def counters_add(
-    *,
-    store: MemoryStore,
-    agent_id: str,
-    added: int,
-    now: datetime,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-) -> None:
-    """The agent's counters and its day's count, inside a short add's transaction: written
-    last, so the agent's document is held only until the commit that follows."""
-    store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
-    )
-    activity_record(
-        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
-    )
-
-
-def record_created(
-    *,
-    store: MemoryStore,
-    actor: str,
-    observation: Observation,
-    now: datetime,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-    **extra: Any,
-) -> None:
-    """The `observation.create` audit entry of a single add, in the add's transaction
-    (digests only; `extra` adds to its summary, e.g. the caller's `client_id`)."""
-    audit_record(
-        store=store,
-        actor=actor,
-        action="observation.create",
-        object_type="observation",
-        object_id=observation.id,
-        agent_id=observation.agent_id,
-        summary={
-            "scope_id": observation.scope_id,
-            "content": content_digest(observation.content),
-            "private": observation.private,
-            "flags": observation.flags,
-            "status": observation.status,
-            **extra,
-        },
-        at=now,
-        session=session,
-        writes=writes,
-    )
-
-
-def threshold_job(
-    *,
-    store: MemoryStore,
-    before: Scope,
-    added: int,
-    session: StoreSession,
-    writes: WriteBatch | None = None,
-) -> Job | None:
-    """Within the add's transaction: the consolidation job when the add filled the pending
-    list up to the threshold, written with the add (in `writes` where there is a batch),
-    so a crash after the commit leaves it `queued` for the recovery sweep instead of lost.
-    Below the threshold (almost every add) no further read. At or above it (every add
-    while a run is queued or running) one read: whether a run is active; read in the
-    transaction after the scope's claim, a concurrent add that queued one first made this
-    claim miss, and the retry sees its job. The scope is not read again: the claim was
-    at `before`'s version, so `before`'s pending count plus `added` is what the commit
-    leaves. The caller dispatches the job once committed."""
-    pending = before.pending_count + added
-    if pending < before.consolidation_threshold:
-        return None
-    return consolidation_due_at(
-        store=store,
-        scope=before,
-        pending_count=pending,
-        trigger="threshold",
-        session=session,
-        writes=writes,
-    )
-
-
-def add_transaction(
-    store: MemoryStore,
-    transact: Transact | None,
-    work: Callable[[StoreSession, Schedule], Any],
-    follow_ups: list[Job] | None,
-) -> Any:
-    """Run an add's `work` through `transact`, or in a transaction of its own whose jobs
-    (those of the attempt that committed) go to `follow_ups`; retried whole while its
-    claim of the scope's log misses."""
-    if transact is not None:
-        return transact(work, APPEND_ATTEMPTS)
-    jobs: list[Job] = []
-
-    def keep(job: Job | None) -> None:
-        if job is not None:
-            jobs.append(job)
-
-    def attempt(session: StoreSession) -> Any:
-        jobs.clear()
-        return work(session, keep)
-
-    result = store.in_transaction(attempt, attempts=APPEND_ATTEMPTS)
-    if follow_ups is not None:
-        follow_ups.extend(jobs)
-    return result
 
 
 def append_in_transaction(

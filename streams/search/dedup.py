@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 
 SIMILAR_AT = 0.9
 _PUNCTUATION = re.compile(r"[^\w\s]|_", re.UNICODE)
@@ -26,10 +27,15 @@ def normalized_text(content: str) -> str:
 
 def text_key(scope_id: str, content: str) -> str:
     """The scope and the normal form as one key: equal keys are the same fact in one scope."""
-    digest = hashlib.sha256(normalized_text(content).encode()).hexdigest()[:32]
-    return f"{scope_id}:{digest}"
+    return f"{scope_id}:{_digest(content)}"
 
 
+@lru_cache(maxsize=4096)  # an add compares its key with those of its scope's newest texts
+def _digest(content: str) -> str:
+    return hashlib.sha256(normalized_text(content).encode()).hexdigest()[:32]
+
+
+@lru_cache(maxsize=4096)  # a pure function; each add compares with the same window of texts
 def token_set(content: str) -> frozenset[str]:
     return frozenset(normalized_text(content).split())
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from bson import ObjectId
+from pymongo import InsertOne
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.core.exceptions import Conflict
 from streams.store.indexes import IndexSpec, index
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_observation_client_ids"
 INDEXES: list[IndexSpec] = [
@@ -52,23 +54,30 @@ class ClientIdRepository:
         *,
         now: datetime,
         session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
         """Record (client id, observation id) pairs; a key already taken raises
-        `Conflict` (a concurrent batch with the same key won: retry, and find it)."""
+        `Conflict` (a concurrent batch with the same key won: retry, and find it), with
+        `writes` when the batch is sent."""
         if not pairs:
+            return
+        docs = [
+            {
+                "_id": client_key(scope_id, client_id),
+                "scope_id": scope_id,
+                "client_id": client_id,
+                "observation_id": observation_id,
+                "created_at": now,
+            }
+            for client_id, observation_id in pairs
+        ]
+        if writes is not None:
+            for doc in docs:
+                writes.add(InsertOne(doc, namespace=self.collection.full_name))
             return
         try:
             self.collection.insert_many(
-                [
-                    {
-                        "_id": client_key(scope_id, client_id),
-                        "scope_id": scope_id,
-                        "client_id": client_id,
-                        "observation_id": observation_id,
-                        "created_at": now,
-                    }
-                    for client_id, observation_id in pairs
-                ],
+                docs,
                 ordered=True,
                 session=session,
             )

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
+from pymongo import UpdateOne
 from pymongo.client_session import ClientSession
 from pymongo.collection import Collection
 from pymongo.database import Database
@@ -19,6 +20,7 @@ from streams.store.paging import (
     page_by_seq_ascending,
     page_by_seq_filtered,
 )
+from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_scopes"
 PULL_INLINE = 64  # ids a `$pull {$in}` or `$addToSet {$each}` takes; more: read and `$set`
@@ -232,18 +234,25 @@ class ScopeRepository:
         pending_ids: list[ObjectId],
         now: datetime,
         session: ClientSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> bool:
         """Claim `count` sequence numbers after `expected_seq` and make `pending_ids` pending
-        (observations stored as consolidated take a number too); False if the log moved."""
+        (observations stored as consolidated take a number too); False if the log moved.
+        With `writes` the claim joins the batch (never its transaction's first command):
+        True here, and a miss is the batch's `Conflict` when it is sent."""
         update: dict[str, Any] = {
             "$inc": {"observation_seq": count, "observation_count": count},
             "$set": {"last_activity_at": now},
         }
         if pending_ids:
             update["$push"] = {"pending_observation_ids": {"$each": pending_ids}}
-        result = self.collection.update_one(
-            {"_id": scope_id, "observation_seq": expected_seq}, update, session=session
-        )
+        claim = {"_id": scope_id, "observation_seq": expected_seq}
+        if writes is not None:
+            writes.add(
+                UpdateOne(claim, update, namespace=self.collection.full_name), must_match=True
+            )
+            return True
+        result = self.collection.update_one(claim, update, session=session)
         return result.matched_count == 1
 
     def commit_consolidation(

@@ -16,6 +16,12 @@ writes went one by one. A batch is never a transaction's first command: pymongo 
 the transaction's read concern with that one, and the embedded store refuses a read
 concern on `bulkWrite` (the add's conditional claim of the scope's log goes first).
 
+A conditional update whose miss must undo the transaction (the add's claim of its place
+in the scope's log, when a read went first) joins with `must_match`: the batch then asks
+for each operation's result, and a miss is a `Conflict` once it is sent (the transaction
+is aborted and retried whole, nothing of it committed): one round trip fewer than the
+claim sent alone.
+
 A server without `bulkWrite` (MongoDB before 8.0) gets no batch (`for_session` answers
 None) and the writes go one by one as before.
 """
@@ -62,6 +68,7 @@ class WriteBatch:
         self.client = client
         self.session = session
         self.ops: list[Any] = []
+        self.must_match: list[int] = []  # indexes of updates that must match a document
 
     @classmethod
     def for_session(cls, client: MongoClient, session: ClientSession) -> WriteBatch | None:
@@ -70,16 +77,22 @@ class WriteBatch:
             return None
         return cls(client, session)
 
-    def add(self, op: Any) -> None:
-        """An operation built with `namespace="db.collection"`."""
+    def add(self, op: Any, *, must_match: bool = False) -> None:
+        """An operation built with `namespace="db.collection"`; with `must_match` (an
+        update), the flush is a `Conflict` when it matched no document."""
+        if must_match:
+            self.must_match.append(len(self.ops))
         self.ops.append(op)
 
     def flush(self) -> None:
         if not self.ops:
             return
         ops, self.ops = self.ops, []
+        must_match, self.must_match = self.must_match, []
         try:
-            self.client.bulk_write(ops, session=self.session, ordered=True)
+            result = self.client.bulk_write(
+                ops, session=self.session, ordered=True, verbose_results=bool(must_match)
+            )
         except ClientBulkWriteException as exc:
             if isinstance(exc.error, PyMongoError):
                 raise exc.error from exc  # e.g. a TransientTransactionError: retried
@@ -90,3 +103,6 @@ class WriteBatch:
             if codes & {DUPLICATE_KEY, WRITE_CONFLICT}:
                 raise Conflict("a concurrent write claimed the same keys; retry") from exc
             raise
+        for index in must_match:
+            if result.update_results[index].matched_count != 1:
+                raise Conflict("a conditional write of the batch missed; retry")

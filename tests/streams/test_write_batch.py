@@ -8,10 +8,12 @@ import threading
 
 import pytest
 from bson import ObjectId
-from pymongo import InsertOne, MongoClient, monitoring
+from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
+from streams.memory import observations
+from streams.memory.observation_batch import observation_add_once
 from streams.memory.observations import observation_add
 from streams.store import MemoryStore, search_pending, write_batch
 from streams.store.query_guard import check_command
@@ -75,8 +77,10 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
         )
 
     sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
-    # The dedup check (one find by text key) first, then the claim, answered at once.
-    assert sent[:2] == ["find memory_observations", "update memory_scopes"]
+    # No dedup read (the unique text index catches a duplicate at the insert) and, in an
+    # empty scope, no window: the claim first, answered at once.
+    assert sent[0] == "update memory_scopes"
+    assert "find memory_observations" not in sent
     assert sent.count("bulkWrite") == 1
     assert not [n for n in sent if n.startswith("insert")]
     assert sent[-2:] == ["bulkWrite", "commitTransaction"]
@@ -116,11 +120,9 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
 
     sent = [n for n in commands.names if n != "hello"]
     assert sent == [
-        "find memory_observations",  # the dedup check
         "find memory_observations",  # the newest ones (contradictions, near duplicates)
-        "update memory_scopes",
         "find memory_jobs",
-        "bulkWrite",
+        "bulkWrite",  # the claim of the scope's log first, then the add's writes and the job
         "commitTransaction",
     ]
     queued = list(store.jobs.collection.find({"scope_id": ObjectId(scope.id)}).limit(5))
@@ -142,6 +144,94 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
     assert "find memory_jobs" in commands.names
     assert more == []
     assert store.jobs.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 1
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_live_one(
+    listened, monkeypatch, batched
+):
+    """The first attempt reads for the same text only when the window of newest texts
+    holds it: older, the insert misses on the unique index, the transaction is aborted
+    (nothing of it stays) and the retry reads and answers with the live observation.
+    Either way a duplicate writes nothing: one audit entry, counts of one add each."""
+    store, commands = listened
+    monkeypatch.setattr(write_batch, "ENABLED", batched)
+    monkeypatch.setattr(observations, "SIMILAR_WINDOW", 1)
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    first = observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
+    newest = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+    scope = store.scopes.get(ObjectId(scope.id))
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        again = observation_add(store=store, scope=scope, content="likes  GREEN tea", actor="api:k")
+        out_of_window = list(commands.names)
+        commands.names.clear()
+        resent = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+        in_window = [n for n in commands.names if n != "hello"]
+
+    assert again.id == first.id and again.duplicate
+    assert "abortTransaction" in out_of_window
+    assert resent.id == newest.id and resent.duplicate
+    assert in_window == [
+        "find memory_observations",  # the window: it holds this text ...
+        "find memory_observations",  # ... so the live one is read at once
+        "commitTransaction",
+    ]
+    assert _stored(store, first.id, "a1") == {
+        "content": "Likes green tea.",
+        "seq": 1,
+        "audit": [("api:k", "observation.create")],
+        "observations": 2,
+        "pending": 2,
+        "day": 2,
+    }
+    assert store.observations.collection.count_documents({"scope_id": ObjectId(scope.id)}) == 2
+    assert store.scopes.get(ObjectId(scope.id)).pending_count == 2
+
+
+def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
+    """`client_id` adds: the key's read, the window (the scope is the caller's read), then
+    the claim, the observation, the key, the audit entry, the counters in one `bulkWrite`. The same
+    fact under another key answers the kept observation, and that key names it."""
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    first, created = observation_add_once(
+        store=store, scope=scope, content="Likes green tea.", client_id="k1", actor="api:k"
+    )
+    assert created
+    scope = store.scopes.get(ObjectId(scope.id))  # as the API reads it for each request
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        second, created = observation_add_once(
+            store=store, scope=scope, content="Walks the dog.", client_id="k2", actor="api:k"
+        )
+    sent = [n for n in commands.names if n != "hello"]
+    assert created
+    assert sent == [
+        "find memory_observation_client_ids",
+        "find memory_observations",  # the window (contradictions, near duplicates)
+        "bulkWrite",
+        "commitTransaction",
+    ]
+
+    again, created = observation_add_once(
+        store=store, scope=scope, content="likes green TEA", client_id="k3", actor="api:k"
+    )
+    assert (again.id, created) == (first.id, False)
+    repeat, created = observation_add_once(
+        store=store, scope=scope, content="anything", client_id="k3", actor="api:k"
+    )
+    assert (repeat.id, created) == (first.id, False)
+    assert _stored(store, second.id, "a1") == {
+        "content": "Walks the dog.",
+        "seq": 2,
+        "audit": [("api:k", "observation.create")],
+        "observations": 2,
+        "pending": 2,
+        "day": 2,
+    }
 
 
 def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listened, monkeypatch):
@@ -196,6 +286,49 @@ def test_a_duplicate_key_in_a_batch_is_a_conflict_and_the_transaction_writes_not
     with pytest.raises(Conflict):
         store.in_transaction(work)
     assert store.audit.collection.find_one({"_id": same}) is None
+
+
+def test_a_conditional_update_of_a_batch_that_misses_is_a_conflict_and_undoes_the_rest(store):
+    namespace = store.audit.collection.full_name
+    written = ObjectId()
+
+    def work(session):
+        batch = WriteBatch.for_session(store.client, session)
+        assert batch is not None
+        store.agents.collection.find_one({"_id": "nobody"}, session=session)  # not first
+        batch.add(
+            UpdateOne({"_id": "nobody"}, {"$set": {"n": 1}}, namespace=namespace),
+            must_match=True,
+        )
+        batch.add(InsertOne({"_id": written, "action": "x"}, namespace=namespace))
+        batch.flush()
+
+    with pytest.raises(Conflict):
+        store.in_transaction(work)
+    assert store.audit.collection.find_one({"_id": written}) is None
+
+
+def test_adds_from_one_stale_read_claim_in_the_batch_and_each_take_the_next_number(listened):
+    """With a window to read first, the claim rides in the `bulkWrite`; a stale read of
+    the scope misses there, the transaction is aborted and the retry claims anew."""
+    store, commands = listened
+    scope = ScopeFactory.create(store=store, agent_id="a1")
+    observation_add(store=store, scope=scope, content="Fact zero.", actor="api:k")
+    stale = store.scopes.get(ObjectId(scope.id))
+    commands.names.clear()
+
+    with search_pending.held():  # the background fold shares this client
+        added = [
+            observation_add(store=store, scope=stale, content=f"Fact {n}.", actor="api:k")
+            for n in (1, 2)
+        ]
+
+    assert "update memory_scopes" not in commands.names  # the claims went in the batches
+    assert "abortTransaction" in commands.names  # the second one's stale claim
+    assert [o.seq for o in added] == [2, 3]
+    fresh = store.scopes.get(ObjectId(scope.id))
+    assert (fresh.observation_seq, fresh.pending_count) == (3, 3)
+    assert store.agents.get("a1").observation_count == 3
 
 
 def test_the_query_guard_checks_the_filters_inside_a_bulk_write():
