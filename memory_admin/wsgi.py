@@ -16,3 +16,7 @@ start_inprocess_scheduler()  # in-process mode only: a no-op when a broker is co
 from memory_admin.embeddings import warm_up  # noqa: E402
 
 warm_up()  # the local model loads in the background, not in the first search
+
+from memory_admin.heap import freeze_startup_heap  # noqa: E402
+
+freeze_startup_heap()  # last: the loaded app is never walked by a full collection again

@@ -33,6 +33,7 @@ from streams.search.ranking import (
     Query,
     Ranking,
     TermWeights,
+    best_by_bound,
     complete_terms,
     cut_terms,
     ordered,
@@ -42,7 +43,6 @@ from streams.search.ranking import (
     rank_stage,
     term_stage,
     term_weights,
-    upper_bound,
 )
 from streams.search.ranking_lifecycle import importance_stage, mmr_reorder, recency_stage
 from streams.search.rerank import (
@@ -283,12 +283,7 @@ def search_in_scopes(
     if cut and weights is not None:
         # Common terms were read only in part: the pool goes by what each candidate could
         # still score, and the fetched ones get their exact score from their text.
-        bounds = {c.observation_id: upper_bound(c, cut, weights) for c in candidates.values()}
-        pool = sorted(
-            candidates.values(),
-            key=lambda c: (bounds[c.observation_id], c.observation_id.binary),
-            reverse=True,
-        )[:pool_size]
+        pool = best_by_bound(candidates.values(), cut, weights, pool_size)
     else:
         pool = ordered(candidates.values())[:pool_size]
     nearest: list[tuple[ObjectId, float]] = []

@@ -69,7 +69,12 @@ from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_search_terms"
 INDEXES: list[IndexSpec] = [
-    index(COLLECTION, "k", "f"),  # search: heads, totals and the chunks of rare terms
+    index(COLLECTION, "k", "f"),  # a fold: a scope's pending adds; a flip: a term's chunks
+    # Search, `{k: {$in}, f: true}`: the equality leads. The embedded store walks a compound
+    # index only as equalities then one `$in` or range, so on (k, f) it scanned the whole
+    # collection (13,278 documents at 100,000 observations: 9 ms of its CPU per search,
+    # 3 ms on (f, k)), and the scan grows with every scope's index.
+    index(COLLECTION, "f", "k"),
     index(COLLECTION, "o"),  # a delete: the sealed chunk holding an observation's posting
 ]
 FOLD_ATTEMPTS = 5
@@ -366,7 +371,7 @@ class SearchIndexRepository:
             docs = list(self.collection.find({"k": {"$in": keys}}, limit=10**9))
             return _stats(docs, read_all=True, keys=set(keys))
         limit = len(keys) * (index_format.RARE_CHUNKS + 2) + search_pending.READ_LIMIT
-        docs = list(self.collection.find({"k": {"$in": keys}, "f": True}, limit=limit))
+        docs = list(self.collection.find({"f": True, "k": {"$in": keys}}, limit=limit))
         return _stats(docs, keys=set(keys))
 
     def insert_fresh(
