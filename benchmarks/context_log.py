@@ -26,6 +26,7 @@ from pymongo.database import Database
 
 from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
+from memory_admin.heap import freeze_startup_heap
 from streams.context.assemble import context_assemble
 from streams.context.replay import context_replay
 from streams.core.documents import utcnow
@@ -88,6 +89,7 @@ def run(sizes: list[int] | None = None) -> None:
                 ),
             }
             samples: dict[str, list[float]] = {label: [] for label in stores}
+            freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
             for i in range(CALLS):
                 for label, store in stores.items():
                     started = time.perf_counter()
