@@ -24,6 +24,7 @@ from pymongo import MongoClient
 from benchmarks.harness import embedded_server, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
 from benchmarks.search_scale import BATCH, SIZES, seeded_observations
+from memory_admin.heap import freeze_startup_heap
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import search_index_build, search_observations
 from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
@@ -60,6 +61,7 @@ def run(sizes: list[int] | None = None) -> None:
                 store=store, agent_id=AGENT, user_id=USER, query="warm up", semantic=ranker
             )
             cold = (time.perf_counter() - started) * 1000
+            freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
             text_recall, text_ms = _ask(store, questions, None)
             fused_recall, fused_ms = _ask(store, questions, ranker)
             rows.append(
