@@ -28,12 +28,13 @@ from memory_admin.heap import freeze_startup_heap
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import search_index_build, search_observations
 from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available
-from streams.search.vectors import ScopeVectors, forget_cached
+from streams.search.vectors import ScopeVectors, builds_in_progress, forget_cached
 from streams.store import MemoryStore
 from streams.store.embeddings import encode_vector
 
 REAL = 2000  # distractors embedded for real
 NOISE = 0.05
+BUILD_WAIT = 900.0  # seconds to wait for a background HNSW build before timing it
 CROSSOVER_SIZES = [10_000, 100_000, 300_000, 1_000_000]
 
 
@@ -64,6 +65,13 @@ def run(sizes: list[int] | None = None) -> None:
             freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
             text_recall, text_ms = _ask(store, questions, None)
             fused_recall, fused_ms = _ask(store, questions, ranker)
+            # Past HNSW_FROM vectors the first search starts an HNSW build in the
+            # background and exact search serves meanwhile: time the built index too.
+            started = time.perf_counter()
+            while builds_in_progress() and time.perf_counter() - started < BUILD_WAIT:
+                time.sleep(0.5)
+            built = time.perf_counter() - started
+            rows_built = _ask(store, questions, ranker) if built > 0.5 else None
             rows.append(
                 [
                     f"{n:,}",
@@ -77,7 +85,21 @@ def run(sizes: list[int] | None = None) -> None:
                     _p(fused_ms, 95),
                 ]
             )
-            print(rows[-1], flush=True)
+            if rows_built is not None:
+                rows.append(
+                    [
+                        f"{n:,}, HNSW built ({built:.0f} s after)",
+                        "",
+                        "",
+                        "",
+                        "",
+                        "",
+                        f"{rows_built[0]:.3f}",
+                        _p(rows_built[1], 50),
+                        _p(rows_built[1], 95),
+                    ]
+                )
+            print(rows[-2:] if rows_built is not None else rows[-1], flush=True)
             client.drop_database(store.db.name)
             forget_cached(store.db.name)
             client.close()

@@ -195,6 +195,13 @@ _CACHE: dict[tuple[str, str, str], ScopeVectors] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def builds_in_progress() -> int:
+    """HNSW indexes this process is building in the background (a benchmark waits for
+    them to time the steady state apart from the build)."""
+    with _CACHE_LOCK:
+        return sum(1 for v in _CACHE.values() if v.building and v.hnsw is None)
+
+
 def scope_vectors(database: str, scope_id: ObjectId, model: str) -> ScopeVectors:
     key = (database, str(scope_id), model)
     with _CACHE_LOCK:
