@@ -39,6 +39,7 @@ from pymongo import MongoClient
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from memory_admin.heap import freeze_startup_heap
+from streams.context.assemble import context_assemble
 from streams.core.documents import Observation, Scope
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.search.index import search_index_build, search_observations
@@ -78,6 +79,7 @@ def run(sizes: list[int] | None = None) -> None:
             freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
             recall, spent, trips = _ask(store, questions, counter)
             _, steady, _ = _ask(store, questions, counter)  # the seed written out by now
+            context_ms = _context(store, questions)
             layout.READ_ALL = True
             try:
                 exact, _, _ = _ask(store, questions, counter)
@@ -98,6 +100,8 @@ def run(sizes: list[int] | None = None) -> None:
                     f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
                     f"{steady[len(steady) // 2]:.1f}",
                     f"{steady[int(0.95 * (len(steady) - 1))]:.1f}",
+                    f"{context_ms[len(context_ms) // 2]:.1f}",
+                    f"{context_ms[int(0.95 * (len(context_ms) - 1))]:.1f}",
                     f"{max(trips)}",
                 ]
             )
@@ -136,6 +140,8 @@ def run(sizes: list[int] | None = None) -> None:
             "p95 ms",
             "p50 ms, second pass",
             "p95 ms, second pass",
+            "context p50 ms",
+            "context p95 ms",
             "finds/search",
         ],  # fmt: skip
         rows,
@@ -149,6 +155,19 @@ def run(sizes: list[int] | None = None) -> None:
         ["N distractors", "ranking", "recall@5", "p50 ms", "p95 ms", "finds/search"],
         stage_rows,
     )
+
+
+def _context(store: MemoryStore, questions: list[dict]) -> list[float]:
+    """Every question as a message to the context endpoint's assembly (retrieval fires
+    on nearly all of them; the log off: `context_log` times it): milliseconds, sorted."""
+    spent: list[float] = []
+    for q in questions:
+        started = time.perf_counter()
+        context_assemble(
+            store=store, agent_id=AGENT, user_id=USER, message=q["question"], record_access=False
+        )
+        spent.append((time.perf_counter() - started) * 1000)
+    return sorted(spent)
 
 
 def _ask(
