@@ -417,7 +417,12 @@ def _explain(candidate: Candidate) -> Explanation:
     for stage in STAGES:  # a stage that did not run leaves the rank as it was
         ranks[stage] = candidate.ranks.get(stage, ranks.get(_previous(stage), 0))
     return Explanation(
-        terms={t: round(v, 6) for t, v in candidate.terms.items()},
+        # Strongest first, ties by term: the order postings were read in (pending or
+        # folded) must not change what the inspector shows for the same search.
+        terms={
+            t: round(v, 6)
+            for t, v in sorted(candidate.terms.items(), key=lambda tv: (-tv[1], tv[0]))
+        },
         mechanisms={m: round(v, 6) for m, v in candidate.mechanisms.items()},
         ranks=ranks,
     )
