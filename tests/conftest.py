@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
-from memory_admin.stores import indexes_ensured
 from streams.store import DECLARED_INDEXES, MemoryStore
 from streams.store.client import close_clients, get_client
 from streams.store.query_guard import QueryGuard
+from tests.db_pool import DatabasePool, WrittenCollections
 
 pytest_plugins = ["tests.fakes.openai_server", "tests.task_mode"]
 
 QUERY_GUARD = QueryGuard(DECLARED_INDEXES)
+WRITTEN = WrittenCollections()
 
 
 @pytest.fixture(scope="session")
@@ -29,16 +29,24 @@ def embedded_mongo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Embedde
     )
     os.environ["MEMORY_TEST_MONGODB_URI"] = server.uri  # for subprocesses the tests start
     # The guard is attached to the one client every test and every served request uses.
-    get_client(server.uri, event_listeners=[QUERY_GUARD])
+    get_client(server.uri, event_listeners=[QUERY_GUARD, WRITTEN])
     yield server
     close_clients()
     stop_server(server)
 
 
+@pytest.fixture(scope="session")
+def database_pool(embedded_mongo: EmbeddedServer) -> DatabasePool:
+    return DatabasePool(get_client(embedded_mongo.uri), embedded_mongo.uri, WRITTEN)
+
+
 @pytest.fixture(autouse=True)
-def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
-    """Every test gets a fresh database of its own, with the declared indexes applied."""
-    db_name = f"t_{uuid.uuid4().hex[:16]}"
+def memory_db(
+    embedded_mongo: EmbeddedServer, database_pool: DatabasePool, settings
+) -> Iterator[str]:
+    """Every test gets an empty database of its own, with the declared indexes applied
+    (`tests/db_pool.py`: one a test before left, emptied, or a new one)."""
+    db_name = database_pool.take()
     settings.MONGODB_URI = embedded_mongo.uri
     # Jobs run synchronously after the request, as before the in-process pool existed,
     # so tests stay deterministic; tests/api/test_never_block.py turns the pool on.
@@ -46,8 +54,6 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     settings.MEMORY_INPROCESS_ISOLATION = "thread"
     settings.MONGODB_DB = db_name
     client = get_client(embedded_mongo.uri)
-    MemoryStore(client, db_name).ensure_indexes()
-    indexes_ensured(embedded_mongo.uri, db_name)  # so the app does not create them again
     yield db_name
     # Background work still writing (a chat turn being filed, a pooled job) would race
     # the drop, and the embedded store can deadlock on a drop that meets an open
@@ -69,7 +75,7 @@ def memory_db(embedded_mongo: EmbeddedServer, settings) -> Iterator[str]:
     # a drop that meets it spins forever holding the store's lock. Between tests nothing
     # legitimate is open: abort what is left, as driver test suites do.
     client.admin.command("killAllSessions", [])
-    client.drop_database(db_name)
+    database_pool.give_back(db_name)
 
 
 @pytest.fixture(autouse=True)
@@ -102,8 +108,8 @@ def celery_join_state() -> Iterator[None]:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the PostgreSQL re-run of the Django suites now, to run beside this one."""
-    from tests.integration.postgres_suite import start_early
+    """Start the re-runs (Django on PostgreSQL, jobs through Redis) now, beside this one."""
+    from tests.integration.side_runs import start_early
 
     start_early(session)
 

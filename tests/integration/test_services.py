@@ -12,7 +12,7 @@ from pathlib import Path
 
 from celery import Celery
 
-from tests.integration.postgres_suite import postgres_suite
+from tests.integration.side_runs import POSTGRES_TEST, side_run
 from tests.integration.workers import kill_worker, start_worker
 from tests.services import REDIS_URL, needs_postgres, needs_redis
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @needs_postgres
 def test_django_suites_pass_on_postgresql():
     """The API suite and the UI account tests again, with Django's tables in PostgreSQL."""
-    code, output = postgres_suite().result()
+    code, output = side_run(POSTGRES_TEST).result()
     assert code == 0, output[-4000:]
     assert " passed" in output.strip().splitlines()[-1]
 
