@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @needs_postgres
 def test_django_suites_pass_on_postgresql():
-    """The API suite and the UI account tests again, with Django's tables in PostgreSQL."""
+    """The tests of Django's tables (keys, permissions, users) again, in PostgreSQL."""
     code, output = side_run(POSTGRES_TEST).result()
     assert code == 0, output[-4000:]
     assert " passed" in output.strip().splitlines()[-1]
