@@ -38,6 +38,7 @@ from bson import ObjectId
 from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from benchmarks.harness import percentile, print_table
+from benchmarks.single_add import _cpu_seconds
 
 CALLS = int(os.environ.get("BENCH_FLOOR_CALLS", "300"))
 TURN = 25
@@ -55,11 +56,6 @@ class CommandCount(monitoring.CommandListener):
 
     def failed(self, event: monitoring.CommandFailedEvent) -> None:
         pass
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run() -> None:

@@ -108,8 +108,5 @@ def _forget_database(name: str) -> None:
     from streams.store import audit, webhooks
 
     vectors.forget_cached(name)
-    with webhooks._cache_lock:
-        for key in [k for k in webhooks._cache if k[1] == name]:
-            del webhooks._cache[key]
-    for key in [k for k in audit._STARTED if k[1] == name]:
-        audit._STARTED.pop(key, None)
+    webhooks.forget_cached(name)
+    audit.forget_started(name)

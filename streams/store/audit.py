@@ -46,6 +46,12 @@ NO_START_HORIZON = timedelta(days=3650)
 _STARTED: dict[tuple[int, str], datetime] = {}
 
 
+def forget_started(database: str) -> None:
+    """Drop the log start this process recorded for a database (emptied or dropped)."""
+    for key in [k for k in _STARTED if k[1] == database]:
+        _STARTED.pop(key, None)
+
+
 @dataclass(frozen=True)
 class AuditWindowPage:
     entries: list[AuditEntry]

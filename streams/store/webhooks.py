@@ -42,6 +42,13 @@ _cache: dict[tuple[int, str, str], tuple[float, list[dict[str, Any]]]] = {}
 _cache_lock = threading.Lock()
 
 
+def forget_cached(database: str) -> None:
+    """Drop this process's cached hook lists of a database (emptied or dropped)."""
+    with _cache_lock:
+        for key in [k for k in _cache if k[1] == database]:
+            del _cache[key]
+
+
 class WebhookRepository:
     def __init__(self, db: Database) -> None:
         self.hooks = db[HOOKS]
