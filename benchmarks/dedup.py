@@ -23,7 +23,8 @@ from pymongo import MongoClient, monitoring
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import WORDS
 from streams.core.documents import Observation, Scope, utcnow
-from streams.memory.observations import SIMILAR_WINDOW, observation_add
+from streams.memory.observations import observation_add
+from streams.memory.window import SIMILAR_WINDOW
 from streams.search.dedup import text_key
 from streams.store import MemoryStore
 
@@ -140,7 +141,7 @@ def run(sizes: list[int] | None = None) -> None:
                 exact.append(time.perf_counter() - started)
                 top = size + ADDS
                 started = time.perf_counter()
-                store.observations.recent_live_texts(
+                store.observations.live_texts_between(
                     oid, low_seq=top - SIMILAR_WINDOW, high_seq=top
                 )
                 near.append(time.perf_counter() - started)

@@ -129,7 +129,7 @@ def _calls(
     client: MongoClient, database: Any, store: Any, scope: Any, actor_type: Any
 ) -> dict[str, Callable[[], None]]:
     from streams.actions.observations import do_observation_add
-    from streams.memory.observations import SIMILAR_WINDOW
+    from streams.memory.window import SIMILAR_WINDOW
 
     plain = database["floor_plain"]
     observations = database["memory_observations"]
@@ -189,7 +189,7 @@ def _calls(
 
     def window_read() -> None:
         top = store.scopes.get(scope_id).observation_seq  # type: ignore[union-attr]
-        store.observations.recent_live_texts(
+        store.observations.live_texts_between(
             scope_id, low_seq=max(0, top - SIMILAR_WINDOW), high_seq=top
         )
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from streams.memory import window
 from streams.store import DECLARED_INDEXES, MemoryStore
 from streams.store.client import close_clients, get_client
 from streams.store.query_guard import QueryGuard
@@ -17,6 +18,9 @@ from tests.db_pool import DatabasePool, WrittenCollections
 pytest_plugins = ["tests.fakes.openai_server", "tests.task_mode"]
 
 QUERY_GUARD = QueryGuard(DECLARED_INDEXES)
+# Every reuse of an add's kept window is compared with a fresh read: a write path that
+# changes an observation's text without moving its scope's log revision fails the test.
+window.CHECK = True
 WRITTEN = WrittenCollections()
 
 

@@ -104,9 +104,11 @@ class DatabasePool:
 
 def _forget_database(name: str) -> None:
     """What this process remembers about a database's contents, forgotten."""
+    from streams.memory.window import WINDOWS
     from streams.search import vectors
     from streams.store import audit, webhooks
 
+    WINDOWS.forget_database(name)
     vectors.forget_cached(name)
     webhooks.forget_cached(name)
     audit.forget_started(name)

@@ -84,6 +84,10 @@ class Scope:
     pending_observation_ids: list[str] = field(default_factory=list)
     observation_count: int = 0
     observation_seq: int = 0
+    # The log's revision: bumped whenever a stored observation's text or liveness changes
+    # (edit, delete, purge, move; not an add). An add's window (`streams.memory.window`)
+    # is reused while it stands.
+    log_rev: int = 0
     consolidation_threshold: int = 10
     consolidation_max_words: int = 500
     extraction_prompt: str | None = None
@@ -168,6 +172,7 @@ class Scope:
             "pending_observation_ids": [ObjectId(i) for i in self.pending_observation_ids],
             "observation_count": self.observation_count,
             "observation_seq": self.observation_seq,
+            "log_rev": self.log_rev,
             "consolidation_threshold": self.consolidation_threshold,
             "consolidation_max_words": self.consolidation_max_words,
             "extraction_prompt": self.extraction_prompt,
@@ -206,6 +211,7 @@ class Scope:
             pending_observation_ids=[str(i) for i in doc.get("pending_observation_ids", [])],
             observation_count=doc.get("observation_count", 0),
             observation_seq=doc.get("observation_seq", 0),
+            log_rev=doc.get("log_rev", 0),
             consolidation_threshold=doc.get("consolidation_threshold", 10),
             consolidation_max_words=doc.get("consolidation_max_words", 500),
             extraction_prompt=doc.get("extraction_prompt"),

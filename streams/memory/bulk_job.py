@@ -179,7 +179,7 @@ def bulk_apply_batch(
         applied = 0
         moved_out = 0
         if action == "delete":
-            applied = repo.mark_deleted(ids, now=now, session=session)
+            applied = repo.mark_deleted(scope_oid, ids, now=now, session=session)
             for part in range(0, len(found), SEARCH_PART):
                 search_index_remove(
                     store=store, observations=found[part : part + SEARCH_PART], session=session

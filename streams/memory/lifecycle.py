@@ -169,7 +169,7 @@ def _purge_scope(
 
     def purge(session: StoreSession) -> int:
         store.text_history.purge(ids, session=session)
-        deleted = repo.delete_observations(ids, session=session)
+        deleted = repo.delete_observations(ObjectId(scope_id), ids, session=session)
         if live:
             if deleted != len(ids):  # a concurrent pass took some: leave them to it
                 raise Conflict("observations purged concurrently")

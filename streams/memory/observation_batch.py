@@ -22,6 +22,7 @@ from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import MAX_CONTENT_CHARS, duplicate_kept, observations_append
+from streams.memory.window import WINDOWS
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
 
@@ -113,6 +114,7 @@ def _append_once(
             writes=writes,
             trust_index=trust_index,
             read_before=read_before,
+            after_read=True,  # the keys' read above
         )
         store.client_ids.insert(
             oid,
@@ -186,7 +188,10 @@ def observation_batch_add(
         )
         return known, before, duplicates
 
-    known, _before, duplicates = add_transaction(store, transact, add, follow_ups)
+    known, before, duplicates = add_transaction(store, transact, add, follow_ups)
+    if before is not None:
+        stored = [o for c, o in keyed if c not in known and o.id not in duplicates]
+        WINDOWS.added(store=store, before=before, observations=stored)
     earlier = {o.id: o for o in store.observations.get_many(list(set(known.values())))}
     observations: list[Observation] = []
     created: list[bool] = []
@@ -288,7 +293,9 @@ def observation_add_once(
         )
         return known, before
 
-    known, _before = add_transaction(store, transact, add, follow_ups)
+    known, before = add_transaction(store, transact, add, follow_ups)
+    if before is not None and not known and not duplicates:
+        WINDOWS.added(store=store, before=before, observations=[observation])
     if known:
         earlier = store.observations.get_many([known[client_id]])
         if not earlier:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from copy import deepcopy
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -23,6 +24,7 @@ from streams.memory.add_writes import (
 )
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
+from streams.memory.window import WINDOWS
 from streams.records.audit import audit_record
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set
@@ -40,7 +42,6 @@ class Unset:
 
 
 UNSET = Unset()
-SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
 
 
 def observations_append(
@@ -55,6 +56,7 @@ def observations_append(
     writes: WriteBatch | None = None,
     origin: WriteOrigin = "extraction",
     trust_index: bool = False,
+    after_read: bool = False,
 ) -> Scope:
     """Within the caller's transaction: store the observations and make them pending
     (or hold them for review: see `streams.guard.screening.screen_observations`);
@@ -76,12 +78,14 @@ def observations_append(
     caller read it an instant ago: its sequence is tried without reading the scope again
     (one round trip fewer); if the log moved on since, the claim misses, and the retry
     must pass None to read it inside the transaction. With `writes`, the writes join that
-    batch, the claim too when a read went first (its miss is then the flush's Conflict).
+    batch, the claim too when a command went first (its miss is then the flush's Conflict;
+    `after_read`: the caller sent one in this transaction already).
     """
     oid = require_object_id(scope_id, what="scope")
     scope = read_before if read_before is not None else store.scopes.get(oid, session=session)
     if scope is None:
         raise NotFound("scope not found")
+    _as_given(observations)  # a retried attempt starts from what the caller gave
     # The guard runs inside the write, before the dedup check (which compares what is
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.
@@ -92,10 +96,14 @@ def observations_append(
     # meeting the index and retrying.
     recent = None
     read = not trust_index
+    # Whether a command went first in this transaction (see the claim below).
+    sent = read_before is None or after_read
     if trust_index and origin != "import":
-        recent = _recent_window(store=store, scope=scope, session=session)
-        window = {text_key(scope_id, content) for _, content in recent}
-        read = any(text_key(scope_id, o.content) in window for o in observations)
+        window = WINDOWS.read(store=store, scope=scope, session=session)
+        recent, sent = window.texts(), sent or window.sent
+        held = {text_key(scope_id, content) for _, content in recent}
+        read = any(text_key(scope_id, o.content) in held for o in observations)
+    sent = sent or read
     split = _without_duplicates(
         store=store, scope_id=scope_id, observations=observations, session=session, read=read
     )
@@ -106,27 +114,28 @@ def observations_append(
         return scope
     if origin != "import":
         if recent is None:
-            recent = _recent_window(store=store, scope=scope, session=session)
-        _mark_contradictions(
+            window = WINDOWS.read(store=store, scope=scope, session=session)
+            recent, sent = window.texts(), sent or window.sent
+        wrote = _mark_contradictions(
             store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
         )
+        sent = sent or wrote
         _mark_similar(fresh=split.fresh, recent=recent)
     live = [o for o in split.fresh if not o.held]
     # The claim comes before the other writes: a sequence that moved on (a stale
     # `read_before`, a concurrent append) misses before anything else is applied. It
-    # joins the batch (one round trip fewer; a miss is the flush's Conflict) when a read
-    # went first: a batch is never the transaction's first command (`WriteBatch`).
-    read_first = (
-        read_before is None or not trust_index or (origin != "import" and scope.observation_seq > 0)
-    )
+    # joins the batch (one round trip fewer; a miss is the flush's Conflict) when a
+    # command went first: a batch is never the transaction's first command (`WriteBatch`).
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
         count=len(split.fresh),
         pending_ids=[ObjectId(o.id) for o in live if not o.consolidated],
         now=now,
+        # Read at a revision (kept or not), the window holds only while it stands.
+        expected_log_rev=scope.log_rev if recent is not None else None,
         session=session,
-        writes=writes if read_first else None,
+        writes=writes if sent else None,
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")
@@ -148,6 +157,39 @@ def observations_append(
         # Callers count every new observation as pending; held ones are not.
         store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
     return scope
+
+
+@dataclass(frozen=True)
+class _Given:
+    """What the caller gave an observation that the screening and the checks change
+    (in place): a retried attempt starts from it again, so a mark that an aborted
+    attempt made on a window read then (a contradiction with a text since edited, say)
+    does not stay."""
+
+    review_status: str | None
+    review: dict | None
+    contradicts: tuple[str, ...]
+    similar_to: str | None
+
+
+_GIVEN = "_given_before_append"
+
+
+def _as_given(observations: list[Observation]) -> None:
+    for observation in observations:
+        given = observation.__dict__.get(_GIVEN)
+        if given is None:
+            observation.__dict__[_GIVEN] = _Given(
+                review_status=observation.review_status,
+                review=deepcopy(observation.review),
+                contradicts=tuple(observation.contradicts),
+                similar_to=observation.similar_to,
+            )
+            continue
+        observation.review_status = given.review_status  # type: ignore[assignment]
+        observation.review = deepcopy(given.review)
+        observation.contradicts = list(given.contradicts)
+        observation.similar_to = given.similar_to
 
 
 @dataclass(frozen=True)
@@ -188,22 +230,6 @@ def _without_duplicates(
     return _Split(fresh=fresh, duplicates=duplicates)
 
 
-def _recent_window(
-    *, store: MemoryStore, scope: Scope, session: StoreSession
-) -> list[tuple[str, str]]:
-    """(id, content) of the scope's newest `SIMILAR_WINDOW` live observations, newest
-    first: the candidates of the contradiction and the near-duplicate checks, read once
-    per append on the `(scope_id, seq)` index (each check read it on its own before: one
-    round trip per add saved)."""
-    top = scope.observation_seq
-    return store.observations.recent_live_texts(
-        require_object_id(scope.id, what="scope"),
-        low_seq=max(0, top - SIMILAR_WINDOW),
-        high_seq=top,
-        session=session,
-    )
-
-
 def _mark_contradictions(
     *,
     store: MemoryStore,
@@ -212,17 +238,19 @@ def _mark_contradictions(
     recent: list[tuple[str, str]],
     session: StoreSession,
     now: datetime,
-) -> None:
+) -> bool:
     """Flag each new observation that contradicts one of the scope's newest
     `SIMILAR_WINDOW` (`recent`, `streams.core.contradictions`), and that one, with each other's
-    id; in a shared scope the new one waits for review (`contradicts:<id>`)."""
-    checked = [o for o in fresh if not o.consolidated and o.review_status != "rejected"]
-    if not checked:
-        return
-    for observation in checked:
+    id; in a shared scope the new one waits for review (`contradicts:<id>`). True when it
+    wrote (the stored one's flag)."""
+    wrote = False
+    for observation in fresh:
+        if observation.consolidated or observation.review_status == "rejected":
+            continue
         other = first_contradicted(observation.content, recent)
         if other is None:
             continue
+        wrote = True
         observation.contradicts = [other]
         store.observations.add_contradiction(ObjectId(other), observation.id, session=session)
         if scope.scope_type == "individual":
@@ -235,6 +263,7 @@ def _mark_contradictions(
         observation.review = review
         if observation.review_status is None:
             observation.review_status = "in_review"
+    return wrote
 
 
 def _mark_similar(*, fresh: list[Observation], recent: list[tuple[str, str]]) -> None:
@@ -333,7 +362,7 @@ def observation_add(
         )
         return before
 
-    add_transaction(store, transact, add, follow_ups)
+    before = add_transaction(store, transact, add, follow_ups)
     if duplicates:
         return duplicate_kept(
             store=store,
@@ -342,6 +371,7 @@ def observation_add(
             follow_ups=follow_ups,
             actor=actor,
         )
+    WINDOWS.added(store=store, before=before, observations=[observation])
     return observation
 
 
@@ -540,7 +570,12 @@ def observation_update_write(
     if not fields:
         return
     try:
-        updated = store.observations.update_fields(oid, fields, session=session)
+        updated = store.observations.update_fields(
+            oid,
+            fields,
+            scope_id=require_object_id(observation.scope_id, what="scope"),
+            session=session,
+        )
     except TextTaken as exc:
         raise Conflict(
             "another observation of this scope holds the same text",
@@ -647,7 +682,7 @@ def observation_delete_write(
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
     now = utcnow()
-    if not store.observations.mark_deleted(oid, now=now, session=session):
+    if not store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session):
         if store.observations.get(oid) is None:
             raise NotFound("observation not found")
         return Deletion()

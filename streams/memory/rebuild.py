@@ -158,7 +158,7 @@ def remove_copies(*, store: MemoryStore, copies: list[Observation]) -> int:
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
         ids = [ObjectId(o.id) for o in observations]
-        count = repo.delete_observations(ids)
+        count = repo.delete_observations(ObjectId(scope_id), ids)
         if count:
             # A soft-deleted copy left the counts when it was deleted.
             counted = min(count, sum(1 for o in observations if not o.deleted))

@@ -127,8 +127,8 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
         count = store.in_transaction(
-            lambda session, gone=observations: repo.delete_observations(
-                [ObjectId(o.id) for o in gone], session=session
+            lambda session, scope=scope_id, gone=observations: repo.delete_observations(
+                ObjectId(scope), [ObjectId(o.id) for o in gone], session=session
             )
         )
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])

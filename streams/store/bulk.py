@@ -75,9 +75,15 @@ class BulkRepository:
     # -- applying ------------------------------------------------------------------------
 
     def mark_deleted(
-        self, observation_ids: list[ObjectId], *, now: datetime, session: ClientSession
+        self,
+        scope_id: ObjectId,
+        observation_ids: list[ObjectId],
+        *,
+        now: datetime,
+        session: ClientSession,
     ) -> int:
-        """Soft delete those not deleted yet; how many were."""
+        """Soft delete those of the scope not deleted yet; how many were (the scope's log
+        revision moves when any was: `scopes.bump_log_rev`)."""
         if not observation_ids:
             return 0
         result = self.observations.bulk_write(
@@ -88,6 +94,8 @@ class BulkRepository:
             ordered=False,
             session=session,
         )
+        if result.modified_count:
+            scopes.bump_log_rev(self.scopes, scope_id, session=session)
         return result.modified_count
 
     def mark_private(self, observation_ids: list[ObjectId], *, session: ClientSession) -> int:
@@ -134,6 +142,8 @@ class BulkRepository:
             ordered=False,
             session=session,
         )
+        if result.modified_count:  # they left the source's log
+            scopes.bump_log_rev(self.scopes, source_id, session=session)
         return result.modified_count
 
     def unlink_from_scope(

@@ -18,6 +18,8 @@ from streams.store import access_log
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 from streams.store.paging import page_by_seq
+from streams.store.scopes import COLLECTION as SCOPES
+from streams.store.scopes import bump_log_rev
 from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_observations"
@@ -79,6 +81,7 @@ def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
 class ObservationRepository:
     def __init__(self, db: Database, *, access_flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
+        self.scopes = db[SCOPES]
         self.access_flush_seconds = access_flush_seconds
 
     def insert_many(
@@ -114,16 +117,16 @@ class ObservationRepository:
         )
         return {d["text_key"]: Observation.from_mongo(d) for d in cursor}
 
-    def recent_live_texts(
+    def live_texts_between(
         self,
         scope_id: ObjectId,
         *,
         low_seq: int,
         high_seq: int,
         session: ClientSession | None = None,
-    ) -> list[tuple[str, str]]:
-        """(id, content) of a scope's live observations with `low_seq < seq <= high_seq`,
-        newest first: the near-duplicate check's candidates, content only (no vectors)."""
+    ) -> list[tuple[int, str, str]]:
+        """(seq, id, content) of a scope's live observations with `low_seq < seq <= high_seq`,
+        newest first: an add's window (`streams.memory.window`), content only (no vectors)."""
         if high_seq <= low_seq:
             return []
         cursor = self.collection.find(
@@ -133,7 +136,9 @@ class ObservationRepository:
             session=session,
         )
         docs = sorted(cursor, key=lambda d: -d.get("seq", 0))
-        return [(str(d["_id"]), d["content"]) for d in docs if d.get("deleted_at") is None]
+        return [
+            (d["seq"], str(d["_id"]), d["content"]) for d in docs if d.get("deleted_at") is None
+        ]
 
     def get(self, observation_id: ObjectId) -> Observation | None:
         doc = self.collection.find_one({"_id": observation_id})
@@ -279,25 +284,42 @@ class ObservationRepository:
         observation_id: ObjectId,
         fields: dict[str, Any],
         *,
+        scope_id: ObjectId | None = None,
         session: ClientSession | None = None,
     ) -> bool:
+        """`$set` fields of one observation. A new `content` or `deleted_at` changes its
+        scope's log: `scope_id` is then required, and its revision moves (`bump_log_rev`)."""
+        changes_log = "content" in fields or "deleted_at" in fields
+        if changes_log and scope_id is None:
+            raise ValueError("a change of text or liveness needs the scope's id")
         try:
             result = self.collection.update_one(
                 {"_id": observation_id}, {"$set": fields}, session=session
             )
         except DuplicateKeyError as exc:
             raise TextTaken("the scope holds this text already") from exc
+        if changes_log and result.matched_count:
+            assert scope_id is not None
+            bump_log_rev(self.scopes, scope_id, session=session)
         return result.matched_count == 1
 
     def mark_deleted(
-        self, observation_id: ObjectId, *, now: datetime, session: ClientSession | None = None
+        self,
+        observation_id: ObjectId,
+        *,
+        scope_id: ObjectId,
+        now: datetime,
+        session: ClientSession | None = None,
     ) -> bool:
-        """Soft delete, once: False when it was deleted already (or is gone)."""
+        """Soft delete, once: False when it was deleted already (or is gone). The scope's
+        log revision moves with it (`bump_log_rev`)."""
         result = self.collection.update_one(
             {"_id": observation_id, "deleted_at": None},
             {"$set": {"deleted_at": now}, "$unset": {"text_key": ""}},
             session=session,
         )
+        if result.matched_count:
+            bump_log_rev(self.scopes, scope_id, session=session)
         return result.matched_count == 1
 
     def copies_of(

@@ -195,13 +195,22 @@ class PrivacyRepository:
     # the whole transaction is retried.
 
     def delete_observations(
-        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+        self,
+        scope_id: ObjectId,
+        observation_ids: list[ObjectId],
+        *,
+        session: ClientSession | None = None,
     ) -> int:
+        """Delete observations of one scope for good; its log revision moves when any
+        was there (`scopes.bump_log_rev`)."""
         if not observation_ids:
             return 0
-        return self.observations.delete_many(
+        deleted = self.observations.delete_many(
             {"_id": {"$in": observation_ids}}, session=session
         ).deleted_count
+        if deleted:
+            scopes.bump_log_rev(self.scopes, scope_id, session=session)
+        return deleted
 
     def delete_scope(
         self, scope_id: ObjectId, *, session: ClientSession | None = None

@@ -233,11 +233,13 @@ class ScopeRepository:
         count: int,
         pending_ids: list[ObjectId],
         now: datetime,
+        expected_log_rev: int | None = None,
         session: ClientSession | None = None,
         writes: WriteBatch | None = None,
     ) -> bool:
         """Claim `count` sequence numbers after `expected_seq` and make `pending_ids` pending
-        (observations stored as consolidated take a number too); False if the log moved.
+        (observations stored as consolidated take a number too); False if the log moved,
+        or (with `expected_log_rev`) if a stored observation changed since that revision.
         With `writes` the claim joins the batch (never its transaction's first command):
         True here, and a miss is the batch's `Conflict` when it is sent."""
         update: dict[str, Any] = {
@@ -246,7 +248,10 @@ class ScopeRepository:
         }
         if pending_ids:
             update["$push"] = {"pending_observation_ids": {"$each": pending_ids}}
-        claim = {"_id": scope_id, "observation_seq": expected_seq}
+        claim: dict[str, Any] = {"_id": scope_id, "observation_seq": expected_seq}
+        if expected_log_rev is not None:
+            # A scope stored before the field existed has none: revision 0.
+            claim["log_rev"] = expected_log_rev if expected_log_rev else {"$in": [0, None]}
         if writes is not None:
             writes.add(
                 UpdateOne(claim, update, namespace=self.collection.full_name), must_match=True
@@ -424,6 +429,16 @@ class ScopeRepository:
         add_to_list(
             self.collection, scope_id, "pending_observation_ids", observation_ids, session=session
         )
+
+
+def bump_log_rev(
+    collection: Collection, scope_id: ObjectId, *, session: ClientSession | None
+) -> None:
+    """A stored observation of the scope changed its text or liveness: a new revision of
+    its log (`Scope.log_rev`), so no process reuses the window it read before. Call it
+    in the change's transaction, or after the change (never before: a window read in
+    between would be kept under the new revision)."""
+    collection.update_one({"_id": scope_id}, {"$inc": {"log_rev": 1}}, session=session)
 
 
 def add_to_list(

@@ -80,7 +80,9 @@ def test_list_observations_status_filter_and_deleted(api, store):
     kept, consolidated, deleted = ObservationFactory.create_batch(3, store=store, scope=scope)
     store.observations.mark_consolidated([require_object_id(consolidated.id, what="observation")])
     store.observations.update_fields(
-        require_object_id(deleted.id, what="observation"), {"deleted_at": utcnow()}
+        require_object_id(deleted.id, what="observation"),
+        {"deleted_at": utcnow()},
+        scope_id=require_object_id(scope.id, what="scope"),
     )
 
     def ids(query: str = "") -> list[str]:

@@ -9,6 +9,7 @@ from streams.core.documents import Observation
 from streams.memory.observations import observation_add, observation_list
 from streams.memory.propagation import _store_copies
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.window import WINDOWS
 from streams.search.dedup import normalized_text, text_key, token_similarity
 from tests.factories import ScopeFactory
 
@@ -63,6 +64,7 @@ def test_the_backfill_keys_old_observations_and_marks_old_duplicates(store):
     store.observations.collection.update_one(
         {"_id": ids[1]}, {"$set": {"content": "the team uses JIRA"}}
     )
+    WINDOWS.forget_database(store.db.name)  # a process that never read the old store
     out = StringIO()
     call_command("backfill_text_keys", stdout=out)
     assert "2 observations keyed, 1 old duplicates" in out.getvalue()

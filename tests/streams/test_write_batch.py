@@ -12,7 +12,7 @@ from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
-from streams.memory import observations
+from streams.memory import window
 from streams.memory.observation_batch import observation_add_once
 from streams.memory.observations import observation_add
 from streams.store import MemoryStore, search_pending, write_batch
@@ -41,7 +41,8 @@ class Commands(monitoring.CommandListener):
 
 
 @pytest.fixture
-def listened(embedded_mongo, memory_db):
+def listened(embedded_mongo, memory_db, monkeypatch):
+    monkeypatch.setattr(window, "CHECK", False)  # the commands an add sends, no check's read
     commands = Commands()
     client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[commands])
     yield MemoryStore(client, memory_db), commands
@@ -120,9 +121,12 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
 
     sent = [n for n in commands.names if n != "hello"]
     assert sent == [
-        "find memory_observations",  # the newest ones (contradictions, near duplicates)
+        # No read of the newest ones (contradictions, near duplicates): the add before
+        # left its observation in this process's window (`streams.memory.window`). So
+        # the claim is the first command, sent alone (a `bulkWrite` may not be first).
+        "update memory_scopes",
         "find memory_jobs",
-        "bulkWrite",  # the claim of the scope's log first, then the add's writes and the job
+        "bulkWrite",  # the add's writes and the job
         "commitTransaction",
     ]
     queued = list(store.jobs.collection.find({"scope_id": ObjectId(scope.id)}).limit(5))
@@ -156,7 +160,7 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
     Either way a duplicate writes nothing: one audit entry, counts of one add each."""
     store, commands = listened
     monkeypatch.setattr(write_batch, "ENABLED", batched)
-    monkeypatch.setattr(observations, "SIMILAR_WINDOW", 1)
+    monkeypatch.setattr(window, "SIMILAR_WINDOW", 1)
     scope = ScopeFactory.create(store=store, agent_id="a1")
     first = observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
     newest = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
@@ -174,8 +178,9 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
     assert "abortTransaction" in out_of_window
     assert resent.id == newest.id and resent.duplicate
     assert in_window == [
-        "find memory_observations",  # the window: it holds this text ...
-        "find memory_observations",  # ... so the live one is read at once
+        # The window (kept by this process since its last add) holds this text, so the
+        # live one is read at once.
+        "find memory_observations",
         "commitTransaction",
     ]
     assert _stored(store, first.id, "a1") == {
@@ -191,7 +196,7 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
 
 
 def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
-    """`client_id` adds: the key's read, the window (the scope is the caller's read), then
+    """`client_id` adds: the key's read (the window is the one this process kept), then
     the claim, the observation, the key, the audit entry, the counters in one `bulkWrite`. The same
     fact under another key answers the kept observation, and that key names it."""
     store, commands = listened
@@ -211,7 +216,7 @@ def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
     assert created
     assert sent == [
         "find memory_observation_client_ids",
-        "find memory_observations",  # the window (contradictions, near duplicates)
+        # no window read: the keyed add before left its observation in this process's
         "bulkWrite",
         "commitTransaction",
     ]
@@ -309,8 +314,10 @@ def test_a_conditional_update_of_a_batch_that_misses_is_a_conflict_and_undoes_th
 
 
 def test_adds_from_one_stale_read_claim_in_the_batch_and_each_take_the_next_number(listened):
-    """With a window to read first, the claim rides in the `bulkWrite`; a stale read of
-    the scope misses there, the transaction is aborted and the retry claims anew."""
+    """The first add finds its window kept (the add before put it there): nothing read, so
+    its claim goes alone. The second one's stale scope is older than that window, which
+    is read again: its claim rides in the `bulkWrite`, misses there, the transaction is
+    aborted and the retry claims anew."""
     store, commands = listened
     scope = ScopeFactory.create(store=store, agent_id="a1")
     observation_add(store=store, scope=scope, content="Fact zero.", actor="api:k")
@@ -323,7 +330,7 @@ def test_adds_from_one_stale_read_claim_in_the_batch_and_each_take_the_next_numb
             for n in (1, 2)
         ]
 
-    assert "update memory_scopes" not in commands.names  # the claims went in the batches
+    assert commands.names.count("update memory_scopes") == 1  # the first add's, alone
     assert "abortTransaction" in commands.names  # the second one's stale claim
     assert [o.seq for o in added] == [2, 3]
     fresh = store.scopes.get(ObjectId(scope.id))
