@@ -32,7 +32,10 @@ from streams.core.ids import require_object_id
 from streams.store import MemoryStore, StoreSession
 
 SIMILAR_WINDOW = 50  # how many of a scope's newest observations a new one is compared with
-MAX_SCOPES = 4096  # windows kept per process (least recently used go first); ~50 texts each
+# What a process keeps, least recently used dropped first: at most this many scopes, and
+# this many characters of text in all (a window of 50 texts of up to 4,000 characters).
+MAX_SCOPES = 4096
+MAX_CHARS = 8_000_000
 CHECK = False
 
 Entry = tuple[int, str, str]  # (seq, observation id, content)
@@ -59,13 +62,19 @@ class Window:
         """(id, content), newest first: what the checks compare with."""
         return [(oid, content) for _, oid, content in self.entries]
 
+    @property
+    def chars(self) -> int:
+        return sum(len(content) for _, _, content in self.entries)
+
 
 class WindowCache:
     """The windows this process read or wrote, least recently used dropped first."""
 
-    def __init__(self, max_scopes: int = MAX_SCOPES) -> None:
+    def __init__(self, max_scopes: int = MAX_SCOPES, max_chars: int = MAX_CHARS) -> None:
         self.max_scopes = max_scopes
+        self.max_chars = max_chars
         self._kept: OrderedDict[tuple[str, str], Window] = OrderedDict()
+        self._chars = 0
         self._lock = threading.Lock()
 
     def read(self, *, store: MemoryStore, scope: Scope, session: StoreSession) -> Window:
@@ -112,20 +121,27 @@ class WindowCache:
             top = fresh[0][0]
             low = max(0, top - SIMILAR_WINDOW)
             entries = (*fresh, *(e for e in kept.entries if e[0] > low))
-            self._kept[key] = Window(entries=entries, top=top, log_rev=kept.log_rev)
+            self._put_locked(key, Window(entries=entries, top=top, log_rev=kept.log_rev))
 
     def forget_database(self, name: str) -> None:
         """Drop what is kept for database `name` (dropped, or emptied for reuse)."""
         with self._lock:
             for key in [k for k in self._kept if k[0] == name]:
-                del self._kept[key]
+                self._chars -= self._kept.pop(key).chars
 
     def _keep(self, key: tuple[str, str], window: Window) -> None:
         with self._lock:
-            self._kept[key] = window
-            self._kept.move_to_end(key)
-            while len(self._kept) > self.max_scopes:
-                self._kept.popitem(last=False)
+            self._put_locked(key, window)
+
+    def _put_locked(self, key: tuple[str, str], window: Window) -> None:
+        old = self._kept.pop(key, None)
+        if old is not None:
+            self._chars -= old.chars
+        self._kept[key] = window
+        self._chars += window.chars
+        while self._kept and (len(self._kept) > self.max_scopes or self._chars > self.max_chars):
+            _, dropped = self._kept.popitem(last=False)
+            self._chars -= dropped.chars
 
 
 def _check(*, store: MemoryStore, scope: Scope, window: Window, session: StoreSession) -> None:

@@ -203,14 +203,21 @@ def test_a_second_process_reads_only_what_it_lacks(store, monkeypatch):
     assert porto.seq == fresh.observation_seq
 
 
-def test_the_cache_keeps_at_most_its_bound_of_scopes(store):
-    cache = window.WindowCache(max_scopes=2)
+CELLO = "Ada plays the cello."
+
+
+@pytest.mark.parametrize("bounds", [{"max_scopes": 2}, {"max_chars": 2 * len(CELLO)}])
+def test_the_cache_keeps_at_most_its_bound_of_scopes_and_text(store, bounds):
+    """The least recently used windows go first, past either bound."""
+    cache = window.WindowCache(**bounds)
     scopes = [_scope(store, "group") for _ in range(3)]
     for scope in scopes:
-        observation_add(store=store, scope=scope, content="Ada plays the cello.")
+        observation_add(store=store, scope=scope, content=CELLO)
         cache.read(store=store, scope=_fresh(store, scope), session=None)
-    assert len(cache._kept) == 2
-    assert (store.db.name, scopes[0].id) not in cache._kept
+    assert [key[1] for key in cache._kept] == [s.id for s in scopes[-2:]]
+    assert cache._chars == sum(w.chars for w in cache._kept.values())
+    cache.forget_database(store.db.name)
+    assert (cache._kept, cache._chars) == ({}, 0)
 
 
 def _run_bulk(
