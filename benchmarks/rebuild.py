@@ -20,11 +20,8 @@ from streams.core.documents import Job, Observation, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.observations import (
-    append_in_transaction,
-    observation_delete,
-    observation_update,
-)
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import append_in_transaction
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django import forms
 
+from streams.core.documents import MAX_CONTENT_CHARS
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
-from streams.memory.observations import MAX_CONTENT_CHARS
 from streams.memory.scopes import MAX_OBSERVATIONS_RANGE, MAX_WORDS_RANGE, THRESHOLD_RANGE
 from streams.prompts import MAX_TEMPLATE_CHARS
 

@@ -17,17 +17,17 @@ from streams.memory.observation_batch import (
     observation_add_once,
     observation_batch_add,
 )
-from streams.memory.observations import (
+from streams.memory.observation_changes import (
     UNSET,
     Deletion,
     Unset,
-    observation_add,
     observation_delete_after,
     observation_delete_write,
     observation_update_after,
     observation_update_plan,
     observation_update_write,
 )
+from streams.memory.observations import observation_add
 from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
 

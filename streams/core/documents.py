@@ -25,6 +25,7 @@ JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MAX_CONTENT_CHARS = 4000  # an observation's text, as stored
 
 
 def utcnow() -> datetime:

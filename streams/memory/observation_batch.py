@@ -15,13 +15,13 @@ from datetime import datetime
 
 from bson import ObjectId
 
-from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
-from streams.memory.observations import MAX_CONTENT_CHARS, duplicate_kept, observations_append
+from streams.memory.observations import duplicate_kept, observations_append
 from streams.memory.window import WINDOWS
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch

@@ -19,11 +19,18 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.core.documents import SCOPE_TYPES, ConsolidationVersion, Observation, Scope, utcnow
+from streams.core.documents import (
+    MAX_CONTENT_CHARS,
+    SCOPE_TYPES,
+    ConsolidationVersion,
+    Observation,
+    Scope,
+    utcnow,
+)
 from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
-from streams.memory.observations import MAX_CONTENT_CHARS, observations_append
+from streams.memory.observations import observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.people.exchange_review import EXTRA_FIELDS, review_fields
 from streams.people.export import FORMAT, digest

@@ -10,7 +10,8 @@ import pytest
 from bson import ObjectId
 
 from streams.memory.consolidation import consolidation_commit, consolidation_edit
-from streams.memory.observations import observation_add, observation_delete
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error

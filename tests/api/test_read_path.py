@@ -13,7 +13,7 @@ from memory_admin.llm import get_llm_provider
 from memory_admin.tasks import compute_embeddings
 from streams.core.documents import utcnow
 from streams.memory.consolidation import consolidation_edit
-from streams.memory.observations import observation_delete
+from streams.memory.observation_changes import observation_delete
 from streams.search.embeddings import embeddings_compute
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error

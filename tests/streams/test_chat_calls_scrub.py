@@ -22,7 +22,7 @@ from streams.context.chat import (
     chat_prepare,
 )
 from streams.core.documents import Job
-from streams.memory.observations import observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
 from streams.people.privacy import forget_user_request
 from streams.store import MemoryStore
 from tests.streams.test_derived_memory import AGENT, act, add, drain, seed_secret, world

@@ -14,7 +14,8 @@ from streams.context.assemble import context_assemble
 from streams.context.render import relative_age
 from streams.core.documents import utcnow
 from streams.memory.consolidation import consolidation_edit
-from streams.memory.observations import observation_delete, observation_get
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_get
 from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from tests.conftest import QUERY_GUARD

@@ -18,7 +18,7 @@ from streams.context.replay import context_replay
 from streams.core.documents import Job, utcnow
 from streams.jobs import job_create
 from streams.memory.bulk_job import bulk_apply_batch
-from streams.memory.observations import observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
 from streams.store import MemoryStore, write_behind
 from streams.store.bulk import BulkRepository
 from tests.streams.test_derived_memory import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from streams.context.assemble import SHARED_RECENT_LIMIT, context_assemble
-from streams.memory.observations import observation_delete
+from streams.memory.observation_changes import observation_delete
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
 

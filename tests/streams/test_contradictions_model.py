@@ -24,7 +24,8 @@ from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConsolidationContext, DatedObservation, LLMRequest
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
-from streams.memory.observations import observation_add, observation_delete, observation_get
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_add, observation_get
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.fakes.openai_wire import (

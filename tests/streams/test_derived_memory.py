@@ -30,13 +30,8 @@ from streams.jobs import job_get
 from streams.memory.consolidation import consolidation_history, consolidation_restore
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
-from streams.memory.observations import (
-    observation_add,
-    observation_delete,
-    observation_get,
-    observation_list,
-    observation_update,
-)
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import observation_add, observation_get, observation_list
 from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create

@@ -10,7 +10,7 @@ from bson import ObjectId
 from streams.context.assemble import context_assemble
 from streams.core.documents import utcnow
 from streams.llm.port import LLMError
-from streams.memory.observations import observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
 from streams.search.embeddings import SemanticRanker, embeddings_compute
 from streams.search.index import search_observations
 from streams.store import MemoryStore

@@ -18,7 +18,8 @@ from streams.core.documents import Job, utcnow
 from streams.core.exceptions import Conflict, InvalidInput
 from streams.memory.lifecycle import expiry_sweep
 from streams.memory.observation_batch import BatchItem, observation_batch_add
-from streams.memory.observations import observation_add, observation_get, observation_update
+from streams.memory.observation_changes import observation_update
+from streams.memory.observations import observation_add, observation_get
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.records.audit import audit_page
 from streams.search.index import search_observations

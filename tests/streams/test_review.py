@@ -26,7 +26,8 @@ from streams.memory.formation import (
     messages_ingest,
 )
 from streams.memory.observation_batch import BatchItem, observation_batch_add
-from streams.memory.observations import observation_add, observation_list, observation_update
+from streams.memory.observation_changes import observation_update
+from streams.memory.observations import observation_add, observation_list
 from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.people.privacy import forget_user_request, forget_user_run

@@ -19,7 +19,8 @@ from streams.memory.formation import (
     formation_run,
     messages_ingest,
 )
-from streams.memory.observations import observation_add, observation_delete
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_add
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.search.index import search_observations

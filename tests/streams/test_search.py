@@ -6,7 +6,8 @@ import pytest
 from bson import ObjectId
 
 from streams.core.exceptions import NotFound
-from streams.memory.observations import observation_delete, observation_get, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import observation_get
 from streams.search.index import search_index_forget, search_observations
 from streams.store import MemoryStore
 from streams.store.postings import decode_postings, totals_key

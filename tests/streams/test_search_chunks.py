@@ -16,7 +16,8 @@ import pytest
 from bson import ObjectId
 
 from streams.memory.observation_batch import BatchItem, observation_batch_add
-from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import observation_add
 from streams.search.index import search_in_scopes
 from streams.search.index_rebuild import scope_live_observations, search_index_problems
 from streams.search.ranking import Ranking

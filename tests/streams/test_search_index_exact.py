@@ -11,7 +11,8 @@ from bson import ObjectId
 
 from streams.core.documents import Observation, Scope
 from streams.memory.observation_batch import BatchItem, observation_batch_add
-from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.people.privacy import forget_user_request, forget_user_run
 from streams.search.index import search_in_scopes

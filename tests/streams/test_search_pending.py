@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from streams.memory.observations import observation_add, observation_delete
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.search.index import search_in_scopes
 from streams.search.index_rebuild import search_index_actual, search_index_expected

@@ -26,7 +26,8 @@ from streams.memory.bulk import BulkFilter, bulk_match, bulk_target
 from streams.memory.bulk_job import bulk_payload, bulk_run
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.lifecycle import retention_apply
-from streams.memory.observations import observation_add, observation_delete, observation_update
+from streams.memory.observation_changes import observation_delete, observation_update
+from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.people.privacy import forget_user_request, forget_user_run
 from streams.store import MemoryStore

@@ -6,7 +6,8 @@ import pytest
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.memory.observations import observation_delete, observation_list
+from streams.memory.observation_changes import observation_delete
+from streams.memory.observations import observation_list
 from tests.ui.helpers import HTMX, scope_with_history
 
 pytestmark = pytest.mark.django_db

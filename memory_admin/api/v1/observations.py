@@ -35,7 +35,8 @@ from streams.actions.observations import (
 from streams.core.documents import Observation, Scope
 from streams.core.pagination import Page
 from streams.memory.observation_batch import BatchItem
-from streams.memory.observations import UNSET, observation_get, observation_list
+from streams.memory.observation_changes import UNSET
+from streams.memory.observations import observation_get, observation_list
 from streams.memory.scopes import scope_get
 from streams.memory.text_history import EarlierText, observation_history
 

@@ -26,10 +26,9 @@ from pydantic import (
 )
 
 from memory_admin.api.errors import register_union_tags
-from streams.core.documents import JobKind, JobStatus, ScopeType
+from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, ScopeType
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
-from streams.memory.observations import MAX_CONTENT_CHARS
 
 # External ids (agent, user, group, session, message): strings of 1..128 characters.
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=128)]

@@ -1,0 +1,298 @@
+"""Changes to a stored observation: correcting its text, marking it private, setting its
+expiry, deleting it; and what follows each once committed (search terms, rebuilds of
+what was derived from the old text, copies)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from bson import ObjectId
+
+from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, utcnow
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.core.ids import require_object_id
+from streams.guard.detectors import detect_and_redact
+from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
+from streams.records.webhooks import observations_changed
+from streams.search.dedup import text_key
+from streams.search.index import search_index_add, search_index_remove
+from streams.store import MemoryStore, StoreSession
+from streams.store.observations import TextTaken
+from streams.store.privacy import PrivacyRepository
+
+
+class Unset:
+    """A keyword left out (where None means "clear")."""
+
+
+UNSET = Unset()
+
+
+def observation_update(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+    follow_ups: list[Job] | None = None,
+    actor: str | None = None,
+    expires_at: datetime | None | Unset = UNSET,
+) -> Observation:
+    """Correct an observation's content or mark it private, or set or clear its expiry
+    (`expires_at`: a time, None to clear, UNSET to leave); returns the fresh observation.
+
+    A content change keeps the earlier text in the observation's text history (with
+    `actor` and the time), in the same transaction.
+
+    A deleted observation is kept as it was, for the audit: changing it is a conflict.
+    What was derived from the old text (or, once private, from the text at all) follows:
+    see `streams.memory.rebuild.sources_changed`; its rebuild jobs go to `follow_ups`.
+    An action that records the update in the same transaction calls the three parts,
+    `observation_update_plan`, `observation_update_write` and `observation_update_after`.
+    """
+    plan = observation_update_plan(
+        observation=observation, content=content, private=private, expires_at=expires_at
+    )
+    if plan.changes:
+        store.in_transaction(
+            lambda session: observation_update_write(
+                store=store, plan=plan, actor=actor, session=session
+            )
+        )
+    return observation_update_after(store=store, plan=plan, follow_ups=follow_ups)
+
+
+@dataclass(frozen=True)
+class UpdatePlan:
+    """A checked update: the fields it sets, and whether the expiry changes."""
+
+    observation: Observation
+    fields: dict[str, object]
+    expiry_changes: bool
+    expires_at: datetime | None
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.fields) or self.expiry_changes
+
+    def after(self) -> dict[str, object]:
+        """What the observation holds once the update committed (content, private, expiry)."""
+        return {
+            "content": self.fields.get("content", self.observation.content),
+            "private": self.fields.get("private", self.observation.private),
+            "expires_at": self.expires_at if self.expiry_changes else self.observation.expires_at,
+        }
+
+
+def observation_update_plan(
+    *,
+    observation: Observation,
+    content: str | None = None,
+    private: bool | None = None,
+    expires_at: datetime | None | Unset = UNSET,
+) -> UpdatePlan:
+    """Check an update and work out its fields; nothing is written (see `observation_update`)."""
+    fields: dict[str, object] = {}
+    if content is not None:
+        content = content.strip()
+        if not content:
+            raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+        if len(content) > MAX_CONTENT_CHARS:
+            raise InvalidInput(
+                f"content is longer than {MAX_CONTENT_CHARS} characters",
+                details=[{"field": "content"}],
+            )
+        # An edit is a write too: secrets redacted, flags renewed.
+        content, detection = detect_and_redact(content)
+        fields["content"] = content
+        fields["flags"] = list(detection.flags)
+        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
+        if content != observation.content:
+            # Its vector described the old text: dropped, and the next embedding walk
+            # embeds the new one (`embedding_stale`); text ranking serves it meanwhile.
+            fields.update(embedding=None, embedding_model=None, embedding_stale=True)
+            fields["text_key"] = text_key(observation.scope_id, content)
+    if private is not None:
+        fields["private"] = private
+    expiry_changes = not isinstance(expires_at, Unset) and expires_at != observation.expires_at
+    plan = UpdatePlan(
+        observation=observation,
+        fields=fields,
+        expiry_changes=expiry_changes,
+        expires_at=None if isinstance(expires_at, Unset) else expires_at,
+    )
+    if not plan.changes:
+        return plan
+    if observation.deleted:
+        raise Conflict("the observation is deleted; it cannot be changed")
+    if expiry_changes and observation.expiry_swept:
+        raise Conflict(
+            "the observation expired and left memory; its expiry cannot change",
+            details=[{"field": "expires_at"}],
+        )
+    return plan
+
+
+def observation_update_write(
+    *, store: MemoryStore, plan: UpdatePlan, actor: str | None, session: StoreSession
+) -> None:
+    """The update's writes, in the caller's transaction."""
+    observation, fields = plan.observation, plan.fields
+    oid = require_object_id(observation.id, what="observation")
+    if plan.expiry_changes:
+        if not store.observations.set_expiry(oid, plan.expires_at, session=session):
+            raise NotFound("observation not found")
+        # Its propagated copies say the same fact: they expire with it.
+        for copy in copies_closure(PrivacyRepository(store.db), [observation.id]):
+            if not copy.expiry_swept:
+                store.observations.set_expiry(ObjectId(copy.id), plan.expires_at, session=session)
+    if not fields:
+        return
+    try:
+        updated = store.observations.update_fields(
+            oid,
+            fields,
+            scope_id=require_object_id(observation.scope_id, what="scope"),
+            session=session,
+        )
+    except TextTaken as exc:
+        raise Conflict(
+            "another observation of this scope holds the same text",
+            details=[{"field": "content"}],
+        ) from exc
+    if not updated:
+        raise NotFound("observation not found")
+    if "content" in fields and fields["content"] != observation.content:
+        store.text_history.insert(
+            observation_id=oid,
+            scope_id=require_object_id(observation.scope_id, what="scope"),
+            agent_id=observation.agent_id,
+            content=observation.content,
+            actor=actor,
+            at=utcnow(),
+            session=session,
+        )
+        # Re-index: the old content's terms out, the new content's in, atomically.
+        search_index_remove(store=store, observations=[observation], session=session)
+        renewed = replace(observation, content=str(fields["content"]))
+        search_index_add(store=store, observations=[renewed], session=session)
+    changed = replace(
+        observation,
+        content=str(fields.get("content", observation.content)),
+        private=bool(fields.get("private", observation.private)),
+    )
+    observations_changed(
+        store=store, event="observation.updated", observations=[changed], session=session
+    )
+
+
+def observation_update_after(
+    *, store: MemoryStore, plan: UpdatePlan, follow_ups: list[Job] | None = None
+) -> Observation:
+    """After the update committed: the fresh observation; the search terms no text holds
+    any more, and what was derived from the old text (rebuild jobs in `follow_ups`)."""
+    observation = plan.observation
+    if not plan.changes:
+        return observation
+    fresh = store.observations.get(require_object_id(observation.id, what="observation"))
+    if fresh is None:
+        raise NotFound("observation not found")
+    if not plan.fields:
+        return fresh
+    jobs = follow_ups if follow_ups is not None else []
+    if fresh.content != observation.content:
+        prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    if fresh.private and not observation.private:
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="private",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
+    elif fresh.content != observation.content:
+        sources_changed(
+            store=store,
+            observation=fresh,
+            change="edit",
+            follow_ups=jobs,
+            old_text=observation.content,
+        )
+    return fresh
+
+
+def observation_delete(
+    *, store: MemoryStore, observation: Observation, follow_ups: list[Job] | None = None
+) -> None:
+    """Soft delete: kept for the audit, out of every context, search, default list and
+    pending count; consolidations that absorbed it are rebuilt without it (jobs in
+    `follow_ups`) and its propagated copies are removed.
+
+    Deleting a deleted observation changes nothing (its first deletion time stands).
+    An action that records the deletion in the same transaction calls the two halves,
+    `observation_delete_write` and `observation_delete_after`, itself.
+    """
+    if observation.deleted:
+        return
+    deletion = store.in_transaction(
+        lambda session: observation_delete_write(
+            store=store, observation=observation, session=session
+        )
+    )
+    observation_delete_after(
+        store=store, observation=observation, deletion=deletion, follow_ups=follow_ups
+    )
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """What a delete's transaction did: whether it deleted, and took it out of pending."""
+
+    deleted: bool = False
+    was_pending: bool = False
+
+
+def observation_delete_write(
+    *, store: MemoryStore, observation: Observation, session: StoreSession
+) -> Deletion:
+    """The delete's writes, in the caller's transaction (a deleted one: none)."""
+    if observation.deleted:
+        return Deletion()
+    oid = require_object_id(observation.id, what="observation")
+    scope_oid = require_object_id(observation.scope_id, what="scope")
+    now = utcnow()
+    if not store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session):
+        if store.observations.get(oid) is None:
+            raise NotFound("observation not found")
+        return Deletion()
+    search_index_remove(store=store, observations=[observation], session=session)
+    store.text_history.purge([oid], session=session)  # earlier texts go with it
+    gone = replace(observation, deleted_at=now)
+    observations_changed(
+        store=store, event="observation.deleted", observations=[gone], session=session
+    )
+    was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
+    store.scopes.count_deleted(scope_oid, session=session)
+    return Deletion(deleted=True, was_pending=was_pending)
+
+
+def observation_delete_after(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    deletion: Deletion,
+    follow_ups: list[Job] | None = None,
+) -> None:
+    """After the delete committed: the agent's counts, the search terms no text holds any
+    more, and what was derived from it (rebuild jobs in `follow_ups`, copies removed)."""
+    if observation.deleted:
+        return
+    if deletion.deleted:
+        # A deleted observation leaves every count: the scope's, the agent's, pending.
+        store.agents.adjust_counters(
+            observation.agent_id, now=utcnow(), observations=-1, pending=-int(deletion.was_pending)
+        )
+    prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
+    jobs = follow_ups if follow_ups is not None else []
+    sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)
