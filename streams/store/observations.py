@@ -14,7 +14,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.core.documents import Observation
 from streams.core.exceptions import Conflict
-from streams.store import access_log
+from streams.store import access_log, observation_states
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 from streams.store.paging import page_by_seq
@@ -42,24 +42,7 @@ INDEXES: list[IndexSpec] = [
         name="text_key_live",
         options={"sparse": True},
     ),
-    # The review queue: an agent's held observations, oldest first (`_id` order) ...
-    index(COLLECTION, "agent_id", "review_status", "_id"),
-    # ... and one scope's (the scope page, open collective candidates).
-    index(COLLECTION, "scope_id", "review_status", "_id"),
-    # Lifecycle: the expiry sweep's to-do (`expiry_due`, unset once handled) and its purge
-    # (`expires_at`); sparse, so they hold only the observations that expire.
-    IndexSpec(
-        collection=COLLECTION,
-        keys=(("expiry_due", 1),),
-        name="expiry_due",
-        options={"sparse": True},
-    ),
-    IndexSpec(
-        collection=COLLECTION,
-        keys=(("expires_at", 1),),
-        name="expires_at",
-        options={"sparse": True},
-    ),
+    *observation_states.INDEXES,
 ]
 
 FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
@@ -78,7 +61,7 @@ def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
     return any(e.get("code") == 11000 for e in errors)
 
 
-class ObservationRepository:
+class ObservationRepository(observation_states.ReviewQueries, observation_states.ExpiryQueries):
     def __init__(self, db: Database, *, access_flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
         self.scopes = db[SCOPES]
@@ -183,85 +166,6 @@ class ObservationRepository:
             self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
         )
         return [Observation.from_mongo(d) for d in page.docs], page.next_before
-
-    def review_page(
-        self,
-        *,
-        agent_id: str,
-        status: str,
-        scope_id: ObjectId | None,
-        reason: str | None,
-        after: ObjectId | None,
-        limit: int,
-    ) -> list[Observation]:
-        """Held observations of an agent (or of one of its scopes), oldest first."""
-        query: dict[str, Any] = {"review_status": status, "deleted_at": None}
-        if scope_id is not None:
-            query = {"scope_id": scope_id, "agent_id": agent_id, **query}
-        else:
-            query = {"agent_id": agent_id, **query}
-        if reason:
-            query["review.reasons"] = reason
-        if after is not None:
-            query["_id"] = {"$gt": after}
-        cursor = self.collection.find(query).sort("_id", 1).limit(limit)
-        return [Observation.from_mongo(d) for d in cursor]
-
-    def review_counts(
-        self, *, statuses: list[str], agent_id: str | None = None, scope_id: ObjectId | None = None
-    ) -> dict[str, int]:
-        """How many wait in each status, per agent or per scope (one of them), in one read."""
-        match: dict[str, Any] = (
-            {"scope_id": scope_id} if scope_id is not None else {"agent_id": agent_id}
-        )
-        match.update(review_status={"$in": statuses}, deleted_at=None)
-        pipeline = [{"$match": match}, {"$group": {"_id": "$review_status", "n": {"$sum": 1}}}]
-        found = {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
-        return {status: found.get(status, 0) for status in statuses}
-
-    def review_counts_by_agent(self, agent_ids: list[str], *, status: str) -> dict[str, int]:
-        """How many wait in `status` for each of these agents (absent: none), in one read."""
-        if not agent_ids:
-            return {}
-        pipeline = [
-            {
-                "$match": {
-                    "agent_id": {"$in": agent_ids},
-                    "review_status": status,
-                    "deleted_at": None,
-                }
-            },
-            {"$group": {"_id": "$agent_id", "n": {"$sum": 1}}},
-        ]
-        return {d["_id"]: d["n"] for d in self.collection.aggregate(pipeline)}
-
-    def set_review_status(
-        self,
-        observation_id: ObjectId,
-        *,
-        expected: str,
-        fields: dict[str, Any],
-        session: ClientSession | None = None,
-    ) -> bool:
-        """Change a held observation, only while it is still `expected` and not deleted:
-        of two deciders, the second misses (False)."""
-        result = self.collection.update_one(
-            {"_id": observation_id, "review_status": expected, "deleted_at": None},
-            {"$set": fields},
-            session=session,
-        )
-        return result.matched_count == 1
-
-    def push_supporting_group(
-        self, observation_id: ObjectId, group_id: str, *, session: ClientSession | None = None
-    ) -> bool:
-        """Add a group to an open candidate's supporters (once)."""
-        result = self.collection.update_one(
-            {"_id": observation_id, "review_status": "candidate", "deleted_at": None},
-            {"$addToSet": {"review.supporting_group_ids": group_id}},
-            session=session,
-        )
-        return result.matched_count == 1
 
     def mark_consolidated(
         self,
@@ -411,47 +315,6 @@ class ObservationRepository:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def set_expiry(
-        self,
-        observation_id: ObjectId,
-        expires_at: datetime | None,
-        *,
-        session: ClientSession | None = None,
-    ) -> bool:
-        """Set or clear an observation's expiry, unless the sweep handled it already
-        (False then, or when it is gone)."""
-        change: dict[str, Any] = (
-            {"$set": {"expires_at": expires_at, "expiry_due": expires_at}}
-            if expires_at is not None
-            else {"$unset": {"expires_at": "", "expiry_due": ""}}
-        )
-        result = self.collection.update_one(
-            {"_id": observation_id, "deleted_at": None}, change, session=session
-        )
-        return result.matched_count == 1
-
-    def expiry_due(self, now: datetime, *, limit: int) -> list[Observation]:
-        """Observations expired by `now` that the sweep has not handled yet (oldest first)."""
-        cursor = (
-            self.collection.find({"expiry_due": {"$lte": now}}).sort("expiry_due", 1).limit(limit)
-        )
-        return [Observation.from_mongo(d) for d in cursor]
-
-    def expiry_claim(self, observation_id: ObjectId, *, session: ClientSession | None) -> bool:
-        """Mark one expired observation handled (once: False if another sweep did): it
-        leaves the dedup key, so the same fact may be told again."""
-        result = self.collection.update_one(
-            {"_id": observation_id, "expiry_due": {"$exists": True}},
-            {"$unset": {"expiry_due": "", "text_key": ""}},
-            session=session,
-        )
-        return result.matched_count == 1
-
-    def expired_before(self, cutoff: datetime, *, limit: int) -> list[Observation]:
-        """Observations that expired before `cutoff` (to purge; handled ones only)."""
-        cursor = self.collection.find({"expires_at": {"$lte": cutoff}}).limit(limit)
-        return [o for o in map(Observation.from_mongo, cursor) if o.expiry_swept]
-
     def add_feedback(
         self,
         observation_id: ObjectId,
@@ -468,33 +331,6 @@ class ObservationRepository:
             query["feedback_calls"] = {"$ne": call_id}
             change["$push"] = {"feedback_calls": {"$each": [call_id], "$slice": -FEEDBACK_CALLS}}
         result = self.collection.update_one(query, change, session=session)
-        return result.matched_count == 1
-
-    def hold_for_review(
-        self,
-        observation_id: ObjectId,
-        *,
-        reason: str,
-        now: datetime,
-        session: ClientSession | None = None,
-    ) -> bool:
-        """Send a pending, unconsolidated observation to review (`in_review`, `reason`);
-        False when it is not pending any more."""
-        result = self.collection.update_one(
-            {
-                "_id": observation_id,
-                "review_status": None,
-                "deleted_at": None,
-                "consolidated": False,
-            },
-            {
-                "$set": {
-                    "review_status": "in_review",
-                    "review": {"reasons": [reason], "since": now, "supporting_group_ids": []},
-                }
-            },
-            session=session,
-        )
         return result.matched_count == 1
 
     def add_contradiction(
