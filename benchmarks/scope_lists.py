@@ -1,5 +1,5 @@
 """Adding ids to a scope's id list (pending, rebuild): `$addToSet` with `$each` against
-`streams.store.scopes.add_to_list` (read, merge, `$set`), on lists of a few thousand ids.
+`streams.store.scope_lists.add_to_list` (read, merge, `$set`), on lists of a few thousand ids.
 
 `$addToSet {$each}` compares every new id with every listed one on the embedded store
 (lists x ids); the merge is linear. Runs only when named: the `$addToSet` rows take
@@ -14,7 +14,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_row, print_table
-from streams.store.scopes import add_to_list
+from streams.store.scope_lists import add_to_list
 
 CASES = [(2_000, 200), (10_000, 200), (10_000, 2_000)]  # (listed, added)
 

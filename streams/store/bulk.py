@@ -19,7 +19,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import Observation
-from streams.store import observations, scopes
+from streams.store import observations, scope_lists, scopes
 from streams.store.indexes import IndexSpec, index
 
 INDEXES: list[IndexSpec] = [
@@ -178,7 +178,7 @@ class BulkRepository:
     def flag_rebuild(
         self, scope_id: ObjectId, observation_ids: list[ObjectId], *, session: ClientSession
     ) -> None:
-        scopes.add_to_list(
+        scope_lists.add_to_list(
             self.scopes, scope_id, "rebuild_observation_ids", observation_ids, session=session
         )
 

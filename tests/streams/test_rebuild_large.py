@@ -18,7 +18,7 @@ from streams.memory.observations import observation_add
 from streams.memory.rebuild import REBUILT, rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
-from streams.store.scopes import PULL_INLINE
+from streams.store.scope_lists import PULL_INLINE
 
 AGENT = "a1"
 ABSORBED = 90

@@ -1,6 +1,6 @@
 """Adding ids to a scope's id lists (pending, rebuild): each id at most once, in the order
 given after those already listed, the same whether a few go in with `$addToSet` or many
-are merged and set whole (`streams.store.scopes.add_to_list`), and inside a transaction
+are merged and set whole (`streams.store.scope_lists.add_to_list`), and inside a transaction
 only once it commits."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from bson import ObjectId
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
 from streams.store.bulk import BulkRepository
-from streams.store.scopes import PULL_INLINE
+from streams.store.scope_lists import PULL_INLINE
 
 
 def _scope_id(store: MemoryStore) -> ObjectId:
