@@ -165,7 +165,11 @@ def observation_release(
         )
     oid = ObjectId(observation.id)
     if not store.observations.set_review_status(
-        oid, expected=expected, fields=fields, session=session
+        oid,
+        expected=expected,
+        fields=fields,
+        scope_id=ObjectId(observation.scope_id),
+        session=session,
     ):
         return None
     if not observation.consolidated:

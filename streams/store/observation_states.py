@@ -14,6 +14,7 @@ from pymongo.collection import Collection
 
 from streams.core.documents import Observation
 from streams.store.indexes import IndexSpec, index
+from streams.store.scopes import bump_log_rev
 
 COLLECTION = "memory_observations"
 INDEXES: list[IndexSpec] = [
@@ -38,10 +39,20 @@ INDEXES: list[IndexSpec] = [
 ]
 
 
+def log_changes(fields: dict[str, Any], scope_id: ObjectId | None) -> bool:
+    """Whether `$set`ting `fields` changes a stored observation's text or liveness, which
+    moves its scope's log revision (`bump_log_rev`): the scope's id is then required."""
+    changes = "content" in fields or "deleted_at" in fields
+    if changes and scope_id is None:
+        raise ValueError("a change of text or liveness needs the scope's id")
+    return changes
+
+
 class ReviewQueries:
     """Held observations: the review queue, its counts, and a person's decision."""
 
     collection: Collection
+    scopes: Collection
 
     def review_page(
         self,
@@ -100,15 +111,21 @@ class ReviewQueries:
         *,
         expected: str,
         fields: dict[str, Any],
+        scope_id: ObjectId | None = None,
         session: ClientSession | None = None,
     ) -> bool:
         """Change a held observation, only while it is still `expected` and not deleted:
-        of two deciders, the second misses (False)."""
+        of two deciders, the second misses (False). An approval that edits the text
+        moves the scope's log revision (`scope_id` required then: `log_changes`)."""
+        changes_log = log_changes(fields, scope_id)
         result = self.collection.update_one(
             {"_id": observation_id, "review_status": expected, "deleted_at": None},
             {"$set": fields},
             session=session,
         )
+        if changes_log and result.matched_count:
+            assert scope_id is not None
+            bump_log_rev(self.scopes, scope_id, session=session)
         return result.matched_count == 1
 
     def push_supporting_group(

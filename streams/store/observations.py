@@ -193,9 +193,7 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
     ) -> bool:
         """`$set` fields of one observation. A new `content` or `deleted_at` changes its
         scope's log: `scope_id` is then required, and its revision moves (`bump_log_rev`)."""
-        changes_log = "content" in fields or "deleted_at" in fields
-        if changes_log and scope_id is None:
-            raise ValueError("a change of text or liveness needs the scope's id")
+        changes_log = observation_states.log_changes(fields, scope_id)
         try:
             result = self.collection.update_one(
                 {"_id": observation_id}, {"$set": fields}, session=session

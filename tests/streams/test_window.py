@@ -19,6 +19,7 @@ from bson import ObjectId
 from streams.actions.base import Actor
 from streams.actions.observations import do_observation_merge
 from streams.core.documents import Observation, Scope
+from streams.guard.review import review_decide
 from streams.jobs import job_create, job_execute
 from streams.llm.offline import OfflineProvider
 from streams.memory import window
@@ -160,6 +161,27 @@ def test_a_retention_purge_moves_the_revision(store):
     assert retention_apply(store=store, scope=_fresh(store, scope)).purged == 1
 
     assert store.observations.get(ObjectId(old.id)) is None
+    new = observation_add(store=store, scope=_fresh(store, scope), content=NEW)
+    assert new.contradicts == []
+
+
+def test_an_approval_that_edits_the_text_moves_the_revision(store):
+    """A held observation is in the window (it is stored, only not yet pending): a person
+    approving it with other words changes the text the next add compares with."""
+    scope = _scope(store, "group")
+    store.scopes.update_fields(ObjectId(scope.id), {"review_mode": "all"})
+    held = observation_add(store=store, scope=_fresh(store, scope), content=OLD, actor="api:k")
+    observation_add(store=store, scope=_fresh(store, scope), content="Ada plays the cello.")
+    assert held.review_status == "in_review"
+    before = _fresh(store, scope)
+    review_decide(
+        store=store,
+        observation=store.observations.get(ObjectId(held.id)),
+        decision="approve",
+        actor="ui:ops",
+        content="Ada reads poetry at night.",
+    )
+    assert _fresh(store, scope).log_rev > before.log_rev
     new = observation_add(store=store, scope=_fresh(store, scope), content=NEW)
     assert new.contradicts == []
 
