@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from streams.memory.observation_changes import observation_delete
 from streams.memory.observations import observation_list
+from tests.factories import ScopeFactory
 from tests.ui.helpers import HTMX, scope_with_history
 
 pytestmark = pytest.mark.django_db
@@ -133,3 +134,24 @@ def test_cancel_swaps_the_row_back(client_as, store):
 @pytest.mark.parametrize("name", ["ui:observation_edit", "ui:observation_delete"])
 def test_unknown_observation_is_a_404(client_as, name):
     assert client_as("operator").get(reverse(name, args=["f" * 24])).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "traits", [{}, {"group": True}, {"collective": True}, {"shard": True}], ids=str
+)
+def test_an_edit_in_the_page_reaches_the_next_add_by_hand(client_as, store, traits):
+    """The add's kept window (`streams.memory.window`) follows an edit made in the UI:
+    on each scope type, Lisbon added by hand no longer contradicts a Porto edited away."""
+    scope = ScopeFactory.create(store=store, **traits)
+    client = client_as("operator")
+
+    def add(content: str):
+        client.post(reverse("ui:observation_add", args=[scope.id]), {"content": content})
+        fresh = store.scopes.get(ObjectId(scope.id))
+        return observation_list(store=store, scope=fresh, limit=1).items[0]
+
+    porto = add("Ada lives in Porto.")
+    add("Ada plays the cello.")
+    client.post(reverse("ui:observation_edit", args=[porto.id]), {"content": "Ada reads poetry."})
+    assert store.observations.get(ObjectId(porto.id)).content == "Ada reads poetry."
+    assert add("Ada lives in Lisbon.").contradicts == []
