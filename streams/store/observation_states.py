@@ -39,13 +39,14 @@ INDEXES: list[IndexSpec] = [
 ]
 
 
-def log_changes(fields: dict[str, Any], scope_id: ObjectId | None) -> bool:
-    """Whether `$set`ting `fields` changes a stored observation's text or liveness, which
-    moves its scope's log revision (`bump_log_rev`): the scope's id is then required."""
-    changes = "content" in fields or "deleted_at" in fields
-    if changes and scope_id is None:
+def log_changed_by(fields: dict[str, Any], scope_id: ObjectId | None) -> ObjectId | None:
+    """The scope whose log revision `$set`ting `fields` moves (`bump_log_rev`), or None:
+    a change of a stored observation's text or liveness requires the scope's id."""
+    if "content" not in fields and "deleted_at" not in fields:
+        return None
+    if scope_id is None:
         raise ValueError("a change of text or liveness needs the scope's id")
-    return changes
+    return scope_id
 
 
 class ReviewQueries:
@@ -116,16 +117,15 @@ class ReviewQueries:
     ) -> bool:
         """Change a held observation, only while it is still `expected` and not deleted:
         of two deciders, the second misses (False). An approval that edits the text
-        moves the scope's log revision (`scope_id` required then: `log_changes`)."""
-        changes_log = log_changes(fields, scope_id)
+        moves the scope's log revision (`scope_id` required then: `log_changed_by`)."""
+        changed_log = log_changed_by(fields, scope_id)
         result = self.collection.update_one(
             {"_id": observation_id, "review_status": expected, "deleted_at": None},
             {"$set": fields},
             session=session,
         )
-        if changes_log and result.matched_count:
-            assert scope_id is not None
-            bump_log_rev(self.scopes, scope_id, session=session)
+        if changed_log is not None and result.matched_count:
+            bump_log_rev(self.scopes, changed_log, session=session)
         return result.matched_count == 1
 
     def push_supporting_group(

@@ -193,16 +193,15 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
     ) -> bool:
         """`$set` fields of one observation. A new `content` or `deleted_at` changes its
         scope's log: `scope_id` is then required, and its revision moves (`bump_log_rev`)."""
-        changes_log = observation_states.log_changes(fields, scope_id)
+        changed_log = observation_states.log_changed_by(fields, scope_id)
         try:
             result = self.collection.update_one(
                 {"_id": observation_id}, {"$set": fields}, session=session
             )
         except DuplicateKeyError as exc:
             raise TextTaken("the scope holds this text already") from exc
-        if changes_log and result.matched_count:
-            assert scope_id is not None
-            bump_log_rev(self.scopes, scope_id, session=session)
+        if changed_log is not None and result.matched_count:
+            bump_log_rev(self.scopes, changed_log, session=session)
         return result.matched_count == 1
 
     def mark_deleted(
