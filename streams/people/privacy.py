@@ -181,22 +181,24 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     )
     # The findable name (streams/people/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
+    finished_at = utcnow().isoformat()
     run.result = {
         "agent_id": agent_id,
         "user_id": user_id,
         "actor": job.actor,
-        "finished_at": utcnow().isoformat(),
+        "finished_at": finished_at,
         "deleted": deleted,
         "redacted_versions": redacted,
         "reconsolidated_scopes": rebuilt,
         "unpinned": unpinned,
     }
-    # The receipt, pushed to the agent's hooks (a retried job may push it twice: at least once).
+    # The event, pushed to the agent's hooks: the id and the time, no counts of what they
+    # said (a retried job may push it twice: at least once).
     webhook_outbox_add(
         store=store,
         agent_id=agent_id,
         event="user.forgotten",
-        objects=[(f"user:{user_id}", dict(run.result))],
+        objects=[(f"user:{user_id}", {"user_id": user_id, "forgotten_at": finished_at})],
         session=None,
     )
 
