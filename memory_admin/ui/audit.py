@@ -49,6 +49,7 @@ RECEIPT_LABELS = {
     "memory_context_calls": "logged context calls of this user deleted",
     "memory_webhook_deliveries": "webhook deliveries of these observations withdrawn",
     "memory_user_names": "findable names deleted",
+    "memory_jobs": "jobs naming this user purged (or, still waiting, reduced to ids)",
 }
 REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"
 

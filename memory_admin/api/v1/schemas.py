@@ -463,12 +463,20 @@ class IngestIn(InSchema):
     messages: list[MessageIn] = Field(..., min_length=1, max_length=MAX_MESSAGES)
 
 
+class RefusedOut(Schema):
+    """What a tombstone refused: a forgotten user's data is not stored."""
+
+    user_id: str
+    reason: str
+
+
 class IngestOut(Schema):
     session_id: str
     accepted: int
     duplicates: int
     unformed_messages: int
     formation_job_id: str | None
+    refused: list[RefusedOut] = Field(default_factory=list)
 
 
 class JobIdOut(Schema):
