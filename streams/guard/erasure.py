@@ -74,6 +74,11 @@ def without_erased(
     return kept, refused
 
 
+def tombstone_get(*, store: MemoryStore, agent_id: str, user_id: str) -> dict[str, Any] | None:
+    """The user's tombstone (`forgotten_at`, no personal data), or None: the Users page."""
+    return store.tombstones.get(agent_id=agent_id, user_id=user_id)
+
+
 def refused_entries(user_ids: Iterable[str]) -> list[dict[str, Any]]:
     """The results' `refused` list: one entry per user, sorted."""
     return [{"user_id": u, "reason": REASON} for u in sorted(set(user_ids))]

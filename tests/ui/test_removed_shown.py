@@ -108,3 +108,27 @@ def _call(observation_id: str) -> dict[str, Any]:
         "model": "m",
         "upstream_model": "m",
     }
+
+
+def test_the_users_page_shows_the_tombstone_and_only_an_admin_lifts_it_with_a_reason(
+    client_as, store: MemoryStore
+) -> None:
+    from streams.core.documents import utcnow
+
+    store.tombstones.put(agent_id=AGENT, user_id="u-gene", now=utcnow(), job_id=None)
+    url = f"{reverse('ui:user_audit')}?agent={AGENT}&user=u-gene"
+    lift = reverse("ui:tombstone_lift")
+    form = {"agent": AGENT, "user": "u-gene", "reason": "asked to be remembered again"}
+
+    viewer = client_as("viewer")
+    html = viewer.get(url).content.decode()
+    assert 'id="tombstone"' in html and "Lift the tombstone" not in html
+    assert viewer.post(lift, form).status_code == 403
+    admin = client_as("admin")
+    assert "Lift the tombstone" in admin.get(url).content.decode()
+    admin.post(lift, {**form, "reason": " "})  # no reason: refused, still there
+    assert store.tombstones.covered(agent_id=AGENT, user_ids=["u-gene"]) == {"u-gene"}
+    response = admin.post(lift, form)
+    assert response.status_code == 302
+    assert store.tombstones.covered(agent_id=AGENT, user_ids=["u-gene"]) == set()
+    assert 'id="tombstone"' not in admin.get(url).content.decode()
