@@ -5,8 +5,9 @@ and user id, no personal data). Every path that could bring the user back asks t
 module, at its lowest common point:
 
 - `observations_append` (streams/memory/observations.py), which every observation write
-  goes through (import, legacy migration, formation, propagation, adds), drops the
-  observations a tombstone covers: those in the user's individual scope and those whose
+  goes through, drops for import, legacy migration, formation and propagation the
+  observations a tombstone covers (a hand add by an API key or a person is a new memory
+  made on purpose, and is not checked): those in the user's individual scope and those whose
   `related_user_ids` name them. Callers that report (import, propagation) ask first with
   `erased_users` and say what they refused.
 - `messages_ingest` (streams/memory/formation.py), under the sessions API and the chat
@@ -24,6 +25,8 @@ from streams.core.documents import Observation, Scope
 from streams.store import MemoryStore, StoreSession
 
 REASON = "forgotten"
+# The write origins (`streams.guard.screening.WriteOrigin`) `observations_append` checks.
+ERASURE_CHECKED = frozenset({"extraction", "propagation", "import", "migration"})
 # What a tombstone blocks, as the forget receipt lists it.
 BLOCKS = (
     "import of the user's scope and of observations naming them",
