@@ -17,7 +17,14 @@ from streams.core.exceptions import IndexesMissing, Unavailable
 from streams.store import MemoryStore
 from streams.store.client import get_client, is_unreachable
 
-__all__ = ["MemoryStore", "get_store", "indexes_ensured", "store_mode", "store_unreachable"]
+__all__ = [
+    "MemoryStore",
+    "erasure_key",
+    "get_store",
+    "indexes_ensured",
+    "store_mode",
+    "store_unreachable",
+]
 
 logger = logging.getLogger("memory_admin.store")
 
@@ -34,6 +41,11 @@ def mongodb_uri() -> str:
         data_dir=settings.MEMORY_DATA_DIR,
         start_timeout=settings.MEMORY_EMBEDDED_START_TIMEOUT,
     )
+
+
+def erasure_key() -> bytes:
+    """The erasure tombstones' HMAC key (MEMORY_ERASURE_KEY, else the SECRET_KEY)."""
+    return (settings.MEMORY_ERASURE_KEY or settings.SECRET_KEY).encode()
 
 
 def store_mode() -> str:
@@ -56,6 +68,7 @@ def get_store() -> MemoryStore:
             "consolidation_max_words": settings.MEMORY_CONSOLIDATION_MAX_WORDS,
         },
         prices=settings.MEMORY_LLM_PRICES,
+        erasure_key=erasure_key(),
         access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
         context_log_days=settings.MEMORY_CONTEXT_LOG_DAYS,
         conflict_seconds=settings.MEMORY_STORE_CONFLICT_SECONDS,

@@ -94,7 +94,10 @@ def query_guard(memory_db: str) -> Iterator[QueryGuard]:
 
 @pytest.fixture
 def store(embedded_mongo: EmbeddedServer, memory_db: str) -> MemoryStore:
-    return MemoryStore(get_client(embedded_mongo.uri), memory_db)
+    from memory_admin.stores import erasure_key
+
+    # The served requests' key, so a tombstone one side leaves the other side sees.
+    return MemoryStore(get_client(embedded_mongo.uri), memory_db, erasure_key=erasure_key())
 
 
 @pytest.fixture(autouse=True)

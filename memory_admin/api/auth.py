@@ -159,6 +159,16 @@ def require_agent(request: HttpRequest, agent_id: str) -> None:
         raise NotFound("agent not found")
 
 
+def require_admin_key(request: HttpRequest) -> None:
+    """PermissionDenied unless the caller's key is an admin key (made without agents)."""
+    key: ApiKey = request.auth  # type: ignore[attr-defined]
+    if not key.is_admin:
+        raise PermissionDenied(
+            "this operation needs an admin key (one made without agents)",
+            details={"permission": "admin", "granted": list(key.granted)},
+        )
+
+
 def actor_name(request: HttpRequest) -> str:
     """Who a write is recorded as: the caller's API key name."""
     key: ApiKey = request.auth  # type: ignore[attr-defined]

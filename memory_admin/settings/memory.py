@@ -14,6 +14,9 @@ MEMORY_CONSOLIDATION_MAX_WORDS = env_int("MEMORY_CONSOLIDATION_MAX_WORDS", 500)
 # with ("off", "propagated" or "all"), and how many different groups must supply the same
 # fact before a group's copy enters the collective memory without a person's approval.
 MEMORY_REVIEW_MODE_SHARED = env_str("MEMORY_REVIEW_MODE_SHARED", "off")
+# The key of the erasure tombstones' hash (HMAC-SHA256 of agent and user id); unset: the
+# Django SECRET_KEY. Changing it makes every tombstone unmatched: set it once and keep it.
+MEMORY_ERASURE_KEY = env_str("MEMORY_ERASURE_KEY", "")
 if MEMORY_REVIEW_MODE_SHARED not in ("off", "propagated", "all"):
     raise ValueError("MEMORY_REVIEW_MODE_SHARED must be off, propagated or all")
 MEMORY_COLLECTIVE_MIN_GROUPS = max(1, env_int("MEMORY_COLLECTIVE_MIN_GROUPS", 2))

@@ -26,6 +26,7 @@ from streams.core.documents import Job, Observation, Scope
 from streams.core.documents_audit import AuditEntry
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.pagination import Page
+from streams.guard.erasure import tombstone_get
 from streams.jobs import job_get
 from streams.memory.observations import observation_list
 from streams.memory.provenance import cited_lines
@@ -49,6 +50,7 @@ RECEIPT_LABELS = {
     "memory_context_calls": "logged context calls of this user deleted",
     "memory_webhook_deliveries": "webhook deliveries of these observations withdrawn",
     "memory_user_names": "findable names deleted",
+    "memory_jobs": "jobs naming this user purged (or, still waiting, reduced to ids)",
 }
 REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"
 
@@ -265,6 +267,7 @@ def _user_context(request: HttpRequest, store: Any, agent_id: str, user_id: str)
         )
     receipt_job = _receipt_job(request, store, agent_id)
     return {
+        "tombstone": tombstone_get(store=store, agent_id=agent_id, user_id=user_id),
         "audit": found,
         # An id nothing is remembered about: say so, and offer nothing to export or forget.
         "known": found.individual is not None or bool(found.related.items),

@@ -18,6 +18,7 @@ from memory_admin.ui import review as review_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
+from memory_admin.ui import tombstones as tombstone_views
 from memory_admin.ui import usage as usage_views
 from memory_admin.ui import webhooks as webhook_views
 
@@ -131,6 +132,7 @@ urlpatterns = [
     path("users/", audit_views.user_audit_view, name="user_audit"),
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
+    path("users/tombstone/lift/", tombstone_views.tombstone_lift_view, name="tombstone_lift"),
     path("audit/", audit_views.audit_log, name="audit_log"),
     path(
         "agents/<str:agent_id>/sessions/<path:session_id>/",

@@ -39,6 +39,7 @@ def chat_ingest_run(*, store: MemoryStore, run: JobRun, settings: FormationSetti
         "accepted": result.accepted,
         "duplicates": result.duplicates,
         "formation_job_id": result.formation_job.id if result.formation_job else None,
+        "refused": result.refused,
     }
     # The text now lives in the session's buffer (which forgetting a user deletes);
     # the finished job keeps no copy of it.

@@ -157,7 +157,7 @@ def do_observation_delete(
 
     def write(tx: ActionTx) -> Deletion:
         deletion = observation_delete_write(
-            store=store, observation=observation, session=tx.session
+            store=store, observation=observation, session=tx.session, by=str(tx.actor)
         )
         tx.audit(
             action="observation.delete",
@@ -194,7 +194,9 @@ def do_observation_merge(
         raise Conflict("a deleted observation cannot be merged")
 
     def write(tx: ActionTx) -> Deletion:
-        deletion = observation_delete_write(store=store, observation=drop, session=tx.session)
+        deletion = observation_delete_write(
+            store=store, observation=drop, session=tx.session, by=str(tx.actor)
+        )
         if keep.similar_to == drop.id:
             store.observations.update_fields(
                 ObjectId(keep.id), {"similar_to": None}, session=tx.session

@@ -60,6 +60,7 @@ def do_messages_ingest(
                 "user_id": user_id,
                 "accepted": result.accepted,
                 "duplicates": result.duplicates,
+                "refused": len(result.refused),
                 "formation_job_id": job.id if job else None,
                 **(context or {}),
             },

@@ -30,6 +30,7 @@ from streams.context.assemble import context_assemble
 from streams.core.documents import Job, utcnow
 from streams.core.exceptions import InvalidInput, Unavailable
 from streams.core.pagination import Page, decode_cursor, encode_cursor
+from streams.core.visibility import shown
 from streams.jobs import job_create
 from streams.memory.formation import IncomingMessage
 from streams.search.embeddings import SemanticRanker
@@ -343,13 +344,29 @@ def chat_session_page(
     found = {o.id: o for o in store.observations.get_many([ObjectId(i) for i in wanted])}
     for call in calls:
         call["retrieved_observations"] = [
-            {"id": i, "observation": found.get(i), "score": score}
+            _retrieved(i, found.get(i), score)
             for i, score in zip(
                 call["retrieval"]["observation_ids"], call["retrieval"]["scores"], strict=False
             )
         ]
     next_cursor = encode_cursor({"before": calls[-1]["id"]}) if len(calls) == limit else None
     return Page(items=calls, next_cursor=next_cursor)
+
+
+def _retrieved(observation_id: str, observation: Any, score: float) -> dict[str, Any]:
+    """A retrieved observation as the session page shows it: through the one visibility
+    rule, so a removed one is "removed" with who and when, never its words."""
+    if observation is None:
+        return {"id": observation_id, "observation": None, "score": score, "removed": "gone"}
+    seen = shown(observation)
+    return {
+        "id": observation_id,
+        "observation": seen,
+        "score": score,
+        "removed": seen.removed,
+        "removed_at": seen.removed_at,
+        "removed_by": seen.removed_by,
+    }
 
 
 def chat_calls_for_user(

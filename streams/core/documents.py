@@ -249,6 +249,7 @@ class Observation:
     private: bool = False
     propagated_from: str | None = None
     deleted_at: datetime | None = None
+    deleted_by: str | None = None  # the actor of the deletion, where one was recorded
     # Absorbed by a version once, then put back to pending by a restore: the history
     # still holds its text, so a change to it rebuilds like a consolidated one's.
     restored_to_pending: bool = False
@@ -325,6 +326,7 @@ class Observation:
             "private": self.private,
             "propagated_from": _oid(self.propagated_from),
             "deleted_at": self.deleted_at,
+            "deleted_by": self.deleted_by,
             "restored_to_pending": self.restored_to_pending,
             "access_count": self.access_count,
             "last_accessed_at": self.last_accessed_at,
@@ -365,6 +367,7 @@ class Observation:
             propagated_from=_str(doc.get("propagated_from")),
             restored_to_pending=doc.get("restored_to_pending", False),
             deleted_at=doc.get("deleted_at"),
+            deleted_by=doc.get("deleted_by"),
             access_count=doc.get("access_count", 0),
             last_accessed_at=doc.get("last_accessed_at"),
             seq=doc.get("seq", 0),

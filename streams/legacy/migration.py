@@ -29,6 +29,7 @@ from bson import ObjectId
 
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import Conflict
+from streams.guard.erasure import erased_users
 from streams.legacy.documents import (
     LEGACY_MEMORY_TYPES,
     CollectionReport,
@@ -47,6 +48,8 @@ from streams.store.legacy import AGENTS, SESSIONS, USERS, LegacyReader
 BATCH_SIZE = 500
 MAX_ID_CHARS = 128
 LEGACY_TRIGGER = "legacy"
+
+FORGOTTEN = "forgotten: the user's erasure tombstone refuses it"
 
 
 @dataclass
@@ -145,6 +148,9 @@ class _Migration:
             if not _valid_id(user.user_id):
                 self.users.skip("no valid user_id")
                 continue
+            if erased_users(store=self.store, agent_id=user.agent_id, user_ids=[user.user_id]):
+                self.users.skip(FORGOTTEN)  # an erasure tombstone: nothing of them comes back
+                continue
             key = ScopeKey.individual(user.agent_id, user.user_id)
             if self.claim(self.users, key, user.content, {}, user.last_updated_at) is None:
                 continue
@@ -220,6 +226,13 @@ class _Migration:
     def migrate_batch(self, items: list[LegacyItem]) -> None:
         present = {o.id for o in self.store.observations.get_many([ObjectId(i.id) for i in items])}
         new: dict[ScopeKey, list[Observation]] = {}
+        erased: dict[str, set[str]] = {}  # per agent: the batch's forgotten users
+        for agent_id in {i.agent_id for i in items if i.agent_id}:
+            erased[agent_id] = erased_users(
+                store=self.store,
+                agent_id=agent_id,
+                user_ids=[u for i in items if i.agent_id == agent_id for u in i.related_users],
+            )
         for item in items:
             self.items.read += 1
             self.item_ids.add(item.id)
@@ -232,6 +245,10 @@ class _Migration:
                 self.items.skip(found)
                 continue
             key, pending = found
+            # Their own scope's users were refused in `read_users`; what names them, here.
+            if set(item.related_users) & erased.get(key.agent_id, set()):
+                self.items.skip(FORGOTTEN)
+                continue
             plan, _ = self.plan_for(key)
             if not pending and not plan.has_legacy_text:
                 pending = True  # no legacy text could have absorbed it

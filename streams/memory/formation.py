@@ -11,7 +11,7 @@ crash leaves all of it or none of it, and a retry never duplicates.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +19,7 @@ from bson import ObjectId
 
 from streams.core.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict
+from streams.guard.erasure import erased_users, refused_entries
 from streams.jobs import JobRun, job_create
 from streams.llm.port import LLMRequest
 from streams.memory.consolidation_jobs import consolidation_due
@@ -64,6 +65,8 @@ class IngestResult:
     duplicates: int
     unformed_messages: int
     formation_job: Job | None
+    # Messages of forgotten users, not stored: [{"user_id", "reason": "forgotten"}].
+    refused: list[dict[str, str]] = field(default_factory=list)
 
 
 def weighted_tokens(role: str, content: str) -> float:
@@ -109,6 +112,23 @@ def messages_ingest(
         )
         for m in _first_of_each_id(messages)
     ]
+    # Forget stays forgotten: a late message of a forgotten user is not buffered, and a
+    # session whose user was forgotten stores nothing at all (its buffer names them).
+    erased = erased_users(
+        store=store, agent_id=agent_id, user_ids=[user_id, *(m.user_id for m in buffered)]
+    )
+    if erased:
+        refused = refused_entries(erased)
+        if user_id in erased:
+            return IngestResult(
+                accepted=0,
+                duplicates=0,
+                unformed_messages=0,
+                formation_job=None,
+                refused=refused,
+            )
+        buffered = [m for m in buffered if m.user_id not in erased]
+    dropped = sum(1 for m in messages if (m.user_id or user_id) in erased)
 
     def buffer_messages(session: StoreSession) -> IngestResult:
         accepted, buffer = store.sessions.ingest(
@@ -129,9 +149,10 @@ def messages_ingest(
             )
         result = IngestResult(
             accepted=len(accepted),
-            duplicates=len(messages) - len(accepted),
+            duplicates=len(messages) - dropped - len(accepted),
             unformed_messages=buffer["unformed_count"],
             formation_job=job,
+            refused=refused_entries(erased),
         )
         return result
 

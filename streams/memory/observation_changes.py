@@ -254,21 +254,24 @@ class Deletion:
 
 
 def observation_delete_write(
-    *, store: MemoryStore, observation: Observation, session: StoreSession
+    *, store: MemoryStore, observation: Observation, session: StoreSession, by: str | None = None
 ) -> Deletion:
-    """The delete's writes, in the caller's transaction (a deleted one: none)."""
+    """The delete's writes, in the caller's transaction (a deleted one: none); `by`, the
+    actor, is kept with the deletion for the pages that show it removed."""
     if observation.deleted:
         return Deletion()
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
     now = utcnow()
-    if not store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session):
+    if not store.observations.mark_deleted(
+        oid, scope_id=scope_oid, now=now, by=by, session=session
+    ):
         if store.observations.get(oid) is None:
             raise NotFound("observation not found")
         return Deletion()
     search_index_remove(store=store, observations=[observation], session=session)
     store.text_history.purge([oid], session=session)  # earlier texts go with it
-    gone = replace(observation, deleted_at=now)
+    gone = replace(observation, deleted_at=now, deleted_by=by)
     observations_changed(
         store=store, event="observation.deleted", observations=[gone], session=session
     )

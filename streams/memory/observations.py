@@ -13,6 +13,7 @@ from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, Scope, u
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.guard.erasure import ERASURE_CHECKED, without_erased
 from streams.guard.screening import WriteOrigin, origin_of, screen_observations
 from streams.memory.add_writes import (
     APPEND_ATTEMPTS,
@@ -75,6 +76,17 @@ def observations_append(
     if scope is None:
         raise NotFound("scope not found")
     _as_given(observations)  # a retried attempt starts from what the caller gave
+    # Forget stays forgotten: what a tombstone covers is never stored by the paths that
+    # bring memory in without a person choosing it (formation, propagation, import,
+    # migration; those that report refusals ask `erased_users` first: this is the floor).
+    # A hand add (an API key's or a person's) is a new memory made on purpose, and the
+    # single add's round trips are counted: it is not checked.
+    if origin in ERASURE_CHECKED:
+        observations, _refused = without_erased(
+            store=store, scope=scope, observations=observations, session=session
+        )
+        if not observations:
+            return scope
     # The guard runs inside the write, before the dedup check (which compares what is
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.

@@ -19,6 +19,8 @@ from bson import ObjectId
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.guard.detectors import BLOCKING_FLAGS, detect
+from streams.guard.erasure import REASON as ERASED
+from streams.guard.erasure import erased_users, observation_users
 from streams.guard.review import normalized_text, observation_release
 from streams.jobs import JobRun
 from streams.llm.port import LLMError, LLMRequest, PropagationContext
@@ -246,7 +248,16 @@ def _store_copies(
     outcome = _Outcome()
     by_scope: dict[str, list[Observation]] = {}
     scopes: dict[str, Scope] = {}
+    # A copy about a forgotten user is never stored (erasure tombstones): counted, by why.
+    erased = erased_users(
+        store=store,
+        agent_id=source.agent_id,
+        user_ids=[u for _, o in copies for u in observation_users(source, o)],
+    )
     for key, observation in copies:
+        if erased & observation_users(source, observation):
+            outcome.blocked[ERASED] = outcome.blocked.get(ERASED, 0) + 1
+            continue
         detection = detect(observation.content)
         if detection.blocks_propagation:
             for flag in detection.flags:

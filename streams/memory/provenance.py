@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from streams.core.documents import Observation
+from streams.core.visibility import removal
 from streams.store import MemoryStore
 
 MAX_SHOWN = 5
@@ -33,7 +34,11 @@ class Citation:
 
 
 def cited_lines(*, store: MemoryStore, observations: list[Observation]) -> dict[str, Citation]:
-    """Observation id -> the lines it cites (only observations formed from a session)."""
+    """Observation id -> the lines it cites (only observations formed from a session).
+
+    A removed observation cites nothing: the lines it was made from would show its words
+    (`streams.core.visibility`)."""
+    observations = [o for o in observations if removal(o) is None]
     wanted: dict[tuple[str, str], set[str]] = {}
     for o in observations:
         if o.source_session_id and o.source_message_ids:

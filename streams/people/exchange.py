@@ -29,6 +29,7 @@ from streams.core.documents import (
 )
 from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
+from streams.guard.erasure import erased_users, refused_entries
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.observations import observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
@@ -249,7 +250,7 @@ class ImportPlan:
     blocks: list[
         tuple[Scope, list[Observation], list[tuple[ConsolidationVersion, datetime | None]]]
     ]
-    totals: dict[str, int]
+    totals: dict[str, Any]
 
 
 def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[str, Any]:
@@ -292,6 +293,8 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         problems.add("document", f"scopes must be a list of at most {MAX_SCOPES}", field="scopes")
         blocks = []
     plans = []
+    refused: set[str] = set()  # users an erasure tombstone covers: nothing of them stored
+    refused_items = 0
     exchange = ExchangeRepository(store.db)
     for b, block in enumerate(blocks):
         where = f"scopes[{b}]"
@@ -307,6 +310,17 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             continue
         key = _scope_key(block, agent_id, where, problems)
         if key is None:
+            continue
+        if key.scope_type == "individual" and erased_users(
+            store=store, agent_id=agent_id, user_ids=[key.user_id]
+        ):
+            refused.add(str(key.user_id))  # forgotten: nothing of theirs comes back
+            items = block.get("observations")
+            refused_items += sum(
+                1
+                for item in (items if isinstance(items, list) else [])
+                if isinstance(item, dict) and not item.get("deleted")
+            )
             continue
         existing = store.scopes.find_by_identity(**key.identity())
         home = existing.id if existing is not None else scope_id
@@ -335,6 +349,14 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
                 continue
             o.scope_id, o.agent_id = home, agent_id
             new.append(o)
+        named = erased_users(
+            store=store, agent_id=agent_id, user_ids=[u for o in new for u in o.related_user_ids]
+        )
+        if named:
+            refused.update(named)
+            kept = [o for o in new if not named & set(o.related_user_ids)]
+            refused_items += len(new) - len(kept)
+            new = kept
         history = block.get("history")
         versions: list[tuple[ConsolidationVersion, datetime | None]] = []
         if history is not None:
@@ -369,7 +391,11 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             f"{len(problems.items)} item(s) of the import are invalid; nothing was stored",
             details=problems.items,
         )
-    totals = {"scopes_created": 0, "observations_imported": 0, "versions_imported": 0}
+    totals: dict[str, Any] = {
+        "scopes_created": 0,
+        "observations_imported": 0,
+        "versions_imported": 0,
+    }
     totals["observations_already_there"] = 0
     totals["deleted_skipped"] = 0
     planned = []
@@ -392,7 +418,10 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             if isinstance(item, dict) and not item.get("deleted")
         )
         - totals["observations_imported"]
+        - refused_items
     )
+    totals["observations_refused"] = refused_items
+    totals["refused"] = refused_entries(refused)
     return ImportPlan(blocks=planned, totals=totals)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from bson import ObjectId
 
 from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.guard.erasure import BLOCKS as ERASURE_BLOCKS
 from streams.jobs import JobRun, job_create
 from streams.memory.formation import FormationSettings
 from streams.memory.pins import pin_quotes
@@ -80,6 +81,9 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     user_id = str(job.payload["user_id"])
     agent_id = job.agent_id
     repo = _repo(store)
+    # The tombstone goes first of all: from here on an import, a migration, a late ingest
+    # or a propagation stores nothing of them (streams/guard/erasure.py).
+    store.tombstones.put(agent_id=agent_id, user_id=user_id, now=utcnow(), job_id=job.id)
     # What they said goes first: a formation still holding their messages then fails
     # its commit (and forms the rest later) instead of storing new memories of them
     # after the scan below.
@@ -179,24 +183,31 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
         [f"observation:{o.id}" for o in [*own, *elsewhere]]
     )
+    # Other jobs that name them (the chat proxy's ingest holds their name and words).
+    purged = store.jobs.forget_user(agent_id=agent_id, user_id=user_id, keep=ObjectId(job.id))
+    deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
     # The findable name (streams/people/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
+    finished_at = utcnow().isoformat()
     run.result = {
         "agent_id": agent_id,
         "user_id": user_id,
         "actor": job.actor,
-        "finished_at": utcnow().isoformat(),
+        "finished_at": finished_at,
         "deleted": deleted,
         "redacted_versions": redacted,
         "reconsolidated_scopes": rebuilt,
         "unpinned": unpinned,
+        # The erasure tombstone left behind, and what it blocks until an admin lifts it.
+        "tombstone": {"left": True, "blocks": list(ERASURE_BLOCKS)},
     }
-    # The receipt, pushed to the agent's hooks (a retried job may push it twice: at least once).
+    # The event, pushed to the agent's hooks: the id and the time, no counts of what they
+    # said (a retried job may push it twice: at least once).
     webhook_outbox_add(
         store=store,
         agent_id=agent_id,
         event="user.forgotten",
-        objects=[(f"user:{user_id}", dict(run.result))],
+        objects=[(f"user:{user_id}", {"user_id": user_id, "forgotten_at": finished_at})],
         session=None,
     )
 

@@ -54,6 +54,12 @@ EVENTS = (
     "review.waiting",
     "user.forgotten",
 )
+# Removal events carry ids and times, never the removed words: the outbox keeps only these
+# fields of their data, whatever a caller hands it (one rule for every path that emits them).
+REMOVAL_FIELDS: dict[str, tuple[str, ...]] = {
+    "observation.deleted": ("id", "scope_id", "deleted_at"),
+    "user.forgotten": ("user_id", "forgotten_at"),
+}
 MAX_URL_CHARS = 2_000
 RETRY_FOR = timedelta(days=1)
 LOG_KEPT = timedelta(days=7)  # the delivery log, then removed by a TTL index
@@ -274,6 +280,9 @@ def webhook_outbox_add(
         return 0
     now = now or utcnow()
     docs = []
+    kept = REMOVAL_FIELDS.get(event)
+    if kept is not None:
+        objects = [(key, {f: data.get(f) for f in kept}) for key, data in objects]
     for hook in hooks:
         for object_key, data in objects:
             delivery_id = ObjectId()
@@ -323,6 +332,12 @@ def observation_data(observation: Observation) -> dict[str, Any]:
     }
 
 
+def observation_removed_data(observation: Observation) -> dict[str, Any]:
+    """A removed observation as its event carries it: ids and the time, no text."""
+    deleted_at = observation.deleted_at.isoformat() if observation.deleted_at else None
+    return {"id": observation.id, "scope_id": observation.scope_id, "deleted_at": deleted_at}
+
+
 def observations_changed(
     *,
     store: MemoryStore,
@@ -330,12 +345,13 @@ def observations_changed(
     observations: list[Observation],
     session: StoreSession | None,
 ) -> None:
+    shape = observation_removed_data if event in REMOVAL_FIELDS else observation_data
     if observations:
         webhook_outbox_add(
             store=store,
             agent_id=observations[0].agent_id,
             event=event,
-            objects=[(f"observation:{o.id}", observation_data(o)) for o in observations],
+            objects=[(f"observation:{o.id}", shape(o)) for o in observations],
             session=session,
         )
 

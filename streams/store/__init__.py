@@ -41,6 +41,7 @@ from streams.store import (
     session_samples,
     sessions,
     text_history,
+    tombstones,
     usage,
     user_names,
     visible_scopes,
@@ -79,6 +80,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *user_names.INDEXES,
     *usage.INDEXES,
     *webhooks.INDEXES,
+    *tombstones.INDEXES,
 ]
 
 
@@ -97,6 +99,7 @@ class MemoryStore:
         conflict_seconds: float | None = None,
         review_mode_shared: str = "off",
         collective_min_groups: int = 2,
+        erasure_key: bytes | None = None,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -141,6 +144,8 @@ class MemoryStore:
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)
         self.webhooks = webhooks.WebhookRepository(self.db)
+        # Forgotten users, by a keyed hash of agent and user id (MEMORY_ERASURE_KEY).
+        self.tombstones = tombstones.TombstoneRepository(self.db, key=erasure_key)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 

@@ -25,6 +25,8 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "status"),
     # `GET /jobs?kind=`: one kind, newest first.
     index(COLLECTION, "kind", ("_id", -1)),
+    # Forget-user: the jobs whose payload names the user (the chat proxy's ingest).
+    index(COLLECTION, "agent_id", "payload.user_id"),
 ]
 ACTIVE = ["queued", "running"]
 
@@ -141,6 +143,31 @@ class JobRepository:
     def unset_payload(self, job_id: ObjectId, key: str) -> None:
         """Drop one payload field (e.g. message text a finished job no longer needs)."""
         self.collection.update_one({"_id": job_id}, {"$unset": {f"payload.{key}": ""}})
+
+    def forget_user(self, *, agent_id: str, user_id: str, keep: ObjectId) -> dict[str, int]:
+        """Jobs whose payload names the user, but forget jobs (`keep`, and earlier ones:
+        their receipts name the user by id only): finished ones are deleted, waiting or
+        running ones keep only ids (no name, no message text, no result), so no copy of
+        what they said stays."""
+        query = {
+            "agent_id": agent_id,
+            "payload.user_id": user_id,
+            "_id": {"$ne": keep},
+            "kind": {"$ne": "forget_user"},  # receipts: ids and counts only
+        }
+        deleted = self.collection.delete_many({**query, "status": {"$nin": ACTIVE}}).deleted_count
+        reduced = self.collection.update_many(
+            {**query, "status": {"$in": ACTIVE}},
+            {
+                "$unset": {
+                    "payload.user_name": "",
+                    "payload.messages": "",
+                    "payload.groups": "",
+                    "result": "",
+                }
+            },
+        ).modified_count
+        return {"deleted": deleted, "reduced": reduced}
 
     def requeue(self, job_id: ObjectId, *, session: ClientSession | None = None) -> bool:
         result = self.collection.update_one(

@@ -210,13 +210,15 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
         *,
         scope_id: ObjectId,
         now: datetime,
+        by: str | None = None,
         session: ClientSession | None = None,
     ) -> bool:
         """Soft delete, once: False when it was deleted already (or is gone). The scope's
-        log revision moves with it (`bump_log_rev`)."""
+        log revision moves with it (`bump_log_rev`); `by` is who deleted it (shown where
+        the observation is shown as removed)."""
         result = self.collection.update_one(
             {"_id": observation_id, "deleted_at": None},
-            {"$set": {"deleted_at": now}, "$unset": {"text_key": ""}},
+            {"$set": {"deleted_at": now, "deleted_by": by}, "$unset": {"text_key": ""}},
             session=session,
         )
         if result.matched_count:

@@ -40,6 +40,7 @@ def test_ingest_accepts_and_counts(api):
         "duplicates": 0,
         "unformed_messages": 3,
         "formation_job_id": None,
+        "refused": [],
     }
 
 

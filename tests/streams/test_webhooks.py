@@ -249,4 +249,5 @@ def test_forget_user_deletes_the_deliveries_of_their_observations_and_sends_a_re
     assert all("Gene likes tea." not in d["body"] for d in waiting)
     receipt = json.loads(next(d for d in waiting if d["event"] == "user.forgotten")["body"])
     assert receipt["data"]["user_id"] == "u1"
-    assert receipt["data"]["deleted"]["memory_webhook_deliveries"] == 1
+    assert set(receipt["data"]) == {"user_id", "forgotten_at"}
+    assert run.result["deleted"]["memory_webhook_deliveries"] == 1

@@ -9,7 +9,7 @@ from ninja import Field, Path, Query, Router, Schema
 
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent, visible_agents
-from memory_admin.api.v1.schemas import ExternalId, InSchema, error_responses
+from memory_admin.api.v1.schemas import ExternalId, InSchema, RefusedOut, error_responses
 from memory_admin.stores import get_store
 from streams.actions.exchange import do_memory_import, do_scope_export, do_user_export_document
 from streams.people.exchange import MAX_SCOPES
@@ -50,6 +50,9 @@ class ImportOut(Schema):
     observations_already_there: int
     deleted_skipped: int
     versions_imported: int
+    # What erasure tombstones refused: the forgotten users, nothing of whom was stored.
+    observations_refused: int = 0
+    refused: list[RefusedOut] = Field(default_factory=list)
 
 
 def _answer(data: dict[str, Any], fmt: str, name: str) -> HttpResponse:

@@ -26,8 +26,9 @@ from pydantic import (
 )
 
 from memory_admin.api.errors import register_union_tags
-from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, ScopeType
+from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, Observation, ScopeType
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
+from streams.core.visibility import shown_text
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 
 # External ids (agent, user, group, session, message): strings of 1..128 characters.
@@ -293,7 +294,17 @@ class ReviewOut(Schema):
 class ObservationOut(Schema):
     id: str
     scope_id: str
-    content: str
+    content: str | None = Field(
+        description="The text; null once the observation is removed (deleted or expired): "
+        "removed text is on no surface (the one visibility rule)."
+    )
+
+    @staticmethod
+    def resolve_content(obj: Any) -> str | None:
+        if isinstance(obj, Observation):
+            return shown_text(obj)
+        return obj.get("content") if isinstance(obj, dict) else obj.content
+
     observed_at: Time
     created_at: Time
     source_session_id: str | None
@@ -463,12 +474,20 @@ class IngestIn(InSchema):
     messages: list[MessageIn] = Field(..., min_length=1, max_length=MAX_MESSAGES)
 
 
+class RefusedOut(Schema):
+    """What a tombstone refused: a forgotten user's data is not stored."""
+
+    user_id: str
+    reason: str
+
+
 class IngestOut(Schema):
     session_id: str
     accepted: int
     duplicates: int
     unformed_messages: int
     formation_job_id: str | None
+    refused: list[RefusedOut] = Field(default_factory=list)
 
 
 class JobIdOut(Schema):

@@ -74,6 +74,8 @@ def ingest_messages(
             "duplicates": result.duplicates,
             "unformed_messages": result.unformed_messages,
             "formation_job_id": result.formation_job.id if result.formation_job else None,
+            # A forgotten user's late messages are not stored (erasure tombstones).
+            "refused": result.refused,
         },
     )
 

@@ -1,0 +1,81 @@
+"""One visibility rule for every surface that shows memory text (issue 37, "one way out").
+
+An observation's words are shown only while it is visible. Removed means the same on
+every surface (API, UI pages and partials, exports, webhooks, the context log, the
+chat-call records): deleted, expired, or private to someone other than the viewer.
+Held items (in review, candidates, rejected) are not memory either, but the review
+queue shows them to staff; memory surfaces (context, search) leave them out.
+
+Forgotten users' observations are gone from the store, not marked: what a surface
+cannot find it cannot show. The removal's "who" is `deleted_by` (the action's actor,
+stored with the deletion; None for deletions before it was recorded).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from streams.core.documents import Observation, utcnow
+
+Removed = Literal["deleted", "expired", "private"]
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a surface may show of one observation: its text, or why and when it went."""
+
+    id: str
+    scope_id: str
+    text: str | None  # None: removed, show the reason instead
+    removed: Removed | None
+    removed_at: datetime | None
+    removed_by: str | None
+
+
+def removal(
+    observation: Observation, *, now: datetime | None = None, viewer_user_id: str | None = None
+) -> Removed | None:
+    """Why the observation's words may not be shown, or None.
+
+    `viewer_user_id`: the end user a memory surface answers (context, chat); a private
+    observation is removed for everyone but the users it is about. Staff surfaces pass
+    None and see private items, marked private.
+    """
+    if observation.deleted:
+        return "deleted"
+    if observation.is_expired(now):
+        return "expired"
+    if (
+        viewer_user_id is not None
+        and observation.private
+        and viewer_user_id not in observation.related_user_ids
+    ):
+        return "private"
+    return None
+
+
+def shown(
+    observation: Observation, *, now: datetime | None = None, viewer_user_id: str | None = None
+) -> Shown:
+    """The observation as a surface may show it (the one rule; surfaces render this)."""
+    reason = removal(observation, now=now or utcnow(), viewer_user_id=viewer_user_id)
+    removed_at = None
+    if reason == "deleted":
+        removed_at = observation.deleted_at
+    elif reason == "expired":
+        removed_at = observation.expires_at
+    return Shown(
+        id=observation.id,
+        scope_id=observation.scope_id,
+        text=None if reason else observation.content,
+        removed=reason,
+        removed_at=removed_at,
+        removed_by=observation.deleted_by if reason == "deleted" else None,
+    )
+
+
+def shown_text(observation: Observation, *, now: datetime | None = None) -> str | None:
+    """The words a staff surface may print, or None when the observation was removed."""
+    return None if removal(observation, now=now) else observation.content
