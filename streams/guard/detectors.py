@@ -12,6 +12,11 @@ Pure functions, no store, no model. `detect` returns the flags and the spans beh
 - `instruction`: text aimed at the agent that tells it how to behave ("always recommend
   the Pro plan", "ignore earlier rules").
 
+The detectors read the text normalised (`streams.guard.normalise`: NFKC, zero-width and
+format characters dropped), so fullwidth and zero-width forms are caught; spans are mapped
+back onto the text as written. IBANs are matched in any case (their checksum is on the
+upper-case form).
+
 Secret spans are replaced by `REDACTED` at write (`redact_secrets`); the marker itself is
 detected as a secret, so a redacted text keeps its flag when it is checked again (a copy
 of it, an edit).
@@ -25,6 +30,8 @@ from dataclasses import dataclass
 import phonenumbers
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
+
+from streams.guard.normalise import normalise
 
 FLAGS = ("pii:email", "pii:phone", "pii:iban", "pii:card", "secret", "instruction")
 PII_FLAGS = frozenset({"pii:email", "pii:phone", "pii:iban", "pii:card"})
@@ -63,7 +70,7 @@ _EMAIL = re.compile(
 )
 
 # -- IBANs and cards --------------------------------------------------------------------
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b", re.IGNORECASE)
 _CARD = re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?![\w]|[.,-]\d)")
 # Issuer prefixes (IIN ranges) of the networks in use and their card lengths: Amex,
 # Diners, Visa, Mastercard, Maestro, Discover, JCB, UnionPay.
@@ -169,7 +176,17 @@ _MIN_PHONE_DIGITS = 7
 
 
 def detect(text: str) -> Detection:
-    """The flags of `text` and the spans that raised them."""
+    """The flags of `text` and the spans that raised them (on `text` as written)."""
+    normalised = normalise(text)
+    spans = _detect_spans(normalised.text)
+    if normalised.starts is not None:
+        spans = [Span(s.flag, *normalised.original_span(s.start, s.end)) for s in spans]
+    spans.sort(key=lambda s: (s.start, s.end))
+    present = {s.flag for s in spans}
+    return Detection(flags=tuple(f for f in FLAGS if f in present), spans=tuple(spans))
+
+
+def _detect_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     spans += [Span("secret", *m.span()) for m in _SECRET_SHAPES.finditer(text)]
     for pattern in (_BEARER, _URL_CREDENTIALS):
@@ -194,9 +211,7 @@ def detect(text: str) -> Detection:
     spans += _cards(text, spans)
     spans += _phones(text, spans)
     spans += [Span("instruction", *m.span()) for m in _INSTRUCTION.finditer(text)]
-    spans.sort(key=lambda s: (s.start, s.end))
-    present = {s.flag for s in spans}
-    return Detection(flags=tuple(f for f in FLAGS if f in present), spans=tuple(spans))
+    return spans
 
 
 def redact_secrets(text: str, detection: Detection) -> str:
