@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 # Invisible characters a writer can slip inside a word: zero-width space, joiners,
 # word joiner, BOM, soft hyphen, Mongolian vowel separator, and every other format
-# character (category Cf: bidi controls, invisible operators, tags).
+# character (category Cf: bidi controls, invisible operators), except the tag characters,
+# which are read as the ASCII they spell.
 _INVISIBLE = frozenset({"\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e"})
 
 
@@ -35,7 +36,14 @@ class Normalised:
 
 
 def _invisible(ch: str) -> bool:
-    return ch in _INVISIBLE or unicodedata.category(ch) == "Cf"
+    return ch in _INVISIBLE or (unicodedata.category(ch) == "Cf" and _tag(ch) is None)
+
+
+def _tag(ch: str) -> str | None:
+    """The ASCII letter a Unicode tag character spells (U+E0020-U+E007E: invisible text
+    that a model still reads, "ASCII smuggling"), else None."""
+    code = ord(ch)
+    return chr(code - 0xE0000) if 0xE0020 <= code <= 0xE007E else None
 
 
 def normalise(text: str) -> Normalised:
@@ -54,7 +62,8 @@ def normalise(text: str) -> Normalised:
         while j < n and (unicodedata.combining(text[j]) or _invisible(text[j])):
             j += 1
         cluster = "".join(c for c in text[i:j] if not _invisible(c))
-        for ch in unicodedata.normalize("NFKC", cluster):
+        tag = _tag(cluster)
+        for ch in tag or unicodedata.normalize("NFKC", cluster):
             out.append(ch)
             starts.append(i)
             ends.append(j)
