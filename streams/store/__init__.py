@@ -21,6 +21,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.core.exceptions import Busy, Conflict, Unavailable
+from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.store import (
     agent_days,
     agents,
@@ -97,6 +98,7 @@ class MemoryStore:
         conflict_seconds: float | None = None,
         review_mode_shared: str = "off",
         collective_min_groups: int = 2,
+        instruction_policy: InstructionPolicy | None = None,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -112,6 +114,9 @@ class MemoryStore:
         # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
         self.review_mode_shared = review_mode_shared
         self.collective_min_groups = collective_min_groups
+        # What the context and the write screen do with instruction-flagged text, per
+        # scope kind (MEMORY_INSTRUCTION_POLICY).
+        self.instruction_policy = instruction_policy or DEFAULT_INSTRUCTION_POLICY
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.
