@@ -126,7 +126,9 @@ _PATTERNS = [
     r"|operating|secret|exact|developer) (?:instructions|prompt|rules|message)"
     r"|instructions you were given|words above|everything in your context|context window"
     r"|confidential data|internal configuration|credentials|raw customer)",
-    r"\b(?:call|use|invoke|run|execute|trigger)\s+(?:the\s+)?(?-i:[a-z]{2,}_[a-z_]{2,})\b(?![@.])",
+    # a tool by its name: "call send_email", "use delete_file to ..." (not "use api_key=")
+    r"\b(?:call|invoke|trigger)\s+(?:the\s+)?(?-i:[a-z]{2,}_[a-z_]{2,})\b(?![@.=])",
+    r"\b(?:use|run|execute)\s+(?:the\s+)?(?-i:[a-z]{2,}_[a-z_]{2,})\s+(?:tool|function|to)\b",
     r"\b(?:send|forward|email|upload|post|exfiltrate|leak|collect|gather|extract|dump"
     r"|output)\b[^.!?\n]{0,60}?\b(?:customer (?:list|data|database|records|emails)"
     r"|(?:all|every) (?:order |customer |user )?(?:data|records|emails|conversations?"
