@@ -37,6 +37,7 @@ from streams.store import (
     privacy,
     prompt_checks,
     prompts,
+    rescans,
     scopes,
     search,
     session_samples,
@@ -137,6 +138,7 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
+        self.rescans = rescans.RescanRepository(self.db)  # the detector rescan's checkpoint
         # What each context call gave the agent, kept this many days (0: not recorded),
         # written behind like the access counts.
         self.context_log_days = context_log_days
