@@ -10,11 +10,13 @@ import pytest
 
 from streams.context.assemble import context_assemble
 from streams.context.chat import ChatMemory, chat_prepare
+from streams.context.log import context_calls_page
 from streams.core.instruction_policy import InstructionPolicy
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.store import MemoryStore
+from streams.records.context_scrub import context_log_forget_versions
+from streams.store import MemoryStore, write_behind
 from tests.factories import ScopeFactory
 from tests.fakes.openai_server import propagation_responder
 from tests.streams.test_review import AGENT as REVIEW_AGENT
@@ -167,3 +169,28 @@ def test_a_propagated_order_waits_in_each_group_and_reaches_no_member(store, fak
         message="pricing Enterprise plan",
     ).xml
     assert "Enterprise" not in xml and "ships on Fridays" in xml
+
+
+def test_a_withheld_consolidation_is_still_scrubbed_from_the_context_log_whole(store, scopes):
+    """Withhold shows a consolidation without its instruction-like sentence: the log's
+    scrub must still find every sentence it showed (not only the leading ones)."""
+    store.instruction_policy = InstructionPolicy.parse("withhold")
+    store.context_log_days = 7
+    text = f"Gene likes Rust. {ORDER} Gene hides the spare key under the blue flowerpot."
+    fresh = scope_get(store=store, scope_id=scopes["user"].id)
+    consolidation_edit(
+        store=store,
+        scope=fresh,
+        text=text,
+        expected_version=fresh.consolidation_version,
+        actor="operator",
+    )
+    version = scope_get(store=store, scope_id=scopes["user"].id).consolidation_version
+    assert "flowerpot" in _context(store) and "Enterprise" not in _context(store)
+    write_behind.flush()
+
+    context_log_forget_versions(store=store, scope_id=scopes["user"].id, texts={version: text})
+
+    page = context_calls_page(store=store, agent_id=AGENT, user_id="u1", limit=10)
+    assert page.items and all("flowerpot" not in c["xml"] for c in page.items)
+    assert all("Rust" not in c["xml"] for c in page.items)
