@@ -14,6 +14,7 @@ from django.conf import settings
 
 from memory_admin import store_supervisor
 from streams.core.exceptions import IndexesMissing, Unavailable
+from streams.core.instruction_policy import InstructionPolicy
 from streams.store import MemoryStore
 from streams.store.client import get_client, is_unreachable
 
@@ -74,6 +75,7 @@ def get_store() -> MemoryStore:
         conflict_seconds=settings.MEMORY_STORE_CONFLICT_SECONDS,
         review_mode_shared=settings.MEMORY_REVIEW_MODE_SHARED,
         collective_min_groups=settings.MEMORY_COLLECTIVE_MIN_GROUPS,
+        instruction_policy=InstructionPolicy.parse(settings.MEMORY_INSTRUCTION_POLICY),
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

@@ -20,6 +20,20 @@ MEMORY_ERASURE_KEY = env_str("MEMORY_ERASURE_KEY", "")
 if MEMORY_REVIEW_MODE_SHARED not in ("off", "propagated", "all"):
     raise ValueError("MEMORY_REVIEW_MODE_SHARED must be off, propagated or all")
 MEMORY_COLLECTIVE_MIN_GROUPS = max(1, env_int("MEMORY_COLLECTIVE_MIN_GROUPS", 2))
+# Memory is data: what the context does with instruction-flagged text ("mark": shown on
+# an element with flag="instruction"; "withhold": left out; "review": held for a person
+# at write). One value for every scope, or "own=mark,shared=review" (the default: a
+# user's own scope, and groups, the collective and shards).
+MEMORY_INSTRUCTION_POLICY = env_str("MEMORY_INSTRUCTION_POLICY", "own=mark,shared=review")
+_POLICY_VALUES = {"mark", "withhold", "review"}
+_policy_parts = [p.partition("=") for p in MEMORY_INSTRUCTION_POLICY.replace(" ", "").split(",")]
+if not all(
+    (v if sep else k) in _POLICY_VALUES and (not sep or k in ("own", "shared"))
+    for k, sep, v in _policy_parts
+):
+    raise ValueError(
+        "MEMORY_INSTRUCTION_POLICY must be mark, withhold or review, or own=...,shared=..."
+    )
 # A consolidation run holds its scope's lease this long; a job "running" longer is
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.

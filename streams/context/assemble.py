@@ -114,11 +114,11 @@ def context_assemble(
         user_name=user_name,
         recent=recent_by_scope,
         retrieved=[h.observation for h in hits],
+        instruction_policy=store.instruction_policy,
     )
     xml, dropped = context_fit(parts, max_tokens=max_tokens, now=now)
-    if dropped:
-        kept = {o.id for o in parts.retrieved}
-        hits = [h for h in hits if h.observation.id in kept]
+    kept = {o.id for o in parts.retrieved}  # what the budget and the policy left in
+    hits = [h for h in hits if h.observation.id in kept]
     quotes = context_quotes(parts, scopes)
     call_id = None
     if log:

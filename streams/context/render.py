@@ -2,16 +2,27 @@
 
 Kept apart from assembly (which reads the store and decides what goes in) so that
 replay renders what it reconstructs with exactly the same code.
+
+Memory is data (`MEMORY_INSTRUCTION_POLICY`, `InstructionPolicy`): an observation flagged
+`instruction` is shown as `<Observation flag="instruction">...</Observation>` (policy
+`mark`, and `review`, where only approved ones are live) or left out (`withhold`); a
+consolidation holding an instruction-like sentence puts `flag="instruction"` on its
+section's element, and under `withhold` loses that sentence.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope
+from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.core.xml_text import SENTENCE_END, xml_attr, xml_text
+from streams.guard.instructions import INSTRUCTION
+
+FLAG = "instruction"
+MARK = ' flag="instruction"'
 
 
 @dataclass
@@ -22,6 +33,8 @@ class SectionText:
     text: str | None
     recent: list[Observation] = field(default_factory=list)
     key: str = ""  # how `dropped` names it: "shard:<name>", "group:<id>", "collective"
+    # Its consolidation holds an instruction-like sentence: its element is marked.
+    flagged: bool = False
 
 
 @dataclass
@@ -46,7 +59,16 @@ def context_parts(
     user_name: str | None,
     recent: dict[str, list[Observation]],
     retrieved: list[Observation],
+    instruction_policy: InstructionPolicy = DEFAULT_INSTRUCTION_POLICY,
 ) -> ContextParts:
+    """The parts of the context, instruction-flagged text marked or left out per scope."""
+    policy_of = {s.id: instruction_policy.for_scope(s.scope_type) for s in scopes}
+    recent = {
+        scope_id: _shown(found, policy_of.get(scope_id, "mark"))
+        for scope_id, found in recent.items()
+    }
+    retrieved = [o for o in retrieved if _shown([o], policy_of.get(o.scope_id, "mark"))]
+    scopes = [_policed(s, policy_of[s.id]) for s in scopes]
     collective = next((s for s in scopes if s.scope_type == "collective" and not s.name), None)
     shards = sorted((s for s in scopes if s.is_shard), key=lambda s: s.name or "")
     by_group = {s.group_id: s for s in scopes if s.scope_type == "group"}
@@ -76,7 +98,26 @@ def context_parts(
         parts.user = SectionText(
             name, individual.consolidation, list(recent.get(individual.id, [])), "user"
         )
+    for section in (parts.collective, *parts.shards, *parts.groups, parts.user):
+        if section is not None and section.text and INSTRUCTION.search(section.text):
+            section.flagged = True
     return parts
+
+
+def _shown(observations: list[Observation], policy: str) -> list[Observation]:
+    if policy != "withhold":
+        return list(observations)
+    return [o for o in observations if FLAG not in o.flags]
+
+
+def _policed(scope: Scope, policy: str) -> Scope:
+    """`scope` with the instruction-like sentences of its consolidation left out, under
+    `withhold` (the scope is copied: the caller's is not changed)."""
+    text = scope.consolidation
+    if policy != "withhold" or not text or not INSTRUCTION.search(text):
+        return scope
+    kept = [s for s in SENTENCE_END.split(text.strip()) if not INSTRUCTION.search(s)]
+    return replace(scope, consolidation=" ".join(kept))
 
 
 def context_render(parts: ContextParts, *, now: datetime) -> str:
@@ -85,23 +126,33 @@ def context_render(parts: ContextParts, *, now: datetime) -> str:
     shard_lines: list[str] = []
     for shard in parts.shards:
         shard_lines += _section_lines(
-            f"<Shard name={xml_attr(shard.label)}>", "</Shard>", shard, now=now, indent="    "
+            f"<Shard name={xml_attr(shard.label)}{_mark(shard)}>",
+            "</Shard>",
+            shard,
+            now=now,
+            indent="    ",
         )
     collective = parts.collective
     if (collective and _filled(collective)) or shard_lines:
         body = xml_text(collective.text if collective else None)
-        lines.append(f"  <CollectiveMemory>{body}")
+        mark = MARK if collective is not None and collective.flagged else ""
+        lines.append(f"  <CollectiveMemory{mark}>{body}")
         if collective is not None and collective.recent:
             lines += _recent_lines(collective.recent, now=now, indent="    ")
         lines += shard_lines
         lines.append("  </CollectiveMemory>")
     for group in parts.groups:
         lines += _section_lines(
-            f"<GroupMemory group={xml_attr(group.label)}>", "</GroupMemory>", group, now=now
+            f"<GroupMemory group={xml_attr(group.label)}{_mark(group)}>",
+            "</GroupMemory>",
+            group,
+            now=now,
         )
     user = parts.user
     if user is not None and _filled(user):
-        lines.append(f"  <UserMemory user={xml_attr(user.label)}>{xml_text(user.text)}")
+        lines.append(
+            f"  <UserMemory user={xml_attr(user.label)}{_mark(user)}>{xml_text(user.text)}"
+        )
         if user.recent:
             lines += _recent_lines(user.recent, now=now, indent="    ")
         lines.append("  </UserMemory>")
@@ -111,6 +162,10 @@ def context_render(parts: ContextParts, *, now: datetime) -> str:
         lines.append("  </RetrievedObservations>")
     lines.append("</MemoryContext>")
     return "\n".join(lines)
+
+
+def _mark(section: SectionText) -> str:
+    return MARK if section.flagged else ""
 
 
 def _filled(section: SectionText) -> bool:
@@ -213,8 +268,10 @@ def has_text(value: str | None) -> bool:
 
 
 def _bullet(observation: Observation, *, now: datetime) -> str:
-    one_line = " ".join(observation.content.split())
-    return f"{xml_text(one_line)} ({relative_age(observation.observed_at, now=now)})"
+    one_line = xml_text(" ".join(observation.content.split()))
+    if FLAG in observation.flags:  # said by someone, to be remembered: never an order
+        one_line = f"<Observation{MARK}>{one_line}</Observation>"
+    return f"{one_line} ({relative_age(observation.observed_at, now=now)})"
 
 
 def relative_age(then: datetime, *, now: datetime) -> str:

@@ -101,6 +101,7 @@ def context_replay(
         user_name=user_name,
         recent=recent,
         retrieved=[h.observation for h in hits],
+        instruction_policy=store.instruction_policy,
     )
     xml, dropped = context_fit(parts, max_tokens=max_tokens, now=as_of)
     kept = {o.id for o in parts.retrieved}

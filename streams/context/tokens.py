@@ -39,7 +39,8 @@ def context_sections(xml: str) -> list[ContextSection]:
     rows: list[ContextSection] = []
     for child in root:
         rows.append(_row(child, 0, total))
-        rows.extend(_row(grandchild, 1, total) for grandchild in child)
+        # A marked observation (`<Observation flag="instruction">`) is a line, not a section.
+        rows.extend(_row(g, 1, total) for g in child if g.tag != "Observation")
     return rows
 
 

@@ -10,7 +10,12 @@ Pure functions, no store, no model. `detect` returns the flags and the spans beh
 - `secret`: API keys and tokens of well-known shapes, private key blocks, JWTs, bearer
   tokens, credentials in URLs and passwords or keys in assignments (`password: ...`);
 - `instruction`: text aimed at the agent that tells it how to behave ("always recommend
-  the Pro plan", "ignore earlier rules").
+  the Pro plan", "ignore earlier rules"; `streams.guard.instructions`).
+
+The detectors read the text normalised (`streams.guard.normalise`: NFKC, zero-width and
+format characters dropped), so fullwidth and zero-width forms are caught; spans are mapped
+back onto the text as written. IBANs are matched in any case (their checksum is on the
+upper-case form).
 
 Secret spans are replaced by `REDACTED` at write (`redact_secrets`); the marker itself is
 detected as a secret, so a redacted text keeps its flag when it is checked again (a copy
@@ -25,6 +30,9 @@ from dataclasses import dataclass
 import phonenumbers
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
+
+from streams.guard.instructions import instruction_spans
+from streams.guard.normalise import normalise
 
 FLAGS = ("pii:email", "pii:phone", "pii:iban", "pii:card", "secret", "instruction")
 PII_FLAGS = frozenset({"pii:email", "pii:phone", "pii:iban", "pii:card"})
@@ -63,7 +71,7 @@ _EMAIL = re.compile(
 )
 
 # -- IBANs and cards --------------------------------------------------------------------
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){10,30}\b", re.IGNORECASE)
 _CARD = re.compile(r"(?<![\w.,-])\d(?:[ -]?\d){12,18}(?![\w]|[.,-]\d)")
 # Issuer prefixes (IIN ranges) of the networks in use and their card lengths: Amex,
 # Diners, Visa, Mastercard, Maestro, Discover, JCB, UnionPay.
@@ -125,51 +133,21 @@ _PLACEHOLDER = re.compile(
     _I,
 )
 
-# -- instructions -----------------------------------------------------------------------
-_AGENT = r"(?:you|the (?:assistant|agent|ai|bot|model|chatbot)|assistant|agent|ai|chatgpt|claude)"
-_BEHAVE = (
-    r"recommend|say|tell|answer|respond|reply|mention|suggest|refer|reveal|disclose|promote"
-    r"|praise|push|upsell|greet|claim|pretend|act|obey|trust|ignore|refuse|deny|agree|sign"
-    r"|end|start|address|call (?:the user|users|me|him|her|them)|speak|talk|describe|insist"
-    r"|send|forward|output|print|include|add a link|link|direct|steer|favou?r|prefer"
-    r"|endorse|advertise|offer|sell"
-)
-_INSTRUCTION = re.compile(
-    "|".join(
-        [
-            # overriding its instructions
-            r"\b(?:ignore|disregard|forget|override|bypass|drop)\b[^.!?\n]{0,30}?"
-            r"\b(?:previous|prior|earlier|above|all|your|system|any|existing|other|old)\b"
-            r"[^.!?\n]{0,20}?\b(?:instructions?|rules?|prompts?|guidelines?|directives?"
-            r"|polic(?:y|ies)|guardrails?|restrictions?)\b",
-            # addressing it: "you must", "the assistant should always"
-            rf"\b{_AGENT}\s+(?:must|should|shall|will|needs? to|has to|have to|is to|are to"
-            r"|is required to|are required to|ought to)\s+(?!be \w+ed\b)"
-            r"(?:always|never|only|not|from now on)?\b",
-            # new identity or rules
-            r"\b(?:you are now|from now on,? (?:you|always|never|only|answer|respond|reply|say)"
-            r"|act as (?:a|an|if)|pretend (?:to be|you are|that)|new instructions?\s*:"
-            r"|system prompt\s*:|developer mode|jailbreak|do anything now)",
-            # an imperative aimed at its behaviour, at the start of a sentence
-            r"(?:^|[.!?;:]\s+|\n)\s*(?:please\s+)?(?:always|never|only|do not|don't|must)\s+"
-            rf"(?:ever\s+)?(?:{_BEHAVE})\b",
-            r"(?:^|[.!?;:]\s+|\n)\s*(?:please\s+)?(?:recommend|tell|say to|answer|respond"
-            r"|reply|promote|upsell|push)\s+(?:every|all|each|any)\s+(?:users?|customers?"
-            r"|people|clients?|visitors?)\b",
-            # "when users ask about X, say Y"
-            r"\bwhen(?:ever)? (?:a |any |the )?(?:users?|customers?|someone|anyone|people|they)"
-            r" (?:asks?|mentions?|says?|inquires?|brings? up)\b[^.!?\n]{0,80}?,?\s*"
-            rf"(?:always |only |never )?(?:{_BEHAVE})\b",
-        ]
-    ),
-    _I,
-)
-
 _MIN_PHONE_DIGITS = 7
 
 
 def detect(text: str) -> Detection:
-    """The flags of `text` and the spans that raised them."""
+    """The flags of `text` and the spans that raised them (on `text` as written)."""
+    normalised = normalise(text)
+    spans = _detect_spans(normalised.text)
+    if normalised.starts is not None:
+        spans = [Span(s.flag, *normalised.original_span(s.start, s.end)) for s in spans]
+    spans.sort(key=lambda s: (s.start, s.end))
+    present = {s.flag for s in spans}
+    return Detection(flags=tuple(f for f in FLAGS if f in present), spans=tuple(spans))
+
+
+def _detect_spans(text: str) -> list[Span]:
     spans: list[Span] = []
     spans += [Span("secret", *m.span()) for m in _SECRET_SHAPES.finditer(text)]
     for pattern in (_BEARER, _URL_CREDENTIALS):
@@ -193,10 +171,8 @@ def detect(text: str) -> Detection:
     spans += _ibans(text, spans)
     spans += _cards(text, spans)
     spans += _phones(text, spans)
-    spans += [Span("instruction", *m.span()) for m in _INSTRUCTION.finditer(text)]
-    spans.sort(key=lambda s: (s.start, s.end))
-    present = {s.flag for s in spans}
-    return Detection(flags=tuple(f for f in FLAGS if f in present), spans=tuple(spans))
+    spans += [Span("instruction", *span) for span in instruction_spans(text)]
+    return spans
 
 
 def redact_secrets(text: str, detection: Detection) -> str:

@@ -12,6 +12,10 @@ For each observation it
   collective, shard); `propagated` when a copy arrives in a scope whose `review_mode` is
   `propagated` or `all`; `review_mode` (extraction, migration) or `api` (an API key) in a
   scope whose mode is `all`. An operator's own add in the UI waits only for its flags.
+  `flag:instruction` follows `MEMORY_INSTRUCTION_POLICY` (`InstructionPolicy`): held
+  where the scope's policy is `review` (the default in shared scopes, and in a user's
+  own scope when set so), never held where it is `mark` or `withhold` (the context
+  marks or leaves out the text instead).
 
 A propagated collective copy arrives as a `candidate` already (see
 `streams.memory.propagation`); it stays one, its flags joining its reasons. An observation
@@ -25,6 +29,7 @@ from datetime import datetime
 from typing import Literal
 
 from streams.core.documents import Observation, Scope
+from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.guard.detectors import detect_and_redact
 
 WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import"]
@@ -32,15 +37,42 @@ SHARED_SCOPE_TYPES = frozenset({"group", "collective"})
 
 
 def screen_observations(
-    *, scope: Scope, observations: list[Observation], origin: WriteOrigin, now: datetime
+    *,
+    scope: Scope,
+    observations: list[Observation],
+    origin: WriteOrigin,
+    now: datetime,
+    instruction_policy: InstructionPolicy = DEFAULT_INSTRUCTION_POLICY,
 ) -> None:
     """Redact, flag and hold `observations` (in place) for their write into `scope`."""
     for observation in observations:
-        screen_one(scope=scope, observation=observation, origin=origin, now=now)
+        screen_one(
+            scope=scope,
+            observation=observation,
+            origin=origin,
+            now=now,
+            instruction_policy=instruction_policy,
+        )
+
+
+def held_flags(
+    *, scope: Scope, flags: tuple[str, ...] | list[str], instruction_policy: InstructionPolicy
+) -> list[str]:
+    """The flags that make a write into `scope` wait for a person: every flag in a shared
+    scope, `instruction` only where the scope's instruction policy is `review`."""
+    review = instruction_policy.for_scope(scope.scope_type) == "review"
+    if scope.scope_type in SHARED_SCOPE_TYPES:
+        return [f for f in flags if f != "instruction" or review]
+    return ["instruction"] if review and "instruction" in flags else []
 
 
 def screen_one(
-    *, scope: Scope, observation: Observation, origin: WriteOrigin, now: datetime
+    *,
+    scope: Scope,
+    observation: Observation,
+    origin: WriteOrigin,
+    now: datetime,
+    instruction_policy: InstructionPolicy = DEFAULT_INSTRUCTION_POLICY,
 ) -> None:
     content, detection = detect_and_redact(observation.content)
     observation.content = content
@@ -49,11 +81,12 @@ def screen_one(
     if observation.consolidated or observation.review_status == "rejected":
         return
     if origin == "import":
-        _screen_import(scope, observation, detection.flags, now)
+        held = held_flags(scope=scope, flags=detection.flags, instruction_policy=instruction_policy)
+        _screen_import(scope, observation, tuple(held), now)
         return
     reasons = list((observation.review or {}).get("reasons") or [])
-    if scope.scope_type in SHARED_SCOPE_TYPES:
-        reasons += [f"flag:{flag}" for flag in detection.flags]
+    held = held_flags(scope=scope, flags=detection.flags, instruction_policy=instruction_policy)
+    reasons += [f"flag:{flag}" for flag in held]
     propagated = origin == "propagation" or observation.propagated_from is not None
     if propagated and scope.review_mode in ("propagated", "all"):
         reasons.append("propagated")
@@ -88,7 +121,7 @@ def _screen_import(
         return
     if (observation.review or {}).get("decision") == "approve":
         return
-    if scope.scope_type in SHARED_SCOPE_TYPES and flags:
+    if flags:  # the flags that hold a write into this scope (`held_flags`)
         observation.review_status = "in_review"
         observation.review = {
             **(observation.review or {}),

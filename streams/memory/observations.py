@@ -90,7 +90,13 @@ def observations_append(
     # The guard runs inside the write, before the dedup check (which compares what is
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.
-    screen_observations(scope=scope, observations=observations, origin=origin, now=now)
+    screen_observations(
+        scope=scope,
+        observations=observations,
+        origin=origin,
+        now=now,
+        instruction_policy=store.instruction_policy,
+    )
     # One bounded read of the scope's newest observations serves both checks below (an
     # import brings its own `contradicts` and `similar_to`). Trusting the index, it goes
     # first: a text it holds (most likely a re-sent add) is read for at once, instead of

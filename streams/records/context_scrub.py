@@ -162,9 +162,13 @@ def _without(xml: str, rendered: str) -> str:
     return xml.replace(rendered, REMOVED) if rendered else xml
 
 
+MIN_SCRUBBED_SENTENCE = 12  # shorter ones ("Yes.") are sought only with their neighbours
+
+
 def _without_consolidation(xml: str, text: str) -> str:
     """The text whole, or (a budget cuts the user's own from its end, by sentences) its
-    longest leading sentences that the XML holds."""
+    longest leading sentences that the XML holds; then any sentence of it still there
+    (`MEMORY_INSTRUCTION_POLICY=withhold` shows it without its instruction-like ones)."""
     whole = xml_text(text)
     if whole and whole in xml:
         return xml.replace(whole, REMOVED)
@@ -172,5 +176,10 @@ def _without_consolidation(xml: str, text: str) -> str:
     for keep in range(len(sentences) - 1, 0, -1):
         part = xml_text(" ".join(sentences[:keep]))
         if part and part in xml:
-            return xml.replace(part, REMOVED)
+            xml = xml.replace(part, REMOVED)
+            break
+    for sentence in sentences:
+        part = xml_text(sentence)
+        if len(part) >= MIN_SCRUBBED_SENTENCE and part in xml:
+            xml = xml.replace(part, REMOVED)
     return xml

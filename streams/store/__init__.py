@@ -21,6 +21,7 @@ from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
 from streams.core.exceptions import Busy, Conflict, Unavailable
+from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.store import (
     agent_days,
     agents,
@@ -36,6 +37,7 @@ from streams.store import (
     privacy,
     prompt_checks,
     prompts,
+    rescans,
     scopes,
     search,
     session_samples,
@@ -100,6 +102,7 @@ class MemoryStore:
         review_mode_shared: str = "off",
         collective_min_groups: int = 2,
         erasure_key: bytes | None = None,
+        instruction_policy: InstructionPolicy | None = None,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -115,6 +118,9 @@ class MemoryStore:
         # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
         self.review_mode_shared = review_mode_shared
         self.collective_min_groups = collective_min_groups
+        # What the context and the write screen do with instruction-flagged text, per
+        # scope kind (MEMORY_INSTRUCTION_POLICY).
+        self.instruction_policy = instruction_policy or DEFAULT_INSTRUCTION_POLICY
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.
@@ -135,6 +141,7 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
+        self.rescans = rescans.RescanRepository(self.db)  # the detector rescan's checkpoint
         # What each context call gave the agent, kept this many days (0: not recorded),
         # written behind like the access counts.
         self.context_log_days = context_log_days

@@ -18,6 +18,7 @@ from streams.context.chat import (
     chat_turn_finish,
     chat_turn_messages,
     last_user_message,
+    memory_message,
     turn_message_id,
 )
 from streams.jobs import job_create, job_execute
@@ -69,7 +70,8 @@ def test_the_context_is_the_context_services_placed_right_before_the_last_user_m
     )  # fmt: skip
     assert turn.memory_status == "injected"
     assert turn.messages[:3] == MESSAGES[:3] and turn.messages[4] == MESSAGES[3]
-    assert turn.messages[3] == {"role": "system", "content": expected.xml}
+    assert turn.messages[3] == memory_message(expected.xml)
+    assert turn.messages[3]["role"] == "user"  # quoted data, never the operator's authority
     assert turn.context == expected.xml and turn.context_tokens == -(-len(expected.xml) // 4)
     assert turn.user_text == "what about Rust?"
     assert MESSAGES[3]["role"] == "user" and len(MESSAGES) == 4  # the caller's list untouched
