@@ -22,8 +22,8 @@ from django.urls import reverse
 from memory_admin.models import ApiKey
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
+from streams.actions.exchange import do_user_export_document
 from streams.actions.observations import do_observation_add_batch
-from streams.actions.privacy import do_user_export
 from streams.actions.prompts import do_prompt_save
 from streams.actions.scopes import do_scope_create
 from streams.actions.sessions import do_messages_ingest
@@ -348,7 +348,7 @@ ONE_SIDED = [
         "user",
         "ui",
         lambda c, w: c.get(reverse("ui:user_export"), {"agent": w.agent_id, "user": "u-gene"}),
-        lambda s, w: do_user_export(
+        lambda s, w: do_user_export_document(
             store=s, actor=Actor.cli(), agent_id=w.agent_id, user_id="u-gene"
         ),
     ),
