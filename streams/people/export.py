@@ -182,6 +182,7 @@ def export_markdown(document: dict[str, Any]) -> str:
         if block.get("history") is None:
             lines += ["Shared scope: only this user's observations are exported.", ""]
         else:
+            lines += _settings_lines(block.get("settings"))
             lines += [f"### Consolidation (version {block['consolidation_version']})", ""]
             lines += _quoted(block.get("consolidation") or "(none yet)") + [""]
             if block["history"]:
@@ -213,6 +214,36 @@ def export_markdown(document: dict[str, Any]) -> str:
             lines.append(f"  - id `{o['id']}`" + ("; " + "; ".join(source) if source else ""))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _settings_lines(settings: dict[str, Any] | None) -> list[str]:
+    """What an operator set on the scope, a line each (format 2; none in older exports)."""
+    if not settings:
+        return []
+    cap = settings.get("max_observations")
+    lines = [
+        "### Settings",
+        "",
+        f"- threshold {settings.get('consolidation_threshold')}, word limit "
+        f"{settings.get('consolidation_max_words')}, review mode {settings.get('review_mode')}, "
+        f"retention cap {cap if cap is not None else 'off'}"
+        + ("" if settings.get("is_active", True) else "; paused"),
+    ]
+    lines += [f"- pinned: {_one_line(pin)}" for pin in settings.get("pins") or []]
+    groups = [
+        f"{g['name']} (`{g['id']}`)" if g.get("name") else f"`{g['id']}`"
+        for g in settings.get("groups") or []
+    ]
+    if groups:
+        lines.append("- groups: " + ", ".join(groups))
+    overrides = [
+        kind
+        for kind in ("extraction", "consolidation", "propagation")
+        if settings.get(f"{kind}_prompt")
+    ]
+    if overrides:
+        lines.append("- prompt overrides: " + ", ".join(overrides))
+    return [*lines, ""]
 
 
 def _quoted(text: str) -> list[str]:

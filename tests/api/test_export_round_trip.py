@@ -215,3 +215,15 @@ def test_the_import_answer_is_documented(api):
     out = schema["components"]["schemas"]["ImportOut"]["properties"]
     assert {"settings_applied", "settings_skipped"} <= set(out)
     assert json.dumps(out)  # plain JSON
+
+
+def test_the_markdown_export_shows_the_settings_pins_and_groups(api, store):
+    ids = _world(api, store)
+    text = api.get(f"{API}/agents/{AGENT}/users/alice/export?format=markdown").content.decode()
+    assert "### Settings" in text
+    assert "- threshold 7, word limit 300, review mode all, retention cap 50" in text
+    assert "- pinned: The alice always meets in Lisbon." in text
+    assert "- groups: Group One (`g-1`), `g-2`" in text
+    assert "- prompt overrides: extraction, consolidation, propagation" in text
+    shard = api.get(f"{API}/scopes/{ids['shard']}/export?format=markdown").content.decode()
+    assert "paused" in shard
