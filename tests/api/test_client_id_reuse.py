@@ -9,8 +9,13 @@ it is compared before screening, so a redacted secret still matches its own retr
 
 from __future__ import annotations
 
-import pytest
+from concurrent.futures import ThreadPoolExecutor
+from threading import Barrier
 
+import pytest
+from bson import ObjectId
+
+from streams.memory.observation_batch import ClientIdReused, observation_add_once
 from streams.records.audit import audit_page
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
@@ -115,3 +120,30 @@ def test_a_batch_re_sent_as_it_was_still_answers_200(api, scope):
     again = post(api, scope.id, body)
     assert again.status_code == 200, again.content
     assert [i["id"] for i in again.json()["items"]] == [i["id"] for i in first.json()["items"]]
+
+
+def test_concurrent_first_sends_with_other_content_store_one_and_refuse_the_rest(store, scope):
+    """Six first sends of one key with six texts at once: the key's unique `_id` lets one
+    commit; each other one retries, finds the key with other content and is refused."""
+    start = Barrier(6)
+
+    def add(n: int) -> tuple[str, str]:
+        start.wait()
+        try:
+            observation, _ = observation_add_once(
+                store=store,
+                scope=store.scopes.get(ObjectId(scope.id)),
+                content=f"Gene likes tea number {n}.",
+                client_id="same",
+                actor="t",
+            )
+        except ClientIdReused as exc:
+            return "refused", exc.details["observation_id"]
+        return "stored", observation.id
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(add, range(6)))
+    stored = [i for outcome, i in results if outcome == "stored"]
+    assert len(stored) == 1
+    assert sorted(results) == sorted([("stored", stored[0])] + [("refused", stored[0])] * 5)
+    assert store.scopes.get(ObjectId(scope.id)).observation_seq == 1
