@@ -11,19 +11,22 @@ are compared with the same domain action called directly as `cli`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from bson import ObjectId
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
 from memory_admin.models import ApiKey
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
+from streams.actions.exchange import do_user_export_document
 from streams.actions.observations import do_observation_add_batch
-from streams.actions.privacy import do_user_export
 from streams.actions.prompts import do_prompt_save
 from streams.actions.scopes import do_scope_create
 from streams.actions.sessions import do_messages_ingest
@@ -77,6 +80,18 @@ def _ui(name: str, *args: Callable[[World], Any], data: Callable[[World], dict] 
         return client.post(url, data(w) if data else {})
 
     return call
+
+
+def _export_document(w: World) -> dict[str, Any]:
+    """An export of a new group scope with settings and pins (a hand-made one: no digests)."""
+    block = {
+        "id": str(ObjectId()), "scope_type": "group", "user_id": None, "group_id": "g-imp",
+        "name": None, "display_name": "Imported", "consolidation": None,
+        "consolidation_version": 0, "history": None, "observations": [],
+        "settings": {"consolidation_threshold": 12, "pins": ["The team meets on Mondays."]},
+    }  # fmt: skip
+    return {"format": "memory-admin/export-2", "kind": "scope", "agent_id": w.agent_id,
+            "scopes": [block]}  # fmt: skip
 
 
 def _patch(path: Callable[[World], str], body: dict[str, Any]) -> Call:
@@ -192,6 +207,22 @@ CASES = [
             data=lambda w: {"agent": w.agent_id, "user": "u-gene", "confirm": "u-gene"},
         ),
     ),
+    Case(
+        "agent.import",
+        "agent",
+        lambda w: w.agent_id,
+        lambda c, w: c.post(
+            f"{API}/agents/{w.agent_id}/import", _export_document(w), content_type=JSON
+        ),
+        _ui(
+            "user_import",
+            data=lambda w: {
+                "document": SimpleUploadedFile(
+                    "memory.json", json.dumps(_export_document(w)).encode(), "application/json"
+                )
+            },
+        ),
+    ),
 ]
 
 
@@ -275,6 +306,7 @@ def test_every_write_action_of_both_interfaces_is_covered():
         "scope.update",
         "job.retry",
         "user.forget",
+        "agent.import",
     }
     assert {c.action for c in CASES} == both
 
@@ -348,7 +380,7 @@ ONE_SIDED = [
         "user",
         "ui",
         lambda c, w: c.get(reverse("ui:user_export"), {"agent": w.agent_id, "user": "u-gene"}),
-        lambda s, w: do_user_export(
+        lambda s, w: do_user_export_document(
             store=s, actor=Actor.cli(), agent_id=w.agent_id, user_id="u-gene"
         ),
     ),

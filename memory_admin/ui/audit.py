@@ -21,7 +21,7 @@ from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.exchange import do_user_export_document
-from streams.actions.privacy import do_user_export, do_user_forget
+from streams.actions.privacy import do_user_forget
 from streams.core.documents import Job, Observation, Scope
 from streams.core.documents_audit import AuditEntry
 from streams.core.exceptions import InvalidInput, NotFound
@@ -30,7 +30,7 @@ from streams.guard.erasure import tombstone_get
 from streams.jobs import job_get
 from streams.memory.observations import observation_list
 from streams.memory.provenance import cited_lines
-from streams.people.export import export_markdown
+from streams.people.export import export_filename, export_json, export_markdown
 from streams.people.user_audit import user_audit
 from streams.people.user_find import user_find
 from streams.records.audit import audit_page
@@ -332,35 +332,28 @@ def _receipt_rows(job: Job | None) -> list[dict[str, Any]]:
 @require_GET
 @role_required(Role.VIEWER)
 def user_export_view(request: HttpRequest) -> HttpResponse:
-    """The JSON export, as a download; reading someone's whole memory is itself audited."""
+    """The API's export document (JSON, or as Markdown), as a download of the same bytes,
+    so that the import (the API's or the Import page) takes it back; reading someone's
+    whole memory is itself audited."""
     form, agent_id, user_id = _picked(request)
     if not (agent_id and user_id):
         return redirect("ui:user_audit")
-    store = get_store()
-    markdown = request.GET.get("format") == "markdown"
+    fmt = "markdown" if request.GET.get("format") == "markdown" else "json"
     try:
-        if markdown:  # the API's export, as a person reads it (streams/people/export.py)
-            text = export_markdown(
-                do_user_export_document(
-                    store=store, actor=actor(request), agent_id=agent_id, user_id=user_id
-                )
-            )
-        else:
-            data = do_user_export(
-                store=store, actor=actor(request), agent_id=agent_id, user_id=user_id
-            )
+        document = do_user_export_document(
+            store=get_store(), actor=actor(request), agent_id=agent_id, user_id=user_id
+        )
     except InvalidInput as exc:
         messages.error(request, exc.message)
         return redirect("ui:user_audit")
-    if markdown:
-        response = HttpResponse(text, content_type="text/markdown; charset=utf-8")
-    else:
+    if fmt == "markdown":
         response = HttpResponse(
-            json.dumps(data, indent=2, ensure_ascii=False), content_type="application/json"
+            export_markdown(document), content_type="text/markdown; charset=utf-8"
         )
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in f"{agent_id}-{user_id}")
-    extension = "md" if markdown else "json"
-    response["Content-Disposition"] = f'attachment; filename="memory-{safe}.{extension}"'
+    else:
+        response = HttpResponse(export_json(document), content_type="application/json")
+    name = export_filename(f"{agent_id}-{user_id}", fmt)
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
 
 

@@ -8,6 +8,7 @@ from memory_admin.ui import audit as audit_views
 from memory_admin.ui import bulk as bulk_views
 from memory_admin.ui import context_log as context_log_views
 from memory_admin.ui import dashboard, scope_state
+from memory_admin.ui import exchange as exchange_views
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
@@ -133,6 +134,7 @@ urlpatterns = [
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
     path("users/tombstone/lift/", tombstone_views.tombstone_lift_view, name="tombstone_lift"),
+    path("users/import/", exchange_views.user_import_view, name="user_import"),
     path("audit/", audit_views.audit_log, name="audit_log"),
     path(
         "agents/<str:agent_id>/sessions/<path:session_id>/",

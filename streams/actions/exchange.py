@@ -60,7 +60,7 @@ def do_memory_import(
     plan = import_plan(store=store, agent_id=agent_id, document=document)
 
     def write(tx: ActionTx) -> dict[str, Any]:
-        result = import_write(store=store, plan=plan, session=tx.session)
+        result = import_write(store=store, plan=plan, session=tx.session, author=str(actor))
         tx.audit(
             action="agent.import",
             object_type="agent",

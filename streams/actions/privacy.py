@@ -1,15 +1,13 @@
-"""Privacy actions: forget one user of one agent, export what is kept about them."""
+"""Privacy actions: forget one user of one agent (the export is `streams.actions.exchange`)."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.people.privacy import forget_user_request
-from streams.people.user_audit import check_user_ids, user_export
+from streams.people.user_audit import check_user_ids
 from streams.store import MemoryStore
 
 MAX_REASON = 500
@@ -60,17 +58,3 @@ def do_tombstone_lift(
 
     run_action(store, actor, write)
 
-
-def do_user_export(
-    *, store: MemoryStore, actor: Actor, agent_id: str, user_id: str
-) -> dict[str, Any]:
-    """Everything kept about the user; reading someone's whole memory is itself audited."""
-    data = user_export(store=store, agent_id=agent_id, user_id=user_id)
-    run_action(
-        store,
-        actor,
-        lambda tx: tx.audit(
-            action="user.export", object_type="user", object_id=user_id, agent_id=agent_id
-        ),
-    )
-    return data

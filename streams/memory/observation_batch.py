@@ -10,13 +10,14 @@ all go in one transaction, so a batch is stored whole or not at all.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from bson import ObjectId
 
 from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, Scope, utcnow
-from streams.core.exceptions import InvalidInput, NotFound
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.add_writes import Schedule, Transact, add_transaction, added
@@ -28,6 +29,52 @@ from streams.store.write_batch import WriteBatch
 
 MAX_BATCH = 500
 MAX_CLIENT_ID_CHARS = 128
+
+
+class ClientIdReused(Conflict):
+    """A `client_id` sent again with other content: the caller's mistake, not a retry, so
+    it is refused (409) instead of answered with the first observation, as payment APIs
+    treat their idempotency keys."""
+
+    code = "client_id_reused"
+
+
+def sent_digest(content: str) -> str:
+    """What "the same content" means for a `client_id`: the caller's text as sent, with
+    surrounding whitespace stripped and each run of whitespace made one space. It is taken
+    before screening, so a text whose secret was redacted still matches its own retry;
+    case and punctuation count (a retry sends the same text, not a similar one)."""
+    return hashlib.sha256(" ".join(content.split()).encode("utf-8")).hexdigest()
+
+
+def _reused(
+    keyed: list[tuple[str, Observation]],
+    found: dict[str, tuple[ObjectId, str | None]],
+    sent: dict[str, str],
+    *,
+    per_item: bool,
+) -> ClientIdReused | None:
+    """The refusal for the keys stored before with other content (None when there are
+    none). A key recorded before digests were kept has nothing to compare: a retry."""
+    items = [
+        {"item": n, "client_id": c, "observation_id": str(found[c][0])}
+        for n, (c, _) in enumerate(keyed)
+        if c in found and found[c][1] is not None and found[c][1] != sent.get(c)
+    ]
+    if not items:
+        return None
+    first = items[0]
+    details: dict[str, object] = {
+        "observation_id": first["observation_id"],
+        "client_id": first["client_id"],
+    }
+    if per_item:
+        details["items"] = items
+    return ClientIdReused(
+        f"client_id {first['client_id']!r} was used before with other content"
+        + (f" ({len(items)} item(s) of the batch)" if per_item else ""),
+        details=details,
+    )
 
 
 @dataclass(frozen=True)
@@ -93,12 +140,26 @@ def _append_once(
     writes: WriteBatch | None = None,
     trust_index: bool = False,
     read_before: Scope | None = None,
+    sent: dict[str, str] | None = None,
+    per_item: bool = True,
 ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
     """`observations_append_once`, also returning the scope as it was before the append
     (None when every item was known and nothing was appended) and the duplicates;
-    `writes`, `trust_index` and `read_before` as in `observations_append`."""
+    `writes`, `trust_index` and `read_before` as in `observations_append`.
+
+    `sent` (client id -> `sent_digest` of the caller's text) makes the keys a caller's
+    idempotency keys: a known key whose first content differs is `ClientIdReused`, and
+    nothing is written. Formation's derived keys pass none (a re-run may word it anew)."""
     oid = require_object_id(scope_id, what="scope")
-    known = store.client_ids.find(oid, [c for c, _ in keyed], session=session)
+    client_ids = [c for c, _ in keyed]
+    if sent is None:
+        known = store.client_ids.find(oid, client_ids, session=session)
+    else:
+        found = store.client_ids.find_with_digests(oid, client_ids, session=session)
+        refusal = _reused(keyed, found, sent, per_item=per_item)
+        if refusal is not None:
+            raise refusal
+        known = {c: observation_id for c, (observation_id, _) in found.items()}
     fresh = [(c, o) for c, o in keyed if c not in known]
     before = None
     duplicates: dict[str, Observation] = {}
@@ -122,6 +183,7 @@ def _append_once(
             now=now,
             session=session,
             writes=writes,
+            digests=sent,
         )
         if len(duplicates) == len(fresh):
             before = None  # nothing was appended
@@ -173,6 +235,7 @@ def observation_batch_add(
             session=session,
             now=now,
             origin=origin_of(actor),
+            sent={item.client_id: sent_digest(item.content) for item in items},
         )
         added(
             store=store,
@@ -241,8 +304,9 @@ def observation_add_once(
 ) -> tuple[Observation, bool]:
     """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
     keys collection, whose `_id` is unique per scope and key): stored once per scope.
-    Returns (observation, created); a repeat returns the first observation, whatever
-    its content, and writes nothing (no audit entry, no counter). The audit entry of a
+    Returns (observation, created); a repeat with the same content (`sent_digest`)
+    returns the first observation and writes nothing (no audit entry, no counter); with
+    other content it is `ClientIdReused`. The audit entry of a
     new one is the single add's (`observation.create`), with the key."""
     _validate([BatchItem(content=content, client_id=client_id)], field_prefix="")
     now = utcnow()
@@ -276,6 +340,8 @@ def observation_add_once(
             writes=writes,
             trust_index=attempts[0] == 1,
             read_before=scope if attempts[0] == 1 else None,
+            sent={client_id: sent_digest(content)},
+            per_item=False,
         )
         duplicates.clear()
         duplicates.update(found)

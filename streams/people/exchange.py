@@ -8,20 +8,20 @@ field, why). Otherwise each scope block is written in one transaction: the scope
 (created with its exported id when its identity is new), its history when it has none
 yet, and the observations not stored yet (same ids, pending or consolidated as exported;
 deleted ones are skipped, their text is gone). Importing the same export again changes
-nothing.
+nothing. A block's `settings` (format 2) are restored on the scopes the import creates
+(`streams.people.exchange_settings`); older documents, without them, import as before.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
 
 from streams.core.documents import (
     MAX_CONTENT_CHARS,
-    SCOPE_TYPES,
     ConsolidationVersion,
     Observation,
     Scope,
@@ -30,80 +30,46 @@ from streams.core.documents import (
 from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
 from streams.guard.erasure import erased_users, refused_entries
-from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.observations import observations_append
-from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.memory.scopes import scope_get_or_create
+from streams.people.exchange_checks import (
+    Problems,
+    check_version,
+    external_id_ok,
+    id_list_ok,
+    iso_time,
+    scope_key_checked,
+)
 from streams.people.exchange_review import EXTRA_FIELDS, review_fields
-from streams.people.export import FORMAT, digest
+from streams.people.exchange_settings import (
+    prompts_to_record,
+    settings_checked,
+    settings_differ,
+)
+from streams.people.export import FORMAT, READABLE_FORMATS, digest
 from streams.people.user_audit import check_user_ids
+from streams.prompts import prompt_save
 from streams.store import MemoryStore, StoreSession
 from streams.store.exchange import ExchangeRepository
 
-MAX_ID = 128
 MAX_SCOPES = 1000
-MAX_LIST = 500
-MAX_ERRORS = 200
 IMPORT_ATTEMPTS = 5  # a write that met a concurrent change to its scope is tried again
 DOCUMENT_FIELDS = {"format", "kind", "agent_id", "user_id", "scope_id", "exported_at", "scopes"}
 SCOPE_FIELDS = {
     "id", "scope_type", "user_id", "group_id", "name", "display_name", "consolidation",
-    "consolidation_version", "history", "observations",
+    "consolidation_version", "history", "observations", "settings",
 }  # fmt: skip
 OBSERVATION_FIELDS = {
     "id", "scope_id", "content", "observed_at", "created_at", "source_session_id",
     "source_message_ids", "related_user_ids", "status", "private", "propagated_from",
     "deleted", "digest", *EXTRA_FIELDS,
 }  # fmt: skip
-VERSION_FIELDS = {
-    "version", "text", "trigger", "actor", "created_at", "absorbed_observation_ids",
-    "redacted", "digest",
-}  # fmt: skip
-
 
 # -- import -------------------------------------------------------------------------------
 
 
-class _Problems:
-    def __init__(self) -> None:
-        self.items: list[dict[str, Any]] = []
-
-    def add(self, where: str, message: str, *, field: str | None = None, id: Any = None) -> None:
-        if len(self.items) < MAX_ERRORS:
-            entry: dict[str, Any] = {"item": where, "message": message}
-            if field is not None:
-                entry["field"] = field
-            if isinstance(id, str):
-                entry["id"] = id[:64]
-            self.items.append(entry)
-
-
-def _time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or len(value) > 40:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    try:
-        return parsed.astimezone(UTC)  # one the store can hold (years 1..9999 in UTC)
-    except OverflowError:
-        return None
-
-
-def _external(value: Any, *, optional: bool = False) -> bool:
-    if value is None:
-        return optional
-    return isinstance(value, str) and 1 <= len(value) <= MAX_ID
-
-
-def _id_list(value: Any) -> bool:
-    return isinstance(value, list) and len(value) <= MAX_LIST and all(_external(v) for v in value)
-
-
 def _check_observation(
-    item: Any, where: str, scope_id: str, problems: _Problems
+    item: Any, where: str, scope_id: str, problems: Problems
 ) -> Observation | None:
     """The observation an item stands for, or None (its problems recorded)."""
     before = len(problems.items)
@@ -134,14 +100,14 @@ def _check_observation(
         problems.add(
             where, f"content must be 1..{MAX_CONTENT_CHARS} characters", field="content", id=oid
         )
-    times = {name: _time(item.get(name)) for name in ("observed_at", "created_at")}
+    times = {name: iso_time(item.get(name)) for name in ("observed_at", "created_at")}
     for name, value in times.items():
         if value is None:
             problems.add(where, f"{name} must be an ISO 8601 time with a zone", field=name, id=oid)
-    if not _external(item.get("source_session_id"), optional=True):
+    if not external_id_ok(item.get("source_session_id"), optional=True):
         problems.add(where, "source_session_id: 1..128 characters or null", id=oid)
     for name in ("source_message_ids", "related_user_ids"):
-        if not _id_list(item.get(name)):
+        if not id_list_ok(item.get(name)):
             problems.add(
                 where, f"{name} must be a list of ids (1..128 characters)", field=name, id=oid
             )
@@ -171,84 +137,17 @@ def _check_observation(
     )
 
 
-def _check_version(
-    item: Any, where: str, scope_id: str, expected: int, problems: _Problems
-) -> tuple[ConsolidationVersion, datetime | None] | None:
-    before = len(problems.items)
-    if not isinstance(item, dict):
-        problems.add(where, "must be an object")
-        return None
-    unknown = sorted(set(item) - VERSION_FIELDS)
-    if unknown:
-        problems.add(where, f"unknown fields: {', '.join(unknown)[:200]}")
-    if "digest" in item and item["digest"] != digest(item):
-        problems.add(where, "changed since the export (digest differs)", field="digest")
-    if item.get("version") != expected or isinstance(item.get("version"), bool):
-        problems.add(where, f"version must be {expected} (versions count up from 1)")
-    text = item.get("text")
-    if not isinstance(text, str) or len(text) > MAX_CONSOLIDATION_CHARS:
-        problems.add(where, f"text must be at most {MAX_CONSOLIDATION_CHARS} characters")
-    trigger = item.get("trigger")
-    if not isinstance(trigger, str) or not 1 <= len(trigger) <= 64:
-        problems.add(where, "trigger must be 1..64 characters", field="trigger")
-    actor = item.get("actor")
-    if actor is not None and (not isinstance(actor, str) or len(actor) > 200):
-        problems.add(where, "actor must be at most 200 characters or null", field="actor")
-    created = _time(item.get("created_at"))
-    if created is None:
-        problems.add(where, "created_at must be an ISO 8601 time with a zone")
-    absorbed = item.get("absorbed_observation_ids")
-    if not isinstance(absorbed, list) or any(
-        not isinstance(i, str) or parse_object_id(i) is None for i in absorbed
-    ):
-        problems.add(where, "absorbed_observation_ids must be a list of 24-hex ids")
-    if not isinstance(item.get("redacted"), bool):
-        problems.add(where, "redacted must be true or false", field="redacted")
-    if len(problems.items) > before:
-        return None
-    version = ConsolidationVersion(
-        scope_id=scope_id,
-        agent_id="",
-        version=expected,
-        text=text,
-        trigger=trigger,
-        actor=actor,
-        absorbed_observation_ids=list(absorbed),
-        created_at=created,  # type: ignore[arg-type]
-    )
-    return version, (created if item["redacted"] else None)
-
-
-def _scope_key(block: dict[str, Any], agent_id: str, where: str, problems: _Problems):
-    scope_type = block.get("scope_type")
-    if scope_type not in SCOPE_TYPES:
-        problems.add(where, "scope_type must be individual, group or collective")
-        return None
-    user_id, group_id, name = block.get("user_id"), block.get("group_id"), block.get("name")
-    for field, value in (("user_id", user_id), ("group_id", group_id), ("name", name)):
-        if not _external(value, optional=True):
-            problems.add(where, f"{field} must be 1..128 characters or null", field=field)
-            return None
-    if scope_type == "individual" and (not user_id or group_id or name):
-        problems.add(where, "an individual scope has a user_id only")
-        return None
-    if scope_type == "group" and (not group_id or user_id or name):
-        problems.add(where, "a group scope has a group_id only")
-        return None
-    if scope_type == "collective" and (user_id or group_id):
-        problems.add(where, "a collective scope has at most a name")
-        return None
-    return ScopeKey(
-        agent_id=agent_id, scope_type=scope_type, user_id=user_id, group_id=group_id, name=name
-    )
-
-
 @dataclass(frozen=True)
 class ImportPlan:
     """A checked import whose scopes exist: what is left is writing its blocks."""
 
     blocks: list[
-        tuple[Scope, list[Observation], list[tuple[ConsolidationVersion, datetime | None]]]
+        tuple[
+            Scope,
+            list[Observation],
+            list[tuple[ConsolidationVersion, datetime | None]],
+            dict[str, str],  # prompt kind -> the override whose history the block writes
+        ]
     ]
     totals: dict[str, Any]
 
@@ -262,13 +161,18 @@ def memory_import(*, store: MemoryStore, agent_id: str, document: Any) -> dict[s
 
 
 def import_write(
-    *, store: MemoryStore, plan: ImportPlan, session: StoreSession | None = None
+    *,
+    store: MemoryStore,
+    plan: ImportPlan,
+    session: StoreSession | None = None,
+    author: str = "import",
 ) -> dict[str, Any]:
     """Write a planned import's blocks: in the caller's transaction `session` (the import
-    action's, with its audit entry), or without one a transaction per block."""
+    action's, with its audit entry), or without one a transaction per block. Restored
+    prompt overrides are saved as versions by `author`."""
     exchange = ExchangeRepository(store.db)
-    for scope, new, versions in plan.blocks:
-        _write_block(store, exchange, scope, new, versions, session)
+    for scope, new, versions, prompts in plan.blocks:
+        _write_block(store, exchange, scope, new, versions, prompts, session, author)
     return dict(plan.totals)
 
 
@@ -278,14 +182,14 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     is made on first use, and racing makers agree on one), done before the transaction
     that writes the blocks, which it must not meet."""
     check_user_ids(agent_id, "-")
-    problems = _Problems()
+    problems = Problems()
     if not isinstance(document, dict):
         raise InvalidInput("the body must be an export (a JSON object)")
     unknown = sorted(set(document) - DOCUMENT_FIELDS)
     if unknown:
         problems.add("document", f"unknown fields: {', '.join(unknown)[:200]}")
-    if document.get("format") != FORMAT:
-        problems.add("document", f"format must be {FORMAT!r}", field="format")
+    if document.get("format") not in READABLE_FORMATS:
+        problems.add("document", f"format must be {FORMAT!r} (or an earlier one)", field="format")
     if document.get("agent_id") != agent_id:
         problems.add("document", "the export is of another agent", field="agent_id")
     blocks = document.get("scopes")
@@ -308,7 +212,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         if not isinstance(scope_id, str) or parse_object_id(scope_id) is None:
             problems.add(where, "id must be a 24-hex id", field="id")
             continue
-        key = _scope_key(block, agent_id, where, problems)
+        key = scope_key_checked(block, agent_id, where, problems)
         if key is None:
             continue
         if key.scope_type == "individual" and erased_users(
@@ -322,6 +226,13 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
                 if isinstance(item, dict) and not item.get("deleted")
             )
             continue
+        restored = settings_checked(
+            block.get("settings"),
+            probe=Scope(**key.identity()),
+            report=lambda field, message, where=where: problems.add(
+                f"{where}.settings", message, field=field
+            ),
+        )
         existing = store.scopes.find_by_identity(**key.identity())
         home = existing.id if existing is not None else scope_id
         if existing is None and store.scopes.get(ObjectId(scope_id)) is not None:
@@ -364,7 +275,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
                 problems.add(where, "history must be a list or null", field="history")
                 continue
             for n, item in enumerate(history, start=1):
-                checked = _check_version(item, f"{where}.history[{n - 1}]", home, n, problems)
+                checked = check_version(item, f"{where}.history[{n - 1}]", home, n, problems)
                 if checked is not None:
                     checked[0].agent_id = agent_id
                     versions.append(checked)
@@ -384,7 +295,16 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         ):
             problems.add(where, "display_name must be 1..200 characters or null")
         plans.append(
-            (key, scope_id, display_name, existing, new, versions, len(items) - len(fresh))
+            (
+                key,
+                scope_id,
+                display_name,
+                existing,
+                new,
+                versions,
+                len(items) - len(fresh),
+                restored,
+            )
         )
     if problems.items:
         raise InvalidInput(
@@ -398,15 +318,24 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     }
     totals["observations_already_there"] = 0
     totals["deleted_skipped"] = 0
+    totals["settings_applied"] = totals["settings_skipped"] = 0
     planned = []
-    for key, scope_id, display_name, existing, new, versions, skipped in plans:
-        scope = existing
+    for key, scope_id, display_name, existing, new, versions, skipped, restored in plans:
+        scope, created = existing, False
         if scope is None:
+            # A restored scope is made with its settings in its one insert.
             scope, created = scope_get_or_create(
-                store=store, key=key, display_name=display_name, defaults={"id": scope_id}
+                store=store,
+                key=key,
+                display_name=display_name,
+                defaults={"id": scope_id, **(restored or {})},
             )
             totals["scopes_created"] += int(created)
-        planned.append((scope, new, versions))
+        if restored and created:
+            totals["settings_applied"] += 1
+        elif restored and settings_differ(scope, restored):
+            totals["settings_skipped"] += 1
+        planned.append((scope, new, versions, prompts_to_record(scope, restored)))
         totals["observations_imported"] += len(new)
         totals["versions_imported"] += len(versions)
         totals["deleted_skipped"] += skipped
@@ -431,11 +360,23 @@ def _write_block(
     scope: Scope,
     new: list[Observation],
     versions: list[tuple[ConsolidationVersion, datetime | None]],
+    prompts: dict[str, str],
     within: StoreSession | None,
+    author: str,
 ) -> None:
     now = utcnow()
 
     def write(session: StoreSession) -> None:
+        for kind, text in prompts.items():  # the text in effect again is a no-op
+            prompt_save(
+                store=store,
+                agent_id=scope.agent_id,
+                kind=kind,
+                text=text,
+                author=author,
+                scope_id=scope.id,
+                session=session,
+            )
         if versions:
             exchange.insert_versions(versions, session=session)
             last = versions[-1][0]

@@ -9,6 +9,14 @@ redacts for both). A user's export holds their individual scope whole, and for e
 shared scope only the observations that came from them (no history: it speaks of others).
 Each observation and version carries `digest`, a SHA-256 of the item, which the import
 checks (an item changed since the export is refused).
+
+Version 2 (`FORMAT`) adds each whole block's `settings`: what an operator set on the scope
+(paused, threshold, word limit, review mode, retention cap, pins, the prompt overrides)
+and, for a user's own scope, the user's groups (whom their memory propagates to), so
+that a restored user feeds their groups again. A shared scope in a user's export has
+`settings: null` (the group's settings are not the user's). Version 1 documents, which
+have none, still import (`READABLE_FORMATS`). The UI's download and the API's answer are
+one rendering (`export_json`, `export_filename`).
 """
 
 from __future__ import annotations
@@ -26,7 +34,14 @@ from streams.people.user_audit import observation_json, user_export, version_pag
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
 
-FORMAT = "memory-admin/export-1"
+FORMAT = "memory-admin/export-2"
+READABLE_FORMATS = ("memory-admin/export-1", FORMAT)
+# What `settings` holds, in the names `PATCH /scopes/{id}` takes (plus pins and groups).
+SETTINGS_FIELDS = (
+    "is_active", "consolidation_threshold", "consolidation_max_words", "review_mode",
+    "max_observations", "pins", "extraction_prompt", "consolidation_prompt",
+    "propagation_prompt", "groups",
+)  # fmt: skip
 
 
 def digest(item: dict[str, Any]) -> str:
@@ -53,6 +68,25 @@ def _version_item(v: ConsolidationVersion) -> dict[str, Any]:
     )
 
 
+def scope_settings(scope: Scope) -> dict[str, Any]:
+    """The scope's settings as an export holds them (unsigned)."""
+    values = {name: getattr(scope, name) for name in SETTINGS_FIELDS}
+    values["pins"] = list(scope.pins)
+    values["groups"] = [dict(g) for g in scope.groups]
+    return values
+
+
+def export_json(document: dict[str, Any]) -> str:
+    """The export as its file holds it: the API's answer and the UI's download alike."""
+    return json.dumps(document, ensure_ascii=False, indent=2)
+
+
+def export_filename(name: str, fmt: str) -> str:
+    """The download's file name: `memory-<name>.json` (or `.md`), safe characters only."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
+    return f"memory-{safe}.{'md' if fmt == 'markdown' else 'json'}"
+
+
 def _identity(scope: Scope) -> dict[str, Any]:
     return {
         "id": scope.id,
@@ -72,6 +106,7 @@ def scope_block(
     block = _identity(scope)
     if observations is not None:
         block.update(consolidation=None, consolidation_version=None, history=None)
+        block["settings"] = None
         block["observations"] = [_signed(o) for o in observations]
         return block
     repo = PrivacyRepository(store.db)
@@ -80,6 +115,7 @@ def scope_block(
         consolidation=scope.consolidation,
         consolidation_version=scope.consolidation_version,
         history=[_version_item(v) for v in version_pages(store=store, scope=scope)],
+        settings=_signed(scope_settings(scope)),
         observations=[
             _signed(observation_json(o))
             for low in range(0, scope.observation_seq, BATCH)
@@ -146,6 +182,7 @@ def export_markdown(document: dict[str, Any]) -> str:
         if block.get("history") is None:
             lines += ["Shared scope: only this user's observations are exported.", ""]
         else:
+            lines += _settings_lines(block.get("settings"))
             lines += [f"### Consolidation (version {block['consolidation_version']})", ""]
             lines += _quoted(block.get("consolidation") or "(none yet)") + [""]
             if block["history"]:
@@ -177,6 +214,36 @@ def export_markdown(document: dict[str, Any]) -> str:
             lines.append(f"  - id `{o['id']}`" + ("; " + "; ".join(source) if source else ""))
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _settings_lines(settings: dict[str, Any] | None) -> list[str]:
+    """What an operator set on the scope, a line each (format 2; none in older exports)."""
+    if not settings:
+        return []
+    cap = settings.get("max_observations")
+    lines = [
+        "### Settings",
+        "",
+        f"- threshold {settings.get('consolidation_threshold')}, word limit "
+        f"{settings.get('consolidation_max_words')}, review mode {settings.get('review_mode')}, "
+        f"retention cap {cap if cap is not None else 'off'}"
+        + ("" if settings.get("is_active", True) else "; paused"),
+    ]
+    lines += [f"- pinned: {_one_line(pin)}" for pin in settings.get("pins") or []]
+    groups = [
+        f"{g['name']} (`{g['id']}`)" if g.get("name") else f"`{g['id']}`"
+        for g in settings.get("groups") or []
+    ]
+    if groups:
+        lines.append("- groups: " + ", ".join(groups))
+    overrides = [
+        kind
+        for kind in ("extraction", "consolidation", "propagation")
+        if settings.get(f"{kind}_prompt")
+    ]
+    if overrides:
+        lines.append("- prompt overrides: " + ", ".join(overrides))
+    return [*lines, ""]
 
 
 def _quoted(text: str) -> list[str]:

@@ -47,6 +47,17 @@ class ClientIdRepository:
         cursor = self.collection.find({"_id": {"$in": keys}}, session=session)
         return {d["client_id"]: d["observation_id"] for d in cursor}
 
+    def find_with_digests(
+        self, scope_id: ObjectId, client_ids: list[str], *, session: ClientSession | None = None
+    ) -> dict[str, tuple[ObjectId, str | None]]:
+        """As `find`, with the digest of the content each key was first sent with (None
+        for keys recorded before digests were kept, or by writers that keep none)."""
+        if not client_ids:
+            return {}
+        keys = [client_key(scope_id, c) for c in client_ids]
+        cursor = self.collection.find({"_id": {"$in": keys}}, session=session)
+        return {d["client_id"]: (d["observation_id"], d.get("content_digest")) for d in cursor}
+
     def insert(
         self,
         scope_id: ObjectId,
@@ -55,10 +66,12 @@ class ClientIdRepository:
         now: datetime,
         session: ClientSession | None = None,
         writes: WriteBatch | None = None,
+        digests: dict[str, str] | None = None,
     ) -> None:
-        """Record (client id, observation id) pairs; a key already taken raises
-        `Conflict` (a concurrent batch with the same key won: retry, and find it), with
-        `writes` when the batch is sent."""
+        """Record (client id, observation id) pairs, each with the digest of the content
+        its caller sent (`digests`, by client id, when the caller keeps one); a key
+        already taken raises `Conflict` (a concurrent batch with the same key won: retry,
+        and find it), with `writes` when the batch is sent."""
         if not pairs:
             return
         docs = [
@@ -68,6 +81,11 @@ class ClientIdRepository:
                 "client_id": client_id,
                 "observation_id": observation_id,
                 "created_at": now,
+                **(
+                    {"content_digest": digests[client_id]}
+                    if digests and client_id in digests
+                    else {}
+                ),
             }
             for client_id, observation_id in pairs
         ]

@@ -39,9 +39,9 @@ def test_a_repeat_with_the_same_client_id_answers_200_with_the_first(api, store,
     first = post(api, scope.id, {"content": "Gene likes green tea.", "client_id": "k-1"})
     assert first.status_code == 201, first.content
     assert "client_id" not in first.json()  # the observation, as a plain single add answers
-    again = post(api, scope.id, {"content": "Gene likes black tea.", "client_id": "k-1"})
+    again = post(api, scope.id, {"content": "Gene likes green tea.", "client_id": "k-1"})
     assert again.status_code == 200, again.content
-    assert again.json() == first.json()  # the first observation, whatever the new content
+    assert again.json() == first.json()  # the first observation (other content: 409)
     assert [o["id"] for o in listed(api, scope.id)] == [first.json()["id"]]
     assert api.get(f"{API}/scopes/{scope.id}").json()["pending_count"] == 1
     entries = audit_page(store=store, action="observation.create", limit=50).items
@@ -65,7 +65,7 @@ def test_a_new_client_id_on_a_stored_fact_answers_the_kept_one(api, scope):
     again = post(api, scope.id, {"content": "Gene likes tea!", "client_id": "b"})
     assert again.status_code == 200, again.content
     assert again.json()["id"] == first.json()["id"]
-    repeat = post(api, scope.id, {"content": "anything", "client_id": "b"})
+    repeat = post(api, scope.id, {"content": "Gene likes tea!", "client_id": "b"})
     assert repeat.status_code == 200
     assert repeat.json()["id"] == first.json()["id"]
     assert len(listed(api, scope.id)) == 1
@@ -73,12 +73,12 @@ def test_a_new_client_id_on_a_stored_fact_answers_the_kept_one(api, scope):
 
 def test_single_adds_and_batch_items_share_the_scopes_keys(api, store, scope):
     single = post(api, scope.id, {"content": "Gene likes tea.", "client_id": "shared"}).json()
-    batch = post(api, scope.id, {"items": [{"client_id": "shared", "content": "other"}]})
+    batch = post(api, scope.id, {"items": [{"client_id": "shared", "content": "Gene likes tea."}]})
     assert batch.status_code == 200
     assert batch.json()["items"][0]["id"] == single["id"]
     assert batch.json()["items"][0]["created"] is False
     item = post(api, scope.id, {"items": [{"client_id": "b1", "content": "Gene has a cat."}]})
-    repeat = post(api, scope.id, {"content": "anything", "client_id": "b1"})
+    repeat = post(api, scope.id, {"content": "Gene has a cat.", "client_id": "b1"})
     assert repeat.status_code == 200 and repeat.json()["id"] == item.json()["items"][0]["id"]
     # Per scope: the same key elsewhere is a new observation.
     other = ScopeFactory.create(store=store, user_id="u2")
@@ -100,8 +100,8 @@ def test_bad_client_ids_are_422_in_the_envelope(api, scope, client_id):
 
 
 def test_concurrent_repeats_store_one_observation(store, scope):
-    """Six requests with one key at once: the key's unique `_id` lets one transaction
-    commit; the others conflict, retry, find it and return it."""
+    """Six requests with one key (and one text) at once: the key's unique `_id` lets one
+    transaction commit; the others conflict, retry, find it and return it."""
     start = Barrier(6)
 
     def add(n: int) -> tuple[str, bool]:
@@ -109,7 +109,7 @@ def test_concurrent_repeats_store_one_observation(store, scope):
         observation, created = observation_add_once(
             store=store,
             scope=store.scopes.get(ObjectId(scope.id)),
-            content=f"Gene likes tea ({n}).",
+            content="Gene likes tea.",
             client_id="same",
             actor="t",
         )

@@ -226,7 +226,7 @@ def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
     )
     assert (again.id, created) == (first.id, False)
     repeat, created = observation_add_once(
-        store=store, scope=scope, content="anything", client_id="k3", actor="api:k"
+        store=store, scope=scope, content="likes green TEA", client_id="k3", actor="api:k"
     )
     assert (repeat.id, created) == (first.id, False)
     assert _stored(store, second.id, "a1") == {

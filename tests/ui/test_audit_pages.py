@@ -129,13 +129,14 @@ def test_the_export_downloads_json_and_is_audited(client_as, gene, store):
     response = client_as("viewer").get(user_url("ui:user_export"))
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
-    data = json.loads(response.content)
-    assert [o["content"] for o in data["individual_scope"]["observations"]] == [
+    data = json.loads(response.content)  # the API's export document (tests/ui/test_import_page.py)
+    own, group = data["scopes"]
+    assert [o["content"] for o in own["observations"]] == [
         "Gene likes green tea.",
         "Gene is pregnant.",
     ]
-    assert data["individual_scope"]["observations"][1]["private"] is True
-    assert [o["content"] for o in data["related_observations"]] == ["Gene runs the Friday demo."]
+    assert own["observations"][1]["private"] is True
+    assert [o["content"] for o in group["observations"]] == ["Gene runs the Friday demo."]
     [entry] = audit_page(store=store, action="user.export").items
     assert entry.actor == "ui:viewer-user" and entry.object_id == "u-gene"
 

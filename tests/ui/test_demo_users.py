@@ -28,7 +28,9 @@ def test_a_demo_user_shows_groups_sessions_and_labelled_searches(client_as, stor
     # The user's groups, on the page and in the export.
     assert "groups: Eden Team" in page
     export = json.loads(client.get(reverse("ui:user_export"), query).content)
-    assert export["individual_scope"]["groups"] == [{"id": "eden-team", "name": "Eden Team"}]
+    own = export["scopes"][0]
+    assert own["scope_type"] == "individual"
+    assert own["settings"]["groups"] == [{"id": "eden-team", "name": "Eden Team"}]
 
     # What they said in the Eden Team's group sessions shows as theirs too.
     assert "Nothing from this user in group or collective memories." not in page
@@ -43,11 +45,7 @@ def test_a_demo_user_shows_groups_sessions_and_labelled_searches(client_as, stor
     assert 'class="messages"' not in html  # not mistaken for the page's flash messages
     assert html.count("data-message-id=") >= 2
     session_id = links[0].rstrip("/").rsplit("/", 1)[-1]
-    cited = [
-        o
-        for o in export["individual_scope"]["observations"]
-        if o["source_session_id"] == session_id
-    ]
+    cited = [o for o in own["observations"] if o["source_session_id"] == session_id]
     assert cited and all(f'data-message-id="{m}"' in html for m in cited[0]["source_message_ids"])
 
 

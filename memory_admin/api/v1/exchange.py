@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Path, Query, Router, Schema
 
 from memory_admin.api.audit_trail import api_actor
@@ -13,7 +13,12 @@ from memory_admin.api.v1.schemas import ExternalId, InSchema, RefusedOut, error_
 from memory_admin.stores import get_store
 from streams.actions.exchange import do_memory_import, do_scope_export, do_user_export_document
 from streams.people.exchange import MAX_SCOPES
-from streams.people.export import export_markdown, scope_for_export
+from streams.people.export import (
+    export_filename,
+    export_json,
+    export_markdown,
+    scope_for_export,
+)
 
 router = Router(tags=["export"])
 
@@ -53,16 +58,25 @@ class ImportOut(Schema):
     # What erasure tombstones refused: the forgotten users, nothing of whom was stored.
     observations_refused: int = 0
     refused: list[RefusedOut] = Field(default_factory=list)
+    settings_applied: int = Field(
+        0,
+        description="Scopes this import created with the document's settings (pins, "
+        "threshold, word limit, review mode, retention cap, prompt overrides, groups).",
+    )
+    settings_skipped: int = Field(
+        0,
+        description="Scopes that existed with settings of their own, other than the "
+        "document's: theirs stand.",
+    )
 
 
 def _answer(data: dict[str, Any], fmt: str, name: str) -> HttpResponse:
+    """The export as a download; the UI's Export buttons send the same bytes."""
     if fmt == "markdown":
         response = HttpResponse(export_markdown(data), content_type="text/markdown; charset=utf-8")
     else:
-        response = JsonResponse(data, json_dumps_params={"ensure_ascii": False})
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:120]
-    extension = "md" if fmt == "markdown" else "json"
-    response["Content-Disposition"] = f'attachment; filename="memory-{safe}.{extension}"'
+        response = HttpResponse(export_json(data), content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="{export_filename(name, fmt)}"'
     return response
 
 

@@ -263,8 +263,9 @@ class ObservationIn(InSchema):
         None,
         description="The caller's key of this observation, unique in the scope (shared with "
         "batch items' `client_id`): a repeat with a stored `client_id` is not stored again "
-        "and answers 200 with the observation the first request created (whatever the new "
-        "content). Without it every request adds one.",
+        "and answers 200 with the observation the first request created; the same key with "
+        "other content (compared as sent, whitespace runs as one space) is 409 "
+        "`client_id_reused` naming that observation. Without it every request adds one.",
     )
     private: StrictBool = False
     observed_at: IsoTime | None = Field(
@@ -359,7 +360,8 @@ class ObservationBatchItemIn(InSchema):
             ...,
             description="The caller's key of this item, unique in the scope: a re-sent item "
             "with a stored `client_id` is not stored again, the answer carries the observation "
-            "it created the first time (whatever the new item's content).",
+            "it created the first time; with other content the batch is 409 "
+            "`client_id_reused`, listing each such item, and nothing is stored.",
         )
     )
     content: ObservationContent
