@@ -26,7 +26,7 @@ from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.guard.detectors import detect_and_redact
+from streams.guard.screening import screen_text
 from streams.jobs import job_create
 from streams.records.audit import content_digest
 from streams.search.index import search_index_add
@@ -148,7 +148,7 @@ def observation_release(
     fields: dict[str, Any] = {"review_status": None, "review": review}
     released = replace(observation, review_status=None, review=review)
     if content is not None and content != observation.content:
-        stored, detection = detect_and_redact(content)
+        stored, detection = screen_text(content)
         fields.update(
             content=stored,
             flags=list(detection.flags),

@@ -12,7 +12,7 @@ from bson import ObjectId
 from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
-from streams.guard.detectors import detect_and_redact
+from streams.guard.screening import screen_text
 from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import text_key
@@ -104,7 +104,7 @@ def observation_update_plan(
                 details=[{"field": "content"}],
             )
         # An edit is a write too: secrets redacted, flags renewed.
-        content, detection = detect_and_redact(content)
+        content, detection = screen_text(content)
         fields["content"] = content
         fields["flags"] = list(detection.flags)
         fields["flag_spans"] = [span.to_dict() for span in detection.spans]

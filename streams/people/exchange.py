@@ -13,7 +13,7 @@ nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from streams.core.documents import (
 )
 from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
+from streams.guard.screening import screened
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.observations import observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
@@ -408,6 +409,8 @@ def _write_block(
 
     def write(session: StoreSession) -> None:
         if versions:
+            # Imported text passes the screen like any other (secrets redacted).
+            versions[:] = [(replace(v, text=screened(v.text)), at) for v, at in versions]
             exchange.insert_versions(versions, session=session)
             last = versions[-1][0]
             store.scopes.update_fields(

@@ -18,6 +18,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.core.documents import EPOCH, BufferedMessage
 from streams.core.exceptions import Conflict
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 
 BUFFERS = "memory_session_buffers"
@@ -84,6 +85,8 @@ class SessionRepository:
         A concurrent request that inserted one of the same ids makes this raise `Conflict`
         (the caller retries the transaction, which then sees it as a duplicate).
         """
+        for m in messages:
+            require_screened(m.content, what="message content")
         ids = [m.message_id for m in messages]
         seen = {
             d["message_id"]
