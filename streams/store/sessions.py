@@ -56,6 +56,8 @@ class SessionRepository:
         """Insert what is new; the messages accepted (re-sent ids are skipped, not errors)."""
         if not messages:
             return []
+        for m in messages:
+            require_screened(m.content, what="message content")
         try:
             self.messages.insert_many([m.to_mongo() for m in messages], ordered=False)
             return messages
