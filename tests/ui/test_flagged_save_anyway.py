@@ -4,9 +4,11 @@ redacted either way. Without the confirmation nothing is stored."""
 
 from __future__ import annotations
 
+from bson import ObjectId
 from django.urls import reverse
 
 from streams.memory.consolidation import consolidation_commit
+from streams.memory.observations import observation_add
 from streams.memory.scopes import scope_get
 from streams.records.audit import audit_page
 from tests.factories import ScopeFactory
@@ -68,3 +70,14 @@ def test_a_flagged_pin_shows_its_flags_and_pins_only_when_confirmed(client_as, s
     assert scope_get(store=store, scope_id=scope.id).pins == [sentence]
     [summary] = _summaries(store, "scope.pins")
     assert summary["override_flags"] == ["pii:email"]
+
+
+def test_an_observation_edit_that_a_shared_scope_holds_says_it_waits_for_review(client_as, store):
+    scope = shared(store, "The team deploys on Fridays.")
+    before = observation_add(store=store, scope=scope, content="Invoices go out monthly.")
+    operator = client_as("operator")
+    url = reverse("ui:observation_edit", args=[before.id])
+    response = operator.post(url, {"content": f"Invoices go to {EMAIL}."}, follow=True)
+    assert response.status_code == 200
+    assert "waits in the review queue" in response.content.decode()
+    assert store.observations.get(ObjectId(before.id)).content == "Invoices go out monthly."
