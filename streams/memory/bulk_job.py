@@ -35,6 +35,7 @@ from streams.records.context_scrub import (
     private_owner,
     removed_texts,
 )
+from streams.search.dedup import text_key
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.bulk import BulkRepository
@@ -256,8 +257,10 @@ def _move(
 
     A move is a write into the target: each observation passes the screen for it
     (`screen_one`), so what the target's rules hold (a flagged text in a shared scope)
-    waits for review there, out of its pending list and its search index. Returns how
-    many moved, and how many of them are pending in the target."""
+    waits for review there, out of its pending list and its search index. Dedup applies
+    too: one whose text the target holds live (or an earlier one of the batch) is not
+    filed twice; it is deleted from the source instead (the target keeps its own).
+    Returns how many left the source, and how many of them are pending in the target."""
     if not found:
         return 0, 0
     target_oid = ObjectId(target_id)
@@ -265,29 +268,40 @@ def _move(
     if target is None:
         raise NotFound("the target scope is gone")
     refiled = [_screened_into(target, o, now) for o in found]
-    if not store.scopes.reserve_observation_seqs(
+    held = store.observations.live_by_text_key(
+        [o.text_key for o in refiled if o.text_key], session=session
+    )
+    taken, movers, merged = set(held), [], []
+    for o in refiled:
+        (merged if o.text_key in taken else movers).append(o)
+        taken.add(o.text_key)
+    if movers and not store.scopes.reserve_observation_seqs(
         target_oid,
         expected_seq=target.observation_seq,
-        count=len(found),
-        pending_ids=[ObjectId(o.id) for o in refiled if not o.held],
+        count=len(movers),
+        pending_ids=[ObjectId(o.id) for o in movers if not o.held],
         now=now,
         session=session,
     ):
         raise Conflict("the target scope's log moved on; retry")
     placements = [
-        (ObjectId(o.id), target.observation_seq + offset) for offset, o in enumerate(found, 1)
+        (ObjectId(o.id), target.observation_seq + offset) for offset, o in enumerate(movers, 1)
     ]
     moved = repo.move(
-        placements, screened=refiled, source_id=source_oid, target_id=target_oid, session=session
+        placements, screened=movers, source_id=source_oid, target_id=target_oid, session=session
     )
-    if moved != len(found):
+    if moved != len(movers):
         raise Conflict("an observation left its scope meanwhile; retry")
+    for o in merged:
+        store.observations.mark_deleted(
+            ObjectId(o.id), scope_id=source_oid, now=now, session=session
+        )
     for part in range(0, len(found), SEARCH_PART):
         search_index_remove(
             store=store, observations=found[part : part + SEARCH_PART], session=session
         )
-    search_index_add(store=store, observations=[o for o in refiled if not o.held], session=session)
-    return moved, sum(1 for o in refiled if not o.held)
+    search_index_add(store=store, observations=[o for o in movers if not o.held], session=session)
+    return len(found), sum(1 for o in movers if not o.held)
 
 
 def _screened_into(target: Scope, observation: Observation, now: datetime) -> Observation:
@@ -302,4 +316,5 @@ def _screened_into(target: Scope, observation: Observation, now: datetime) -> Ob
         restored_to_pending=False,
     )
     screen_one(scope=target, observation=moved, origin="move", now=now)
+    moved.text_key = text_key(target.id, moved.content)
     return moved

@@ -144,6 +144,7 @@ class BulkRepository:
                             "flag_spans": o.flag_spans,
                             "review_status": o.review_status,
                             "review": o.review,
+                            "text_key": o.text_key,
                         }
                     },
                 )

@@ -225,3 +225,28 @@ def test_secrets_a_caller_sends_are_redacted_in_messages_and_the_context_log(api
     assert listed.status_code == 200, listed.content
     calls = listed.json()["items"]
     assert calls and SK not in json.dumps(calls)
+
+
+@pytest.mark.parametrize("kind", ["individual", "group"])
+def test_a_move_deduplicates_against_the_target(api, store, run_tasks, kind):
+    """A moved text the target holds is filed once; the source can take the text again."""
+    source = scope_get(store=store, scope_id=_scope(store, "collective"))
+    target = scope_get(store=store, scope_id=_scope(store, kind))
+    kept = observation_add(store=store, scope=target, content="Invoices go out monthly.")
+    moved = observation_add(store=store, scope=source, content="Invoices go out monthly!")
+    other = observation_add(
+        store=store, scope=scope_get(store=store, scope_id=source.id), content="Alice likes tea."
+    )
+    body = {
+        "filter": {"scope_id": source.id},
+        "action": "move",
+        "target_scope_id": target.id,
+        "dry_run": False,
+    }
+    with run_tasks():
+        assert post(api, f"/agents/{AGENT}/observations/bulk", body).status_code in (200, 202)
+    listed = api.get(f"{API}/scopes/{target.id}/observations?limit=50").json()["items"]
+    assert sorted(o["id"] for o in listed) == sorted([kept.id, other.id])
+    assert api.get(f"{API}/observations/{moved.id}").json()["deleted"] is True
+    again = post(api, f"/scopes/{source.id}/observations", {"content": "Alice likes tea."})
+    assert again.status_code == 201 and again.json()["id"] != other.id, again.content
