@@ -69,15 +69,21 @@ NOT_MEMORY_TEXT: dict[str, str] = {
     "webhooks.py:WebhookRepository.update": "a webhook's settings",
     "text_history.py:TextHistoryRepository.insert": "the text an observation held before",
     "privacy.py:PrivacyRepository.redact_versions": "replaces removed text, never adds it",
+    "quoted.py:QuotedText.scrub": "replaces removed text in the call logs",
+    "sessions.py:SessionRepository.forget_speaker": "deletes a person's messages",
+    "sessions.py:SessionRepository.mark_formed": "flags on messages stored already",
+    "sessions.py:SessionRepository.recount": "a buffer's counters",
 }
 
 
 def _names(node: ast.AST) -> set[str]:
-    """String constants and parameter names a function mentions."""
+    """String constants, attribute and parameter names a function mentions."""
     found: set[str] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             found.add(sub.value.split(".")[0])
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)  # `scope.consolidation`, `o.content`
         elif isinstance(sub, ast.arg):
             found.add(sub.arg)
     return found
@@ -153,6 +159,7 @@ def test_every_repository_method_that_stores_memory_text_requires_screened_text(
         "observations.py:ObservationRepository.insert_many",
         "observations.py:ObservationRepository.update_fields",
         "scopes.py:ScopeRepository.commit_consolidation",
+        "scopes.py:ScopeRepository.insert",
         "scopes.py:ScopeRepository.set_pins",
         "scopes.py:ScopeRepository.update_fields",
         "sessions.py:SessionRepository.ingest",

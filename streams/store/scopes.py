@@ -50,7 +50,11 @@ class ScopeRepository(ScopeIdLists):
 
     def insert(self, scope: Scope, *, session: ClientSession | None = None) -> bool:
         """Insert a new scope; False when its identity already exists (which, in a
-        transaction, also aborts the transaction)."""
+        transaction, also aborts the transaction). A scope is made empty; any text it
+        carries has passed the screen."""
+        require_screened(scope.consolidation, what="consolidation text")
+        for pin in scope.pins:
+            require_screened(pin, what="pin")
         try:
             self.collection.insert_one(scope.to_mongo(), session=session)
         except DuplicateKeyError:
