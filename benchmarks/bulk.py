@@ -22,6 +22,7 @@ from benchmarks.harness import CommandCounter, embedded_server, print_row, print
 from streams.actions.base import Actor, register_dispatcher
 from streams.actions.bulk import do_observations_bulk
 from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
+from streams.guard.screening import screened
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
 from streams.memory.bulk import BulkFilter
@@ -166,7 +167,7 @@ def _seed(store: MemoryStore, size: int) -> str:
         scope_id=scope.id,
         agent_id=AGENT,
         version=1,
-        text="The team deploys on Friday and meets at nine.",
+        text=screened("The team deploys on Friday and meets at nine."),
         trigger="threshold",
         absorbed_observation_ids=[
             o.id

@@ -177,6 +177,14 @@ def observation_edit(request: HttpRequest, observation_id: str) -> HttpResponse:
                 flash_error(request, exc)
                 return redirect(_back(scope))
             else:
+                wanted = form.cleaned_data["content"].strip()
+                if wanted != observation.content and fresh.content == observation.content:
+                    # A shared scope's screen held the new text (`review.edit_of`).
+                    messages.warning(
+                        request,
+                        "The new text holds personal data or an instruction: it waits in "
+                        "the review queue, and the old text stays until a person decides.",
+                    )
                 if wants_partial(request):
                     return _saved_inline(request, observation=fresh, scope=scope, jobs=jobs)
                 messages.success(request, _saved_message(jobs))

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
+from memory_admin.ui.flagged import flagged_context
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
@@ -29,6 +30,7 @@ from streams.core.documents import Scope
 from streams.core.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.core.pagination import Page
 from streams.guard.review import review_counts
+from streams.guard.screening import Flagged
 from streams.memory.consolidation import consolidation_history, restore_preview
 from streams.memory.pins import sentences
 from streams.memory.scopes import scope_get, scope_list
@@ -224,8 +226,14 @@ def scope_pin(request: HttpRequest, scope_id: str) -> HttpResponse:
     else:
         messages.error(request, "Name a sentence to pin or unpin.")
         return redirect("ui:scope_detail", scope_id=scope.id)
+    override = bool(pin) and "save_anyway" in request.POST
     try:
-        do_scope_pins_set(store=store, actor=actor(request), scope=scope, pins=pins)
+        do_scope_pins_set(
+            store=store, actor=actor(request), scope=scope, pins=pins, override=override
+        )
+    except Flagged as exc:  # a shared scope: the operator looks, then may confirm
+        context = {"scope": scope, "pin": pin, "flagged": flagged_context(pin or "", exc)}
+        return render(request, "ui/pin_flagged.html", context, status=422)
     except MemoryServiceError as exc:
         flash_error(request, exc)
     else:
@@ -279,6 +287,7 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
                     scope=scope,
                     text=form.cleaned_data["text"],
                     expected_version=form.cleaned_data["expected_version"],
+                    override="save_anyway" in request.POST,
                 )
             except Conflict:
                 messages.error(
@@ -296,6 +305,16 @@ def consolidation_edit_view(request: HttpRequest, scope_id: str) -> HttpResponse
                 _count_words(form, scope)
                 context = {"scope": scope, "form": form, "conflict": True}
                 return render(request, "ui/consolidation_edit.html", context, status=409)
+            except Flagged as exc:  # a shared scope: shown marked, "Save anyway" confirms
+                flagged = flagged_context(form.cleaned_data["text"], exc)
+                _count_words(form, scope)
+                context = {
+                    "scope": scope,
+                    "form": form,
+                    "flagged": flagged,
+                    "and_pin": "and_pin" in request.POST,
+                }
+                return render(request, "ui/consolidation_edit.html", context, status=422)
             except InvalidInput as exc:
                 form_errors(form, exc, default_field="text")
             else:

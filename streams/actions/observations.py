@@ -9,7 +9,8 @@ from bson import ObjectId
 from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, action_transaction, run_action
 from streams.core.documents import Job, Observation, Scope
-from streams.core.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
+from streams.guard.screening import origin_of
 from streams.memory.feedback import observation_feedback, observation_fresh
 from streams.memory.observation_batch import (
     BatchItem,
@@ -27,7 +28,7 @@ from streams.memory.observation_changes import (
     observation_update_plan,
     observation_update_write,
 )
-from streams.memory.observations import observation_add
+from streams.memory.observations import observation_add, observations_append
 from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
 
@@ -118,14 +119,30 @@ def do_observation_update(
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
     what changed (text as digests). The change and its entry commit together; returns
-    the jobs (rebuilds) scheduled once it committed."""
+    the jobs (rebuilds) scheduled once it committed.
+
+    A new text the scope's screen holds (flagged in a shared scope) is not applied: it
+    waits for review as a held copy (`review.edit_of`, the entry's `held_for_review`),
+    and approving it applies it (`streams.actions.review`)."""
+    scope = store.scopes.get(ObjectId(observation.scope_id))
+    if scope is None:
+        raise NotFound("scope not found")
     plan = observation_update_plan(
-        observation=observation, content=content, private=private, expires_at=expires_at
+        observation=observation,
+        scope_type=scope.scope_type,
+        content=content,
+        private=private,
+        expires_at=expires_at,
     )
 
     def write(tx: ActionTx) -> None:
         if plan.changes:
             observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+        held: dict[str, str] = {}
+        if plan.proposal is not None:
+            held["held_for_review"] = _propose_edit(
+                store=store, tx=tx, observation=observation, text=plan.proposal, actor=actor
+            )
         tx.audit(
             action="observation.update",
             object_type="observation",
@@ -138,7 +155,8 @@ def do_observation_update(
                     "expires_at": observation.expires_at,
                 },
                 plan.after(),
-            ),
+            )
+            | held,
         )
 
     run_action(store, actor, write)
@@ -146,6 +164,42 @@ def do_observation_update(
     updated = observation_update_after(store=store, plan=plan, follow_ups=jobs)
     schedule(jobs)
     return updated, jobs
+
+
+def _propose_edit(
+    *, store: MemoryStore, tx: ActionTx, observation: Observation, text: str, actor: Actor
+) -> str:
+    """An edit that waits for review: a held copy of the observation with the new text
+    (through the screen, which holds it), pointing at the one it would change."""
+    proposal = Observation(
+        scope_id=observation.scope_id,
+        agent_id=observation.agent_id,
+        content=text,
+        observed_at=observation.observed_at,
+        source_session_id=observation.source_session_id,
+        source_message_ids=list(observation.source_message_ids),
+        related_user_ids=list(observation.related_user_ids),
+        private=observation.private,
+        review={"edit_of": observation.id},
+    )
+    duplicates: dict[str, Observation] = {}
+    observations_append(
+        store=store,
+        scope_id=observation.scope_id,
+        observations=[proposal],
+        session=tx.session,
+        now=proposal.created_at,
+        origin=origin_of(str(actor)),
+        duplicates=duplicates,
+    )
+    if duplicates:
+        raise Conflict(
+            "another observation of this scope holds the same text",
+            details=[{"field": "content"}],
+        )
+    if not proposal.held:  # the screen holds what the plan held back; never applied here
+        raise Conflict("the edit could not be held for review")
+    return proposal.id
 
 
 def do_observation_delete(

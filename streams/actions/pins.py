@@ -13,14 +13,26 @@ from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Scope
 from streams.core.exceptions import NotFound
 from streams.core.ids import require_object_id
+from streams.guard.screening import origin_of, screen_pins
 from streams.memory.pins import new_sentences, pins_checked
 from streams.records.audit import audit_change, content_digest
 from streams.store import MemoryStore, StoreSession
 
 
-def do_scope_pins_set(*, store: MemoryStore, actor: Actor, scope: Scope, pins: list[str]) -> Scope:
-    """Replace the scope's pins (422 over the word limit); every later version holds them."""
-    checked = pins_checked(pins, max_words=scope.consolidation_max_words)
+def do_scope_pins_set(
+    *, store: MemoryStore, actor: Actor, scope: Scope, pins: list[str], override: bool = False
+) -> Scope:
+    """Replace the scope's pins (422 over the word limit); every later version holds them.
+
+    Pins pass the screen: secrets redacted; in a shared scope a pin flagged `pii:*` or
+    `instruction` is refused (422 `flagged`) unless a person confirms it (`override`),
+    which the entry records (`override_flags`)."""
+    checked, overridden = screen_pins(
+        scope=scope,
+        pins=pins_checked(pins, max_words=scope.consolidation_max_words),
+        origin=origin_of(str(actor)),
+        override=override,
+    )
 
     def write(tx: ActionTx) -> None:
         _store_pins(store, scope, checked, session=tx.session)
@@ -32,6 +44,7 @@ def do_scope_pins_set(*, store: MemoryStore, actor: Actor, scope: Scope, pins: l
             summary={
                 "pins": audit_change(len(scope.pins), len(checked)),
                 "pinned": [content_digest(p) for p in checked],
+                **({"override_flags": overridden} if overridden else {}),
             },
         )
 
@@ -40,14 +53,22 @@ def do_scope_pins_set(*, store: MemoryStore, actor: Actor, scope: Scope, pins: l
 
 
 def do_consolidation_edit_and_pin(
-    *, store: MemoryStore, actor: Actor, scope: Scope, text: str, expected_version: int
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    scope: Scope,
+    text: str,
+    expected_version: int,
+    override: bool = False,
 ) -> Scope:
     """A hand edit whose new sentences (those the current text did not hold) are pinned, so
     the next run, rebuild or restore keeps them; the pins are put back if the edit fails."""
     added = new_sentences(scope.consolidation, text)
     checked = pins_checked([*scope.pins, *added], max_words=scope.consolidation_max_words)
     if checked != scope.pins:
-        pinned = do_scope_pins_set(store=store, actor=actor, scope=scope, pins=checked)
+        pinned = do_scope_pins_set(
+            store=store, actor=actor, scope=scope, pins=checked, override=override
+        )
     else:
         pinned = scope
     try:
@@ -57,6 +78,7 @@ def do_consolidation_edit_and_pin(
             scope=pinned,
             text=text,
             expected_version=expected_version,
+            override=override,
         )
     except BaseException:
         if pinned is not scope:
@@ -67,5 +89,8 @@ def do_consolidation_edit_and_pin(
 def _store_pins(
     store: MemoryStore, scope: Scope, pins: list[str], session: StoreSession | None = None
 ) -> None:
-    if not store.scopes.set_pins(require_object_id(scope.id, what="scope"), pins, session=session):
+    stored = screen_pins(scope=scope, pins=pins, origin="operator", override=True)[0]
+    if not store.scopes.set_pins(
+        require_object_id(scope.id, what="scope"), stored, session=session
+    ):
         raise NotFound("scope not found")

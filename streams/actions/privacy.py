@@ -57,4 +57,3 @@ def do_tombstone_lift(
         )
 
     run_action(store, actor, write)
-

@@ -5,10 +5,19 @@ the consolidation they make due commit in one transaction; the job is dispatched
 
 from __future__ import annotations
 
-from streams.actions.base import Actor
+from bson import ObjectId
+
+from streams.actions.base import Actor, schedule
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
+from streams.core.exceptions import Conflict
 from streams.guard.review import BulkResult, Decided, review_decide, review_decide_bulk
+from streams.memory.observation_changes import (
+    UpdatePlan,
+    observation_update_after,
+    observation_update_plan,
+    observation_update_write,
+)
 from streams.store import MemoryStore
 
 
@@ -39,10 +48,14 @@ def do_review_decide(
             session=tx.session,
             decided=decided,
         )
+        applied.extend(_apply_edits(store, tx, decided, actor))
         _record(tx, decided, jobs)
         return result
 
-    return run_action(store, actor, write, follow_ups=follow_ups)
+    applied: list[UpdatePlan] = []
+    result = run_action(store, actor, write, follow_ups=follow_ups)
+    _after_edits(store, applied, follow_ups)
+    return result
 
 
 def do_review_decide_bulk(
@@ -70,10 +83,14 @@ def do_review_decide_bulk(
             session=tx.session,
             decided=decided,
         )
+        applied.extend(_apply_edits(store, tx, decided, actor))
         _record(tx, decided, jobs)
         return result
 
-    return run_action(store, actor, write)
+    applied: list[UpdatePlan] = []
+    result = run_action(store, actor, write)
+    _after_edits(store, applied, None)
+    return result
 
 
 def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
@@ -87,3 +104,42 @@ def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
         )
     for job in jobs:
         tx.schedule(job)
+
+
+def _apply_edits(
+    store: MemoryStore, tx: ActionTx, decided: list[Decided], actor: Actor
+) -> list[UpdatePlan]:
+    """Approved held edits (`edit_of`): their text applied to the observation they change,
+    in the decision's transaction (the person's decision is the review the edit waited
+    for); an observation deleted meanwhile makes the decision a conflict."""
+    applied: list[UpdatePlan] = []
+    for one in decided:
+        target_id = one.summary.get("edit_of")
+        if not target_id or one.action != "observation.review_approve":
+            continue
+        target = store.observations.get(ObjectId(target_id))
+        scope = store.scopes.get(ObjectId(one.observation.scope_id), session=tx.session)
+        if target is None or scope is None:
+            raise Conflict("the observation this edit changes is gone")
+        plan = observation_update_plan(
+            observation=target,
+            scope_type=scope.scope_type,
+            content=one.observation.content,
+            reviewed=True,
+        )
+        observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+        applied.append(plan)
+    return applied
+
+
+def _after_edits(
+    store: MemoryStore, applied: list[UpdatePlan], follow_ups: list[Job] | None
+) -> None:
+    """After the commit: what was derived from the old texts (rebuild jobs)."""
+    jobs: list[Job] = []
+    for plan in applied:
+        observation_update_after(store=store, plan=plan, follow_ups=jobs)
+    if follow_ups is not None:
+        follow_ups.extend(jobs)
+    else:
+        schedule(jobs)

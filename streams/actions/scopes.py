@@ -9,6 +9,7 @@ from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput
+from streams.guard.screening import origin_of, screen_scope_text
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.scopes import ScopeKey, scope_changes_check, scope_create, scope_update
 from streams.prompts.versions import SAVE_ATTEMPTS
@@ -65,8 +66,13 @@ def do_scope_update(
     changes: dict[str, Any],
     text: str | None = None,
     expected_version: int | None = None,
+    override: bool = False,
 ) -> Scope:
     """Change settings and/or hand-edit the consolidation; returns the fresh scope.
+
+    A hand edit passes the screen (`consolidation_edit`): in a shared scope a flagged
+    text is refused unless a person confirms it (`override`, recorded in the entry's
+    `override_flags`).
 
     A hand edit carries the `expected_version` it started from (Conflict if the scope
     moved on, and then nothing is applied). Invalid settings are refused before the
@@ -84,6 +90,12 @@ def do_scope_update(
     scope_changes_check(scope=scope, changes=changes)
     edited = text is not None
     fields = [*changes, *(EDIT_FIELDS if edited else [])]
+    origin = origin_of(str(actor))
+    overridden: list[str] = []
+    if text is not None:  # refused before anything is written; the edit screens it again
+        _, overridden = screen_scope_text(
+            scope=scope, text=text, origin=origin, override=override, field="consolidation"
+        )
 
     def write(tx: ActionTx) -> Scope:
         if text is not None and expected_version is not None:
@@ -93,6 +105,8 @@ def do_scope_update(
                 text=text,
                 expected_version=expected_version,
                 actor=str(actor),
+                origin=origin,
+                override=override,
                 session=tx.session,
             )
         updated = scope_update(
@@ -108,10 +122,13 @@ def do_scope_update(
             object_type="consolidation" if edited else "scope",
             object_id=scope.id,
             agent_id=scope.agent_id,
-            summary=audit_changes(
-                {f: getattr(scope, f, None) for f in fields},
-                {f: getattr(updated, f, None) for f in fields},
-            ),
+            summary={
+                **audit_changes(
+                    {f: getattr(scope, f, None) for f in fields},
+                    {f: getattr(updated, f, None) for f in fields},
+                ),
+                **({"override_flags": overridden} if overridden else {}),
+            },
         )
         return updated
 
@@ -121,10 +138,17 @@ def do_scope_update(
 
 
 def do_consolidation_edit(
-    *, store: MemoryStore, actor: Actor, scope: Scope, text: str, expected_version: int
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    scope: Scope,
+    text: str,
+    expected_version: int,
+    override: bool = False,
 ) -> Scope:
     """A hand edit of the consolidation alone (the editor page)."""
     return do_scope_update(
+        override=override,
         store=store,
         actor=actor,
         scope=scope,

@@ -25,6 +25,7 @@ from streams.context.render import (
 )
 from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
+from streams.guard.screening import screened
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import MAX_LIMIT, SearchHit, search_in_scopes
 from streams.search.retrieval import RetrievalDecision, retrieval_decide
@@ -260,7 +261,7 @@ def _log_call(
                 "caller": caller,
                 "created_at": now,
                 "expires_at": now + timedelta(days=store.context_log_days),
-                "message": message[:LOGGED_MESSAGE_CHARS],
+                "message": screened(message[:LOGGED_MESSAGE_CHARS]),
                 "xml": xml,
                 "tokens": estimate_tokens(xml),
                 "retrieval": {"triggered": decision.triggered, "reason": decision.reason},

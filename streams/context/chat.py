@@ -37,6 +37,7 @@ from streams.core.documents import Job, utcnow
 from streams.core.exceptions import InvalidInput, Unavailable
 from streams.core.pagination import Page, decode_cursor, encode_cursor
 from streams.core.visibility import shown
+from streams.guard.screening import screened
 from streams.jobs import job_create
 from streams.memory.formation import IncomingMessage
 from streams.search.embeddings import SemanticRanker
@@ -267,10 +268,11 @@ def _ingest_payload(turn: ChatTurn, outcome: ChatOutcome) -> list[dict[str, Any]
         return []
     now = utcnow()
     speaker = {"user_id": turn.memory.user_id, "user_name": turn.memory.user_name}
-    user = {"role": "user", "content": turn.user_text, "created_at": turn.started_at}
+    # The job's payload is stored too: what the caller sent is screened first.
+    user = {"role": "user", "content": screened(turn.user_text), "created_at": turn.started_at}
     messages = [{"id": turn.user_message_id, **user, **speaker}]
     if outcome.outcome == "answered" and outcome.answer.strip():
-        answer = {"role": "assistant", "content": outcome.answer, "created_at": now}
+        answer = {"role": "assistant", "content": screened(outcome.answer), "created_at": now}
         nobody = {"user_id": None, "user_name": None}
         messages.append({"id": f"{turn.user_message_id}-answer", **answer, **nobody})
     return messages
@@ -293,8 +295,8 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
         "upstream_status": outcome.upstream_status,
         "first_chunk_ms": outcome.first_chunk_ms,
         "duration_ms": outcome.duration_ms,
-        "user_message": (turn.user_text or "")[:MAX_RECORDED_ANSWER],
-        "answer_preview": outcome.answer[:MAX_RECORDED_ANSWER],
+        "user_message": screened((turn.user_text or "")[:MAX_RECORDED_ANSWER]),
+        "answer_preview": screened(outcome.answer[:MAX_RECORDED_ANSWER]),
         "memory": turn.memory_status,
         "context": turn.context,
         "context_tokens": turn.context_tokens,

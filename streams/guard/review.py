@@ -26,7 +26,7 @@ from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.guard.detectors import detect_and_redact
+from streams.guard.screening import screen_text
 from streams.jobs import job_create
 from streams.records.audit import content_digest
 from streams.search.index import search_index_add
@@ -148,7 +148,7 @@ def observation_release(
     fields: dict[str, Any] = {"review_status": None, "review": review}
     released = replace(observation, review_status=None, review=review)
     if content is not None and content != observation.content:
-        stored, detection = detect_and_redact(content)
+        stored, detection = screen_text(content)
         fields.update(
             content=stored,
             flags=list(detection.flags),
@@ -336,7 +336,23 @@ def _decide_one(
         "status_before": expected,
     }
     oid = ObjectId(observation.id)
-    if decision == "approve":
+    edit_of = (observation.review or {}).get("edit_of")
+    if decision == "approve" and edit_of:
+        # A held edit of another observation: approving applies its text there (the
+        # review action does, in this transaction); the held copy itself leaves.
+        text = observation.content if content is None else screen_text(content)[0]
+        if not store.observations.set_review_status(
+            oid,
+            expected=expected,
+            fields={"review_status": "rejected", "review": review},
+            session=session,
+        ):
+            return None
+        scope_oid = ObjectId(observation.scope_id)
+        store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session)
+        store.scopes.count_deleted(scope_oid, session=session)
+        decided = replace(observation, content=text, review=review, review_status=None)
+    elif decision == "approve":
         decided = observation_release(
             store=store,
             observation=observation,
@@ -364,6 +380,8 @@ def _decide_one(
         "reasons": list((observation.review or {}).get("reasons") or []),
         "note": note,
     }
+    if edit_of:
+        summary["edit_of"] = edit_of
     if decided.content != observation.content:
         summary["content"] = {
             "before": content_digest(observation.content),

@@ -29,11 +29,82 @@ from datetime import datetime
 from typing import Literal
 
 from streams.core.documents import Observation, Scope
+from streams.core.exceptions import InvalidInput
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
-from streams.guard.detectors import detect_and_redact
+from streams.core.screened import ScreenedText
+from streams.guard.detectors import PII_FLAGS, Detection, detect_and_redact
 
-WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import"]
+WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import", "move"]
 SHARED_SCOPE_TYPES = frozenset({"group", "collective"})
+# What a shared scope refuses from a hand-written text (pins, hand edits) unless a person
+# confirms it (the UI's "Save anyway"); secrets are redacted, never refused.
+REFUSED_FLAGS = PII_FLAGS | {"instruction"}
+
+
+class Flagged(InvalidInput):
+    """A text for a shared scope holds personal data or an instruction (422 `flagged`)."""
+
+    code = "flagged"
+
+
+def screen_text(text: str) -> tuple[ScreenedText, Detection]:
+    """The one screen of memory text: secrets redacted, and its detection (on that text)."""
+    content, detection = detect_and_redact(text)
+    return ScreenedText(content), detection
+
+
+def screened(text: str) -> ScreenedText:
+    """`text` with its secrets redacted: what a caller sent (a message, a context call's
+    message, a chat turn) and a model's own output, before they are stored."""
+    if isinstance(text, ScreenedText):
+        return text
+    return screen_text(text)[0]
+
+
+def screen_scope_text(
+    *,
+    scope: Scope,
+    text: str,
+    origin: WriteOrigin,
+    override: bool = False,
+    field: str | None = None,
+) -> tuple[ScreenedText, list[str]]:
+    """A hand-written text for `scope` (a pin, a hand edit): secrets redacted; in a shared
+    scope a text flagged `pii:*` or `instruction` is refused (`Flagged`, with its flags
+    and spans) unless a person (not an API key) confirms it with `override`. Returns the
+    text and the flags the override let through (for the audit entry)."""
+    content, detection = screen_text(text)
+    refused = [f for f in detection.flags if f in REFUSED_FLAGS]
+    if scope.scope_type not in SHARED_SCOPE_TYPES or not refused:
+        return content, []
+    if override and origin != "api":
+        return content, refused
+    details: dict[str, object] = {
+        "flags": refused,
+        "spans": [[s.start, s.end] for s in detection.spans if s.flag in REFUSED_FLAGS],
+    }
+    if field is not None:
+        details["field"] = field
+    raise Flagged(
+        f"the text holds {', '.join(refused)}; a shared scope takes it only when a person "
+        "confirms it",
+        details=details,
+    )
+
+
+def screen_pins(
+    *, scope: Scope, pins: list[str], origin: WriteOrigin, override: bool = False
+) -> tuple[list[ScreenedText], list[str]]:
+    """Each pin screened for `scope` (see `screen_scope_text`); the flags let through."""
+    out: list[ScreenedText] = []
+    let_through: list[str] = []
+    for n, pin in enumerate(pins):
+        text, flags = screen_scope_text(
+            scope=scope, text=pin, origin=origin, override=override, field=f"pins.{n}"
+        )
+        out.append(text)
+        let_through += flags
+    return list(dict.fromkeys(out)), list(dict.fromkeys(let_through))
 
 
 def screen_observations(
@@ -74,15 +145,15 @@ def screen_one(
     now: datetime,
     instruction_policy: InstructionPolicy = DEFAULT_INSTRUCTION_POLICY,
 ) -> None:
-    content, detection = detect_and_redact(observation.content)
+    content, detection = screen_text(observation.content)
     observation.content = content
     observation.flags = list(detection.flags)
     observation.flag_spans = [span.to_dict() for span in detection.spans]
-    if observation.consolidated or observation.review_status == "rejected":
-        return
-    if origin == "import":
+    if origin == "import":  # before the claimed `consolidated`: a claim skips nothing
         held = held_flags(scope=scope, flags=detection.flags, instruction_policy=instruction_policy)
         _screen_import(scope, observation, tuple(held), now)
+        return
+    if observation.consolidated or observation.review_status == "rejected":
         return
     reasons = list((observation.review or {}).get("reasons") or [])
     held = held_flags(scope=scope, flags=detection.flags, instruction_policy=instruction_policy)
@@ -112,23 +183,23 @@ def screen_one(
 def _screen_import(
     scope: Scope, observation: Observation, flags: tuple[str, ...], now: datetime
 ) -> None:
-    """An import brings memory back as it was exported: a held observation keeps its
-    status and review record, and so does a pending one a person approved. Any other
-    pending one meets the flag rule of every write (a flagged text in a shared scope
-    waits for a person); the scope's review mode is not applied again to what was
+    """An import re-derives every status from the target scope's rules: what a document
+    claims (pending, consolidated, approved by a person) is never trusted, so a flagged
+    text in a shared scope waits for a person, and so does a propagated copy in a scope
+    that reviews them. A held, candidate or rejected one keeps its status and record
+    (stricter than the rule). The scope's review mode `all` is not applied to what was
     live already."""
     if observation.review_status is not None:
         return
-    if (observation.review or {}).get("decision") == "approve":
+    # `flags` are those that hold a write into this scope (`held_flags`).
+    reasons = [f"flag:{flag}" for flag in flags]
+    if observation.propagated_from is not None and scope.review_mode in ("propagated", "all"):
+        reasons.append("propagated")
+    if not reasons:
         return
-    if flags:  # the flags that hold a write into this scope (`held_flags`)
-        observation.review_status = "in_review"
-        observation.review = {
-            **(observation.review or {}),
-            "reasons": [f"flag:{flag}" for flag in flags],
-            "since": now,
-        }
-        observation.review.setdefault("supporting_group_ids", [])
+    observation.consolidated = False
+    observation.review_status = "in_review"
+    observation.review = {"reasons": reasons, "since": now, "supporting_group_ids": []}
 
 
 def origin_of(actor: str | None) -> WriteOrigin:

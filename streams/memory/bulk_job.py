@@ -25,6 +25,7 @@ from bson import ObjectId
 
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, NotFound
+from streams.guard.screening import screen_one
 from streams.jobs import JobRun
 from streams.memory.bulk import BulkAction, BulkFilter, BulkMatch
 from streams.memory.consolidation_jobs import consolidation_due
@@ -34,6 +35,7 @@ from streams.records.context_scrub import (
     private_owner,
     removed_texts,
 )
+from streams.search.dedup import text_key
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.bulk import BulkRepository
@@ -177,7 +179,7 @@ def bulk_apply_batch(
         leaving = {o.id for o in found} if action != "private" else set()
         was_pending = sum(1 for i in pending_before if i in leaving)
         applied = 0
-        moved_out = 0
+        moved_out = moved_pending = 0
         if action == "delete":
             applied = repo.mark_deleted(scope_oid, ids, now=now, session=session)
             for part in range(0, len(found), SEARCH_PART):
@@ -188,7 +190,8 @@ def bulk_apply_batch(
             applied = repo.mark_private(ids, session=session)
         else:
             assert target_id is not None
-            applied = moved_out = _move(store, repo, found, scope_oid, target_id, now, session)
+            moved_out, moved_pending = _move(store, repo, found, scope_oid, target_id, now, session)
+            applied = moved_out
         if scope is not None:
             repo.unlink_from_scope(
                 scope_oid,
@@ -210,7 +213,7 @@ def bulk_apply_batch(
             repo.flag_rebuild(ObjectId(other), taint, session=session)
         pending_change = -was_pending if action != "private" else 0
         if action == "move":
-            pending_change += moved_out
+            pending_change += moved_pending
         if found and pending_change:
             store.agents.adjust_counters(
                 found[0].agent_id, now=now, pending=pending_change, session=session
@@ -247,39 +250,79 @@ def _move(
     target_id: str,
     now: datetime,
     session: StoreSession,
-) -> int:
+) -> tuple[int, int]:
     """Inside the batch's transaction: claim places in the target's log (version in the
     filter: a concurrent add makes it a conflict and the transaction is retried), re-file
-    the observations there, and move their search postings with them."""
+    the observations there, and move their search postings with them.
+
+    A move is a write into the target: each observation passes the screen for it
+    (`screen_one`), so what the target's rules hold (a flagged text in a shared scope)
+    waits for review there, out of its pending list and its search index. Dedup applies
+    too: one whose text the target holds live (or an earlier one of the batch) is not
+    filed twice; it is deleted from the source instead (the target keeps its own).
+    Returns how many left the source, and how many of them are pending in the target."""
     if not found:
-        return 0
+        return 0, 0
     target_oid = ObjectId(target_id)
     target = store.scopes.get(target_oid, session=session)
     if target is None:
         raise NotFound("the target scope is gone")
-    if not store.scopes.reserve_observation_seqs(
+    refiled = [_screened_into(store, target, o, now) for o in found]
+    held = store.observations.live_by_text_key(
+        [o.text_key for o in refiled if o.text_key], session=session
+    )
+    taken, movers, merged = set(held), [], []
+    for o in refiled:
+        (merged if o.text_key in taken else movers).append(o)
+        taken.add(o.text_key)
+    if movers and not store.scopes.reserve_observation_seqs(
         target_oid,
         expected_seq=target.observation_seq,
-        count=len(found),
-        pending_ids=[ObjectId(o.id) for o in found],
+        count=len(movers),
+        pending_ids=[ObjectId(o.id) for o in movers if not o.held],
         now=now,
         session=session,
     ):
         raise Conflict("the target scope's log moved on; retry")
     placements = [
-        (ObjectId(o.id), target.observation_seq + offset) for offset, o in enumerate(found, 1)
+        (ObjectId(o.id), target.observation_seq + offset) for offset, o in enumerate(movers, 1)
     ]
-    moved = repo.move(placements, source_id=source_oid, target_id=target_oid, session=session)
-    if moved != len(found):
+    moved = repo.move(
+        placements, screened=movers, source_id=source_oid, target_id=target_oid, session=session
+    )
+    if moved != len(movers):
         raise Conflict("an observation left its scope meanwhile; retry")
+    for o in merged:
+        store.observations.mark_deleted(
+            ObjectId(o.id), scope_id=source_oid, now=now, session=session
+        )
     for part in range(0, len(found), SEARCH_PART):
         search_index_remove(
             store=store, observations=found[part : part + SEARCH_PART], session=session
         )
-    refiled = [_refiled(o, target_id) for o in found]
-    search_index_add(store=store, observations=refiled, session=session)
+    search_index_add(store=store, observations=[o for o in movers if not o.held], session=session)
+    return len(found), sum(1 for o in movers if not o.held)
+
+
+def _screened_into(
+    store: MemoryStore, target: Scope, observation: Observation, now: datetime
+) -> Observation:
+    """The observation as the target's screen files it: its earlier review left behind
+    (a decision in the source is no decision for the target)."""
+    moved = replace(
+        observation,
+        scope_id=target.id,
+        review_status=None,
+        review=None,
+        consolidated=False,
+        restored_to_pending=False,
+    )
+    screen_one(
+        scope=target,
+        observation=moved,
+        origin="move",
+        now=now,
+        instruction_policy=store.instruction_policy,
+    )
+    moved.text_key = text_key(target.id, moved.content)
     return moved
-
-
-def _refiled(observation: Observation, target_id: str) -> Observation:
-    return replace(observation, scope_id=target_id)

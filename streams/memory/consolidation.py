@@ -19,6 +19,7 @@ from streams.core.documents import ConsolidationVersion, Job, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.guard.screening import WriteOrigin, screen_scope_text, screened
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.pins import with_pins
 from streams.records.activity import activity_record
@@ -83,6 +84,9 @@ def consolidation_commit(
     run = run or RunDetails()
     scope_oid = require_object_id(scope.id, what="scope")
     text, pinned = with_pins(text, scope.pins, max_words=scope.consolidation_max_words)
+    # Every version passes the screen here (a model's output, a hand edit, a restore, a
+    # rebuild, a migration): no secret is stored, whoever wrote the text.
+    text = screened(text)
     if pinned:
         warning = f"{warning}; {pinned}" if warning else pinned
     absorbed = [ObjectId(i) for i in absorbed_ids]
@@ -151,12 +155,16 @@ def consolidation_edit(
     text: str,
     expected_version: int,
     actor: str,
+    origin: WriteOrigin = "operator",
+    override: bool = False,
     session: StoreSession | None = None,
 ) -> ConsolidationVersion:
     """An operator's hand edit: a new version, refused if someone else moved it first.
 
     Empty is refused (the page would say "no consolidation yet" while a version
     exists), and so is a text over the scope's word limit: it is sent in every context.
+    In a shared scope a text flagged `pii:*` or `instruction` is refused (`Flagged`)
+    unless a person confirms it (`override`; never an API key's): `screen_scope_text`.
     """
     text = text.strip()
     if not text:
@@ -181,6 +189,9 @@ def consolidation_edit(
             f"the consolidation is longer than {MAX_CONSOLIDATION_CHARS} characters",
             details=[{"field": "consolidation"}],
         )
+    text, _ = screen_scope_text(
+        scope=scope, text=text, origin=origin, override=override, field="consolidation"
+    )
     return consolidation_commit(
         store=store,
         scope=scope,

@@ -20,6 +20,7 @@ from bson import ObjectId
 from streams.core.documents import BufferedMessage, Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict
 from streams.guard.erasure import erased_users, refused_entries
+from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
 from streams.llm.port import LLMRequest
 from streams.memory.consolidation_jobs import consolidation_due
@@ -102,7 +103,7 @@ def messages_ingest(
             session_id=session_id,
             message_id=m.id,
             role=m.role,
-            content=m.content,
+            content=screened(m.content),  # secrets a caller sends are never stored
             created_at=m.created_at or now,
             received_at=now,
             user_id=m.user_id or user_id,

@@ -12,7 +12,8 @@ from bson import ObjectId
 from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
-from streams.guard.detectors import detect_and_redact
+from streams.core.screened import ScreenedText
+from streams.guard.screening import REFUSED_FLAGS, SHARED_SCOPE_TYPES, screen_text
 from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import text_key
@@ -51,9 +52,16 @@ def observation_update(
     An action that records the update in the same transaction calls the three parts,
     `observation_update_plan`, `observation_update_write` and `observation_update_after`.
     """
+    scope = store.scopes.get(require_object_id(observation.scope_id, what="scope"))
     plan = observation_update_plan(
-        observation=observation, content=content, private=private, expires_at=expires_at
+        observation=observation,
+        scope_type=scope.scope_type if scope is not None else "individual",
+        content=content,
+        private=private,
+        expires_at=expires_at,
     )
+    if plan.proposal is not None:
+        raise Conflict("this edit waits for review: make it through the observation action")
     if plan.changes:
         store.in_transaction(
             lambda session: observation_update_write(
@@ -71,6 +79,9 @@ class UpdatePlan:
     fields: dict[str, object]
     expiry_changes: bool
     expires_at: datetime | None
+    # A new text that waits for a person instead (a shared scope's flag rule): stored as
+    # a held copy (`review.edit_of`) by the action; never in `fields`.
+    proposal: ScreenedText | None = None
 
     @property
     def changes(self) -> bool:
@@ -88,12 +99,20 @@ class UpdatePlan:
 def observation_update_plan(
     *,
     observation: Observation,
+    scope_type: str,
     content: str | None = None,
     private: bool | None = None,
     expires_at: datetime | None | Unset = UNSET,
+    reviewed: bool = False,
 ) -> UpdatePlan:
-    """Check an update and work out its fields; nothing is written (see `observation_update`)."""
+    """Check an update and work out its fields; nothing is written (see `observation_update`).
+
+    An edit is a write: its text passes the screen. In a shared scope (`scope_type`) a new
+    text flagged `pii:*` or `instruction` is not applied but waits for review (`proposal`;
+    the old text stays live until a person decides), unless it is that decision
+    (`reviewed`)."""
     fields: dict[str, object] = {}
+    proposal: ScreenedText | None = None
     if content is not None:
         content = content.strip()
         if not content:
@@ -104,7 +123,11 @@ def observation_update_plan(
                 details=[{"field": "content"}],
             )
         # An edit is a write too: secrets redacted, flags renewed.
-        content, detection = detect_and_redact(content)
+        content, detection = screen_text(content)
+        held = scope_type in SHARED_SCOPE_TYPES and any(f in REFUSED_FLAGS for f in detection.flags)
+        if held and not reviewed and content != observation.content:
+            proposal, content = content, None
+    if content is not None:
         fields["content"] = content
         fields["flags"] = list(detection.flags)
         fields["flag_spans"] = [span.to_dict() for span in detection.spans]
@@ -121,8 +144,9 @@ def observation_update_plan(
         fields=fields,
         expiry_changes=expiry_changes,
         expires_at=None if isinstance(expires_at, Unset) else expires_at,
+        proposal=proposal,
     )
-    if not plan.changes:
+    if not plan.changes and proposal is None:
         return plan
     if observation.deleted:
         raise Conflict("the observation is deleted; it cannot be changed")

@@ -22,6 +22,7 @@ from bson import ObjectId
 
 from streams.core.documents import Observation
 from streams.guard.detectors import detect_and_redact
+from streams.guard.screening import screened
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 
@@ -132,7 +133,7 @@ def rescan_batch(
             counts.consolidations_changed += 1
             if not dry_run and session is not None:
                 store.rescans.set_consolidation_text(
-                    scope_id, version=version, text=redacted, session=session
+                    scope_id, version=version, text=screened(redacted), session=session
                 )
         if len(scopes) < limit:
             return "done", None
@@ -147,7 +148,16 @@ def _write_observation(
     session: StoreSession | None,
 ) -> None:
     assert session is not None, "a rescan writes in its batch's transaction"
-    store.rescans.set_observation(ObjectId(observation.id), fields, session=session)
+    if "content" in fields:
+        fields = {**fields, "content": screened(str(fields["content"]))}
+    # Through the observations' own write: the text guard, and the scope's log revision
+    # moves with a new text (the windows kept per process re-read it).
+    store.observations.update_fields(
+        ObjectId(observation.id),
+        fields,
+        scope_id=ObjectId(observation.scope_id),
+        session=session,
+    )
     if "content" in fields and observation.live:
         # Re-index: the old text's terms (the secret's among them) out, the new text's in.
         search_index_remove(store=store, observations=[observation], session=session)

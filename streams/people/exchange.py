@@ -14,7 +14,7 @@ nothing. A block's `settings` (format 2) are restored on the scopes the import c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,7 @@ from streams.core.documents import (
 from streams.core.exceptions import InvalidInput
 from streams.core.ids import parse_object_id
 from streams.guard.erasure import erased_users, refused_entries
+from streams.guard.screening import screened
 from streams.memory.observations import observations_append
 from streams.memory.scopes import scope_get_or_create
 from streams.people.exchange_checks import (
@@ -378,6 +379,8 @@ def _write_block(
                 session=session,
             )
         if versions:
+            # Imported text passes the screen like any other (secrets redacted).
+            versions[:] = [(replace(v, text=screened(v.text)), at) for v, at in versions]
             exchange.insert_versions(versions, session=session)
             last = versions[-1][0]
             store.scopes.update_fields(

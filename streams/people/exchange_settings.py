@@ -17,6 +17,7 @@ from typing import Any
 
 from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput
+from streams.guard.screening import screen_pins
 from streams.memory.pins import pins_checked
 from streams.memory.scopes import PROMPT_FIELDS, scope_changes_check
 from streams.people.export import SETTINGS_FIELDS, digest, scope_settings
@@ -65,7 +66,11 @@ def settings_checked(value: Any, *, probe: Scope, report: Report) -> dict[str, A
             problem("pins", "pins must be a list of sentences")
         else:
             try:
-                fields["pins"] = pins_checked(pins, max_words=max_words)
+                # The pins pass the screen like any pin write (`PUT /scopes/{id}/pins`):
+                # secrets redacted; a flagged pin of a shared scope is refused (`Flagged`).
+                fields["pins"], _ = screen_pins(
+                    scope=probe, pins=pins_checked(pins, max_words=max_words), origin="import"
+                )
             except InvalidInput as exc:
                 problem("pins", exc.message)
     if "groups" in value:

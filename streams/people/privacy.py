@@ -27,6 +27,7 @@ from bson import ObjectId
 
 from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.guard.erasure import BLOCKS as ERASURE_BLOCKS
+from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
 from streams.memory.formation import FormationSettings
 from streams.memory.pins import pin_quotes
@@ -219,7 +220,7 @@ def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observat
         return 0
     kept = [p for p in scope.pins if not any(pin_quotes(p, o.content) for o in observations)]
     if len(kept) != len(scope.pins):
-        store.scopes.set_pins(ObjectId(scope_id), kept)
+        store.scopes.set_pins(ObjectId(scope_id), [screened(p) for p in kept])
     return len(scope.pins) - len(kept)
 
 

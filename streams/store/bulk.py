@@ -19,6 +19,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import Observation
+from streams.core.screened import require_screened
 from streams.store import observations, scope_lists, scopes
 from streams.store.indexes import IndexSpec, index
 
@@ -115,15 +116,19 @@ class BulkRepository:
         self,
         placements: list[tuple[ObjectId, int]],
         *,
+        screened: list[Observation],
         source_id: ObjectId,
         target_id: ObjectId,
         session: ClientSession,
     ) -> int:
-        """Re-file observations (`(_id, new seq)`) from the source scope into the target:
-        pending there, whatever they were; every other field (provenance, people, times)
-        stays. Only those still in the source move."""
+        """Re-file observations (`(_id, new seq)`) from the source scope into the target,
+        as the target's screen filed them (`screened`, in the same order: content, flags,
+        review status); every other field (provenance, people, times) stays. Only those
+        still in the source move."""
         if not placements:
             return 0
+        for o in screened:
+            require_screened(o.content, what="observation content")
         result = self.observations.bulk_write(
             [
                 UpdateOne(
@@ -134,10 +139,16 @@ class BulkRepository:
                             "seq": seq,
                             "consolidated": False,
                             "restored_to_pending": False,
+                            "content": o.content,
+                            "flags": o.flags,
+                            "flag_spans": o.flag_spans,
+                            "review_status": o.review_status,
+                            "review": o.review,
+                            "text_key": o.text_key,
                         }
                     },
                 )
-                for oid, seq in placements
+                for (oid, seq), o in zip(placements, screened, strict=True)
             ],
             ordered=False,
             session=session,

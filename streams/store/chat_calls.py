@@ -16,6 +16,7 @@ from pymongo import DESCENDING
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 from streams.store.quoted import QuotedText, quoted_indexes
 
@@ -39,6 +40,9 @@ class ChatCallRepository:
         )
 
     def insert(self, doc: dict[str, Any], *, session: ClientSession | None = None) -> None:
+        """One chat turn's record; what the caller sent and the answer passed the screen."""
+        require_screened(doc.get("user_message"), what="chat call message")
+        require_screened(doc.get("answer_preview"), what="chat call answer")
         self.collection.insert_one(doc, session=session)
 
     def for_session(

@@ -11,6 +11,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import ConsolidationVersion
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 
 COLLECTION = "memory_consolidations"
@@ -27,6 +28,7 @@ class ConsolidationRepository:
         self.collection = db[COLLECTION]
 
     def insert(self, entry: ConsolidationVersion, *, session: ClientSession | None = None) -> None:
+        require_screened(entry.text, what="consolidation text")
         self.collection.insert_one(entry.to_mongo(), session=session)
 
     def get(self, scope_id: ObjectId, version: int) -> ConsolidationVersion | None:

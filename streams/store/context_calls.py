@@ -17,6 +17,7 @@ from bson import ObjectId
 from pymongo import DESCENDING
 from pymongo.database import Database
 
+from streams.core.screened import require_screened
 from streams.store import write_behind
 from streams.store.indexes import IndexSpec, index
 from streams.store.quoted import QuotedText, quoted_indexes
@@ -49,7 +50,9 @@ class ContextCallRepository:
 
     def record(self, doc: dict[str, Any]) -> None:
         """Written behind (within `flush_seconds`), or now when that is 0. Never raises:
-        a failed write is logged and counted (`write_behind.failures()`)."""
+        a failed write is logged and counted (`write_behind.failures()`). What the caller
+        sent (`message`) must have passed the screen (secrets redacted)."""
+        require_screened(doc.get("message"), what="context call message")
         if self.flush_seconds > 0:
             write_behind.add(self.collection, doc, self.flush_seconds)
         else:

@@ -10,6 +10,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import ConsolidationVersion
+from streams.core.screened import require_screened
 from streams.store import consolidations, observations
 from streams.store.indexes import IndexSpec
 from streams.store.lookups import find_in_parts
@@ -38,6 +39,7 @@ class ExchangeRepository:
         """History versions as exported; a redacted one keeps its redaction time."""
         docs = []
         for version, redacted_at in versions:
+            require_screened(version.text, what="consolidation text")
             doc = version.to_mongo()
             if redacted_at is not None:
                 doc["redacted_at"] = redacted_at

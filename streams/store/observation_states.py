@@ -13,6 +13,7 @@ from pymongo.client_session import ClientSession
 from pymongo.collection import Collection
 
 from streams.core.documents import Observation
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 from streams.store.scopes import bump_log_rev
 
@@ -118,6 +119,7 @@ class ReviewQueries:
         """Change a held observation, only while it is still `expected` and not deleted:
         of two deciders, the second misses (False). An approval that edits the text
         moves the scope's log revision (`scope_id` required then: `log_changed_by`)."""
+        require_screened(fields.get("content"), what="observation content")
         changed_log = log_changed_by(fields, scope_id)
         result = self.collection.update_one(
             {"_id": observation_id, "review_status": expected, "deleted_at": None},

@@ -14,6 +14,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.core.documents import Observation
 from streams.core.exceptions import Conflict
+from streams.core.screened import require_screened
 from streams.store import access_log, observation_states
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
@@ -76,6 +77,8 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
     ) -> None:
         if not observations:
             return
+        for o in observations:
+            require_screened(o.content, what="observation content")
         if writes is not None:
             for o in observations:
                 writes.add(InsertOne(o.to_mongo(), namespace=self.collection.full_name))
@@ -193,6 +196,7 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
     ) -> bool:
         """`$set` fields of one observation. A new `content` or `deleted_at` changes its
         scope's log: `scope_id` is then required, and its revision moves (`bump_log_rev`)."""
+        require_screened(fields.get("content"), what="observation content")
         changed_log = observation_states.log_changed_by(fields, scope_id)
         try:
             result = self.collection.update_one(

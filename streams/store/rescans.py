@@ -10,6 +10,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import Observation
+from streams.core.screened import require_screened
 
 COLLECTION = "memory_rescans"
 OBSERVATIONS = "memory_observations"
@@ -62,11 +63,6 @@ class RescanRepository:
 
     # -- the changes ---------------------------------------------------------------------
 
-    def set_observation(
-        self, observation_id: ObjectId, fields: dict[str, Any], *, session: ClientSession
-    ) -> None:
-        self.observations.update_one({"_id": observation_id}, {"$set": fields}, session=session)
-
     def set_consolidation_text(
         self,
         scope_id: ObjectId,
@@ -77,6 +73,7 @@ class RescanRepository:
     ) -> None:
         """Redact the current consolidation in place: the scope's copy and its version's
         (the same text; no new version: nothing was said anew)."""
+        require_screened(text, what="consolidation")
         self.scopes.update_one(
             {"_id": scope_id, "consolidation_version": version},
             {"$set": {"consolidation": text}},

@@ -14,6 +14,7 @@ from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.core.documents import EPOCH, Scope, ScopeType
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import (
     page_by_seq,
@@ -49,7 +50,11 @@ class ScopeRepository(ScopeIdLists):
 
     def insert(self, scope: Scope, *, session: ClientSession | None = None) -> bool:
         """Insert a new scope; False when its identity already exists (which, in a
-        transaction, also aborts the transaction)."""
+        transaction, also aborts the transaction). A scope is made empty; any text it
+        carries has passed the screen."""
+        require_screened(scope.consolidation, what="consolidation text")
+        for pin in scope.pins:
+            require_screened(pin, what="pin")
         try:
             self.collection.insert_one(scope.to_mongo(), session=session)
         except DuplicateKeyError:
@@ -222,6 +227,9 @@ class ScopeRepository(ScopeIdLists):
     def update_fields(
         self, scope_id: ObjectId, fields: dict[str, Any], *, session: ClientSession | None = None
     ) -> bool:
+        require_screened(fields.get("consolidation"), what="consolidation text")
+        for pin in fields.get("pins") or []:
+            require_screened(pin, what="pin")
         result = self.collection.update_one({"_id": scope_id}, {"$set": fields}, session=session)
         return result.matched_count == 1
 
@@ -281,6 +289,7 @@ class ScopeRepository(ScopeIdLists):
         The lists are set whole from a read of the scope (see `_lists_without`): a `$pull`
         with an `$in` of 10,000 ids outlived the embedded store's transaction limit.
         """
+        require_screened(text, what="consolidation text")
         update: dict[str, Any] = {
             "$set": {
                 "consolidation": text,
@@ -310,6 +319,8 @@ class ScopeRepository(ScopeIdLists):
     def set_pins(
         self, scope_id: ObjectId, pins: list[str], *, session: ClientSession | None = None
     ) -> bool:
+        for pin in pins:
+            require_screened(pin, what="pin")
         result = self.collection.update_one(
             {"_id": scope_id}, {"$set": {"pins": list(pins)}}, session=session
         )

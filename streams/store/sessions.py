@@ -18,6 +18,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from streams.core.documents import EPOCH, BufferedMessage
 from streams.core.exceptions import Conflict
+from streams.core.screened import require_screened
 from streams.store.indexes import IndexSpec, index
 
 BUFFERS = "memory_session_buffers"
@@ -55,6 +56,8 @@ class SessionRepository:
         """Insert what is new; the messages accepted (re-sent ids are skipped, not errors)."""
         if not messages:
             return []
+        for m in messages:
+            require_screened(m.content, what="message content")
         try:
             self.messages.insert_many([m.to_mongo() for m in messages], ordered=False)
             return messages
@@ -84,6 +87,8 @@ class SessionRepository:
         A concurrent request that inserted one of the same ids makes this raise `Conflict`
         (the caller retries the transaction, which then sees it as a duplicate).
         """
+        for m in messages:
+            require_screened(m.content, what="message content")
         ids = [m.message_id for m in messages]
         seen = {
             d["message_id"]

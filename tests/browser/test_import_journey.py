@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
+from streams.guard.screening import screened
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from tests.api.test_export_import import _fresh_database
@@ -28,7 +29,7 @@ def test_export_a_user_then_import_the_file_into_a_fresh_store(
     )
     observation_add(store=store, scope=individual, content="Gene likes green tea.")
     store.scopes.remember_groups(ObjectId(individual.id), [{"id": "g1", "name": "Eden Team"}])
-    store.scopes.set_pins(ObjectId(individual.id), ["Gene likes green tea."])
+    store.scopes.set_pins(ObjectId(individual.id), [screened("Gene likes green tea.")])
     make_user("admin", username="ada")
     _sign_in(page, live_server, "ada")
     page.wait_for_url(f"{live_server.url}/")

@@ -12,6 +12,7 @@ from bson import ObjectId
 
 from streams.core.documents import Scope, utcnow
 from streams.core.exceptions import InvalidInput
+from streams.guard.screening import screened
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.lifecycle import retention_apply, retention_sweep
 from streams.memory.observations import observation_add, observation_list
@@ -42,7 +43,7 @@ def seeded(store: MemoryStore, traits: dict) -> tuple[Scope, list[str]]:
     )  # fmt: skip
     for text in texts[12:]:
         observation_add(store=store, scope=scope_get(store=store, scope_id=scope.id), content=text)
-    store.scopes.set_pins(ObjectId(scope.id), [texts[0] + "."])
+    store.scopes.set_pins(ObjectId(scope.id), [screened(texts[0] + ".")])  # as a pin is stored
     return scope_get(store=store, scope_id=scope.id), texts
 
 

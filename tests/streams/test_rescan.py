@@ -12,6 +12,7 @@ from django.core.management import call_command
 
 from streams.actions import Actor
 from streams.actions.rescan import CHECKPOINT, do_memory_rescan
+from streams.core.screened import ScreenedText
 from streams.guard.detectors import REDACTED
 from streams.memory.observations import observation_add, observation_get
 from streams.search.index import search_observations
@@ -42,7 +43,8 @@ def stored(store: MemoryStore) -> dict:
     key = observation_add(store=store, scope=scope, content="Deploys use the CI key.")
     store.observations.update_fields(
         ObjectId(key.id),
-        {"content": f"Deploys use {HIDDEN_KEY} on CI."},
+        # As an older screen let it through (ScreenedText made by hand, as stored data was).
+        {"content": ScreenedText(f"Deploys use {HIDDEN_KEY} on CI.")},
         scope_id=ObjectId(scope.id),
     )
     ids.append(key.id)

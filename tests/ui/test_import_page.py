@@ -13,6 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from memory_admin.models import ApiKey
+from streams.guard.screening import screened
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.records.audit import audit_page
@@ -40,7 +41,7 @@ def gene(store):
     observation_add(store=store, scope=individual, content="Gene likes green tea.")
     observation_add(store=store, scope=individual, content="Gene is pregnant.", private=True)
     store.scopes.remember_groups(ObjectId(individual.id), [{"id": "g1", "name": "Eden Team"}])
-    store.scopes.set_pins(ObjectId(individual.id), ["Gene likes green tea."])
+    store.scopes.set_pins(ObjectId(individual.id), [screened("Gene likes green tea.")])
     group, _ = scope_get_or_create(
         store=store, key=ScopeKey.group(AGENT, "g1"), display_name="Eden Team"
     )
