@@ -16,6 +16,8 @@ from streams.llm.offline import OfflineProvider
 from streams.llm.openai_provider import OpenAIProvider
 from streams.llm.port import LLMProvider
 
+TASKS = ("extraction", "consolidation", "propagation")
+
 
 def get_llm_provider() -> LLMProvider:
     """`OpenAIProvider` when `MEMORY_LLM_PROVIDER` is "openai", the offline one otherwise."""
@@ -28,7 +30,16 @@ def get_llm_provider() -> LLMProvider:
         model_slow=settings.MEMORY_LLM_MODEL_SLOW,
         timeout_seconds=float(settings.MEMORY_LLM_TIMEOUT_SECONDS),
         max_retries=int(settings.MEMORY_LLM_MAX_RETRIES),
+        task_timeouts=_task_timeouts(),
     )
+
+
+def _task_timeouts() -> tuple[tuple[str, float], ...]:
+    """The per-task timeouts (a hashable key for the cache); a task not set follows
+    `MEMORY_LLM_TIMEOUT_SECONDS`."""
+    base = float(settings.MEMORY_LLM_TIMEOUT_SECONDS)
+    configured = getattr(settings, "MEMORY_LLM_TASK_TIMEOUTS", None) or {}
+    return tuple(sorted((task, float(configured.get(task, base))) for task in TASKS))
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +56,7 @@ def _openai_provider(
     model_slow: str,
     timeout_seconds: float,
     max_retries: int,
+    task_timeouts: tuple[tuple[str, float], ...] = (),
 ) -> OpenAIProvider:
     return OpenAIProvider(
         api_key=api_key,
@@ -53,6 +65,7 @@ def _openai_provider(
         model_slow=model_slow,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
+        task_timeouts=dict(task_timeouts),
     )
 
 

@@ -47,9 +47,9 @@ class RecordedRequest:
 
     @property
     def wants_json(self) -> bool:
-        """Whether the request asked for `response_format={"type": "json_object"}`."""
+        """Whether the request asked for JSON: `response_format` `json_object` or `json_schema`."""
         response_format = (self.body or {}).get("response_format") or {}
-        return response_format.get("type") == "json_object"
+        return response_format.get("type") in ("json_object", "json_schema")
 
 
 @dataclass(frozen=True)

@@ -12,21 +12,28 @@ from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
 from memory_admin.stores import get_store, store_mode, store_unreachable
 from streams.core.exceptions import IndexesMissing, Unavailable
+from streams.llm.negotiation import terms_for
 
 logger = logging.getLogger("memory_admin.api")
 router = Router(tags=["health"])
 
 
 @router.get("/health", auth=None, response={200: HealthOut, **error_responses(503)})
-def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
-    """Whether the store answers, and which LLM provider and task queue are configured."""
-    report = {
+def health(request: HttpRequest) -> dict[str, object] | HttpResponse:
+    """Whether the store answers, and which LLM provider and task queue are configured;
+    with a model server, the output mode it accepted (`json_schema`, or the fallback this
+    process stepped down to, with a warning) and whether `temperature` is sent."""
+    report: dict[str, object] = {
         "status": "ok",
         "store": "ok",
         "llm": settings.MEMORY_LLM_PROVIDER,
         "queue": "eager" if settings.CELERY_TASK_ALWAYS_EAGER else "broker",
         "store_mode": store_mode(),
     }
+    if settings.MEMORY_LLM_PROVIDER == "openai":
+        terms = terms_for(settings.OPENAI_BASE_URL)
+        report["llm_output"] = {"output": terms.output, "temperature": terms.temperature}
+        report["warnings"] = list(terms.warnings)
     try:
         get_store().ping()
     except IndexesMissing as exc:
