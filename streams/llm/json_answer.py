@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from streams.llm.port import LLMError
+from streams.llm.port import LLMError, LLMRequest, LLMResult
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)\n?[ \t]*```", re.DOTALL)
 
@@ -48,3 +48,18 @@ def _candidates(text: str) -> list[str]:
     if 0 <= start < end:
         found.append(text[start : end + 1])
     return found
+
+
+def json_read_noted(request: LLMRequest, result: LLMResult) -> LLMResult:
+    """`result` with its task and, for a JSON answer, how it reads ("clean", "repaired" or
+    "unreadable") in `extra`: the usage counters count repairs and parse failures per
+    model and task from it (`streams.records.usage`). The domain's parser reads the same."""
+    extra: dict[str, object] = {**result.extra, "task": request.task}
+    if request.json_output:
+        try:
+            extra["json"] = (
+                "repaired" if read_json_answer(result.text, what="").repaired else "clean"
+            )
+        except LLMError:
+            extra["json"] = "unreadable"
+    return replace(result, extra=extra)
