@@ -12,9 +12,12 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from memory_admin.stores import get_store
+from streams.llm.negotiation import ServerTerms, key_of, terms_for
 from streams.llm.offline import OfflineProvider
 from streams.llm.openai_provider import OpenAIProvider
 from streams.llm.port import LLMProvider
+from streams.store.llm_servers import LLMServerRepository
 
 TASKS = ("extraction", "consolidation", "propagation")
 
@@ -32,6 +35,28 @@ def get_llm_provider() -> LLMProvider:
         max_retries=int(settings.MEMORY_LLM_MAX_RETRIES),
         task_timeouts=_task_timeouts(),
     )
+
+
+def llm_server_terms() -> dict[str, object] | None:
+    """What the configured model server accepted, as every process learnt it (the store's
+    copy first: a job's child process may have stepped down), for `/api/v1/health`."""
+    if settings.MEMORY_LLM_PROVIDER != "openai":
+        return None
+    terms = terms_for(settings.OPENAI_BASE_URL, _terms_memory)
+    saved = _load_saved(settings.OPENAI_BASE_URL)
+    return (ServerTerms.of(saved) if saved else terms).as_dict()
+
+
+def _load_saved(base_url: str | None) -> dict[str, object] | None:
+    try:
+        return _terms_memory().load(key_of(base_url))
+    except Exception:  # noqa: BLE001 - health answers from this process then
+        return None
+
+
+def _terms_memory() -> LLMServerRepository:
+    """The store's record of what each model server accepts (one per process's store)."""
+    return get_store().llm_servers
 
 
 def _task_timeouts() -> tuple[tuple[str, float], ...]:
@@ -66,6 +91,7 @@ def _openai_provider(
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
         task_timeouts=dict(task_timeouts),
+        terms_memory=_terms_memory,
     )
 
 

@@ -19,7 +19,13 @@ import openai
 from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 
-from streams.llm.negotiation import DOWN, drop_temperature, step_down_output, terms_for
+from streams.llm.negotiation import (
+    DOWN,
+    MemoryGetter,
+    drop_temperature,
+    step_down_output,
+    terms_for,
+)
 from streams.llm.port import LLMError, LLMRequest, LLMResult, log_llm_call
 from streams.llm.schemas import response_format
 
@@ -52,6 +58,7 @@ class OpenAIProvider:
         timeout_seconds: float,
         max_retries: int,
         task_timeouts: dict[str, float] | None = None,
+        terms_memory: MemoryGetter | None = None,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url
@@ -60,6 +67,7 @@ class OpenAIProvider:
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
         self.task_timeouts = dict(task_timeouts or {})
+        self.terms_memory = terms_memory  # where what the server accepts is shared
         self._client: openai.OpenAI | None = None
         self._client_lock = threading.Lock()
 
@@ -96,7 +104,7 @@ class OpenAIProvider:
 
     def options_for(self, request: LLMRequest) -> dict[str, Any]:
         """What is sent beside the messages, as far as this server accepts it."""
-        terms = terms_for(self.base_url)
+        terms = terms_for(self.base_url, self.terms_memory)
         options: dict[str, Any] = {}
         if terms.temperature:
             options["temperature"] = request.temperature
@@ -156,10 +164,12 @@ class OpenAIProvider:
         message = str(exc.message or "").lower()
         sent = options.get("response_format")
         if sent is not None and any(w in message for w in ("response_format", "schema", "json")):
-            step_down_output(self.base_url, refused=sent["type"], reason=exc.message)
+            step_down_output(
+                self.base_url, refused=sent["type"], reason=exc.message, memory=self.terms_memory
+            )
             return True
         if "temperature" in options and "temperature" in message:
-            drop_temperature(self.base_url, reason=exc.message)
+            drop_temperature(self.base_url, reason=exc.message, memory=self.terms_memory)
             return True
         return False
 

@@ -32,6 +32,7 @@ from streams.store import (
     context_calls,
     embeddings,
     jobs,
+    llm_servers,
     observations,
     privacy,
     prompt_checks,
@@ -141,6 +142,7 @@ class MemoryStore:
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)
         self.webhooks = webhooks.WebhookRepository(self.db)
+        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 

@@ -16,6 +16,7 @@ from django.test import Client
 
 from memory_admin.llm import get_llm_provider
 from memory_admin.tasks import formation_settings
+from streams.llm import negotiation
 from streams.llm.json_answer import read_json_answer
 from streams.llm.port import LLMError
 from streams.memory.formation import (
@@ -92,7 +93,11 @@ def test_a_server_refusing_json_schema_gets_json_object_once_and_health_says_so(
     form(store, "s2")  # remembered: no second refusal
     kinds = [r.body["response_format"]["type"] for r in fake_openai.chat_requests]
     assert kinds == ["json_schema", "json_object", "json_object"]
+    negotiation.forget()  # another process (a job's child, a worker) knows nothing itself
     health = Client().get("/api/v1/health").json()
+    form(store, "s3")  # ... and starts from what the store kept
+    kinds = [r.body["response_format"]["type"] for r in fake_openai.chat_requests]
+    assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
     assert health["llm_output"] == {"output": "json_object", "temperature": True}
     assert "refused response_format json_schema" in health["warnings"][0]
 

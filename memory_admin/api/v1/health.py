@@ -10,9 +10,9 @@ from ninja import Router
 
 from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
+from memory_admin.llm import llm_server_terms
 from memory_admin.stores import get_store, store_mode, store_unreachable
 from streams.core.exceptions import IndexesMissing, Unavailable
-from streams.llm.negotiation import terms_for
 
 logger = logging.getLogger("memory_admin.api")
 router = Router(tags=["health"])
@@ -30,10 +30,6 @@ def health(request: HttpRequest) -> dict[str, object] | HttpResponse:
         "queue": "eager" if settings.CELERY_TASK_ALWAYS_EAGER else "broker",
         "store_mode": store_mode(),
     }
-    if settings.MEMORY_LLM_PROVIDER == "openai":
-        terms = terms_for(settings.OPENAI_BASE_URL)
-        report["llm_output"] = {"output": terms.output, "temperature": terms.temperature}
-        report["warnings"] = list(terms.warnings)
     try:
         get_store().ping()
     except IndexesMissing as exc:
@@ -58,4 +54,8 @@ def health(request: HttpRequest) -> dict[str, object] | HttpResponse:
                 details={**report, "status": "unavailable", "store": "unavailable"},
             )
         )
+    terms = llm_server_terms()  # after the ping: a store that is down answers 503 first
+    if terms is not None:
+        report["llm_output"] = {"output": terms["output"], "temperature": terms["temperature"]}
+        report["warnings"] = terms["warnings"]
     return report
