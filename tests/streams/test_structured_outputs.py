@@ -211,3 +211,24 @@ def test_repairs_and_parse_failures_are_counted_per_model_and_task(store, fake_o
     model = fake_openai.chat_requests[-1].body["model"]
     counts = store.usage.get("a1", day, "model_task", f"{model} extraction")
     assert (counts["calls"], counts["repairs"], counts["parse_failures"]) == (2, 1, 1)
+
+
+def test_an_answer_cut_at_max_tokens_is_not_stored_and_pending_stays(store, fake_openai):
+    from streams.memory.consolidation_jobs import consolidation_request
+    from streams.memory.consolidation_runs import consolidation_run
+    from streams.memory.scopes import scope_get
+    from tests.factories import ObservationFactory
+
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual("a1", "u1"))
+    ObservationFactory.create(store=store, scope=scope, content="Gene prefers tea.")
+    scope = scope_get(store=store, scope_id=scope.id)
+    job = consolidation_request(store=store, scope=scope, trigger="manual", actor=None)
+    fake_openai.reply("Gene prefers tea and " + "more tea and " * 2000)  # a looping model
+    with pytest.raises(LLMError, match="cut at max_tokens"):
+        run_job(
+            store=store, job_id=job.id, work=lambda run: consolidation_run(store=store, run=run)
+        )
+    [sent] = fake_openai.chat_requests
+    assert sent.body["max_tokens"] == 64 + 2 * scope.consolidation_max_words + 30
+    fresh = scope_get(store=store, scope_id=scope.id)
+    assert fresh.consolidation_version == 0 and len(fresh.pending_observation_ids) == 1
