@@ -26,6 +26,20 @@ def json_schema_of(body: dict[str, Any]) -> dict[str, Any] | None:
     return (response_format.get("json_schema") or {}).get("schema")
 
 
+def refusal(body: dict[str, Any], refused: set[str]) -> str | None:
+    """The 400 message of a request this server does not accept, else None: a feature it
+    was told to refuse, or a `response_format` schema a strict server rejects."""
+    kind = (body.get("response_format") or {}).get("type")
+    if kind in refused:
+        return f"Invalid parameter: response_format of type '{kind}' is not supported."
+    if "temperature" in refused and "temperature" in body:
+        return "Unsupported parameter: 'temperature' is not supported with this model."
+    problems = schema_problems(body)
+    if problems:
+        return "Invalid schema for response_format: " + "; ".join(problems)
+    return None
+
+
 def schema_problems(body: dict[str, Any]) -> list[str]:
     """Why a strict server would refuse this request's `response_format` ([] if it would not)."""
     response_format = body.get("response_format") or {}

@@ -233,7 +233,8 @@ class FakeOpenAI:
         is_post = handler.command == "POST"
         with self._lock:
             self._requests.append(recorded)
-            refusal = _refusal(body or {}, self._refused) if is_post and path == CHAT_PATH else None
+            chat = is_post and path == CHAT_PATH
+            refusal = openai_schema.refusal(body or {}, self._refused) if chat else None
             scripted = refusal is None and is_post and path == CHAT_PATH and self._script
             behaviour = self._script.popleft() if scripted else None
             responder, wake, dimensions = self._responder, self._wake, self.embedding_dimensions
@@ -302,20 +303,6 @@ class FakeOpenAI:
             _send_stream(handler, body, Stream(parts=wire.split_words(text)), wake)
         else:
             _send(handler, 200, wire.chat_completion(body, text), headers)
-
-
-def _refusal(body: dict[str, Any], refused: set[str]) -> str | None:
-    """The 400 message of a request this server does not accept, else None: a feature it
-    was told to refuse, or a `response_format` schema a strict server rejects."""
-    kind = (body.get("response_format") or {}).get("type")
-    if kind in refused:
-        return f"Invalid parameter: response_format of type '{kind}' is not supported."
-    if "temperature" in refused and "temperature" in body:
-        return "Unsupported parameter: 'temperature' is not supported with this model."
-    problems = openai_schema.schema_problems(body)
-    if problems:
-        return "Invalid schema for response_format: " + "; ".join(problems)
-    return None
 
 
 def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) -> bool:
