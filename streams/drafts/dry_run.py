@@ -9,6 +9,7 @@ job, no observation moves).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -49,6 +50,19 @@ class DryRunResult:
     items: list[dict[str, str]] = field(default_factory=list)
     # Every request sent, as the real run builds it (`streams.memory.requests`).
     requests: list[LLMRequest] = field(default_factory=list)
+
+    @property
+    def sent(self) -> list[dict[str, Any]]:
+        """What each call asks for beside its prompt, for the page: the sampling, the token
+        limit and the answer's schema (a consolidation's retry or contradiction pass too)."""
+        return [
+            {
+                "temperature": r.temperature,
+                "max_tokens": r.max_tokens,
+                "schema": json.dumps(r.schema, indent=1) if r.schema else "",
+            }
+            for r in self.requests
+        ]
 
 
 def dry_run_extraction(
