@@ -239,7 +239,10 @@ def test_the_consolidation_dry_run_shows_each_call_it_would_make(client_as, stor
     fake_openai.reply(long).reply("Gene prefers tea.").reply("Gene prefers tea.")
     response = client_as("operator").post(
         reverse("ui:prompt_dry_run", args=["a1", "consolidation"]),
-        {"scope": scope.id, "text": "Fold {observations} into {consolidation} ({max_words} words)."},
+        {
+            "scope": scope.id,
+            "text": "Fold {observations} into {consolidation} ({max_words} words).",
+        },
         **HTMX,
     )
     page = response.content.decode()
