@@ -133,6 +133,9 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
+        self.llm_servers = llm_servers.LLMServerRepository(
+            self.db
+        )  # what each model server accepts
         # What each context call gave the agent, kept this many days (0: not recorded),
         # written behind like the access counts.
         self.context_log_days = context_log_days
@@ -142,7 +145,6 @@ class MemoryStore:
         self.user_names = user_names.UserNameRepository(self.db)
         self.usage = usage.UsageRepository(self.db)
         self.webhooks = webhooks.WebhookRepository(self.db)
-        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 
