@@ -133,9 +133,8 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
-        self.llm_servers = llm_servers.LLMServerRepository(
-            self.db
-        )  # what each model server accepts
+        # What each model server accepts (streams.llm.negotiation), for every process.
+        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         # What each context call gave the agent, kept this many days (0: not recorded),
         # written behind like the access counts.
         self.context_log_days = context_log_days
