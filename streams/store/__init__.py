@@ -121,6 +121,8 @@ class MemoryStore:
         )
         self.consolidations = consolidations.ConsolidationRepository(self.db)
         self.jobs = jobs.JobRepository(self.db)
+        # What each model server accepts (streams.llm.negotiation), for every process.
+        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
@@ -133,8 +135,6 @@ class MemoryStore:
         self.client_ids = client_ids.ClientIdRepository(self.db)
         self.text_history = text_history.TextHistoryRepository(self.db)
         self.chat_calls = chat_calls.ChatCallRepository(self.db)
-        # What each model server accepts (streams.llm.negotiation), for every process.
-        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         # What each context call gave the agent, kept this many days (0: not recorded),
         # written behind like the access counts.
         self.context_log_days = context_log_days
