@@ -12,9 +12,14 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from memory_admin.stores import get_store
+from streams.llm.negotiation import ServerTerms, key_of, terms_for
 from streams.llm.offline import OfflineProvider
 from streams.llm.openai_provider import OpenAIProvider
 from streams.llm.port import LLMProvider
+from streams.store.llm_servers import LLMServerRepository
+
+TASKS = ("extraction", "consolidation", "propagation")
 
 
 def get_llm_provider() -> LLMProvider:
@@ -28,7 +33,38 @@ def get_llm_provider() -> LLMProvider:
         model_slow=settings.MEMORY_LLM_MODEL_SLOW,
         timeout_seconds=float(settings.MEMORY_LLM_TIMEOUT_SECONDS),
         max_retries=int(settings.MEMORY_LLM_MAX_RETRIES),
+        task_timeouts=_task_timeouts(),
     )
+
+
+def llm_server_terms() -> dict[str, object] | None:
+    """What the configured model server accepted, as every process learnt it (the store's
+    copy first: a job's child process may have stepped down), for `/api/v1/health`."""
+    if settings.MEMORY_LLM_PROVIDER != "openai":
+        return None
+    terms = terms_for(settings.OPENAI_BASE_URL, _terms_memory)
+    saved = _load_saved(settings.OPENAI_BASE_URL)
+    return (ServerTerms.of(saved) if saved else terms).as_dict()
+
+
+def _load_saved(base_url: str | None) -> dict[str, object] | None:
+    try:
+        return _terms_memory().load(key_of(base_url))
+    except Exception:  # noqa: BLE001 - health answers from this process then
+        return None
+
+
+def _terms_memory() -> LLMServerRepository:
+    """The store's record of what each model server accepts (one per process's store)."""
+    return get_store().llm_servers
+
+
+def _task_timeouts() -> tuple[tuple[str, float], ...]:
+    """The per-task timeouts (a hashable key for the cache); a task not set follows
+    `MEMORY_LLM_TIMEOUT_SECONDS`."""
+    base = float(settings.MEMORY_LLM_TIMEOUT_SECONDS)
+    configured = getattr(settings, "MEMORY_LLM_TASK_TIMEOUTS", None) or {}
+    return tuple(sorted((task, float(configured.get(task, base))) for task in TASKS))
 
 
 @lru_cache(maxsize=1)
@@ -45,6 +81,7 @@ def _openai_provider(
     model_slow: str,
     timeout_seconds: float,
     max_retries: int,
+    task_timeouts: tuple[tuple[str, float], ...] = (),
 ) -> OpenAIProvider:
     return OpenAIProvider(
         api_key=api_key,
@@ -53,6 +90,8 @@ def _openai_provider(
         model_slow=model_slow,
         timeout_seconds=timeout_seconds,
         max_retries=max_retries,
+        task_timeouts=dict(task_timeouts),
+        terms_memory=_terms_memory,
     )
 
 

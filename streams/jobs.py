@@ -19,6 +19,7 @@ from streams.core.documents import Job, JobKind, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import parse_object_id, require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.llm.json_answer import json_read_noted
 from streams.llm.port import LLMProvider, LLMRequest, LLMResult
 from streams.records.usage import usage_record
 from streams.store import MemoryStore, StoreSession
@@ -54,7 +55,7 @@ class CountingLLM:
 
     def complete(self, request: LLMRequest) -> LLMResult:
         self.calls += 1
-        result = self.provider.complete(request)
+        result = json_read_noted(request, self.provider.complete(request))
         self.results.append(result)
         return result
 

@@ -13,6 +13,13 @@ MEMORY_LLM_MODEL_FAST = env_str("MEMORY_LLM_MODEL_FAST", "gpt-4o-mini")
 MEMORY_LLM_MODEL_SLOW = env_str("MEMORY_LLM_MODEL_SLOW", "gpt-4o")
 MEMORY_LLM_TIMEOUT_SECONDS = env_float("MEMORY_LLM_TIMEOUT_SECONDS", 60.0)
 MEMORY_LLM_MAX_RETRIES = env_int("MEMORY_LLM_MAX_RETRIES", 2)
+# Per task, for a slow local server (a CPU model consolidates for minutes), e.g.
+# MEMORY_LLM_TIMEOUT_CONSOLIDATION_SECONDS=600; a task not set uses MEMORY_LLM_TIMEOUT_SECONDS.
+MEMORY_LLM_TASK_TIMEOUTS: dict[str, float] = {
+    task: env_float(f"MEMORY_LLM_TIMEOUT_{task.upper()}_SECONDS", 0.0)
+    for task in ("extraction", "consolidation", "propagation")
+    if env_optional(f"MEMORY_LLM_TIMEOUT_{task.upper()}_SECONDS")
+}
 MEMORY_EMBEDDING_MODEL: str | None = env_optional("MEMORY_EMBEDDING_MODEL")
 # auto | api | local | off (memory_admin/embeddings.py): auto takes the API model when
 # set, else the local model when the `local-embeddings` extra is installed, else none.

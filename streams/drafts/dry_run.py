@@ -9,30 +9,24 @@ job, no observation moves).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from bson import ObjectId
-
 from streams.core.documents import BufferedMessage, Scope, utcnow
 from streams.core.exceptions import InvalidInput
-from streams.llm.port import (
-    ConsolidationContext,
-    DatedObservation,
-    LLMError,
-    LLMProvider,
-    LLMRequest,
-)
-from streams.memory.consolidation_runs import describe_scope
+from streams.llm.port import LLMError, LLMProvider, LLMRequest
+from streams.memory.consolidation_contradictions import contradiction_holds
+from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
 from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
 from streams.memory.formation import FormationSettings
 from streams.memory.propagation import propagation_copies, propagation_plan
+from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey
-from streams.prompts import Draft, PromptPart, render_consolidation, resolve_template
+from streams.prompts import Draft, PromptPart, resolve_template
 from streams.store import MemoryStore
 
-MAX_DRY_RUN_OBSERVATIONS = 200
 MAX_CONVERSATION_LINES = 200
 RECENT_SESSIONS = 20
 ROLES = ("user", "assistant", "tool", "system")
@@ -54,6 +48,21 @@ class DryRunResult:
     error: str | None = None
     # Extraction and propagation: what would be stored, each with the scope it goes to.
     items: list[dict[str, str]] = field(default_factory=list)
+    # Every request sent, as the real run builds it (`streams.memory.requests`).
+    requests: list[LLMRequest] = field(default_factory=list)
+
+    @property
+    def sent(self) -> list[dict[str, Any]]:
+        """What each call asks for beside its prompt, for the page: the sampling, the token
+        limit and the answer's schema (a consolidation's retry or contradiction pass too)."""
+        return [
+            {
+                "temperature": r.temperature,
+                "max_tokens": r.max_tokens,
+                "schema": json.dumps(r.schema, indent=1) if r.schema else "",
+            }
+            for r in self.requests
+        ]
 
 
 def dry_run_extraction(
@@ -150,10 +159,7 @@ def extraction_plan(
 
 
 def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
-    request = LLMRequest(
-        task="extraction", prompt=plan.prompt, context=plan.context, json_output=True, tier="fast"
-    )
-    result = _call(llm, request, plan.resolved.template)
+    result = _call(llm, extraction_request(plan), plan.resolved.template)
     if result.text is None:
         return result
     settings = FormationSettings()
@@ -173,29 +179,42 @@ def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
 def dry_run_consolidation(
     *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
 ) -> DryRunResult:
-    """What a consolidation run would write now from the scope's pending observations (at
-    most the oldest 200); InvalidInput when nothing is pending."""
-    pending = scope.pending_observation_ids[:MAX_DRY_RUN_OBSERVATIONS]
-    observations = store.observations.get_many([ObjectId(i) for i in pending])
-    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
-    if not live:
+    """What a consolidation run would write now from the scope's pending observations: the
+    run's own fold, overshoot retry and contradiction pass (what would be held for review
+    is only left out, never flagged); InvalidInput when nothing is pending."""
+    _live, folded = consolidation_inputs(store=store, scope=scope)
+    if not folded:
         raise InvalidInput(
             "the scope has no pending observations to dry-run on", details=[{"field": "scope"}]
         )
     template = resolve_template(
         store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
     )
-    context = ConsolidationContext(
-        scope_description=describe_scope(scope),
-        current=scope.consolidation,
-        observations=[DatedObservation(o.content, o.observed_at) for o in live],
-        max_words=scope.consolidation_max_words,
+    shared = scope.scope_type != "individual"
+    asked: list[LLMRequest] = []
+    try:
+        text, details, _reported, _held = consolidation_pass(
+            store=store,
+            llm=llm,
+            scope=scope,
+            folded=folded,
+            hold=lambda pairs: contradiction_holds(shared=shared, observations=folded, pairs=pairs),
+            draft=draft,
+            asked=asked,
+        )
+    except LLMError as exc:
+        prompt = asked[0].prompt if asked else ""
+        return DryRunResult(
+            prompt=prompt, part=template, error=f"The LLM call failed: {exc}", requests=asked
+        )
+    return DryRunResult(
+        prompt=asked[0].prompt,
+        part=template,
+        text=text,
+        model=details.model,
+        duration_ms=details.duration_ms,
+        requests=asked,
     )
-    prompt = render_consolidation(template.text, context)
-    request = LLMRequest(
-        task="consolidation", prompt=prompt, context=context, json_output=False, tier="slow"
-    )
-    return _call(llm, request, template)
 
 
 def dry_run_propagation(
@@ -284,13 +303,19 @@ def _call(llm: LLMProvider, request: LLMRequest, part: PromptPart) -> DryRunResu
     try:
         answer = llm.complete(request)
     except LLMError as exc:
-        return DryRunResult(prompt=request.prompt, part=part, error=f"The LLM call failed: {exc}")
+        return DryRunResult(
+            prompt=request.prompt,
+            part=part,
+            error=f"The LLM call failed: {exc}",
+            requests=[request],
+        )
     return DryRunResult(
         prompt=request.prompt,
         part=part,
         text=answer.text.strip(),
         model=answer.model,
         duration_ms=answer.duration_ms,
+        requests=[request],
     )
 
 

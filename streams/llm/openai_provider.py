@@ -19,7 +19,15 @@ import openai
 from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 
+from streams.llm.negotiation import (
+    DOWN,
+    MemoryGetter,
+    drop_temperature,
+    step_down_output,
+    terms_for,
+)
 from streams.llm.port import LLMError, LLMRequest, LLMResult, log_llm_call
+from streams.llm.schemas import response_format
 
 logger = logging.getLogger("streams.llm")
 
@@ -49,6 +57,8 @@ class OpenAIProvider:
         model_slow: str,
         timeout_seconds: float,
         max_retries: int,
+        task_timeouts: dict[str, float] | None = None,
+        terms_memory: MemoryGetter | None = None,
     ) -> None:
         self.api_key = api_key
         self.base_url = base_url
@@ -56,6 +66,8 @@ class OpenAIProvider:
         self.model_slow = model_slow
         self.timeout_seconds = timeout_seconds
         self.max_retries = max_retries
+        self.task_timeouts = dict(task_timeouts or {})
+        self.terms_memory = terms_memory  # where what the server accepts is shared
         self._client: openai.OpenAI | None = None
         self._client_lock = threading.Lock()
 
@@ -86,26 +98,52 @@ class OpenAIProvider:
         """The slow (stronger) model consolidates; the fast one extracts and propagates."""
         return self.model_slow if request.tier == "slow" else self.model_fast
 
+    def timeout_for(self, task: str) -> float:
+        """The task's timeout (a slow local server needs minutes to consolidate)."""
+        return float(self.task_timeouts.get(task, self.timeout_seconds))
+
+    def options_for(self, request: LLMRequest) -> dict[str, Any]:
+        """What is sent beside the messages, as far as this server accepts it."""
+        terms = terms_for(self.base_url, self.terms_memory)
+        options: dict[str, Any] = {}
+        if terms.temperature:
+            options["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            options["max_tokens"] = request.max_tokens
+        if request.schema is not None and terms.output == "json_schema":
+            options["response_format"] = response_format(request.task, request.schema)
+        elif request.json_output and terms.output != "text":
+            options["response_format"] = {"type": "json_object"}
+        return options
+
     def complete(self, request: LLMRequest) -> LLMResult:
         model = self.model_for(request)
-        options: dict[str, Any] = {}
-        if request.json_output:
-            options["response_format"] = {"type": "json_object"}
+        what = f"{request.task} call to {model}"
         started = time.monotonic()
-        try:
-            completion = self.client.chat.completions.create(
-                model=model,
-                messages=[
-                    {"role": "system", "content": SYSTEM_MESSAGE},
-                    {"role": "user", "content": request.prompt},
-                ],
-                extra_headers={TASK_HEADER: request.task},
-                **options,
-            )
-        except (openai.OpenAIError, ValueError) as exc:  # ValueError: a 200 that is not JSON
-            raise _as_llm_error(exc, what=f"{request.task} call to {model}", provider=self) from exc
+        for _ in range(len(DOWN) + 2):  # each refusal steps down once: a bounded loop
+            options = self.options_for(request)
+            try:
+                completion = self.client.chat.completions.create(
+                    model=model,
+                    messages=[
+                        {"role": "system", "content": SYSTEM_MESSAGE},
+                        {"role": "user", "content": request.prompt},
+                    ],
+                    extra_headers={TASK_HEADER: request.task},
+                    timeout=self.timeout_for(request.task),
+                    **options,
+                )
+                break
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+                if not self._step_down(exc, options):
+                    raise _as_llm_error(exc, what=what, provider=self) from exc
+            except (openai.OpenAIError, ValueError) as exc:  # ValueError: a 200 not JSON
+                timeout = self.timeout_for(request.task)
+                raise _as_llm_error(exc, what=what, provider=self, timeout=timeout) from exc
+        else:
+            raise LLMError(f"OpenAI {what} was refused with every output mode")
         duration_ms = _elapsed_ms(started)
-        text = _completion_text(completion, what=f"{request.task} call to {model}")
+        text = _completion_text(completion, what=what)
         usage = getattr(completion, "usage", None)
         result = LLMResult(
             text=text,
@@ -120,6 +158,20 @@ class OpenAIProvider:
         )
         log_llm_call(request.task, result)
         return result
+
+    def _step_down(self, exc: openai.APIStatusError, options: dict[str, Any]) -> bool:
+        """Whether a refusal names something this server may go without (then remembered)."""
+        message = str(exc.message or "").lower()
+        sent = options.get("response_format")
+        if sent is not None and any(w in message for w in ("response_format", "schema", "json")):
+            step_down_output(
+                self.base_url, refused=sent["type"], reason=exc.message, memory=self.terms_memory
+            )
+            return True
+        if "temperature" in options and "temperature" in message:
+            drop_temperature(self.base_url, reason=exc.message, memory=self.terms_memory)
+            return True
+        return False
 
     def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """One vector per text, in order; the same errors as `complete` become `LLMError`."""
@@ -173,16 +225,20 @@ def _completion_text(completion: object, *, what: str) -> str:
     if not message.content or not message.content.strip():
         reason = completion.choices[0].finish_reason
         raise LLMError(f"OpenAI {what} answered empty content (finish_reason={reason})")
+    if completion.choices[0].finish_reason == "length":
+        # Cut at max_tokens: half a memory or half a JSON object is never stored.
+        raise LLMError(f"OpenAI {what} was cut at max_tokens (finish_reason=length)")
     return message.content
 
 
-def _as_llm_error(exc: Exception, *, what: str, provider: OpenAIProvider) -> LLMError:
+def _as_llm_error(
+    exc: Exception, *, what: str, provider: OpenAIProvider, timeout: float | None = None
+) -> LLMError:
     """A clear message per failure kind; the caller chains the original exception."""
     attempts = provider.max_retries + 1
     if isinstance(exc, openai.APITimeoutError):
-        return LLMError(
-            f"OpenAI {what} timed out after {provider.timeout_seconds:g} s ({attempts} attempt(s))"
-        )
+        seconds = provider.timeout_seconds if timeout is None else timeout
+        return LLMError(f"OpenAI {what} timed out after {seconds:g} s ({attempts} attempt(s))")
     if isinstance(exc, openai.APIConnectionError):
         return LLMError(
             f"OpenAI {what} could not reach {provider.base_url or 'the OpenAI API'} "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 LLMTask = Literal["extraction", "consolidation", "propagation"]
 ModelTier = Literal["fast", "slow"]
@@ -83,11 +83,20 @@ LLMContext = ExtractionContext | ConsolidationContext | PropagationContext
 
 @dataclass(frozen=True)
 class LLMRequest:
+    """Everything a model call asks for, built once per task (`streams.memory.requests`)
+    and sent as is: the dry run and the real run send equal values, and a retry asks for
+    the same thing (the same sampling and limits)."""
+
     task: LLMTask
     prompt: str
     context: LLMContext
     json_output: bool
     tier: ModelTier
+    # The JSON schema the answer must follow (`response_format: json_schema`, strict), its
+    # labels and ids limited to what the prompt lists; None for a prose answer.
+    schema: dict[str, Any] | None = None
+    temperature: float = 0.0  # 0: a retried call reproduces the answer that was lost
+    max_tokens: int | None = None  # sized per task from its word limits
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,34 @@ def contradictions_flag(
 ) -> list[Observation]:
     """Flag each reported pair both ways; in a shared scope, the newer ones that now wait
     for review (taken out of the scope's pending list by the caller's commit)."""
-    by_id = {o.id: o for o in observations}
     held: dict[str, Observation] = {}
+    for older, newer in _open_pairs(observations, pairs):
+        store.observations.add_contradiction(ObjectId(older.id), newer.id)
+        store.observations.add_contradiction(ObjectId(newer.id), older.id)
+        free = newer.id not in held and older.id not in held
+        if shared and free and _hold(store, newer, reason=f"contradicts:{older.id}", now=now):
+            held[newer.id] = newer
+    return list(held.values())
+
+
+def contradiction_holds(
+    *, shared: bool, observations: list[Observation], pairs: list[tuple[str, str]]
+) -> list[Observation]:
+    """What `contradictions_flag` would hold for review, without writing (the dry run's
+    contradiction pass)."""
+    held: dict[str, Observation] = {}
+    for older, newer in _open_pairs(observations, pairs):
+        if shared and newer.id not in held and older.id not in held:
+            held[newer.id] = newer
+    return list(held.values())
+
+
+def _open_pairs(
+    observations: list[Observation], pairs: list[tuple[str, str]]
+) -> list[tuple[Observation, Observation]]:
+    """(older, newer) per reported pair of listed observations no person decided yet."""
+    by_id = {o.id: o for o in observations}
+    found = []
     for a, b in pairs:
         first, second = by_id.get(a), by_id.get(b)
         if first is None or second is None:
@@ -44,12 +70,8 @@ def contradictions_flag(
         older, newer = sorted((first, second), key=lambda o: (o.observed_at, o.seq, o.id))
         if (newer.review or {}).get("decision"):
             continue  # a person decided this one already: keep both, or an edit
-        store.observations.add_contradiction(ObjectId(older.id), newer.id)
-        store.observations.add_contradiction(ObjectId(newer.id), older.id)
-        free = newer.id not in held and older.id not in held
-        if shared and free and _hold(store, newer, reason=f"contradicts:{older.id}", now=now):
-            held[newer.id] = newer
-    return list(held.values())
+        found.append((older, newer))
+    return found
 
 
 def _hold(store: MemoryStore, observation: Observation, *, reason: str, now: datetime) -> bool:

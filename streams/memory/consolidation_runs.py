@@ -11,13 +11,15 @@ and observations that arrive during a run stay pending for the next one.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Protocol
 
 from bson import ObjectId
 
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
-from streams.jobs import CountingLLM, JobRun, job_create, scope_lease_take
+from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.llm.contradiction_answer import answer_split
 from streams.llm.port import (
     ConsolidationContext,
@@ -28,7 +30,8 @@ from streams.llm.port import (
 )
 from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
 from streams.memory.consolidation_contradictions import contradictions_flag
-from streams.prompts import render_consolidation, resolve_template
+from streams.memory.requests import consolidation_request, consolidation_retry
+from streams.prompts import Draft, resolve_template
 from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
@@ -60,32 +63,24 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
     if not pending_ids:
         run.result = {"absorbed": 0, "note": "nothing pending"}
         return
-    observations = store.observations.get_many([ObjectId(i) for i in pending_ids])
-    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
-    # Private observations stay in the log (and the scope's own search), never in the
-    # consolidation text: that text is the scope's summary, sent in every context.
-    folded = [o for o in live if not o.private and not o.is_expired()]
-    text, details = consolidation_fold(
-        store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
-    )
-    reported = list(details.contradictions)
-    held = contradictions_flag(
-        store=store,
-        shared=scope.scope_type != "individual",
-        observations=folded,
-        pairs=reported,
-        now=utcnow(),
+    live, folded = consolidation_inputs(store=store, scope=scope)
+
+    def hold(pairs: list[tuple[str, str]]) -> list[Observation]:
+        return contradictions_flag(
+            store=store,
+            shared=scope.scope_type != "individual",
+            observations=folded,
+            pairs=pairs,
+            now=utcnow(),
+        )
+
+    text, details, reported, held = consolidation_pass(
+        store=store, llm=run.llm, scope=scope, folded=folded, hold=hold
     )
     if held:
-        # The newer of a reported pair waits for a person: this version is written
-        # without it (one more call; what that answer reports is not raised again).
         waiting = {o.id for o in held}
-        folded = [o for o in folded if o.id not in waiting]
         live = [o for o in live if o.id not in waiting]
         pending_ids = [i for i in pending_ids if i not in waiting]
-        text, details = consolidation_fold(
-            store=store, llm=run.llm, scope=scope, current=scope.consolidation, observations=folded
-        )
         scope = store.scopes.get(ObjectId(scope.id)) or scope
     entry = consolidation_commit(
         store=store,
@@ -121,23 +116,81 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
         )
 
 
+def consolidation_inputs(
+    *, store: MemoryStore, scope: Scope
+) -> tuple[list[Observation], list[Observation]]:
+    """The scope's live pending observations, oldest first, and those a fold reads.
+
+    Private observations stay in the log (and the scope's own search), never in the
+    consolidation text: that text is the scope's summary, sent in every context.
+    """
+    observations = store.observations.get_many([ObjectId(i) for i in scope.pending_observation_ids])
+    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    return live, [o for o in live if not o.private and not o.is_expired()]
+
+
+def consolidation_pass(
+    *,
+    store: MemoryStore,
+    llm: Completes,
+    scope: Scope,
+    folded: list[Observation],
+    hold: Callable[[list[tuple[str, str]]], list[Observation]],
+    draft: Draft | None = None,
+    asked: list[LLMRequest] | None = None,
+) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
+    """The fold, then the contradiction pass: the text, its details, the pairs the first
+    answer reported and the observations `hold` keeps out for a person.
+
+    The newer of a reported pair that waits is left out of this version: one more call
+    (what that answer reports is not raised again). The run's `hold` flags and holds;
+    the dry run's only says what would be held.
+    """
+    text, details = consolidation_fold(
+        store=store,
+        llm=llm,
+        scope=scope,
+        current=scope.consolidation,
+        observations=folded,
+        draft=draft,
+        asked=asked,
+    )
+    reported = list(details.contradictions)
+    held = hold(reported)
+    if held:
+        waiting = {o.id for o in held}
+        text, details = consolidation_fold(
+            store=store,
+            llm=llm,
+            scope=scope,
+            current=scope.consolidation,
+            observations=[o for o in folded if o.id not in waiting],
+            draft=draft,
+            asked=asked,
+        )
+    return text, details, reported, held
+
+
 def consolidation_fold(
     *,
     store: MemoryStore,
-    llm: CountingLLM,
+    llm: Completes,
     scope: Scope,
     current: str | None,
     observations: list[Observation],
+    draft: Draft | None = None,
+    asked: list[LLMRequest] | None = None,
 ) -> tuple[str, RunDetails]:
     """One consolidation call: `observations` (oldest first) folded into `current`.
 
     Nothing to fold gives `current` back unchanged, without a call. Stores nothing:
-    the caller commits the text with the version it started from.
+    the caller commits the text with the version it started from. The dry run passes
+    its `draft` and reads the requests sent back from `asked`.
     """
     if not observations:
         return current or "", RunDetails()
     template = resolve_template(
-        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
     )
     context = ConsolidationContext(
         scope_description=describe_scope(scope),
@@ -145,16 +198,17 @@ def consolidation_fold(
         observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
         max_words=scope.consolidation_max_words,
     )
-    prompt = render_consolidation(template.text, context)
+    request = consolidation_request(template=template.text, context=context)
     limit = scope.consolidation_max_words
     offered = [o.id for o in observations]
-    answers = [_ask(llm, prompt, context)]
+    sent = asked if asked is not None else []
+    answers = [_ask(llm, request, sent)]
     memory, pairs = answer_split(answers[0].text, offered)
     words = word_count(memory)
     if words > limit:
         # Once more, with the overshoot stated; then cut at the last sentence that fits.
-        retry = f"{prompt}\n\n{OVERSHOOT.format(words=words, limit=limit)}"
-        answers.append(_ask(llm, retry, context))
+        retry = consolidation_retry(request, words=words, limit=limit)
+        answers.append(_ask(llm, retry, sent))
         memory, pairs = answer_split(answers[-1].text, offered)
     text, warning = within_words(memory, limit)
     return text, RunDetails(
@@ -168,19 +222,18 @@ def consolidation_fold(
     )
 
 
-OVERSHOOT = (
-    "Your previous answer had {words} words; the limit is {limit}. "
-    "Write the consolidated memory again in at most {limit} words."
-)
 SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
-def _ask(llm: CountingLLM, prompt: str, context: ConsolidationContext) -> LLMResult:
-    answer = llm.complete(
-        LLMRequest(
-            task="consolidation", prompt=prompt, context=context, json_output=False, tier="slow"
-        )
-    )
+class Completes(Protocol):
+    """What a fold calls: a job's counting LLM, or the provider itself in a dry run."""
+
+    def complete(self, request: LLMRequest) -> LLMResult: ...
+
+
+def _ask(llm: Completes, request: LLMRequest, sent: list[LLMRequest]) -> LLMResult:
+    sent.append(request)
+    answer = llm.complete(request)
     if not answer.text.strip():
         raise LLMError("the consolidation answer is empty")
     return answer

@@ -11,7 +11,6 @@ an unknown scope, empty or over-long content is dropped and counted.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from bson import ObjectId
 
 from streams.core.documents import BufferedMessage, Scope
+from streams.llm.json_answer import read_json_answer
 from streams.llm.port import ConversationLine, ExtractionContext, LLMError, ShardGuidance
 from streams.memory.scopes import ScopeKey
 from streams.prompts import render_extraction
@@ -275,10 +275,7 @@ def parse_extraction_items(
     names, or, when it names none, about every speaker (so forgetting any of them
     removes it: the safe reading of an unattributed line of a group chat).
     """
-    try:
-        answer = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise LLMError("the extraction answer is not valid JSON") from exc
+    answer = read_json_answer(text, what="extraction").value
     if not isinstance(answer, dict) or not isinstance(answer.get("observations"), list):
         raise LLMError('the extraction answer has no "observations" list')
     speaker_ids = [s.user_id for s in plan.speakers]
@@ -335,7 +332,12 @@ def _sources(raw: Any, *, plan: ExtractionPlan, speaker: str | None, about: list
     none left, its speaker's lines (the person of an `individual:<id>` item, else the people
     its `about` names, else every person who spoke)."""
     lines = [line for line in plan.context.lines if line.message_id]
-    cited = {s.strip() for s in raw if isinstance(s, str)} if isinstance(raw, list) else set()
+    # "[g1]" as the line shows it is g1: small models copy the brackets.
+    cited = (
+        {s.strip().strip("[]") for s in raw if isinstance(s, str)}
+        if isinstance(raw, list)
+        else set()
+    )
     found = [line.message_id for line in lines if line.message_id in cited]
     if found:
         return list(dict.fromkeys(found))  # type: ignore[arg-type]

@@ -22,11 +22,11 @@ from streams.core.exceptions import Conflict
 from streams.guard.erasure import erased_users, refused_entries
 from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
-from streams.llm.port import LLMRequest
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
 from streams.memory.large_work import large_work
 from streams.memory.observation_batch import observations_append_once
+from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.records.activity import activity_record
 from streams.store import MemoryStore, StoreSession
@@ -256,15 +256,7 @@ def _form(
     plan: ExtractionPlan = plan_extraction(
         store=store, buffer=buffer, messages=messages, settings=settings
     )
-    answer = run.llm.complete(
-        LLMRequest(
-            task="extraction",
-            prompt=plan.prompt,
-            context=plan.context,
-            json_output=True,
-            tier="fast",
-        )
-    )
+    answer = run.llm.complete(extraction_request(plan))
     items, dropped = parse_extraction_items(
         answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
     )

@@ -9,7 +9,6 @@ reaches the copies too; a retried run skips copies that exist already.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,12 +22,14 @@ from streams.guard.erasure import REASON as ERASED
 from streams.guard.erasure import erased_users, observation_users
 from streams.guard.review import normalized_text, observation_release
 from streams.jobs import JobRun
+from streams.llm.json_answer import read_json_answer
 from streams.llm.port import LLMError, LLMRequest, PropagationContext
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.consolidation_runs import describe_scope
 from streams.memory.observations import observations_append
+from streams.memory.requests import propagation_request
 from streams.memory.scopes import ScopeKey, scope_get_or_create
-from streams.prompts import Draft, PromptPart, render_propagation, resolve_template
+from streams.prompts import Draft, PromptPart, resolve_template
 from streams.records.activity import activity_record
 from streams.records.audit import audit_record
 from streams.store import MemoryStore, StoreSession
@@ -81,13 +82,7 @@ def propagation_plan(
             source_description=describe_scope(source),
             candidates=[(o.id, o.content) for o in open_candidates(store=store, source=source)],
         )
-        request = LLMRequest(
-            task="propagation",
-            prompt=render_propagation(template.text, context),
-            context=context,
-            json_output=True,
-            tier="fast",
-        )
+        request = propagation_request(template=template.text, context=context)
     return PropagationPlan(request, template, absorbed, candidates, dict(targets))
 
 
@@ -160,12 +155,10 @@ def _copies(
     absorbed: list[Observation],
     targets: dict[str, tuple[ScopeKey, str | None]],
 ) -> list[tuple[ScopeKey, Observation]]:
-    try:
-        answer = json.loads(text)
-        items = answer["observations"]
-        assert isinstance(items, list)
-    except (ValueError, TypeError, KeyError, AssertionError) as exc:
-        raise LLMError("the propagation answer is not the expected JSON") from exc
+    answer = read_json_answer(text, what="propagation").value
+    items = answer.get("observations") if isinstance(answer, dict) else None
+    if not isinstance(items, list):
+        raise LLMError("the propagation answer is not the expected JSON")
     lowered = {label.lower(): value for label, value in targets.items()}
     now = utcnow()
     copies: list[tuple[ScopeKey, Observation]] = []

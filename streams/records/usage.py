@@ -131,6 +131,7 @@ def _record(
         store.usage.increment(
             agent_id=job.agent_id, day=day, dim="model", key=answer.model or "?", counts=counts
         )
+        _count_reading(store, job, day, answer)
     total = {k: v for k, v in total.items() if v}
     store.usage.increment(agent_id=job.agent_id, day=day, dim="agent", key="", counts=total)
     version = result.get("prompt_version")
@@ -151,6 +152,21 @@ def _record(
                 counts={"observations": int(count)},
             )
     _update_rankings(store, job, day, grown or {})
+
+
+READINGS = {"repaired": "repairs", "unreadable": "parse_failures"}
+
+
+def _count_reading(store: MemoryStore, job: Job, day: str, answer: LLMResult) -> None:
+    """Per model and task (key "<model> <task>"): calls, and the JSON answers that needed
+    fences or prose taken off (`repairs`) or could not be read (`parse_failures`)."""
+    task = answer.extra.get("task") or job.kind
+    counts = {"calls": 1}
+    reading = READINGS.get(str(answer.extra.get("json")))
+    if reading:
+        counts[reading] = 1
+    key = f"{answer.model or '?'} {task}"
+    store.usage.increment(agent_id=job.agent_id, day=day, dim="model_task", key=key, counts=counts)
 
 
 def _update_rankings(store: MemoryStore, job: Job, day: str, grown: dict[str, Any]) -> None:

@@ -33,6 +33,7 @@ from streams.store import (
     context_calls,
     embeddings,
     jobs,
+    llm_servers,
     observations,
     privacy,
     prompt_checks,
@@ -129,6 +130,8 @@ class MemoryStore:
         )
         self.consolidations = consolidations.ConsolidationRepository(self.db)
         self.jobs = jobs.JobRepository(self.db)
+        # What each model server accepts (streams.llm.negotiation), for every process.
+        self.llm_servers = llm_servers.LLMServerRepository(self.db)
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)

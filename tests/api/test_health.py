@@ -18,6 +18,8 @@ def test_health_answers_without_a_key(db):
         "llm": "offline",
         "queue": "eager",
         "store_mode": "mongodb",
+        "llm_output": None,
+        "warnings": [],
     }
 
 

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from streams.llm import negotiation
+from tests.fakes import openai_schema
 from tests.fakes import openai_wire as wire
 from tests.fakes.openai_wire import (
     Behaviour,
@@ -103,6 +105,7 @@ class FakeOpenAI:
         self._script: deque[Behaviour] = deque()
         self._requests: list[RecordedRequest] = []
         self._responder: Responder = default_responder
+        self._refused: set[str] = set()
         self._wake = threading.Event()
         self._default_dimensions = self.embedding_dimensions = embedding_dimensions
         handler = type("FakeOpenAIHandler", (_Handler,), {"fake": self})
@@ -138,6 +141,7 @@ class FakeOpenAI:
             self._script.clear()
             self._requests.clear()
             self._responder = default_responder
+            self._refused = set()
             self.embedding_dimensions = self._default_dimensions
             self._wake.set()
             self._wake = threading.Event()
@@ -202,6 +206,14 @@ class FakeOpenAI:
     def drop_connection(self, times: int = 1) -> FakeOpenAI:
         return self.enqueue(*[DropConnection()] * times)
 
+    def refuse(self, *what: str) -> FakeOpenAI:
+        """Answer 400, as a server without the feature does, to chat requests that carry one of
+        `what`: "json_schema" or "json_object" (a `response_format` of that type), or
+        "temperature". Until the next `reset`; a refused request consumes no script."""
+        with self._lock:
+            self._refused |= set(what)
+        return self
+
     def set_responder(self, responder: Responder) -> FakeOpenAI:
         """Set what unscripted chat requests answer, until the next `reset`."""
         with self._lock:
@@ -221,10 +233,14 @@ class FakeOpenAI:
         is_post = handler.command == "POST"
         with self._lock:
             self._requests.append(recorded)
-            scripted = is_post and path == CHAT_PATH and self._script
+            chat = is_post and path == CHAT_PATH
+            refusal = openai_schema.refusal(body or {}, self._refused) if chat else None
+            scripted = refusal is None and is_post and path == CHAT_PATH and self._script
             behaviour = self._script.popleft() if scripted else None
             responder, wake, dimensions = self._responder, self._wake, self.embedding_dimensions
-        if is_post and path == CHAT_PATH:
+        if refusal is not None:
+            _send(handler, 400, wire.error_body(400, refusal))
+        elif is_post and path == CHAT_PATH:
             self._perform(handler, recorded, behaviour, responder, wake)
         elif is_post and path == EMBEDDINGS_PATH:
             _send(handler, 200, wire.embeddings(body or {}, dimensions))
@@ -290,9 +306,15 @@ class FakeOpenAI:
 
 
 def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) -> bool:
-    """Refuse (500, no retry) an extraction answer citing ids its prompt does not show, or
-    a consolidation answer reporting a contradiction between ids its prompt does not list."""
+    """Refuse (500, no retry) an extraction answer citing ids its prompt does not show, a
+    consolidation answer reporting a contradiction between ids its prompt does not list,
+    or an answer outside the request's JSON schema (a strict server cannot produce one)."""
     unknown = wire.unknown_sources(recorded, text) + wire.unknown_contradiction_ids(recorded, text)
+    outside = openai_schema.answer_problems(recorded.body or {}, text)
+    if outside and not unknown:
+        error = wire.error_body(500, f"fake answer does not follow the schema: {outside}")
+        _send(handler, 500, error, {"x-should-retry": "false"})
+        return True
     if unknown:
         error = wire.error_body(500, f"fake answer cites ids not in the prompt: {unknown}")
         _send(handler, 500, error, {"x-should-retry": "false"})
@@ -368,6 +390,7 @@ def fake_openai(
     """The fake, reset, with the app configured (Django settings and env) to call it."""
     fake = fake_openai_server
     fake.reset()
+    negotiation.forget()  # one base URL for the whole run: no test inherits a step down
     monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     settings.OPENAI_BASE_URL = fake.base_url
@@ -377,3 +400,4 @@ def fake_openai(
     settings.MEMORY_LLM_MAX_RETRIES = 2
     yield fake
     fake.reset()
+    negotiation.forget()

@@ -47,9 +47,9 @@ class RecordedRequest:
 
     @property
     def wants_json(self) -> bool:
-        """Whether the request asked for `response_format={"type": "json_object"}`."""
+        """Whether the request asked for JSON: `response_format` `json_object` or `json_schema`."""
         response_format = (self.body or {}).get("response_format") or {}
-        return response_format.get("type") == "json_object"
+        return response_format.get("type") in ("json_object", "json_schema")
 
 
 @dataclass(frozen=True)
@@ -359,9 +359,16 @@ def _content_text(content: Any) -> str:
 
 
 def chat_completion(request_body: dict[str, Any], text: str) -> dict[str, Any]:
-    """A `chat.completion` object answering `request_body` with `text`, with estimated usage."""
+    """A `chat.completion` object answering `request_body` with `text`, with estimated usage.
+
+    Past the request's `max_tokens` the text is cut there, `finish_reason="length"`, as a
+    real server stops a model that runs on (or loops)."""
     prompt = "".join(_content_text(m.get("content")) for m in request_body.get("messages", []))
     prompt_tokens, completion_tokens = estimate_tokens(prompt), estimate_tokens(text)
+    finish_reason = "stop"
+    limit = request_body.get("max_tokens")
+    if isinstance(limit, int) and completion_tokens > limit:
+        text, completion_tokens, finish_reason = text[: limit * 4], limit, "length"
     message = {"role": "assistant", "content": text, "refusal": None}
     usage = {
         "prompt_tokens": prompt_tokens,
@@ -373,7 +380,9 @@ def chat_completion(request_body: dict[str, Any], text: str) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request_body.get("model", "fake-model"),
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason, "logprobs": None}
+        ],
         "usage": usage,
     }
 

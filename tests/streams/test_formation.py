@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from memory_admin.tasks import formation_settings
@@ -76,7 +74,8 @@ def test_44_messages_do_not_form_and_the_45th_does(store, fake_openai):
                 {"content": "Everyone wants dark mode.", "scope": "collective"},
                 {"content": "Made up scope.", "scope": "group:Nobody"},
             ]
-        }
+        },
+        strict=False,  # a server that does not enforce the schema: the parser drops it
     )
     run = run_formation(store, second.formation_job.id)
     assert len(fake_openai.chat_requests) == 1
@@ -161,17 +160,16 @@ def test_a_failed_extraction_keeps_messages_unformed_and_a_retry_never_duplicate
 def test_items_over_the_word_limit_or_empty_are_dropped_and_counted(store, fake_openai):
     ingest(store, 4)
     job = formation_request(store=store, agent_id="a1", session_id="s1", trigger="api")
-    fake_openai.reply(
-        json.dumps(
-            {
-                "observations": [
-                    {"content": "word " * 51, "scope": "individual"},
-                    {"content": "   ", "scope": "individual"},
-                    {"content": "fine", "scope": "individual"},
-                    "not a dict",
-                ]
-            }
-        )
+    fake_openai.reply_json(
+        {
+            "observations": [
+                {"content": "word " * 51, "scope": "individual"},
+                {"content": "   ", "scope": "individual"},
+                {"content": "fine", "scope": "individual"},
+                "not a dict",
+            ]
+        },
+        strict=False,  # a server that does not enforce the schema
     )
     run = run_formation(store, job.id)
     assert run.result["observations"] == 1 and run.result["dropped"] == 3

@@ -229,3 +229,24 @@ def test_an_invalid_draft_is_a_field_error_even_with_checks_saved(client_as, sto
         **HTMX,
     )
     assert run.status_code == 422 and "not a template" in run.content.decode()
+
+
+def test_the_consolidation_dry_run_shows_each_call_it_would_make(client_as, store, fake_openai):
+    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual("a1", "u1"))
+    ObservationFactory.create(store=store, scope=scope, content="Gene prefers tea.")
+    scope = scope_get(store=store, scope_id=scope.id)
+    long = "Gene likes tea. " * 200  # over the word limit: the run's retry is shown too
+    fake_openai.reply(long).reply("Gene prefers tea.").reply("Gene prefers tea.")
+    response = client_as("operator").post(
+        reverse("ui:prompt_dry_run", args=["a1", "consolidation"]),
+        {
+            "scope": scope.id,
+            "text": "Fold {observations} into {consolidation} ({max_words} words).",
+        },
+        **HTMX,
+    )
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert f"[{scope.pending_observation_ids[0]}] Gene prefers tea." in page  # the ids sent
+    assert "2 calls ask for" in page and "temperature 0.0" in page and "a prose answer" in page
+    assert scope_get(store=store, scope_id=scope.id).consolidation_version == 0

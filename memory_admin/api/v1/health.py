@@ -10,6 +10,7 @@ from ninja import Router
 
 from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.v1.schemas import HealthOut, error_responses
+from memory_admin.llm import llm_server_terms
 from memory_admin.stores import get_store, store_mode, store_unreachable
 from streams.core.exceptions import IndexesMissing, Unavailable
 
@@ -18,9 +19,11 @@ router = Router(tags=["health"])
 
 
 @router.get("/health", auth=None, response={200: HealthOut, **error_responses(503)})
-def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
-    """Whether the store answers, and which LLM provider and task queue are configured."""
-    report = {
+def health(request: HttpRequest) -> dict[str, object] | HttpResponse:
+    """Whether the store answers, and which LLM provider and task queue are configured;
+    with a model server, the output mode it accepted (`json_schema`, or the fallback this
+    process stepped down to, with a warning) and whether `temperature` is sent."""
+    report: dict[str, object] = {
         "status": "ok",
         "store": "ok",
         "llm": settings.MEMORY_LLM_PROVIDER,
@@ -51,4 +54,8 @@ def health(request: HttpRequest) -> dict[str, str] | HttpResponse:
                 details={**report, "status": "unavailable", "store": "unavailable"},
             )
         )
+    terms = llm_server_terms()  # after the ping: a store that is down answers 503 first
+    if terms is not None:
+        report["llm_output"] = {"output": terms["output"], "temperature": terms["temperature"]}
+        report["warnings"] = terms["warnings"]
     return report

@@ -107,6 +107,9 @@ class HealthOut(Schema):
     llm: str
     queue: Literal["eager", "broker"]
     store_mode: str
+    # With a model server: {"output": "json_schema"|"json_object"|"text", "temperature": bool}.
+    llm_output: dict[str, Any] | None = None
+    warnings: list[str] = []
 
 
 # -- lists -------------------------------------------------------------------------------
