@@ -19,15 +19,14 @@ from streams.memory.observation_batch import (
 )
 from streams.memory.observation_changes import (
     UNSET,
-    Deletion,
     Unset,
-    observation_delete_after,
     observation_delete_write,
     observation_update_after,
     observation_update_plan,
     observation_update_write,
 )
 from streams.memory.observations import observation_add
+from streams.memory.source_change import SourceChange
 from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
 
@@ -117,15 +116,18 @@ def do_observation_update(
     expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
-    what changed (text as digests). The change and its entry commit together; returns
-    the jobs (rebuilds) scheduled once it committed."""
+    what changed (text as digests). The change, its entry and its follow-up job commit
+    together; returns the rebuilds that job sends once done."""
     plan = observation_update_plan(
         observation=observation, content=content, private=private, expires_at=expires_at
     )
 
-    def write(tx: ActionTx) -> None:
+    def write(tx: ActionTx) -> list[Job]:
+        follow_up = None
         if plan.changes:
-            observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+            follow_up = observation_update_write(
+                store=store, plan=plan, actor=str(actor), session=tx.session
+            )
         tx.audit(
             action="observation.update",
             object_type="observation",
@@ -140,22 +142,20 @@ def do_observation_update(
                 plan.after(),
             ),
         )
+        return _follow(tx, follow_up)
 
-    run_action(store, actor, write)
-    jobs: list[Job] = []
-    updated = observation_update_after(store=store, plan=plan, follow_ups=jobs)
-    schedule(jobs)
-    return updated, jobs
+    rebuilds = run_action(store, actor, write)
+    return observation_update_after(store=store, plan=plan), rebuilds
 
 
 def do_observation_delete(
     *, store: MemoryStore, actor: Actor, observation: Observation
 ) -> list[Job]:
-    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete
-    and its entry commit together; the rebuilds follow the commit."""
+    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete,
+    its entry and its follow-up job commit together; the rebuilds follow that job."""
     was_deleted = observation.deleted
 
-    def write(tx: ActionTx) -> Deletion:
+    def write(tx: ActionTx) -> list[Job]:
         deletion = observation_delete_write(
             store=store, observation=observation, session=tx.session
         )
@@ -169,15 +169,9 @@ def do_observation_delete(
                 "already_deleted": was_deleted,
             },
         )
-        return deletion
+        return _follow(tx, deletion.follow_up)
 
-    deletion = run_action(store, actor, write)
-    jobs: list[Job] = []
-    observation_delete_after(
-        store=store, observation=observation, deletion=deletion, follow_ups=jobs
-    )
-    schedule(jobs)
-    return jobs
+    return run_action(store, actor, write)
 
 
 def do_observation_merge(
@@ -185,7 +179,7 @@ def do_observation_merge(
 ) -> list[Job]:
     """Merge two near duplicates of one scope: keep one, delete the other (one rebuild at
     most, where the deleted one was consolidated); the kept one no longer points at it.
-    The delete, the kept one's change and the entry commit together."""
+    The delete, the kept one's change, the entry and the follow-up job commit together."""
     if keep.id == drop.id:
         raise InvalidInput("an observation cannot merge with itself", details=[{"field": "drop"}])
     if keep.scope_id != drop.scope_id:
@@ -193,7 +187,7 @@ def do_observation_merge(
     if keep.deleted or drop.deleted:
         raise Conflict("a deleted observation cannot be merged")
 
-    def write(tx: ActionTx) -> Deletion:
+    def write(tx: ActionTx) -> list[Job]:
         deletion = observation_delete_write(store=store, observation=drop, session=tx.session)
         if keep.similar_to == drop.id:
             store.observations.update_fields(
@@ -211,13 +205,18 @@ def do_observation_merge(
                 "deleted_content": content_digest(drop.content),
             },
         )
-        return deletion
+        return _follow(tx, deletion.follow_up)
 
-    deletion = run_action(store, actor, write)
-    jobs: list[Job] = []
-    observation_delete_after(store=store, observation=drop, deletion=deletion, follow_ups=jobs)
-    schedule(jobs)
-    return jobs
+    return run_action(store, actor, write)
+
+
+def _follow(tx: ActionTx, follow_up: SourceChange | None) -> list[Job]:
+    """Send the change's follow-up job after the commit; its rebuilds wait for it (it
+    sends them), and are what the caller shows as "rebuild pending"."""
+    if follow_up is None:
+        return []
+    tx.schedule(follow_up.job)
+    return list(follow_up.rebuilds)
 
 
 def do_observation_feedback(

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from bson import ObjectId
 
 from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.exceptions import Conflict
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.consolidation_runs import consolidation_fold
@@ -71,24 +72,66 @@ def sources_changed(
     text once its own scope is rebuilt. Each scope whose consolidation absorbed the
     observation or a copy is flagged and gets a rebuild job (in `follow_ups`).
     """
-    repo = _repo(store)
-    copies = copies_closure(repo, [observation.id])
+    copies = copies_closure(_repo(store), [observation.id])
+    follow_ups.extend(
+        sources_flag(store=store, observation=observation, change=change, copies=copies)
+    )
+    sources_clean(
+        store=store,
+        observation=observation,
+        change=change,
+        copies=copies,
+        old_text=old_text,
+        scrub_log=scrub_log,
+    )
+
+
+def sources_flag(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    session: StoreSession | None = None,
+    after: str | None = None,
+) -> list[Job]:
+    """Flag each scope whose consolidation absorbed the observation or one of its
+    `copies` ("rebuild pending"), each with a queued rebuild job, returned. With `after`
+    (the id of the job that removes the copies) each rebuild waits for that job: run
+    first, it would fold a copy still there back in (`rebuild_run`)."""
     tainted: dict[str, list[str]] = {}
     if observation.consolidated or observation.restored_to_pending:
         tainted[observation.scope_id] = [observation.id]
     for copy in copies:
         if copy.consolidated and not copy.deleted:
             tainted.setdefault(copy.scope_id, []).append(copy.id)
+    jobs: list[Job] = []
     for scope_id, ids in sorted(tainted.items()):
         # Job first, then the flag: a crash in between leaves a queued job (the sweep
         # dispatches it), never a flagged scope that nothing will rebuild.
-        job = rebuild_due(store=store, scope_id=scope_id, trigger=change)
-        store.scopes.flag_rebuild(ObjectId(scope_id), [ObjectId(i) for i in ids])
+        job = rebuild_due(
+            store=store, scope_id=scope_id, trigger=change, session=session, after=after
+        )
+        store.scopes.flag_rebuild(ObjectId(scope_id), [ObjectId(i) for i in ids], session=session)
         if job is not None:
-            follow_ups.append(job)
-    remove_copies(store=store, copies=copies)
+            jobs.append(job)
+    return jobs
+
+
+def sources_clean(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    old_text: str | None,
+    scrub_log: bool = True,
+) -> None:
+    """The copies' texts (and the removed text) out of the context log, then the copies
+    removed: in that order, a retry after a crash in between still finds the copies."""
     if scrub_log:
         _scrub_context_log(store, observation, change, copies, old_text)
+    remove_copies(store=store, copies=copies)
 
 
 def _scrub_context_log(
@@ -115,17 +158,36 @@ def _scrub_context_log(
         )
 
 
-def rebuild_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
+def rebuild_due(
+    *,
+    store: MemoryStore,
+    scope_id: str,
+    trigger: str,
+    session: StoreSession | None = None,
+    after: str | None = None,
+) -> Job | None:
     """A rebuild job for the scope, unless one is queued already (a running one may have
-    read the flags before the new one arrived: the queued job takes the rest)."""
+    read the flags before the new one arrived: the queued job takes the rest). With
+    `after`, the rebuild waits for that job, and a queued one is made to wait too and
+    returned (whoever runs `after` sends it once done)."""
     oid = ObjectId(scope_id)
-    if store.jobs.active_for_scope(oid, "rebuild", statuses=["queued"]) is not None:
-        return None
+    queued = store.jobs.active_for_scope(oid, "rebuild", statuses=["queued"], session=session)
+    if queued is not None:
+        if after is None:
+            return None
+        if store.jobs.wait_for(ObjectId(queued.id), after, session=session):
+            return queued
     scope = store.scopes.get(oid)
     if scope is None:
         return None
     return job_create(
-        store=store, kind="rebuild", agent_id=scope.agent_id, scope_id=scope_id, trigger=trigger
+        store=store,
+        kind="rebuild",
+        agent_id=scope.agent_id,
+        scope_id=scope_id,
+        trigger=trigger,
+        payload={"after": [after]} if after is not None else None,
+        session=session,
     )
 
 
@@ -191,6 +253,13 @@ def prune_search_terms(*, store: MemoryStore, scope_id: str, texts: list[str]) -
 def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
     """The work of a rebuild job: rebuild the scope without what its flags name."""
     assert run.job.scope_id is not None
+    waiting = [
+        job_id
+        for job_id in run.job.payload.get("after", [])
+        if (before := store.jobs.get(ObjectId(job_id))) is not None and before.status != "succeeded"
+    ]
+    if waiting:  # a change's copies are still there: it would fold them back in
+        raise Conflict(f"the rebuild waits for job {', '.join(waiting)} to remove copies first")
     scope = store.scopes.get(ObjectId(run.job.scope_id))
     if scope is None or not scope.needs_rebuild:
         run.result = {"note": "nothing to rebuild"}

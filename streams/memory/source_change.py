@@ -1,0 +1,108 @@
+"""What follows a change to an observation, as an outbox job in the change's transaction.
+
+An edit, a delete (a merge deletes one) or marking private writes, in its own
+transaction (`source_change_queue`): the flags of the scopes whose consolidation
+absorbed the old text ("rebuild pending") with their queued rebuild jobs, and one
+`source_change` job. That job (`source_change_run`) prunes the search terms no text
+holds any more, scrubs the removed text from the context log and removes the
+propagated copies (`streams.memory.rebuild.sources_clean`), then sends the rebuilds,
+which wait for it (a copy still there would be folded back in). A process killed after
+the commit leaves the job queued, and the recovery sweep sends it: nothing of the
+follow-up depends on the process that committed surviving.
+
+The payload names the observation, the change and, for an edit, the text-history entry
+holding the old text: a job document never holds memory text. Running the job twice
+changes nothing twice: the copies are gone, the log records no longer list what was
+scrubbed, the rebuilds it sends have run or are the same queued documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bson import ObjectId
+
+from streams.core.documents import Job, Observation
+from streams.jobs import JobRun
+from streams.memory.rebuild import (
+    Change,
+    copies_closure,
+    prune_search_terms,
+    sources_clean,
+    sources_flag,
+)
+from streams.store import MemoryStore, StoreSession
+from streams.store.privacy import PrivacyRepository
+
+KIND = "source_change"
+
+
+@dataclass(frozen=True)
+class SourceChange:
+    """A change's follow-up, written in its transaction: the job and the rebuilds it sends."""
+
+    job: Job
+    rebuilds: list[Job] = field(default_factory=list)
+
+
+def source_change_queue(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    session: StoreSession,
+    history_id: ObjectId | None = None,
+) -> SourceChange:
+    """In the change's transaction: the scopes flagged with their rebuilds, and the job
+    (`observation`: as it is once the change commits, `history_id`: its old text's entry)."""
+    job = Job(
+        kind=KIND,
+        agent_id=observation.agent_id,
+        scope_id=observation.scope_id,
+        trigger=change,
+        payload={
+            "observation_id": observation.id,
+            "change": change,
+            "history_id": str(history_id) if history_id is not None else None,
+        },
+    )
+    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    rebuilds = sources_flag(
+        store=store,
+        observation=observation,
+        change=change,
+        copies=copies,
+        session=session,
+        after=job.id,
+    )
+    job.payload["rebuild_job_ids"] = [j.id for j in rebuilds]
+    store.jobs.insert(job, session=session)
+    return SourceChange(job=job, rebuilds=rebuilds)
+
+
+def source_change_run(*, store: MemoryStore, run: JobRun) -> None:
+    """The work of a `source_change` job (see the module's docstring)."""
+    payload = run.job.payload
+    observation = store.observations.get(ObjectId(payload["observation_id"]))
+    if observation is None:
+        run.result = {"note": "the observation is gone"}
+        return
+    change: Change = payload["change"]
+    old_text = None
+    if payload.get("history_id"):
+        entry = store.text_history.get(ObjectId(payload["history_id"]))
+        old_text = entry["content"] if entry is not None else None
+    removed = [observation.content] if change == "delete" else []
+    if old_text is not None:
+        removed.append(old_text)
+    if removed:
+        prune_search_terms(store=store, scope_id=observation.scope_id, texts=removed)
+    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    sources_clean(
+        store=store, observation=observation, change=change, copies=copies, old_text=old_text
+    )
+    for job_id in payload.get("rebuild_job_ids", []):
+        rebuild = store.jobs.get(ObjectId(job_id))
+        if rebuild is not None and rebuild.status in ("queued", "failed"):
+            run.follow_ups.append(rebuild)
+    run.result = {"change": change, "copies_removed": len(copies)}
