@@ -210,7 +210,12 @@ def observation_batch_add(
             if item.private and not kept.private and kept.id not in private_kept:
                 private_kept.add(kept.id)
                 kept = duplicate_kept(
-                    store=store, kept=kept, private=True, follow_ups=follow_ups, actor=actor
+                    store=store,
+                    kept=kept,
+                    private=True,
+                    follow_ups=follow_ups,
+                    actor=actor,
+                    transact=transact,
                 )
             observations.append(replace(kept, duplicate=True))
             created.append(False)
@@ -308,6 +313,7 @@ def observation_add_once(
             private=private,
             follow_ups=follow_ups,
             actor=actor,
+            transact=transact,
         )
         return kept, False
     return observation, True

@@ -22,7 +22,11 @@ from streams.memory.add_writes import (
     added,
 )
 from streams.memory.lifecycle import expires_at_check
-from streams.memory.observation_changes import observation_update
+from streams.memory.observation_changes import (
+    observation_update_after,
+    observation_update_plan,
+    observation_update_write,
+)
 from streams.memory.window import WINDOWS
 from streams.records.audit import audit_record
 from streams.records.webhooks import observations_changed
@@ -359,6 +363,7 @@ def observation_add(
             private=private,
             follow_ups=follow_ups,
             actor=actor,
+            transact=transact,
         )
     WINDOWS.added(store=store, before=before, observations=[observation])
     return observation
@@ -371,24 +376,34 @@ def duplicate_kept(
     private: bool,
     follow_ups: list[Job] | None,
     actor: str | None,
+    transact: Transact | None = None,
 ) -> Observation:
     """The answer to an add that matched a live observation: that one, marked `duplicate`;
-    an add asking for `private` marks the kept one private (audited like an edit)."""
+    an add asking for `private` marks the kept one private (audited like an edit). The
+    mark, its entry and its follow-up job commit together (in `transact`: the action's)."""
     if private and not kept.private:
-        fresh = observation_update(
-            store=store, observation=kept, private=True, follow_ups=follow_ups
-        )
-        if actor is not None:
-            audit_record(
-                store=store,
-                actor=actor,
-                action="observation.update",
-                object_type="observation",
-                object_id=kept.id,
-                agent_id=kept.agent_id,
-                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
-            )
-        kept = fresh
+        plan = observation_update_plan(observation=kept, private=True)
+
+        def mark(session: StoreSession, schedule: Schedule) -> None:
+            change = observation_update_write(store=store, plan=plan, actor=actor, session=session)
+            schedule(change.job if change is not None else None)
+            if actor is not None:
+                audit_record(
+                    store=store,
+                    actor=actor,
+                    action="observation.update",
+                    object_type="observation",
+                    object_id=kept.id,
+                    agent_id=kept.agent_id,
+                    summary={
+                        "private": {"before": False, "after": True},
+                        "reason": "duplicate add",
+                    },
+                    session=session,
+                )
+
+        add_transaction(store, transact, mark, follow_ups)
+        kept = observation_update_after(store=store, plan=plan)
     return replace(kept, duplicate=True)
 
 
