@@ -28,13 +28,128 @@ from streams.memory.rebuild import (
     Change,
     copies_closure,
     prune_search_terms,
-    sources_clean,
-    sources_flag,
+    rebuild_due,
+    remove_copies,
+)
+from streams.records.context_scrub import (
+    context_log_forget_observations,
+    private_owner,
+    removed_texts,
 )
 from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import PrivacyRepository
 
 KIND = "source_change"
+
+
+# -- what follows a change: flag scopes and queue rebuilds, scrub the log, remove copies --
+
+
+def sources_changed(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    follow_ups: list[Job],
+    old_text: str | None = None,
+    scrub_log: bool = True,
+) -> None:
+    """After `observation` was deleted, edited or marked private (the change is stored;
+    `old_text`: its text before an edit). `scrub_log=False` (expiry: the text was live
+    then, and replay shows it then) keeps it in the context log's records.
+
+    Its propagated copies (and theirs) are removed, whatever the change: a copy
+    is derived text, and an edited observation's copy is re-derived from the new
+    text once its own scope is rebuilt. Each scope whose consolidation absorbed the
+    observation or a copy is flagged and gets a rebuild job (in `follow_ups`).
+    """
+    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    follow_ups.extend(
+        sources_flag(store=store, observation=observation, change=change, copies=copies)
+    )
+    sources_clean(
+        store=store,
+        observation=observation,
+        change=change,
+        copies=copies,
+        old_text=old_text,
+        scrub_log=scrub_log,
+    )
+
+
+def sources_flag(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    session: StoreSession | None = None,
+    after: str | None = None,
+) -> list[Job]:
+    """Flag each scope whose consolidation absorbed the observation or one of its
+    `copies` ("rebuild pending"), each with a queued rebuild job, returned. With `after`
+    (the id of the job that removes the copies) each rebuild waits for that job: run
+    first, it would fold a copy still there back in (`rebuild_run`)."""
+    tainted: dict[str, list[str]] = {}
+    if observation.consolidated or observation.restored_to_pending:
+        tainted[observation.scope_id] = [observation.id]
+    for copy in copies:
+        if copy.consolidated and not copy.deleted:
+            tainted.setdefault(copy.scope_id, []).append(copy.id)
+    jobs: list[Job] = []
+    for scope_id, ids in sorted(tainted.items()):
+        # Job first, then the flag: a crash in between leaves a queued job (the sweep
+        # dispatches it), never a flagged scope that nothing will rebuild.
+        job = rebuild_due(
+            store=store, scope_id=scope_id, trigger=change, session=session, after=after
+        )
+        store.scopes.flag_rebuild(ObjectId(scope_id), [ObjectId(i) for i in ids], session=session)
+        if job is not None:
+            jobs.append(job)
+    return jobs
+
+
+def sources_clean(
+    *,
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    old_text: str | None,
+    scrub_log: bool = True,
+) -> None:
+    """The copies' texts (and the removed text) out of the context log, then the copies
+    removed: in that order, a retry after a crash in between still finds the copies."""
+    if scrub_log:
+        _scrub_context_log(store, observation, change, copies, old_text)
+    remove_copies(store=store, copies=copies)
+
+
+def _scrub_context_log(
+    store: MemoryStore,
+    observation: Observation,
+    change: Change,
+    copies: list[Observation],
+    old_text: str | None,
+) -> None:
+    """The removed text leaves every logged call that quoted it (`context_log_scrub`):
+    the copies' texts and an edit's old text for everyone; a private observation's text
+    for everyone but its owner (their own memory still shows it)."""
+    gone = removed_texts(copies)
+    if old_text is not None and old_text != observation.content:
+        gone.append((observation.id, old_text))
+    if change == "delete":
+        gone.append((observation.id, observation.content))
+    context_log_forget_observations(store=store, texts=gone)
+    if change == "private":
+        context_log_forget_observations(
+            store=store,
+            texts=[(observation.id, observation.content)],
+            except_user_id=private_owner(store, observation.scope_id),
+        )
+
+
+# -- the outbox job -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
