@@ -17,7 +17,11 @@ from bson import ObjectId
 
 from memory_admin.llm import get_llm_provider
 from streams.actions import Actor
-from streams.actions.observations import do_observation_delete, do_observation_update
+from streams.actions.observations import (
+    do_observation_add,
+    do_observation_delete,
+    do_observation_update,
+)
 from streams.jobs import CountingLLM, JobRun, job_get, job_list
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import scope_get
@@ -109,3 +113,37 @@ def test_the_commit_flags_and_queues_and_the_job_follows_up_once(
 
 def _run(job_id: str, store: MemoryStore) -> JobRun:
     return JobRun(job=job_get(store=store, job_id=job_id), llm=CountingLLM(get_llm_provider()))
+
+
+def test_a_duplicate_add_marks_the_kept_one_private_with_its_entry_or_not_at_all(
+    store, world, held, monkeypatch
+) -> None:
+    """The mark and its audit entry are one transaction: an entry that fails to be written
+    leaves the kept observation as it was (before, the mark had committed alone)."""
+    from streams.records.audit import audit_page
+
+    scope = scope_get(store=store, scope_id=world["individual"])
+    kept = do_observation_add(store=store, actor=CLI, scope=scope, content="Gene likes tea.")
+    writer = store.audit.insert
+
+    def failing(entry, **kwargs):
+        if entry.action == "observation.update":
+            raise RuntimeError("the entry failed")
+        return writer(entry, **kwargs)
+
+    monkeypatch.setattr(store.audit, "insert", failing)
+    with pytest.raises(RuntimeError, match="the entry failed"):
+        do_observation_add(
+            store=store, actor=CLI, scope=scope, content="Gene likes tea.", private=True
+        )
+    assert not store.observations.get(ObjectId(kept.id)).private
+    monkeypatch.setattr(store.audit, "insert", writer)
+
+    again = do_observation_add(
+        store=store, actor=CLI, scope=scope, content="Gene likes tea.", private=True
+    )
+    assert again.id == kept.id and again.duplicate and again.private
+    (entry,) = [
+        e for e in audit_page(store=store, actor="cli").items if e.action == "observation.update"
+    ]
+    assert entry.summary["reason"] == "duplicate add"
