@@ -26,7 +26,7 @@ STILL_WRITING: dict[str, str] = {
     ),
     "streams/memory/observations.py": (
         "a duplicate add asking for `private` marks the kept observation private and audits"
-        " it as an edit, after the add's transaction"
+        " it as an edit, in the mark's transaction (the action's `transact`)"
     ),
     "streams/memory/propagation.py": (
         "`propagation.blocked`: a job's system entry, in the transaction of its block counts"
