@@ -24,10 +24,6 @@ STILL_WRITING: dict[str, str] = {
         "an add's entry joins the add's batch of writes (one round trip, one journal sync);"
         " the action's transaction runs the add (`action_transaction`), so it commits with it"
     ),
-    "streams/memory/observations.py": (
-        "a duplicate add asking for `private` marks the kept observation private and audits"
-        " it as an edit, in the mark's transaction (the action's `transact`)"
-    ),
     "streams/memory/propagation.py": (
         "`propagation.blocked`: a job's system entry, in the transaction of its block counts"
     ),

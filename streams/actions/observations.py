@@ -25,7 +25,7 @@ from streams.memory.observation_changes import (
     observation_update_plan,
     observation_update_write,
 )
-from streams.memory.observations import observation_add
+from streams.memory.observations import MarkPrivate, observation_add
 from streams.memory.source_change import SourceChange
 from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
@@ -55,6 +55,7 @@ def do_observation_add(
         actor=str(actor),
         expires_at=expires_at,
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return observation
@@ -83,6 +84,7 @@ def do_observation_add_once(
         follow_ups=jobs,
         actor=str(actor),
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return result
@@ -101,6 +103,7 @@ def do_observation_add_batch(
         follow_ups=jobs,
         actor=str(actor),
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return result
@@ -208,6 +211,32 @@ def do_observation_merge(
         return _follow(tx, deletion.follow_up)
 
     return run_action(store, actor, write)
+
+
+def _mark_kept_private(store: MemoryStore, actor: Actor) -> MarkPrivate:
+    """For an add that matched a live observation and asked for `private`: mark that one
+    private, audited like an edit, its entry and its follow-up job in one transaction."""
+
+    def mark(kept: Observation) -> Observation:
+        plan = observation_update_plan(observation=kept, private=True)
+
+        def write(tx: ActionTx) -> None:
+            change = observation_update_write(
+                store=store, plan=plan, actor=str(actor), session=tx.session
+            )
+            tx.audit(
+                action="observation.update",
+                object_type="observation",
+                object_id=kept.id,
+                agent_id=kept.agent_id,
+                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
+            )
+            _follow(tx, change)
+
+        run_action(store, actor, write)
+        return observation_update_after(store=store, plan=plan)
+
+    return mark
 
 
 def _follow(tx: ActionTx, follow_up: SourceChange | None) -> list[Job]:
