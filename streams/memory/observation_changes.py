@@ -14,7 +14,7 @@ from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.guard.detectors import detect_and_redact
-from streams.memory.rebuild import Change, copies_closure
+from streams.memory.rebuild import Change, copies_closure, prune_search_terms
 from streams.memory.source_change import SourceChange, source_change_queue
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import text_key
@@ -183,6 +183,9 @@ def observation_update_write(
         search_index_remove(store=store, observations=[observation], session=session)
         renewed = replace(observation, content=str(fields["content"]))
         search_index_add(store=store, observations=[renewed], session=session)
+        prune_search_terms(
+            store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
+        )
     changed = replace(
         observation,
         content=str(fields.get("content", observation.content)),
@@ -257,6 +260,9 @@ def observation_delete_write(
             raise NotFound("observation not found")
         return Deletion()
     search_index_remove(store=store, observations=[observation], session=session)
+    prune_search_terms(
+        store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
+    )
     store.text_history.purge([oid], session=session)  # earlier texts go with it
     gone = replace(observation, deleted_at=now)
     observations_changed(

@@ -134,11 +134,14 @@ def forget_in_search(*, store: MemoryStore, scope_id: str, observations: list[Ob
     prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in observations])
 
 
-def prune_search_terms(*, store: MemoryStore, scope_id: str, texts: list[str]) -> None:
+def prune_search_terms(
+    *, store: MemoryStore, scope_id: str, texts: list[str], session: StoreSession | None = None
+) -> None:
     """Drop the scope's term documents of these texts that no observation holds any more
-    (after a delete or an edit the old words would stay listed with a count of zero)."""
+    (after a delete or an edit the old words would stay listed with a count of zero);
+    with `session`, in the transaction that took the texts out of search."""
     terms = sorted({t for text in texts for t in term_counts(text)})
-    _repo(store).prune_search_terms(ObjectId(scope_id), terms)
+    _repo(store).prune_search_terms(ObjectId(scope_id), terms, session=session)
 
 
 # -- the rebuild ----------------------------------------------------------------------------

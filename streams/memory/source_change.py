@@ -1,11 +1,12 @@
 """What follows a change to an observation, as an outbox job in the change's transaction.
 
 An edit, a delete (a merge deletes one) or marking private writes, in its own
-transaction (`source_change_queue`): the flags of the scopes whose consolidation
-absorbed the old text ("rebuild pending") with their queued rebuild jobs, and one
-`source_change` job. That job (`source_change_run`) prunes the search terms no text
-holds any more, scrubs the removed text from the context log and removes the
-propagated copies (`streams.memory.rebuild.sources_clean`), then sends the rebuilds,
+transaction, besides the change (its search terms no text holds any more pruned
+there): the flags of the scopes whose consolidation absorbed the old text ("rebuild
+pending") with their queued rebuild jobs, and one `source_change` job
+(`source_change_queue`). That job (`source_change_run`) scrubs the removed text from
+the context log and removes the propagated copies (`sources_clean`), then sends the
+rebuilds,
 which wait for it (a copy still there would be folded back in). A process killed after
 the commit leaves the job queued, and the recovery sweep sends it: nothing of the
 follow-up depends on the process that committed surviving.
@@ -27,7 +28,6 @@ from streams.jobs import JobRun
 from streams.memory.rebuild import (
     Change,
     copies_closure,
-    prune_search_terms,
     rebuild_due,
     remove_copies,
 )
@@ -207,11 +207,6 @@ def source_change_run(*, store: MemoryStore, run: JobRun) -> None:
     if payload.get("history_id"):
         entry = store.text_history.get(ObjectId(payload["history_id"]))
         old_text = entry["content"] if entry is not None else None
-    removed = [observation.content] if change == "delete" else []
-    if old_text is not None:
-        removed.append(old_text)
-    if removed:
-        prune_search_terms(store=store, scope_id=observation.scope_id, texts=removed)
     copies = copies_closure(PrivacyRepository(store.db), [observation.id])
     sources_clean(
         store=store, observation=observation, change=change, copies=copies, old_text=old_text
