@@ -63,6 +63,7 @@ from streams.memory.observations import observation_list
 from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.source_change import source_change_run
 from streams.records.activity import activity_record
 from streams.store import MemoryStore
 
@@ -451,6 +452,7 @@ class _Runner:
             "consolidation": lambda run: consolidation_run(store=store, run=run),
             "propagation": lambda run: propagation_run(store=store, run=run),
             "rebuild": lambda run: rebuild_run(store=store, run=run),
+            "source_change": lambda run: source_change_run(store=store, run=run),
         }
         self.run(job, works[job.kind])
         self.drain()

@@ -31,6 +31,7 @@ from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
+from streams.memory.source_change import source_change_run
 from streams.people.privacy import forget_user_run
 from streams.search.embeddings import embeddings_after_job, embeddings_compute
 
@@ -171,6 +172,14 @@ def run_bulk(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: bulk_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_source_change", **TASK_OPTIONS)
+def run_source_change(self, job_id: str) -> None:
+    """What follows an edit, delete, merge or marking private: copies out, the context log
+    scrubbed, then the rebuilds (the outbox job the change committed with)."""
+    store = get_store()
+    _execute(self, job_id, lambda run: source_change_run(store=store, run=run))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
@@ -179,6 +188,7 @@ TASKS_BY_KIND = {
     "rebuild": run_rebuild,
     "chat_ingest": run_chat_ingest,
     "bulk": run_bulk,
+    "source_change": run_source_change,
 }
 
 

@@ -20,15 +20,14 @@ from streams.memory.observation_batch import (
 )
 from streams.memory.observation_changes import (
     UNSET,
-    Deletion,
     Unset,
-    observation_delete_after,
     observation_delete_write,
     observation_update_after,
     observation_update_plan,
     observation_update_write,
 )
-from streams.memory.observations import observation_add, observations_append
+from streams.memory.observations import MarkPrivate, observation_add, observations_append
+from streams.memory.source_change import SourceChange
 from streams.records.audit import audit_changes, content_digest
 from streams.store import MemoryStore
 
@@ -57,6 +56,7 @@ def do_observation_add(
         actor=str(actor),
         expires_at=expires_at,
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return observation
@@ -85,6 +85,7 @@ def do_observation_add_once(
         follow_ups=jobs,
         actor=str(actor),
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return result
@@ -103,6 +104,7 @@ def do_observation_add_batch(
         follow_ups=jobs,
         actor=str(actor),
         transact=action_transaction(store, actor),
+        mark_private=_mark_kept_private(store, actor),
     )
     schedule(jobs)
     return result
@@ -118,8 +120,8 @@ def do_observation_update(
     expires_at: datetime | None | Unset = UNSET,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
-    what changed (text as digests). The change and its entry commit together; returns
-    the jobs (rebuilds) scheduled once it committed.
+    what changed (text as digests). The change, its entry and its follow-up job commit
+    together; returns the rebuilds that job sends once done.
 
     A new text the scope's screen holds (flagged in a shared scope) is not applied: it
     waits for review as a held copy (`review.edit_of`, the entry's `held_for_review`),
@@ -135,9 +137,12 @@ def do_observation_update(
         expires_at=expires_at,
     )
 
-    def write(tx: ActionTx) -> None:
+    def write(tx: ActionTx) -> list[Job]:
+        follow_up = None
         if plan.changes:
-            observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
+            follow_up = observation_update_write(
+                store=store, plan=plan, actor=str(actor), session=tx.session
+            )
         held: dict[str, str] = {}
         if plan.proposal is not None:
             held["held_for_review"] = _propose_edit(
@@ -158,12 +163,10 @@ def do_observation_update(
             )
             | held,
         )
+        return _follow(tx, follow_up)
 
-    run_action(store, actor, write)
-    jobs: list[Job] = []
-    updated = observation_update_after(store=store, plan=plan, follow_ups=jobs)
-    schedule(jobs)
-    return updated, jobs
+    rebuilds = run_action(store, actor, write)
+    return observation_update_after(store=store, plan=plan), rebuilds
 
 
 def _propose_edit(
@@ -205,11 +208,11 @@ def _propose_edit(
 def do_observation_delete(
     *, store: MemoryStore, actor: Actor, observation: Observation
 ) -> list[Job]:
-    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete
-    and its entry commit together; the rebuilds follow the commit."""
+    """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete,
+    its entry and its follow-up job commit together; the rebuilds follow that job."""
     was_deleted = observation.deleted
 
-    def write(tx: ActionTx) -> Deletion:
+    def write(tx: ActionTx) -> list[Job]:
         deletion = observation_delete_write(
             store=store, observation=observation, session=tx.session, by=str(tx.actor)
         )
@@ -223,15 +226,9 @@ def do_observation_delete(
                 "already_deleted": was_deleted,
             },
         )
-        return deletion
+        return _follow(tx, deletion.follow_up)
 
-    deletion = run_action(store, actor, write)
-    jobs: list[Job] = []
-    observation_delete_after(
-        store=store, observation=observation, deletion=deletion, follow_ups=jobs
-    )
-    schedule(jobs)
-    return jobs
+    return run_action(store, actor, write)
 
 
 def do_observation_merge(
@@ -239,7 +236,7 @@ def do_observation_merge(
 ) -> list[Job]:
     """Merge two near duplicates of one scope: keep one, delete the other (one rebuild at
     most, where the deleted one was consolidated); the kept one no longer points at it.
-    The delete, the kept one's change and the entry commit together."""
+    The delete, the kept one's change, the entry and the follow-up job commit together."""
     if keep.id == drop.id:
         raise InvalidInput("an observation cannot merge with itself", details=[{"field": "drop"}])
     if keep.scope_id != drop.scope_id:
@@ -247,7 +244,7 @@ def do_observation_merge(
     if keep.deleted or drop.deleted:
         raise Conflict("a deleted observation cannot be merged")
 
-    def write(tx: ActionTx) -> Deletion:
+    def write(tx: ActionTx) -> list[Job]:
         deletion = observation_delete_write(
             store=store, observation=drop, session=tx.session, by=str(tx.actor)
         )
@@ -267,13 +264,44 @@ def do_observation_merge(
                 "deleted_content": content_digest(drop.content),
             },
         )
-        return deletion
+        return _follow(tx, deletion.follow_up)
 
-    deletion = run_action(store, actor, write)
-    jobs: list[Job] = []
-    observation_delete_after(store=store, observation=drop, deletion=deletion, follow_ups=jobs)
-    schedule(jobs)
-    return jobs
+    return run_action(store, actor, write)
+
+
+def _mark_kept_private(store: MemoryStore, actor: Actor) -> MarkPrivate:
+    """For an add that matched a live observation and asked for `private`: mark that one
+    private, audited like an edit, its entry and its follow-up job in one transaction."""
+
+    def mark(kept: Observation) -> Observation:
+        plan = observation_update_plan(observation=kept, private=True)
+
+        def write(tx: ActionTx) -> None:
+            change = observation_update_write(
+                store=store, plan=plan, actor=str(actor), session=tx.session
+            )
+            tx.audit(
+                action="observation.update",
+                object_type="observation",
+                object_id=kept.id,
+                agent_id=kept.agent_id,
+                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
+            )
+            _follow(tx, change)
+
+        run_action(store, actor, write)
+        return observation_update_after(store=store, plan=plan)
+
+    return mark
+
+
+def _follow(tx: ActionTx, follow_up: SourceChange | None) -> list[Job]:
+    """Send the change's follow-up job after the commit; its rebuilds wait for it (it
+    sends them), and are what the caller shows as "rebuild pending"."""
+    if follow_up is None:
+        return []
+    tx.schedule(follow_up.job)
+    return list(follow_up.rebuilds)
 
 
 def do_observation_feedback(

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 from bson import ObjectId
 
-from streams.actions.base import Actor, schedule
+from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
 from streams.core.exceptions import Conflict
 from streams.guard.review import BulkResult, Decided, review_decide, review_decide_bulk
 from streams.memory.observation_changes import (
-    UpdatePlan,
-    observation_update_after,
     observation_update_plan,
     observation_update_write,
 )
@@ -48,14 +46,11 @@ def do_review_decide(
             session=tx.session,
             decided=decided,
         )
-        applied.extend(_apply_edits(store, tx, decided, actor))
+        _apply_edits(store, tx, decided, actor)
         _record(tx, decided, jobs)
         return result
 
-    applied: list[UpdatePlan] = []
-    result = run_action(store, actor, write, follow_ups=follow_ups)
-    _after_edits(store, applied, follow_ups)
-    return result
+    return run_action(store, actor, write, follow_ups=follow_ups)
 
 
 def do_review_decide_bulk(
@@ -83,14 +78,11 @@ def do_review_decide_bulk(
             session=tx.session,
             decided=decided,
         )
-        applied.extend(_apply_edits(store, tx, decided, actor))
+        _apply_edits(store, tx, decided, actor)
         _record(tx, decided, jobs)
         return result
 
-    applied: list[UpdatePlan] = []
-    result = run_action(store, actor, write)
-    _after_edits(store, applied, None)
-    return result
+    return run_action(store, actor, write)
 
 
 def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
@@ -106,13 +98,11 @@ def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
         tx.schedule(job)
 
 
-def _apply_edits(
-    store: MemoryStore, tx: ActionTx, decided: list[Decided], actor: Actor
-) -> list[UpdatePlan]:
+def _apply_edits(store: MemoryStore, tx: ActionTx, decided: list[Decided], actor: Actor) -> None:
     """Approved held edits (`edit_of`): their text applied to the observation they change,
     in the decision's transaction (the person's decision is the review the edit waited
-    for); an observation deleted meanwhile makes the decision a conflict."""
-    applied: list[UpdatePlan] = []
+    for), with the edit's `source_change` follow-up job (the outbox; it sends the
+    rebuilds); an observation deleted meanwhile makes the decision a conflict."""
     for one in decided:
         target_id = one.summary.get("edit_of")
         if not target_id or one.action != "observation.review_approve":
@@ -127,19 +117,8 @@ def _apply_edits(
             content=one.observation.content,
             reviewed=True,
         )
-        observation_update_write(store=store, plan=plan, actor=str(actor), session=tx.session)
-        applied.append(plan)
-    return applied
-
-
-def _after_edits(
-    store: MemoryStore, applied: list[UpdatePlan], follow_ups: list[Job] | None
-) -> None:
-    """After the commit: what was derived from the old texts (rebuild jobs)."""
-    jobs: list[Job] = []
-    for plan in applied:
-        observation_update_after(store=store, plan=plan, follow_ups=jobs)
-    if follow_ups is not None:
-        follow_ups.extend(jobs)
-    else:
-        schedule(jobs)
+        follow_up = observation_update_write(
+            store=store, plan=plan, actor=str(actor), session=tx.session
+        )
+        if follow_up is not None:
+            tx.schedule(follow_up.job)

@@ -98,8 +98,7 @@ def run_action(
 
     result = store.in_transaction(attempt, attempts=attempts)
     jobs = done[-1].jobs
-    if jobs:
-        fault_point("action.before_dispatch")  # committed: every job is a queued document
+    fault_point("action.before_dispatch")  # committed: every job is a queued document
     if follow_ups is not None:
         follow_ups.extend(jobs)
     else:

@@ -19,7 +19,14 @@ ReviewStatus = Literal["in_review", "candidate", "rejected"]
 ObservationStatus = Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
 JobKind = Literal[
-    "formation", "consolidation", "propagation", "forget_user", "rebuild", "chat_ingest", "bulk"
+    "formation",
+    "consolidation",
+    "propagation",
+    "forget_user",
+    "rebuild",
+    "chat_ingest",
+    "bulk",
+    "source_change",
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 

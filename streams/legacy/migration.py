@@ -41,7 +41,6 @@ from streams.legacy.documents import (
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.observations import APPEND_ATTEMPTS, observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
-from streams.records.audit import audit_record
 from streams.store import MemoryStore, StoreSession
 from streams.store.legacy import AGENTS, SESSIONS, USERS, LegacyReader
 
@@ -358,6 +357,7 @@ def legacy_migrate(
     """Migrate the legacy collections of `source_db` into `store`; the validation report.
 
     A dry run reads everything and reports what a real run would write, writing nothing.
+    The run's audit entry is its action's (`streams.actions.legacy.do_legacy_migrate`).
     """
     reader = LegacyReader.open(store.client, source_db)
     reader.prepare()
@@ -378,18 +378,4 @@ def legacy_migrate(
         dry_run=dry_run,
         collections={USERS: migration.users, AGENTS: migration.shards, SESSIONS: migration.items},
     )
-    if not dry_run:
-        audit_record(
-            store=store,
-            actor=actor,
-            action="legacy.migrate",
-            object_type="legacy",
-            object_id=None,
-            summary={
-                "source_db": source_db,
-                "written": report.written,
-                "balanced": report.balanced,
-                **{f"{name}_read": c.read for name, c in report.collections.items()},
-            },
-        )
     return report

@@ -8,5 +8,5 @@
 - `consolidation` (versions), `consolidation_jobs` (when a run is queued),
   `consolidation_runs` (the run; `consolidation_contradictions`: pairs its model reports),
   `propagation` (one level up), `rebuild` (derived memory
-  follows its sources).
+  follows its sources), `source_change` (that follow-up as the change's outbox job).
 """

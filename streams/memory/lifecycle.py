@@ -33,7 +33,8 @@ from bson import ObjectId
 from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput
 from streams.memory.pins import pin_quotes
-from streams.memory.rebuild import LEASE, prune_search_terms, sources_changed
+from streams.memory.rebuild import LEASE, prune_search_terms
+from streams.memory.source_change import sources_changed
 from streams.records.audit import audit_record, content_digest
 from streams.search.index import search_index_remove
 from streams.store import MemoryStore, StoreSession

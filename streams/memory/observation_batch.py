@@ -22,7 +22,7 @@ from streams.core.ids import require_object_id
 from streams.guard.screening import WriteOrigin, origin_of
 from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
-from streams.memory.observations import duplicate_kept, observations_append
+from streams.memory.observations import MarkPrivate, duplicate_kept, observations_append
 from streams.memory.window import WINDOWS
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
@@ -198,6 +198,7 @@ def observation_batch_add(
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
     transact: Transact | None = None,
+    mark_private: MarkPrivate | None = None,
 ) -> BatchResult:
     """Add up to `MAX_BATCH` observations by hand in one transaction; items whose
     `client_id` the scope already holds are not stored again. Like single adds, the new
@@ -273,7 +274,12 @@ def observation_batch_add(
             if item.private and not kept.private and kept.id not in private_kept:
                 private_kept.add(kept.id)
                 kept = duplicate_kept(
-                    store=store, kept=kept, private=True, follow_ups=follow_ups, actor=actor
+                    store=store,
+                    kept=kept,
+                    private=True,
+                    follow_ups=follow_ups,
+                    actor=actor,
+                    mark_private=mark_private,
                 )
             observations.append(replace(kept, duplicate=True))
             created.append(False)
@@ -301,6 +307,7 @@ def observation_add_once(
     follow_ups: list[Job] | None = None,
     actor: str | None = None,
     transact: Transact | None = None,
+    mark_private: MarkPrivate | None = None,
 ) -> tuple[Observation, bool]:
     """A single add keyed by the caller's `client_id`, through the batch's mechanism (its
     keys collection, whose `_id` is unique per scope and key): stored once per scope.
@@ -374,6 +381,7 @@ def observation_add_once(
             private=private,
             follow_ups=follow_ups,
             actor=actor,
+            mark_private=mark_private,
         )
         return kept, False
     return observation, True

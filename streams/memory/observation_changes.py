@@ -1,6 +1,7 @@
 """Changes to a stored observation: correcting its text, marking it private, setting its
-expiry, deleting it; and what follows each once committed (search terms, rebuilds of
-what was derived from the old text, copies)."""
+expiry, deleting it. What follows (search terms, rebuilds of what was derived from the
+old text, copies, the context log) is a `source_change` job each change writes in its
+own transaction (`streams.memory.source_change`): the outbox, sent after the commit."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.screened import ScreenedText
 from streams.guard.screening import REFUSED_FLAGS, SHARED_SCOPE_TYPES, screen_text
-from streams.memory.rebuild import copies_closure, prune_search_terms, sources_changed
+from streams.memory.rebuild import Change, copies_closure, prune_search_terms
+from streams.memory.source_change import SourceChange, source_change_queue
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import text_key
 from streams.search.index import search_index_add, search_index_remove
@@ -48,7 +50,7 @@ def observation_update(
 
     A deleted observation is kept as it was, for the audit: changing it is a conflict.
     What was derived from the old text (or, once private, from the text at all) follows:
-    see `streams.memory.rebuild.sources_changed`; its rebuild jobs go to `follow_ups`.
+    the update's `source_change` job goes to `follow_ups`.
     An action that records the update in the same transaction calls the three parts,
     `observation_update_plan`, `observation_update_write` and `observation_update_after`.
     """
@@ -63,12 +65,14 @@ def observation_update(
     if plan.proposal is not None:
         raise Conflict("this edit waits for review: make it through the observation action")
     if plan.changes:
-        store.in_transaction(
+        change = store.in_transaction(
             lambda session: observation_update_write(
                 store=store, plan=plan, actor=actor, session=session
             )
         )
-    return observation_update_after(store=store, plan=plan, follow_ups=follow_ups)
+        if change is not None and follow_ups is not None:
+            follow_ups.append(change.job)
+    return observation_update_after(store=store, plan=plan)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,7 @@ class UpdatePlan:
 def observation_update_plan(
     *,
     observation: Observation,
-    scope_type: str,
+    scope_type: str | None = None,
     content: str | None = None,
     private: bool | None = None,
     expires_at: datetime | None | Unset = UNSET,
@@ -110,7 +114,7 @@ def observation_update_plan(
     An edit is a write: its text passes the screen. In a shared scope (`scope_type`) a new
     text flagged `pii:*` or `instruction` is not applied but waits for review (`proposal`;
     the old text stays live until a person decides), unless it is that decision
-    (`reviewed`)."""
+    (`reviewed`). A new text needs the scope's type; other changes do not."""
     fields: dict[str, object] = {}
     proposal: ScreenedText | None = None
     if content is not None:
@@ -122,6 +126,8 @@ def observation_update_plan(
                 f"content is longer than {MAX_CONTENT_CHARS} characters",
                 details=[{"field": "content"}],
             )
+        if scope_type is None:
+            raise ValueError("an edit of the text needs the scope's type (its screen)")
         # An edit is a write too: secrets redacted, flags renewed.
         content, detection = screen_text(content)
         held = scope_type in SHARED_SCOPE_TYPES and any(f in REFUSED_FLAGS for f in detection.flags)
@@ -160,8 +166,9 @@ def observation_update_plan(
 
 def observation_update_write(
     *, store: MemoryStore, plan: UpdatePlan, actor: str | None, session: StoreSession
-) -> None:
-    """The update's writes, in the caller's transaction."""
+) -> SourceChange | None:
+    """The update's writes, in the caller's transaction, with the follow-up job of a
+    content change or of marking it private (for the caller to send after the commit)."""
     observation, fields = plan.observation, plan.fields
     oid = require_object_id(observation.id, what="observation")
     if plan.expiry_changes:
@@ -172,7 +179,7 @@ def observation_update_write(
             if not copy.expiry_swept:
                 store.observations.set_expiry(ObjectId(copy.id), plan.expires_at, session=session)
     if not fields:
-        return
+        return None
     try:
         updated = store.observations.update_fields(
             oid,
@@ -187,8 +194,9 @@ def observation_update_write(
         ) from exc
     if not updated:
         raise NotFound("observation not found")
+    history_id = None
     if "content" in fields and fields["content"] != observation.content:
-        store.text_history.insert(
+        history_id = store.text_history.insert(
             observation_id=oid,
             scope_id=require_object_id(observation.scope_id, what="scope"),
             agent_id=observation.agent_id,
@@ -201,6 +209,9 @@ def observation_update_write(
         search_index_remove(store=store, observations=[observation], session=session)
         renewed = replace(observation, content=str(fields["content"]))
         search_index_add(store=store, observations=[renewed], session=session)
+        prune_search_terms(
+            store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
+        )
     changed = replace(
         observation,
         content=str(fields.get("content", observation.content)),
@@ -209,40 +220,25 @@ def observation_update_write(
     observations_changed(
         store=store, event="observation.updated", observations=[changed], session=session
     )
+    if changed.private and not observation.private:
+        kind: Change = "private"
+    elif history_id is not None:
+        kind = "edit"
+    else:
+        return None
+    return source_change_queue(
+        store=store, observation=changed, change=kind, session=session, history_id=history_id
+    )
 
 
-def observation_update_after(
-    *, store: MemoryStore, plan: UpdatePlan, follow_ups: list[Job] | None = None
-) -> Observation:
-    """After the update committed: the fresh observation; the search terms no text holds
-    any more, and what was derived from the old text (rebuild jobs in `follow_ups`)."""
+def observation_update_after(*, store: MemoryStore, plan: UpdatePlan) -> Observation:
+    """After the update committed: the fresh observation (what follows is its job's)."""
     observation = plan.observation
     if not plan.changes:
         return observation
     fresh = store.observations.get(require_object_id(observation.id, what="observation"))
     if fresh is None:
         raise NotFound("observation not found")
-    if not plan.fields:
-        return fresh
-    jobs = follow_ups if follow_ups is not None else []
-    if fresh.content != observation.content:
-        prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
-    if fresh.private and not observation.private:
-        sources_changed(
-            store=store,
-            observation=fresh,
-            change="private",
-            follow_ups=jobs,
-            old_text=observation.content,
-        )
-    elif fresh.content != observation.content:
-        sources_changed(
-            store=store,
-            observation=fresh,
-            change="edit",
-            follow_ups=jobs,
-            old_text=observation.content,
-        )
     return fresh
 
 
@@ -250,12 +246,12 @@ def observation_delete(
     *, store: MemoryStore, observation: Observation, follow_ups: list[Job] | None = None
 ) -> None:
     """Soft delete: kept for the audit, out of every context, search, default list and
-    pending count; consolidations that absorbed it are rebuilt without it (jobs in
-    `follow_ups`) and its propagated copies are removed.
+    pending count; consolidations that absorbed it are rebuilt without it and its
+    propagated copies are removed, by its `source_change` job (in `follow_ups`).
 
     Deleting a deleted observation changes nothing (its first deletion time stands).
-    An action that records the deletion in the same transaction calls the two halves,
-    `observation_delete_write` and `observation_delete_after`, itself.
+    An action that records the deletion in the same transaction calls
+    `observation_delete_write` itself, and sends `Deletion.follow_up.job` after it.
     """
     if observation.deleted:
         return
@@ -264,17 +260,16 @@ def observation_delete(
             store=store, observation=observation, session=session
         )
     )
-    observation_delete_after(
-        store=store, observation=observation, deletion=deletion, follow_ups=follow_ups
-    )
+    if deletion.follow_up is not None and follow_ups is not None:
+        follow_ups.append(deletion.follow_up.job)
 
 
 @dataclass(frozen=True)
 class Deletion:
-    """What a delete's transaction did: whether it deleted, and took it out of pending."""
+    """What a delete's transaction did: whether it deleted, and its follow-up job."""
 
     deleted: bool = False
-    was_pending: bool = False
+    follow_up: SourceChange | None = None
 
 
 def observation_delete_write(
@@ -294,6 +289,9 @@ def observation_delete_write(
             raise NotFound("observation not found")
         return Deletion()
     search_index_remove(store=store, observations=[observation], session=session)
+    prune_search_terms(
+        store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
+    )
     store.text_history.purge([oid], session=session)  # earlier texts go with it
     gone = replace(observation, deleted_at=now, deleted_by=by)
     observations_changed(
@@ -301,25 +299,15 @@ def observation_delete_write(
     )
     was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
     store.scopes.count_deleted(scope_oid, session=session)
-    return Deletion(deleted=True, was_pending=was_pending)
-
-
-def observation_delete_after(
-    *,
-    store: MemoryStore,
-    observation: Observation,
-    deletion: Deletion,
-    follow_ups: list[Job] | None = None,
-) -> None:
-    """After the delete committed: the agent's counts, the search terms no text holds any
-    more, and what was derived from it (rebuild jobs in `follow_ups`, copies removed)."""
-    if observation.deleted:
-        return
-    if deletion.deleted:
-        # A deleted observation leaves every count: the scope's, the agent's, pending.
-        store.agents.adjust_counters(
-            observation.agent_id, now=utcnow(), observations=-1, pending=-int(deletion.was_pending)
-        )
-    prune_search_terms(store=store, scope_id=observation.scope_id, texts=[observation.content])
-    jobs = follow_ups if follow_ups is not None else []
-    sources_changed(store=store, observation=observation, change="delete", follow_ups=jobs)
+    # A deleted observation leaves every count: the scope's, the agent's, pending.
+    store.agents.adjust_counters(
+        observation.agent_id,
+        now=now,
+        observations=-1,
+        pending=-int(was_pending),
+        session=session,
+    )
+    follow_up = source_change_queue(
+        store=store, observation=observation, change="delete", session=session
+    )
+    return Deletion(deleted=True, follow_up=follow_up)

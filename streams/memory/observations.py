@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -25,13 +26,16 @@ from streams.memory.add_writes import (
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observation_changes import observation_update
 from streams.memory.window import WINDOWS
-from streams.records.audit import audit_record
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set
 from streams.search.index import search_index_add
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import StatusFilter, TextTaken
 from streams.store.write_batch import WriteBatch
+
+# An action's way to mark private the live observation a duplicate add matched (with its
+# audit entry, in one transaction): the fresh observation.
+MarkPrivate = Callable[[Observation], Observation]
 
 
 def observations_append(
@@ -302,6 +306,7 @@ def observation_add(
     actor: str | None = None,
     expires_at: datetime | None = None,
     transact: Transact | None = None,
+    mark_private: MarkPrivate | None = None,
 ) -> Observation:
     """Add one observation by hand (operator or agent); it goes to pending, and a
     consolidation job is queued (in `follow_ups`) when that reaches the threshold.
@@ -377,6 +382,7 @@ def observation_add(
             private=private,
             follow_ups=follow_ups,
             actor=actor,
+            mark_private=mark_private,
         )
     WINDOWS.added(store=store, before=before, observations=[observation])
     return observation
@@ -389,24 +395,19 @@ def duplicate_kept(
     private: bool,
     follow_ups: list[Job] | None,
     actor: str | None,
+    mark_private: MarkPrivate | None = None,
 ) -> Observation:
     """The answer to an add that matched a live observation: that one, marked `duplicate`;
-    an add asking for `private` marks the kept one private (audited like an edit)."""
+    an add asking for `private` marks the kept one private: by `mark_private` (an action's:
+    the mark, its entry and its follow-up job in one transaction), or without one as an
+    edit would (`observation_update`, its job in `follow_ups`)."""
     if private and not kept.private:
-        fresh = observation_update(
-            store=store, observation=kept, private=True, follow_ups=follow_ups
-        )
-        if actor is not None:
-            audit_record(
-                store=store,
-                actor=actor,
-                action="observation.update",
-                object_type="observation",
-                object_id=kept.id,
-                agent_id=kept.agent_id,
-                summary={"private": {"before": False, "after": True}, "reason": "duplicate add"},
+        if mark_private is not None:
+            kept = mark_private(kept)
+        else:
+            kept = observation_update(
+                store=store, observation=kept, private=True, follow_ups=follow_ups, actor=actor
             )
-        kept = fresh
     return replace(kept, duplicate=True)
 
 

@@ -8,11 +8,12 @@ the observation, plus what the later versions absorbed (without the removed ones
 with the edited ones' new text), go through one consolidation call into a new
 version, and the versions that held the old text are redacted.
 
-Two ways in. `sources_changed` (after a delete/edit/private) removes the
-propagated copies, flags each scope (`rebuild_observation_ids`: "rebuild pending"
-in the API and UI) and queues a `rebuild` job per scope; the job clears the flag in
-the same transaction that commits the new version, so a failing model leaves the
-scope flagged and the job retried. Forget-user calls `rebuild_scope` directly for
+Two ways in. After a delete/edit/private, `streams.memory.source_change` flags each
+scope (`rebuild_observation_ids`: "rebuild pending" in the API and UI) and queues a
+`rebuild` job per scope in the change's transaction, and its job removes the
+propagated copies before the rebuilds run (`payload.after`); the rebuild clears the
+flag in the same transaction that commits the new version, so a failing model leaves
+the scope flagged and the job retried. Forget-user calls `rebuild_scope` directly for
 each shared scope, inside its own job.
 """
 
@@ -24,14 +25,12 @@ from typing import Any, Literal
 from bson import ObjectId
 
 from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.exceptions import Conflict
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.consolidation_runs import consolidation_fold
 from streams.records.context_scrub import (
-    context_log_forget_observations,
     context_log_forget_versions,
-    private_owner,
-    removed_texts,
 )
 from streams.search.index import search_index_forget
 from streams.search.text import term_counts
@@ -50,82 +49,39 @@ def _repo(store: MemoryStore) -> PrivacyRepository:
     return PrivacyRepository(store.db)
 
 
-# -- after a change: remove copies, flag scopes, queue rebuilds ---------------------------
+# -- after a change (`streams.memory.source_change`): rebuild jobs, copies, search terms ----
 
 
-def sources_changed(
+def rebuild_due(
     *,
     store: MemoryStore,
-    observation: Observation,
-    change: Change,
-    follow_ups: list[Job],
-    old_text: str | None = None,
-    scrub_log: bool = True,
-) -> None:
-    """After `observation` was deleted, edited or marked private (the change is stored;
-    `old_text`: its text before an edit). `scrub_log=False` (expiry: the text was live
-    then, and replay shows it then) keeps it in the context log's records.
-
-    Its propagated copies (and theirs) are removed, whatever the change: a copy
-    is derived text, and an edited observation's copy is re-derived from the new
-    text once its own scope is rebuilt. Each scope whose consolidation absorbed the
-    observation or a copy is flagged and gets a rebuild job (in `follow_ups`).
-    """
-    repo = _repo(store)
-    copies = copies_closure(repo, [observation.id])
-    tainted: dict[str, list[str]] = {}
-    if observation.consolidated or observation.restored_to_pending:
-        tainted[observation.scope_id] = [observation.id]
-    for copy in copies:
-        if copy.consolidated and not copy.deleted:
-            tainted.setdefault(copy.scope_id, []).append(copy.id)
-    for scope_id, ids in sorted(tainted.items()):
-        # Job first, then the flag: a crash in between leaves a queued job (the sweep
-        # dispatches it), never a flagged scope that nothing will rebuild.
-        job = rebuild_due(store=store, scope_id=scope_id, trigger=change)
-        store.scopes.flag_rebuild(ObjectId(scope_id), [ObjectId(i) for i in ids])
-        if job is not None:
-            follow_ups.append(job)
-    remove_copies(store=store, copies=copies)
-    if scrub_log:
-        _scrub_context_log(store, observation, change, copies, old_text)
-
-
-def _scrub_context_log(
-    store: MemoryStore,
-    observation: Observation,
-    change: Change,
-    copies: list[Observation],
-    old_text: str | None,
-) -> None:
-    """The removed text leaves every logged call that quoted it (`context_log_scrub`):
-    the copies' texts and an edit's old text for everyone; a private observation's text
-    for everyone but its owner (their own memory still shows it)."""
-    gone = removed_texts(copies)
-    if old_text is not None and old_text != observation.content:
-        gone.append((observation.id, old_text))
-    if change == "delete":
-        gone.append((observation.id, observation.content))
-    context_log_forget_observations(store=store, texts=gone)
-    if change == "private":
-        context_log_forget_observations(
-            store=store,
-            texts=[(observation.id, observation.content)],
-            except_user_id=private_owner(store, observation.scope_id),
-        )
-
-
-def rebuild_due(*, store: MemoryStore, scope_id: str, trigger: str) -> Job | None:
+    scope_id: str,
+    trigger: str,
+    session: StoreSession | None = None,
+    after: str | None = None,
+) -> Job | None:
     """A rebuild job for the scope, unless one is queued already (a running one may have
-    read the flags before the new one arrived: the queued job takes the rest)."""
+    read the flags before the new one arrived: the queued job takes the rest). With
+    `after`, the rebuild waits for that job, and a queued one is made to wait too and
+    returned (whoever runs `after` sends it once done)."""
     oid = ObjectId(scope_id)
-    if store.jobs.active_for_scope(oid, "rebuild", statuses=["queued"]) is not None:
-        return None
+    queued = store.jobs.active_for_scope(oid, "rebuild", statuses=["queued"], session=session)
+    if queued is not None:
+        if after is None:
+            return None
+        if store.jobs.wait_for(ObjectId(queued.id), after, session=session):
+            return queued
     scope = store.scopes.get(oid)
     if scope is None:
         return None
     return job_create(
-        store=store, kind="rebuild", agent_id=scope.agent_id, scope_id=scope_id, trigger=trigger
+        store=store,
+        kind="rebuild",
+        agent_id=scope.agent_id,
+        scope_id=scope_id,
+        trigger=trigger,
+        payload={"after": [after]} if after is not None else None,
+        session=session,
     )
 
 
@@ -178,11 +134,14 @@ def forget_in_search(*, store: MemoryStore, scope_id: str, observations: list[Ob
     prune_search_terms(store=store, scope_id=scope_id, texts=[o.content for o in observations])
 
 
-def prune_search_terms(*, store: MemoryStore, scope_id: str, texts: list[str]) -> None:
+def prune_search_terms(
+    *, store: MemoryStore, scope_id: str, texts: list[str], session: StoreSession | None = None
+) -> None:
     """Drop the scope's term documents of these texts that no observation holds any more
-    (after a delete or an edit the old words would stay listed with a count of zero)."""
+    (after a delete or an edit the old words would stay listed with a count of zero);
+    with `session`, in the transaction that took the texts out of search."""
     terms = sorted({t for text in texts for t in term_counts(text)})
-    _repo(store).prune_search_terms(ObjectId(scope_id), terms)
+    _repo(store).prune_search_terms(ObjectId(scope_id), terms, session=session)
 
 
 # -- the rebuild ----------------------------------------------------------------------------
@@ -191,6 +150,13 @@ def prune_search_terms(*, store: MemoryStore, scope_id: str, texts: list[str]) -
 def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
     """The work of a rebuild job: rebuild the scope without what its flags name."""
     assert run.job.scope_id is not None
+    waiting = [
+        job_id
+        for job_id in run.job.payload.get("after", [])
+        if (before := store.jobs.get(ObjectId(job_id))) is not None and before.status != "succeeded"
+    ]
+    if waiting:  # a change's copies are still there: it would fold them back in
+        raise Conflict(f"the rebuild waits for job {', '.join(waiting)} to remove copies first")
     scope = store.scopes.get(ObjectId(run.job.scope_id))
     if scope is None or not scope.needs_rebuild:
         run.result = {"note": "nothing to rebuild"}

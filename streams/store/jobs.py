@@ -169,6 +169,18 @@ class JobRepository:
         ).modified_count
         return {"deleted": deleted, "reduced": reduced}
 
+    def wait_for(
+        self, job_id: ObjectId, before_id: str, *, session: ClientSession | None = None
+    ) -> bool:
+        """A queued job also waits for `before_id` (`payload.after`); False once it left
+        the queue (a running one may have read what the new job changes)."""
+        result = self.collection.update_one(
+            {"_id": job_id, "status": "queued"},
+            {"$addToSet": {"payload.after": before_id}},
+            session=session,
+        )
+        return result.matched_count == 1
+
     def requeue(self, job_id: ObjectId, *, session: ClientSession | None = None) -> bool:
         result = self.collection.update_one(
             {"_id": job_id, "status": "failed"}, {"$set": {"status": "queued"}}, session=session

@@ -165,14 +165,22 @@ class PrivacyRepository:
             },
         )
 
-    def prune_search_terms(self, scope_id: ObjectId, terms: list[str]) -> int:
+    def prune_search_terms(
+        self, scope_id: ObjectId, terms: list[str], *, session: ClientSession | None = None
+    ) -> int:
         """Drop the scope's term documents no observation holds any more: a term alone
-        (a name, a place) can be what a forgotten user said."""
+        (a name, a place) can be what a forgotten user said. With `session`, in the
+        transaction that took the text out of search (its counts read as it left them)."""
         if not terms:
             return 0
         keys = [search.term_key(scope_id, t) for t in terms]
         found = find_in_parts(
-            self.search_terms, "_id", keys, extra={"df": {"$lte": 0}}, projection={"_id": 1}
+            self.search_terms,
+            "_id",
+            keys,
+            extra={"df": {"$lte": 0}},
+            projection={"_id": 1},
+            session=session,
         )
         dead = [d["_id"] for d in found]
         if not dead:
@@ -181,9 +189,12 @@ class PrivacyRepository:
         # Not a pending add's document (`search_pending`): its `k` lists every term of a
         # new observation, which a dead term may be again.
         removed = self.search_terms.delete_many(
-            {"k": {"$in": dead}, "d": {"$exists": False}}
+            {"k": {"$in": dead}, "d": {"$exists": False}}, session=session
         ).deleted_count
-        return removed + self.search_terms.delete_many({"_id": {"$in": dead}}).deleted_count
+        return (
+            removed
+            + self.search_terms.delete_many({"_id": {"$in": dead}}, session=session).deleted_count
+        )
 
     def drop_search_totals(self, scope_id: ObjectId) -> int:
         return self.search_terms.delete_one({"_id": search.totals_key(scope_id)}).deleted_count

@@ -40,8 +40,9 @@ class TextHistoryRepository:
         actor: str | None,
         at: datetime,
         session: ClientSession | None = None,
-    ) -> None:
-        self.collection.insert_one(
+    ) -> ObjectId:
+        """The entry's id (an edit's follow-up job names it, never the text)."""
+        return self.collection.insert_one(
             {
                 "observation_id": observation_id,
                 "scope_id": scope_id,
@@ -51,7 +52,10 @@ class TextHistoryRepository:
                 "at": at,
             },
             session=session,
-        )
+        ).inserted_id
+
+    def get(self, entry_id: ObjectId) -> dict[str, Any] | None:
+        return self.collection.find_one({"_id": entry_id})
 
     def page(
         self, observation_id: ObjectId, *, before: ObjectId | None, limit: int

@@ -35,6 +35,7 @@ from streams.memory.observations import observation_add, observation_get, observ
 from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.source_change import source_change_run
 from streams.people.privacy import forget_user_request, forget_user_run
 from streams.people.user_audit import user_export
 from streams.search.index import search_observations
@@ -68,6 +69,7 @@ def works(store: MemoryStore) -> dict[str, Callable[[Any], None]]:
         "consolidation": lambda run: consolidation_run(store=store, run=run),
         "propagation": lambda run: propagation_run(store=store, run=run),
         "rebuild": lambda run: rebuild_run(store=store, run=run),
+        "source_change": lambda run: source_change_run(store=store, run=run),
         "forget_user": lambda run: forget_user_run(store=store, run=run),
     }
 
@@ -325,9 +327,14 @@ def test_an_edited_observation_is_propagated_again_with_its_new_text(store, worl
 
 def test_a_failing_model_leaves_the_scope_flagged_and_the_retry_rebuilds(store, world, fake_openai):
     secret = seed_secret(store, world, "group")
-    jobs: list[Job] = []
-    observation_delete(store=store, observation=secret, follow_ups=jobs)
+    changes: list[Job] = []
+    observation_delete(store=store, observation=secret, follow_ups=changes)
     fake_openai.fail(status=500, times=20)
+    # The delete's follow-up asks no model (copies out, the log scrubbed); its rebuilds do.
+    for change in changes:
+        run_job(store=store, job_id=change.id, work=works(store)[change.kind])
+    jobs = [job_get(store=store, job_id=i) for c in changes for i in c.payload["rebuild_job_ids"]]
+    assert jobs
     for job in jobs:
         with pytest.raises(Exception):  # noqa: B017 - the recorded LLM error, either mode
             run_job(store=store, job_id=job.id, work=works(store)[job.kind])

@@ -10,6 +10,8 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 from pymongo import MongoClient
 
+from streams.actions import Actor
+from streams.actions.legacy import do_legacy_migrate
 from streams.legacy.documents import LegacyItem
 from streams.legacy.migration import legacy_migrate
 from streams.memory.consolidation import consolidation_edit, consolidation_history
@@ -126,9 +128,10 @@ def test_shards_keep_their_prompt_activity_text_and_facts_stay_pending(store, da
 
 
 def test_a_second_run_changes_nothing(store, dataset, source_db, raw_client, memory_db):
-    legacy_migrate(store=store, source_db=source_db)
+    # The action (the command's): each run records its one entry.
+    do_legacy_migrate(store=store, actor=Actor.cli(), source_db=source_db)
     before = raw_documents(raw_client, memory_db, NEW_COLLECTIONS_UNCHANGED_BY_A_RERUN)
-    again = legacy_migrate(store=store, source_db=source_db)
+    again = do_legacy_migrate(store=store, actor=Actor.cli(), source_db=source_db)
     assert raw_documents(raw_client, memory_db, NEW_COLLECTIONS_UNCHANGED_BY_A_RERUN) == before
     assert again.balanced and again.written == 0
     for name, collection in again.collections.items():

@@ -90,6 +90,7 @@ def test_unchanged_the_kept_window_still_flags_the_contradiction(store, kind):
     assert new.review_status == (None if kind == "individual" else "in_review")
 
 
+@pytest.mark.django_db  # a merge queues its follow-up job on commit
 @pytest.mark.parametrize("change", CHANGES)
 @pytest.mark.parametrize("kind", SCOPE_TYPES)
 @pytest.mark.parametrize("read", ["fresh", "stale"])

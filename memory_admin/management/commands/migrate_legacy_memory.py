@@ -16,8 +16,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory_admin.stores import get_store
+from streams.actions import Actor
+from streams.actions.legacy import do_legacy_migrate
 from streams.legacy.documents import LegacyReport
-from streams.legacy.migration import BATCH_SIZE, legacy_migrate
+from streams.legacy.migration import BATCH_SIZE
 
 DB_NAME = re.compile(r"^[A-Za-z0-9_-]{1,63}$")
 COLUMNS = ("read", "written", "existing", "skipped", "consolidations")
@@ -60,8 +62,12 @@ class Command(BaseCommand):
             raise CommandError("--source-db must be 1 to 63 letters, digits, '_' or '-'")
         if not 1 <= batch_size <= 10_000:
             raise CommandError("--batch-size must be between 1 and 10000")
-        report = legacy_migrate(
-            store=get_store(), source_db=source, dry_run=dry_run, batch_size=batch_size
+        report = do_legacy_migrate(
+            store=get_store(),
+            actor=Actor.cli(),
+            source_db=source,
+            dry_run=dry_run,
+            batch_size=batch_size,
         )
         self.stdout.write(dump_json(report) if as_json else render(report))
         if not report.balanced:
