@@ -28,6 +28,7 @@ from pydantic import (
 from memory_admin.api.errors import register_union_tags
 from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, ScopeType
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
+from streams.core.times import RANGE_TEXT, in_range
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 
 # External ids (agent, user, group, session, message): strings of 1..128 characters.
@@ -66,12 +67,16 @@ def _iso_text(value: Any) -> Any:
 
 
 def _in_utc(value: datetime) -> datetime:
-    """Shifted to UTC here, so a time whose zone shift leaves years 1..9999
-    (`9999-12-31T23:00:00-05:00`) is a 422 naming the field, never an overflow later."""
+    """Shifted to UTC here and held to the supported range (`streams.core.times`), so a
+    time past it (`2106-02-08`, or a zone shift past year 9999) is a 422 naming the
+    field, never an overflow later."""
     try:
-        return value.astimezone(UTC)
+        shifted = value.astimezone(UTC)
     except OverflowError:
-        raise ValueError("must fall within years 1 to 9999 once shifted to UTC") from None
+        shifted = None
+    if shifted is None or not in_range(shifted):
+        raise ValueError(f"must fall within {RANGE_TEXT} once shifted to UTC")
+    return shifted
 
 
 # Input times: ISO 8601 date-times with a timezone, nothing else; handed on in UTC.
