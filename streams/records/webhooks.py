@@ -41,6 +41,7 @@ from streams.core.documents import ConsolidationVersion, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, decode_cursor, encode_cursor
+from streams.records.addresses import address_is_public
 from streams.store import MemoryStore, StoreSession
 from streams.store.webhooks import MAX_HOOKS_PER_AGENT
 
@@ -87,7 +88,7 @@ def webhook_url_check(url: str, *, allow_private: bool) -> list[str]:
     addresses = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not address.is_global or address.is_multicast:
+        if not address_is_public(address):
             raise InvalidInput(
                 "the URL points to a private, loopback or reserved address "
                 "(set MEMORY_WEBHOOK_ALLOW_PRIVATE=true to allow it)",
