@@ -18,6 +18,7 @@ def test_health_answers_without_a_key(db):
         "llm": "offline",
         "queue": "eager",
         "store_mode": "mongodb",
+        "rate_limit": "off",
     }
 
 

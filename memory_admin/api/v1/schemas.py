@@ -111,6 +111,10 @@ class HealthOut(Schema):
     llm: str
     queue: Literal["eager", "broker"]
     store_mode: str
+    rate_limit: Literal["off", "per_process", "shared", "per_process_fallback"] = Field(
+        description="How the per-key limit is counted: `per_process_fallback` while the "
+        "shared cache (Redis) is down; never unlimited"
+    )
 
 
 # -- lists -------------------------------------------------------------------------------
