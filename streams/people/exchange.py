@@ -28,7 +28,7 @@ from streams.core.documents import (
     utcnow,
 )
 from streams.core.exceptions import InvalidInput
-from streams.core.ids import parse_object_id
+from streams.core.ids import foreign_id, parse_object_id
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.observations import observations_append
 from streams.memory.scopes import ScopeKey, scope_get_or_create
@@ -310,7 +310,12 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             continue
         existing = store.scopes.find_by_identity(**key.identity())
         home = existing.id if existing is not None else scope_id
-        if existing is None and store.scopes.get(ObjectId(scope_id)) is not None:
+        holder = store.scopes.get(ObjectId(scope_id)) if existing is None else None
+        if holder is not None and holder.agent_id != agent_id:
+            # Another agent's id: answered as an id that exists nowhere (no oracle).
+            home = foreign_id(agent_id=agent_id, original=scope_id)
+            holder = store.scopes.get(ObjectId(home))
+        if holder is not None and holder.agent_id == agent_id:
             problems.add(where, "id is another scope's", field="id", id=scope_id)
             continue
         items = block.get("observations")
@@ -323,6 +328,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         ]
         fresh = [o for o in observations if o is not None]
         homes = exchange.observation_homes([ObjectId(o.id) for o in fresh])
+        _rehome_foreign(exchange, fresh, homes, agent_id)
         new: list[Observation] = []
         for i, o in enumerate(observations):
             if o is None:
@@ -361,9 +367,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             not isinstance(display_name, str) or not 1 <= len(display_name.strip()) <= 200
         ):
             problems.add(where, "display_name must be 1..200 characters or null")
-        plans.append(
-            (key, scope_id, display_name, existing, new, versions, len(items) - len(fresh))
-        )
+        plans.append((key, home, display_name, existing, new, versions, len(items) - len(fresh)))
     if problems.items:
         raise InvalidInput(
             f"{len(problems.items)} item(s) of the import are invalid; nothing was stored",
@@ -394,6 +398,22 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         - totals["observations_imported"]
     )
     return ImportPlan(blocks=planned, totals=totals)
+
+
+def _rehome_foreign(
+    exchange: ExchangeRepository,
+    observations: list[Observation],
+    homes: dict[str, tuple[str, str]],
+    agent_id: str,
+) -> None:
+    """Items whose id another agent's observation holds take `foreign_id` instead (and
+    `homes` learns where those are), so the answer is that for ids that exist nowhere."""
+    moved = [o for o in observations if o.id in homes and homes[o.id][0] != agent_id]
+    for o in moved:
+        del homes[o.id]
+        o.id = foreign_id(agent_id=agent_id, original=o.id)
+    if moved:
+        homes.update(exchange.observation_homes([ObjectId(o.id) for o in moved]))
 
 
 def _write_block(
