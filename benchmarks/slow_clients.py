@@ -89,6 +89,8 @@ def _run(uri: str, worker_class: str, seconds: float) -> list[object]:
         for thread in slow:
             thread.join(timeout=EVERY * 4)
     answered = [x for x in latencies if x is not None]
+    shown = ", ".join("-" if x is None else f"{x:.1f}" for x in latencies)
+    print(f"{worker_class.rsplit('.', 1)[-1]}: probe seconds in order: {shown}", flush=True)
     worst = f"{max(answered) * 1000:.0f}" if answered else "-"
     return [f"{len(answered)} of {len(latencies)}", worst]
 
