@@ -71,6 +71,8 @@ def _probe(port: int) -> float | None:
 def _run(uri: str, worker_class: str, seconds: float) -> list[object]:
     env = {"GUNICORN_CMD_ARGS": f"--worker-class {worker_class}"}
     with web_process(uri, f"slow_{int(time.time())}", workers=3, threads=4, extra_env=env) as web:
+        for _ in range(6):  # every worker warmed up (its first request loads the app)
+            _probe(web.port)
         until = time.monotonic() + seconds
         slow = [
             threading.Thread(
