@@ -10,6 +10,7 @@ workers x 4 threads (the shipped defaults). The figure: probe requests answered 
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
@@ -30,6 +31,7 @@ VARIANTS = {
 
 
 FAILURES: list[str] = []
+CUT: dict[str, int] = {}  # how the slow clients' requests ended, before the phase did
 
 
 def _slow_client(port: int, key: str, until: float, n: int) -> None:
@@ -45,6 +47,11 @@ def _slow_client(port: int, key: str, until: float, n: int) -> None:
                 while time.monotonic() < until:
                     sock.sendall(b" " * CHUNK)
                     time.sleep(EVERY)
+                    readable, _, _ = select.select([sock], [], [], 0)
+                    if readable:  # the server answered (or closed) before the body was in
+                        line = sock.recv(4096).split(b"\r\n", 1)[0].decode("latin-1")
+                        CUT[line or "closed"] = CUT.get(line or "closed", 0) + 1
+                        break
         except OSError:
             time.sleep(0.5)  # cut off: come back, as a patient attacker does
 
@@ -92,7 +99,9 @@ def _run(uri: str, worker_class: str, seconds: float) -> list[object]:
             thread.join(timeout=EVERY * 4)
     answered = [x for x in latencies if x is not None]
     shown = ", ".join("-" if x is None else f"{x:.1f}" for x in latencies)
-    print(f"{worker_class.rsplit('.', 1)[-1]}: probe seconds in order: {shown}", flush=True)
+    name = worker_class.rsplit(".", 1)[-1]
+    print(f"{name}: probe seconds in order: {shown}; slow requests ended: {CUT}", flush=True)
+    CUT.clear()
     worst = f"{max(answered) * 1000:.0f}" if answered else "-"
     return [f"{len(answered)} of {len(latencies)}", worst]
 

@@ -7,7 +7,8 @@ from `gthread`:
   loop reads each request's header block and body (up to `BUFFER_MAX_BODY`; a larger
   one the app refuses unread, 413) off the threads, like the buffering proxy does, and
   only then hands it to a thread. A whole-request deadline (`GUNICORN_REQUEST_DEADLINE`
-  seconds, default 30, from the request's first byte) bounds a slow but steady client;
+  seconds, default 30, from the accept, or on a kept-alive connection from the next
+  request's first byte) bounds a slow but steady client;
   a client that stalls `GUNICORN_READ_TIMEOUT` seconds is cut as before. 24 clients
   sending a body at 200 bytes every 5 s had taken every thread (0 of 3 probes
   answered); now they cost a buffer each, and the probes are served
