@@ -3,7 +3,9 @@
 Environment: GUNICORN_BIND (default 127.0.0.1:8000, behind the TLS proxy),
 WEB_CONCURRENCY (workers, default 3), GUNICORN_THREADS (threads per worker, default 4),
 FORWARDED_ALLOW_IPS (the proxy's address), GUNICORN_READ_TIMEOUT (seconds a client's
-socket may stall mid-request, default 10; read by the worker class).
+socket may stall mid-request, default 10), GUNICORN_REQUEST_DEADLINE (seconds for a
+request's whole head and body from its first byte, default 30; both read by the worker
+class, which reads each request whole on its event loop before a thread sees it).
 
 Run it behind the buffering proxy of deploy/nginx/ (docs/deploy.md): nginx reads each
 request whole before gunicorn sees it, so slow clients hold nginx's cheap connections,

@@ -85,6 +85,7 @@ def store_credentials(data_dir: Path) -> dict[str, str]:
 def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
     """The URI of the data directory's server, starting the server if none is running."""
     private_dir(data_dir)
+    store_port()  # a bad MEMORY_STORE_PORT stops here, before anything starts
     with _locked(data_dir / LOCK_FILE):
         credentials = store_credentials(data_dir)
         server = _running_server(data_dir)
@@ -100,6 +101,7 @@ def embedded_server_uri(*, data_dir: Path, start_timeout: float = 60.0) -> str:
                 start_timeout=start_timeout,
                 detached=True,
                 auth=True,
+                port=store_port(),
             )
             state = {"pid": server.pid, "port": server.port, "auth": True}
             (data_dir / STATE_FILE).write_text(json.dumps(state))
@@ -180,17 +182,26 @@ def start_server(
     start_timeout: float,
     detached: bool,
     auth: bool = False,
+    port: int | None = None,
 ) -> EmbeddedServer:
-    """Start a SecantusDB server on a free loopback port and wait until it accepts connections.
+    """Start a SecantusDB server on `port` (a free loopback port when None) and wait until
+    it accepts connections.
 
     Journaled (`--sync-on-commit`): without it, acknowledged writes were lost on `kill -9`.
+    Started with a umask of 077: the files it creates (WiredTiger's) are 0600, the app
+    user's alone, as the 0700 directories around them already are.
     """
     if importlib.util.find_spec("secantus") is None:
         raise ImproperlyConfigured(
             "MONGODB_URI is not set and the embedded store is not installed: "
             "install the 'embedded' extra (pip install -e '.[embedded]') or set MONGODB_URI."
         )
-    port = _free_port()
+    if port is None:
+        port = _free_port()
+    elif _port_open(port):
+        raise ImproperlyConfigured(
+            f"MEMORY_STORE_PORT {port} is in use by another process on 127.0.0.1"
+        )
     if isinstance(storage_path, Path):
         private_dir(storage_path)
     with open_private_append(log_path) as log:
@@ -216,6 +227,7 @@ def start_server(
             stderr=log,
             start_new_session=detached,
             close_fds=True,
+            umask=0o077,
         )
     deadline = time.monotonic() + start_timeout
     while time.monotonic() < deadline:
@@ -228,6 +240,23 @@ def start_server(
         time.sleep(0.1)
     process.kill()
     raise ImproperlyConfigured(f"the embedded store did not start within {start_timeout:.0f}s")
+
+
+def store_port() -> int | None:
+    """`MEMORY_STORE_PORT`: the loopback port of the data directory's server (for a
+    firewall rule or a monitor), or None to pick a free one. Read from the environment,
+    as a server started outside Django reads it too. (The first start's user
+    provisioning still runs on a free port no one has been told of.)"""
+    raw = os.environ.get("MEMORY_STORE_PORT", "").strip()
+    if not raw:
+        return None
+    try:
+        port = int(raw)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65_535:
+        raise ImproperlyConfigured(f"MEMORY_STORE_PORT must be a port 1..65535, not {raw!r}")
+    return port
 
 
 def stop_server(server: EmbeddedServer, *, timeout: float = 15.0) -> None:

@@ -118,6 +118,13 @@ class LargeRequestGateMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         size = _size(request)
         if not _gated(size):
+            if 0 < size <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:
+                # Read here too: a body cut off (the worker's request deadline, a stall)
+                # is a 400 in the envelope, not an UnreadablePostError in a view (500).
+                try:
+                    request.body  # noqa: B018
+                except UnreadablePostError:
+                    return _unreadable(request)
             return self.get_response(request)
         if size <= settings.DATA_UPLOAD_MAX_MEMORY_SIZE:  # larger ones are refused unread
             try:

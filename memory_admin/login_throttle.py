@@ -7,7 +7,9 @@ instead of failing as django-axes' own backend does.
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
+from functools import cache
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
@@ -21,6 +23,60 @@ class LoginThrottleBackend(AxesStandaloneBackend):
         if request is None:
             return None
         return super().authenticate(request, *args, **kwargs)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+@cache
+def _trusted(entries: tuple[str, ...]) -> tuple[Network, ...]:
+    return tuple(ipaddress.ip_network(entry, strict=False) for entry in entries)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text.strip().split("%")[0])
+    except ValueError:
+        return None
+
+
+def client_ip(request: Any) -> str | None:
+    """The address failures are counted for: the peer, or behind a trusted proxy the
+    last X-Forwarded-For entry that is not one (nginx's `$proxy_add_x_forwarded_for`
+    appends the peer it saw; what the client wrote itself comes before and is not
+    believed)."""
+    peer = request.META.get("REMOTE_ADDR")
+    trusted = _trusted(tuple(settings.MEMORY_TRUSTED_PROXIES))
+
+    def is_proxy(address: Any) -> bool:
+        return address is not None and any(address in net for net in trusted)
+
+    if not is_proxy(_address(peer or "")):
+        return peer
+    hops = [h for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
+    for hop in reversed(hops):
+        address = _address(hop)
+        if address is None:
+            return peer  # a malformed chain: counted as the proxy itself
+        if not is_proxy(address):
+            return str(address)
+    return peer
+
+
+def locked_out(usernames: list[str]) -> dict[str, int]:
+    """Of these names, those locked out now: name -> the number of addresses."""
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    since = timezone.now() - settings.AXES_COOLOFF_TIME
+    counts: dict[str, int] = {}
+    for name in AccessAttempt.objects.filter(
+        username__in=usernames,
+        failures_since_start__gte=settings.AXES_FAILURE_LIMIT,
+        attempt_time__gte=since,
+    ).values_list("username", flat=True):
+        counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 def lockout_response(request: Any, original_response: Any, credentials: Any) -> HttpResponse:

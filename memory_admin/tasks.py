@@ -225,11 +225,12 @@ def retry_failed_jobs() -> int:
 
 @shared_task(name="memory_admin.tasks.deliver_webhooks")
 def deliver_webhooks() -> dict[str, int]:
-    """Periodic: one pass over the webhook outbox (each entry whose turn has come gets an
-    attempt; a dead endpoint costs one timeout a pass). Never runs in a request."""
-    from memory_admin.webhooks import deliver_due
+    """Periodic: the webhook outbox's entries whose turn has come, handed to the delivery
+    pool (a per-agent cap; `memory_admin.webhooks`): returns without waiting on any
+    receiver. Never runs in a request."""
+    from memory_admin.webhooks import dispatch_due
 
-    return deliver_due(get_store())
+    return dispatch_due(get_store())
 
 
 @shared_task(name="memory_admin.tasks.check_store")

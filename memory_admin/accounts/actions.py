@@ -130,6 +130,15 @@ def user_set_active(*, actor: Actor, user: Any, active: bool) -> None:
     _audit(actor, verb, "user", user.get_username())
 
 
+def user_unlock(*, actor: Actor, user: Any) -> int:
+    """Lift the sign-in lockouts of this name (every address); how many were lifted."""
+    from axes.utils import reset
+
+    lifted = reset(username=user.get_username())
+    _audit(actor, "user.unlock", "user", user.get_username(), lockouts=lifted)
+    return lifted
+
+
 def api_key_create(
     *, actor: Actor, name: str, agent_ids: list[str], permissions: list[str] | None = None
 ) -> tuple[ApiKey, str]:

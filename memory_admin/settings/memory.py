@@ -68,6 +68,10 @@ MEMORY_CONTEXT_LOG_DAYS = env_int("MEMORY_CONTEXT_LOG_DAYS", 7)
 # Webhooks: a delivery waits this long for an answer; private and loopback URLs are
 # refused unless MEMORY_WEBHOOK_ALLOW_PRIVATE (tests, single-host deployments).
 MEMORY_WEBHOOK_TIMEOUT_SECONDS = env_float("MEMORY_WEBHOOK_TIMEOUT_SECONDS", 5.0)
+# Delivery runs on threads of its own, each agent at most this many at once (issue 44).
+MEMORY_WEBHOOK_CONNECT_TIMEOUT_SECONDS = env_float("MEMORY_WEBHOOK_CONNECT_TIMEOUT_SECONDS", 2.0)
+MEMORY_WEBHOOK_THREADS = env_int("MEMORY_WEBHOOK_THREADS", 8)
+MEMORY_WEBHOOK_AGENT_CONCURRENCY = env_int("MEMORY_WEBHOOK_AGENT_CONCURRENCY", 2)
 MEMORY_WEBHOOK_ALLOW_PRIVATE = env_bool("MEMORY_WEBHOOK_ALLOW_PRIVATE", default=False)
 # Embedded default (no broker): jobs run in this many background threads of the web
 # process, at most MEMORY_INPROCESS_QUEUE waiting (more wait for the retry sweep).

@@ -24,7 +24,9 @@ from memory_admin.accounts.actions import (
     user_create,
     user_set_active,
     user_set_role,
+    user_unlock,
 )
+from memory_admin.login_throttle import locked_out
 from memory_admin.models import DEFAULT_PERMISSIONS, PERMISSIONS, ApiKey
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
@@ -131,7 +133,10 @@ def _flashed(request: HttpRequest, call: Callable[[], object], success: str) -> 
 
 def _people_context(request: HttpRequest, form: Any = None) -> dict[str, Any]:
     people = _page(request, get_user_model().objects.order_by("username"))
-    rows = [{"person": p, "role": role_of(p)} for p in people]
+    locked = locked_out([p.get_username() for p in people])
+    rows = [
+        {"person": p, "role": role_of(p), "locked": locked.get(p.get_username(), 0)} for p in people
+    ]
     return {"people": people, "rows": rows, "form": form or PersonForm(), "roles": ROLE_NAMES}
 
 
@@ -187,6 +192,18 @@ def person_active(request: HttpRequest, user_id: int) -> HttpResponse:
         request,
         lambda: user_set_active(actor=actor(request), user=person, active=active),
         f"{person.username} was {verb}.",
+    )
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def person_unlock(request: HttpRequest, user_id: int) -> HttpResponse:
+    """Lift a sign-in lockout (a stranger's wrong passwords locked it for their address)."""
+    person = get_object_or_404(get_user_model(), pk=user_id)
+    return _flashed(
+        request,
+        lambda: user_unlock(actor=actor(request), user=person),
+        f"{person.username} can sign in again from every address.",
     )
 
 

@@ -159,6 +159,7 @@ urlpatterns = [
     path("people/create/", people_views.person_create, name="person_create"),
     path("people/<int:user_id>/role/", people_views.person_role, name="person_role"),
     path("people/<int:user_id>/active/", people_views.person_active, name="person_active"),
+    path("people/<int:user_id>/unlock/", people_views.person_unlock, name="person_unlock"),
     path("keys/", people_views.key_list, name="api_keys"),
     path("keys/create/", people_views.key_create, name="api_key_create"),
     path("keys/<int:key_id>/revoke/", people_views.key_revoke, name="api_key_revoke"),

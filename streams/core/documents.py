@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
+from streams.core.ids import new_id
+
 ScopeType = Literal["individual", "group", "collective"]
 ReviewMode = Literal["off", "propagated", "all"]
 REVIEW_MODES: tuple[str, ...] = ("off", "propagated", "all")
@@ -123,7 +125,7 @@ class Scope:
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
 
     @property
     def pending_count(self) -> int:
@@ -286,7 +288,7 @@ class Observation:
     useless_count: int = 0  # ... or not
     # Observations of the scope this one contradicts (`streams.core.contradictions`), both ways.
     contradicts: list[str] = field(default_factory=list)
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
 
@@ -412,7 +414,7 @@ class ConsolidationVersion:
     warning: str | None = None  # e.g. a model answer cut to the word limit
     redacted: bool = False  # its text held something deleted, corrected or forgotten
     created_at: datetime = field(default_factory=utcnow)
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -478,7 +480,7 @@ class PromptVersion:
     reverted_from: int | None = None
     cleared: bool = False  # this version removes the override: the level below applies again
     created_at: datetime = field(default_factory=utcnow)
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -529,7 +531,7 @@ class Job:
     created_at: datetime = field(default_factory=utcnow)
     started_at: datetime | None = None
     finished_at: datetime | None = None
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -597,7 +599,7 @@ class BufferedMessage:
     user_id: str | None = None
     weighted_tokens: float = 0.0
     formed: bool = False
-    id: str = field(default_factory=lambda: str(ObjectId()))
+    id: str = field(default_factory=new_id)
     # Who said it (per message in a group chat) and that speaker's groups at the time.
     user_name: str | None = None
     groups: list[dict[str, str]] = field(default_factory=list)

@@ -28,7 +28,7 @@ from streams.core.documents import (
     utcnow,
 )
 from streams.core.exceptions import InvalidInput
-from streams.core.ids import parse_object_id
+from streams.core.ids import foreign_id, parse_object_id
 from streams.guard.erasure import erased_users, refused_entries
 from streams.guard.screening import screened
 from streams.memory.observations import observations_append
@@ -236,7 +236,12 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         )
         existing = store.scopes.find_by_identity(**key.identity())
         home = existing.id if existing is not None else scope_id
-        if existing is None and store.scopes.get(ObjectId(scope_id)) is not None:
+        holder = store.scopes.get(ObjectId(scope_id)) if existing is None else None
+        if holder is not None and holder.agent_id != agent_id:
+            # Another agent's id: answered as an id that exists nowhere (no oracle).
+            home = foreign_id(agent_id=agent_id, original=scope_id)
+            holder = store.scopes.get(ObjectId(home))
+        if holder is not None and holder.agent_id == agent_id:
             problems.add(where, "id is another scope's", field="id", id=scope_id)
             continue
         items = block.get("observations")
@@ -249,6 +254,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         ]
         fresh = [o for o in observations if o is not None]
         homes = exchange.observation_homes([ObjectId(o.id) for o in fresh])
+        _rehome_foreign(exchange, fresh, homes, agent_id)
         new: list[Observation] = []
         for i, o in enumerate(observations):
             if o is None:
@@ -298,7 +304,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         plans.append(
             (
                 key,
-                scope_id,
+                home,
                 display_name,
                 existing,
                 new,
@@ -353,6 +359,22 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     totals["observations_refused"] = refused_items
     totals["refused"] = refused_entries(refused)
     return ImportPlan(blocks=planned, totals=totals)
+
+
+def _rehome_foreign(
+    exchange: ExchangeRepository,
+    observations: list[Observation],
+    homes: dict[str, tuple[str, str]],
+    agent_id: str,
+) -> None:
+    """Items whose id another agent's observation holds take `foreign_id` instead (and
+    `homes` learns where those are), so the answer is that for ids that exist nowhere."""
+    moved = [o for o in observations if o.id in homes and homes[o.id][0] != agent_id]
+    for o in moved:
+        del homes[o.id]
+        o.id = foreign_id(agent_id=agent_id, original=o.id)
+    if moved:
+        homes.update(exchange.observation_homes([ObjectId(o.id) for o in moved]))
 
 
 def _write_block(

@@ -10,26 +10,18 @@
 - **Outbox.** The write path calls `webhook_outbox_add` inside the change's own
   transaction: one entry per active hook that wants the event, holding the exact body
   to send. A change that rolls back leaves no entry; a committed one cannot lose it.
-- **Delivery** (`webhook_deliver_due`, run by the job runner every few seconds, never
-  by a request): oldest first; per hook and object, an entry waits while an earlier one
-  is undelivered, so each object's events arrive in order. A POST with
-  `X-Memory-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the secret>`,
-  a timeout, and a 2xx answer marks it delivered; anything else is retried with
-  exponential backoff (30 s doubling, at most an hour apart) for a day, then `failed`.
-  Each attempt is kept on the entry (the delivery log, kept a week). A hook made inactive stops:
-  its waiting entries are marked `stopped` when their turn comes.
+- **Delivery** (`streams.records.webhook_delivery`, on threads of its own with a
+  per-agent cap, never in a request or a sweep): signed, in order per object, retried
+  with backoff for a day; each attempt kept on the entry (the delivery log, a week).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import json
 import logging
 import secrets
 import socket
-import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -41,6 +33,7 @@ from streams.core.documents import ConsolidationVersion, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, decode_cursor, encode_cursor
+from streams.records.addresses import address_is_public
 from streams.store import MemoryStore, StoreSession
 from streams.store.webhooks import MAX_HOOKS_PER_AGENT
 
@@ -93,7 +86,7 @@ def webhook_url_check(url: str, *, allow_private: bool) -> list[str]:
     addresses = []
     for info in infos:
         address = ipaddress.ip_address(str(info[4][0]).split("%")[0])
-        if not address.is_global or address.is_multicast:
+        if not address_is_public(address):
             raise InvalidInput(
                 "the URL points to a private, loopback or reserved address "
                 "(set MEMORY_WEBHOOK_ALLOW_PRIVATE=true to allow it)",
@@ -376,112 +369,3 @@ def consolidation_versioned(
         objects=[(f"scope:{entry.scope_id}", data)],
         session=session,
     )
-
-
-# -- delivery ----------------------------------------------------------------------------
-
-
-def webhook_sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def webhook_deliver_due(
-    *,
-    store: MemoryStore,
-    post: Poster,
-    timeout: float,
-    allow_private: bool,
-    now: datetime | None = None,
-) -> dict[str, int]:
-    """One pass over the outbox: every entry whose turn has come gets one attempt.
-
-    Per hook and object only the oldest undelivered entry is tried; the later ones wait
-    for it (order per object). Returns counts for the job's result.
-    """
-    now = now or utcnow()
-    counts = {"delivered": 0, "retrying": 0, "failed": 0, "stopped": 0, "waiting": 0}
-    blocked: set[tuple[ObjectId, str]] = set()
-    failing: set[ObjectId] = set()  # hooks that failed in this pass: tried again next pass
-    hooks: dict[ObjectId, dict[str, Any] | None] = {}
-    for entry in store.webhooks.undelivered(limit=PASS_LIMIT):
-        key = (entry["webhook_id"], entry["object_key"])
-        if key in blocked or entry["webhook_id"] in failing:
-            counts["waiting"] += 1
-            continue
-        if entry["webhook_id"] not in hooks:
-            hooks[entry["webhook_id"]] = store.webhooks.get(entry["webhook_id"])
-        hook = hooks[entry["webhook_id"]]
-        if hook is None or not hook["active"]:
-            store.webhooks.record_attempt(
-                entry["_id"],
-                attempt=_attempt(now, None, "the webhook is inactive", 0),
-                fields={"status": "stopped"},
-            )
-            counts["stopped"] += 1
-            continue
-        if entry["next_attempt_at"] > now:
-            blocked.add(key)
-            counts["waiting"] += 1
-            continue
-        if not store.webhooks.claim(
-            entry["_id"], now=now, until=now + timedelta(seconds=timeout + 30)
-        ):
-            blocked.add(key)  # another runner is delivering it
-            continue
-        outcome = _attempt_once(
-            hook, entry, post=post, timeout=timeout, allow_private=allow_private
-        )
-        status, error, elapsed_ms = outcome
-        attempts = len(entry.get("attempts") or []) + 1
-        if status is not None and 200 <= status < 300:
-            fields = {"status": "delivered", "delivered_at": now}
-            counts["delivered"] += 1
-        else:
-            backoff = min(FIRST_BACKOFF_SECONDS * 2 ** (attempts - 1), MAX_BACKOFF_SECONDS)
-            next_at = now + timedelta(seconds=backoff)
-            if next_at > entry["created_at"] + RETRY_FOR:
-                fields = {"status": "failed"}
-                counts["failed"] += 1
-            else:
-                fields = {"next_attempt_at": next_at, "lease_until": now}
-                counts["retrying"] += 1
-            blocked.add(key)
-            failing.add(entry["webhook_id"])  # a dead endpoint costs one timeout a pass
-        store.webhooks.record_attempt(
-            entry["_id"], attempt=_attempt(now, status, error, elapsed_ms), fields=fields
-        )
-    return counts
-
-
-def _attempt_once(
-    hook: dict[str, Any],
-    entry: dict[str, Any],
-    *,
-    post: Poster,
-    timeout: float,
-    allow_private: bool,
-) -> tuple[int | None, str | None, float]:
-    body = entry["body"].encode()
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": "memory-admin-webhooks",
-        "X-Memory-Event": entry["event"],
-        "X-Memory-Delivery": str(entry["_id"]),
-        "X-Memory-Signature": webhook_sign(hook["secret"], body),
-    }
-    started = time.perf_counter()
-    try:
-        # Checked again now (a name can be re-pointed), and the POST goes to an address
-        # this check approved, not to a second resolution of the name.
-        addresses = webhook_url_check(hook["url"], allow_private=allow_private)
-        status = post(hook["url"], body, headers, timeout, addresses[0] if addresses else None)
-        error = None if 200 <= status < 300 else f"answered {status}"
-    except InvalidInput as exc:
-        status, error = None, exc.message
-    except Exception as exc:  # no answer: refused, reset, timed out
-        status, error = None, f"{type(exc).__name__}: {exc}"[:MAX_RECORDED_ERROR]
-    return status, error, round((time.perf_counter() - started) * 1000, 1)
-
-
-def _attempt(at: datetime, status: int | None, error: str | None, ms: float) -> dict[str, Any]:
-    return {"at": at, "status_code": status, "error": error, "ms": ms}

@@ -134,6 +134,10 @@ class WebhookRepository:
         )
         return result.matched_count == 1
 
+    def release(self, delivery_id: ObjectId, *, now: datetime) -> None:
+        """Give a claimed entry back untried (its lease ends now)."""
+        self.deliveries.update_one({"_id": delivery_id}, {"$set": {"lease_until": now}})
+
     def record_attempt(
         self, delivery_id: ObjectId, *, attempt: dict[str, Any], fields: dict[str, Any]
     ) -> None:

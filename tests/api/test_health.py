@@ -20,6 +20,7 @@ def test_health_answers_without_a_key(db):
         "store_mode": "mongodb",
         "llm_output": None,
         "warnings": [],
+        "rate_limit": "off",
     }
 
 

@@ -20,7 +20,7 @@ from streams.core.documents import utcnow
 from streams.core.exceptions import InvalidInput
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
-from streams.records.webhooks import webhook_deliver_due
+from streams.records.webhook_delivery import webhook_deliver_due
 from streams.store import MemoryStore
 
 AGENT = "a1"

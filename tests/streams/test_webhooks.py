@@ -22,7 +22,8 @@ from streams.memory.consolidation import consolidation_edit
 from streams.memory.observation_changes import observation_delete, observation_update
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
-from streams.records.webhooks import webhook_create, webhook_deliver_due, webhook_outbox_add
+from streams.records.webhook_delivery import webhook_deliver_due
+from streams.records.webhooks import webhook_create, webhook_outbox_add
 from streams.store import MemoryStore
 
 AGENT = "a1"

@@ -9,6 +9,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
 from memory_admin.api.errors import error_response, with_retry_after
+from memory_admin.api.ratelimit import rate_limit_mode
 from memory_admin.api.v1.schemas import HealthOut, error_responses
 from memory_admin.llm import llm_server_terms
 from memory_admin.stores import get_store, store_mode, store_unreachable
@@ -29,6 +30,7 @@ def health(request: HttpRequest) -> dict[str, object] | HttpResponse:
         "llm": settings.MEMORY_LLM_PROVIDER,
         "queue": "eager" if settings.CELERY_TASK_ALWAYS_EAGER else "broker",
         "store_mode": store_mode(),
+        "rate_limit": rate_limit_mode(),
     }
     try:
         get_store().ping()

@@ -28,6 +28,7 @@ from pydantic import (
 from memory_admin.api.errors import register_union_tags
 from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, Observation, ScopeType
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
+from streams.core.times import RANGE_TEXT, in_range
 from streams.core.visibility import shown_text
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 
@@ -67,12 +68,16 @@ def _iso_text(value: Any) -> Any:
 
 
 def _in_utc(value: datetime) -> datetime:
-    """Shifted to UTC here, so a time whose zone shift leaves years 1..9999
-    (`9999-12-31T23:00:00-05:00`) is a 422 naming the field, never an overflow later."""
+    """Shifted to UTC here and held to the supported range (`streams.core.times`), so a
+    time past it (`2106-02-08`, or a zone shift past year 9999) is a 422 naming the
+    field, never an overflow later."""
     try:
-        return value.astimezone(UTC)
+        shifted = value.astimezone(UTC)
     except OverflowError:
-        raise ValueError("must fall within years 1 to 9999 once shifted to UTC") from None
+        shifted = None
+    if shifted is None or not in_range(shifted):
+        raise ValueError(f"must fall within {RANGE_TEXT} once shifted to UTC")
+    return shifted
 
 
 # Input times: ISO 8601 date-times with a timezone, nothing else; handed on in UTC.
@@ -110,6 +115,10 @@ class HealthOut(Schema):
     # With a model server: {"output": "json_schema"|"json_object"|"text", "temperature": bool}.
     llm_output: dict[str, Any] | None = None
     warnings: list[str] = []
+    rate_limit: Literal["off", "per_process", "shared", "per_process_fallback"] = Field(
+        description="How the per-key limit is counted: `per_process_fallback` while the "
+        "shared cache (Redis) is down; never unlimited"
+    )
 
 
 # -- lists -------------------------------------------------------------------------------
