@@ -71,7 +71,8 @@ class WriteRules(MachineBase):
     @enabled("add_again")
     def add_again(self, pick: int, same: bool) -> None:
         """A repeated single add with the same `client_id`: the same content answers the
-        first observation; other content is 409 `client_id_reused` (200 before wave 4)."""
+        first observation. Other content is 409 `client_id_reused` (wave 4); a 200 is an
+        acknowledgement of the new content, which must then be stored."""
         entry = self.pick(pick, where=lambda e: e.client_id is not None)
         if entry is None:
             return
@@ -83,18 +84,19 @@ class WriteRules(MachineBase):
             f"/scopes/{entry.scope_id}/observations",
             {"content": content, "client_id": entry.client_id},
         )
-        if same or status != 409:
+        if same:
             assert status == 200 and answer["id"] == entry.observation_id, (status, answer)
-        if not same:
-            self.record(
-                other,
-                what="observation",
-                scope_type=entry.scope_type,
-                scope_id=entry.scope_id,
-                owner=entry.owner,
-                acked=False,
-                rule_name="add_again",
-            )
+            return
+        assert status in (200, 201, 409), answer
+        self.record(
+            other,
+            what="observation",
+            scope_type=entry.scope_type,
+            scope_id=entry.scope_id,
+            owner=entry.owner,
+            acked=status in (200, 201),
+            rule_name="add_again",
+        )
 
     @rule(scope_type=scope_types, batch=st.lists(kinds, min_size=1, max_size=3), user=users)
     @enabled("batch")
@@ -146,6 +148,7 @@ class WriteRules(MachineBase):
             elif entry.rule != "ingest_and_form":
                 entry.owner = None  # an API add into a shared scope is about no one
             entry.approved = False  # a move is a new write into the target
+            entry.client_id = None  # its client id belongs to the scope it was added to
 
     @rule(scope_type=scope_types, kind=kinds, user=users)
     @enabled("pin")
