@@ -8,6 +8,7 @@ from tests.every_path.ledger import Entry, Snapshot
 from tests.every_path.texts import PII_KINDS
 
 FLAGGED_KINDS = PII_KINDS | {"instruction"}
+READ_PATHS = ("context", "search")
 
 
 def no_live_personal_data_or_secret_in_shared_scopes(
@@ -35,15 +36,19 @@ def no_live_personal_data_or_secret_in_shared_scopes(
 
 
 def removed_marker_appears_nowhere(entries: list[Entry], snap: Snapshot) -> list[str]:
-    """A deleted, edited-away or expired text appears in no API answer, no UI page, no
-    export and no webhook body sent after its removal."""
+    """A deleted text appears in no API answer, no UI page, no export and no webhook body
+    sent from its removal on; an expired one in no context, search or consolidation (the
+    third-wave contract lists it, marked `expired`, until the sweep purges it)."""
     broken = []
     for e in entries:
         if e.removed_at is None:
             continue
-        where = snap.holding(e.text.marker) + snap.webhooks_holding(
-            e.text.marker, since=e.removed_at
-        )
+        where = snap.holding(e.text.marker)
+        if e.removed_by == "expiry":
+            where = [
+                w for w in where if w.startswith(("context", "search")) or "consolidation" in w
+            ]
+        where += snap.webhooks_holding(e.text.marker, since=e.removed_at)
         if where:
             broken.append(
                 f"{e.describe()}, removed by {e.removed_by} at step {e.removed_at}, in {where}"

@@ -32,12 +32,14 @@ class Entry:
     removed_by: str | None = None
     forgotten_at: int | None = None
     replaced: bool = False  # a pin list that a later PUT replaced
+    edited: bool = False  # its text was changed (the new text is an entry of its own)
 
     @property
     def live_observation(self) -> bool:
         return (
             self.what == "observation"
             and self.acked
+            and not self.edited
             and self.removed_at is None
             and self.forgotten_at is None
         )
@@ -64,7 +66,7 @@ class Snapshot:
 
     step: int
     surfaces: list[Surface] = field(default_factory=list)
-    webhooks: list[tuple[int, str]] = field(default_factory=list)
+    webhooks: list[tuple[float, str]] = field(default_factory=list)
     observations: list[dict[str, Any]] = field(default_factory=list)  # every status
     pins: dict[str, list[str]] = field(default_factory=dict)  # scope id -> pins
 
@@ -80,7 +82,7 @@ class Snapshot:
             s.where for s in self.surfaces if needle in s.text and (s.shared or not shared_only)
         ]
 
-    def webhooks_holding(self, needle: str, *, since: int) -> list[str]:
+    def webhooks_holding(self, needle: str, *, since: float) -> list[str]:
         return [
             f"webhook body at step {n}"
             for n, body in self.webhooks

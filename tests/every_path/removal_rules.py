@@ -20,6 +20,7 @@ from tests.every_path.machine import (
     scope_types,
     users,
 )
+from tests.every_path.surfaces import deliver_webhooks
 
 
 class RemovalRules(MachineBase):
@@ -57,7 +58,7 @@ class RemovalRules(MachineBase):
             status, answer = self.http.write("post", f"/observations/{oid}/review", body)
             assert status in (200, 422), answer
             if new is not None and status == 200:
-                entry.removed_at, entry.removed_by = self.step, "review edit"
+                entry.edited = True  # its earlier text stays in the history (by design)
                 self.record(
                     new,
                     what="observation",
@@ -101,7 +102,7 @@ class RemovalRules(MachineBase):
         )
         assert status in (200, 202, 422), answer
         if status == 200 and new.marker in (answer or {}).get("content", ""):
-            entry.removed_at, entry.removed_by = self.step, "edit"
+            entry.edited = True  # its earlier text stays in the history (by design)
             self.record(
                 new,
                 what="observation",
@@ -195,6 +196,7 @@ class RemovalRules(MachineBase):
             acked=status in (200, 201),
             rule_name="expiry",
         )
+        deliver_webhooks(self.receiver, step=self.step - 0.5)  # its creation, before it expired
         time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)
         from memory_admin.tasks import lifecycle_sweep
 

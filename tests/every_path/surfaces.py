@@ -24,16 +24,21 @@ def scope_kind(scope: dict[str, Any]) -> str:
     return scope["scope_type"]
 
 
-def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snapshot:
-    """One snapshot; webhooks due are delivered first, so their bodies are in it."""
+def deliver_webhooks(receiver: Receiver, *, step: float) -> None:
+    """Send the deliveries due now; the receiver files what arrives under `step`."""
     from memory_admin.stores import get_store
     from memory_admin.webhooks import deliver_due
 
-    snap = Snapshot(step=step)
     receiver.step = step
     for _ in range(3):  # a delivery can make another due (a retry); bounded
         if not deliver_due(get_store()).get("delivered"):
             break
+
+
+def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snapshot:
+    """One snapshot; webhooks due are delivered first, so their bodies are in it."""
+    snap = Snapshot(step=step)
+    deliver_webhooks(receiver, step=step)
     snap.webhooks = list(receiver.bodies)
     scopes = list(walk_pages(http, f"/agents/{agent_id}/scopes", {}))
     snap.add("GET scopes", scopes)

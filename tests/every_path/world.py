@@ -57,8 +57,8 @@ def copying_model(request: RecordedRequest) -> str:
 class Receiver:
     """A webhook endpoint on loopback that keeps every body it was sent, with the step."""
 
-    bodies: list[tuple[int, str]] = field(default_factory=list)
-    step: int = 0
+    bodies: list[tuple[float, str]] = field(default_factory=list)
+    step: float = 0
     _server: ThreadingHTTPServer | None = None
 
     def start(self) -> Receiver:
