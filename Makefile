@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench stop-store clean screenshots mem0-venv
+.PHONY: help install run test lint format bench every-path stop-store clean screenshots mem0-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -39,6 +39,10 @@ lint: install ## ruff check and format check, and the layer contracts (docs/arch
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+every-path: install ## The every-path state machine, longer than CI (EXAMPLES=40 STEPS=40)
+	MEMORY_EVERY_PATH_EXAMPLES=$${EXAMPLES:-40} MEMORY_EVERY_PATH_STEPS=$${STEPS:-40} \
+		$(PY) -m pytest tests/test_every_path.py -q -s
 
 bench: install ## Run the benchmarks and print their tables
 	$(PY) -m benchmarks

@@ -1,0 +1,98 @@
+"""Read every surface of one agent after a step: API answers (scopes, consolidations and
+their history, observation lists, search, context), exports, UI pages, webhook bodies."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.urls import reverse
+
+from tests.every_path.ledger import SHARED, Snapshot
+from tests.every_path.world import GROUP_ID, GROUP_NAME, USERS, Http, Receiver, walk_pages
+
+_PRIVATE_SECTIONS = re.compile(
+    r"<UserMemory\b.*?</UserMemory>|<RetrievedObservations>.*?</RetrievedObservations>", re.S
+)
+RECALL = "what did I tell you to remember?"
+
+
+def scope_kind(scope: dict[str, Any]) -> str:
+    """individual, group, collective or shard (a named collective scope)."""
+    if scope["scope_type"] == "collective" and scope.get("name"):
+        return "shard"
+    return scope["scope_type"]
+
+
+def deliver_webhooks(receiver: Receiver, *, step: float) -> None:
+    """Send the deliveries due now; the receiver files what arrives under `step`."""
+    from memory_admin.stores import get_store
+    from memory_admin.webhooks import deliver_due
+
+    receiver.step = step
+    for _ in range(3):  # a delivery can make another due (a retry); bounded
+        if not deliver_due(get_store()).get("delivered"):
+            break
+
+
+def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snapshot:
+    """One snapshot; webhooks due are delivered first, so their bodies are in it."""
+    snap = Snapshot(step=step)
+    deliver_webhooks(receiver, step=step)
+    snap.webhooks = list(receiver.bodies)
+    scopes = list(walk_pages(http, f"/agents/{agent_id}/scopes", {}))
+    snap.add("GET scopes", scopes)
+    for scope in scopes:
+        kind = scope_kind(scope)
+        shared = kind in SHARED
+        sid = scope["id"]
+        label = f"{kind} scope"
+        snap.add(
+            f"{label}: consolidation and pins",
+            [scope.get("consolidation"), scope["pins"]],
+            shared=shared,
+        )
+        snap.pins[sid] = list(scope["pins"])
+        history = list(walk_pages(http, f"/scopes/{sid}/consolidations", {}))
+        snap.add(f"{label}: GET consolidations (history)", history)
+        observations = list(walk_pages(http, f"/scopes/{sid}/observations", {"status": "all"}))
+        snap.observations += observations
+        snap.add(f"{label}: GET observations?status=all", observations)
+        status, export = http.read(f"/scopes/{sid}/export", {"format": "json"})
+        snap.add(f"{label}: scope export", export)
+        status, page = http.page(reverse("ui:scope_detail", args=[sid]))
+        snap.add(f"{label}: UI scope page", page)
+    groups = [{"id": GROUP_ID, "name": GROUP_NAME}]
+    for user_id, name in USERS.items():
+        body = {"user_id": user_id, "user_name": name, "groups": groups, "message": RECALL}
+        status, answer = http.post_read(f"/agents/{agent_id}/context", body)
+        if status == 200:
+            snap.add(f"context for {user_id}", answer)
+            shared_xml = _PRIVATE_SECTIONS.sub("", answer["context"])
+            snap.add(f"context for {user_id}: shared sections", shared_xml, shared=True)
+            shared_hits = [
+                r["observation"]["content"]
+                for r in answer["retrieval"]["results"]
+                if r["observation"]["scope_id"]
+                in {s["id"] for s in scopes if scope_kind(s) in SHARED}
+            ]
+            snap.add(f"context for {user_id}: shared retrieved", shared_hits, shared=True)
+        else:
+            snap.add(f"context for {user_id} ({status})", answer)
+        status, hits = http.read(
+            f"/agents/{agent_id}/search", {"q": "remember", "user_id": user_id, "limit": 50}
+        )
+        snap.add(f"search for {user_id}", hits)
+        status, export = http.read(f"/agents/{agent_id}/users/{user_id}/export", {"format": "json"})
+        snap.add(f"export of {user_id}", export)
+        status, page = http.page(reverse("ui:user_audit"), {"agent": agent_id, "user": user_id})
+        snap.add(f"UI user page of {user_id}", page)
+    status, hits = http.read(f"/agents/{agent_id}/search", {"q": "remember", "limit": 50})
+    snap.add("search of shared scopes", hits, shared=True)
+    status, page = http.page(reverse("ui:review"), {"agent": agent_id})
+    snap.add("UI review page", page)
+    status, page = http.page(
+        reverse("ui:search"), {"agent": agent_id, "user": "u1", "message": RECALL}
+    )
+    snap.add("UI search page", page)
+    return snap
