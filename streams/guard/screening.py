@@ -1,8 +1,10 @@
 """The guard on every observation write: detectors, redaction, and what waits for review.
 
 `screen_observations` runs inside the write's transaction (`observations_append`), on
-every write path: formation, propagation, manual and batch adds, import and migration
-(an import keeps the statuses it brings back: `_screen_import`).
+every write path: formation, propagation, manual and batch adds, moves, import and
+migration (an import re-derives every status the document claims: `_screen_import`).
+Hand-written text (pins, hand edits) passes `screen_scope_text`; every repository method
+that stores memory text takes only the `ScreenedText` this module makes.
 For each observation it
 
 - redacts secret spans (in every scope, the individual one included) and sets `flags`

@@ -9,9 +9,11 @@ pruning search terms) is idempotent. Scopes whose consolidation held the text ar
 in the same transaction and listed in the progress; once every batch is done, each gets
 one rebuild job.
 
-A move keeps the observation whole (id, provenance, `related_user_ids`, times): it only
-changes scope, takes a place in the target's log and is pending there, so forget-user and
-the user audit still reach it.
+A move keeps the observation's id, provenance, `related_user_ids` and times, so
+forget-user and the user audit still reach it; but it is a write into the target: the
+target's screen files it (a flagged text in a shared scope waits for review there, an
+earlier decision in the source counts for nothing) and a text the target holds already is
+not filed twice (the moved one is deleted instead).
 """
 
 from __future__ import annotations

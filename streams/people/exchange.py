@@ -91,7 +91,10 @@ def _check_observation(
     if not isinstance(deleted, bool):
         problems.add(where, "deleted must be true or false", field="deleted", id=oid)
     content = item.get("content")
-    if deleted is True and content is None:
+    expires_at = iso_time(item.get("expires_at")) if item.get("expires_at") else None
+    # An expired one is exported as removed (no text) and, like a deleted one, skipped.
+    expired = content is None and expires_at is not None and expires_at <= utcnow()
+    if (deleted is True or expired) and content is None:
         pass
     elif (
         not isinstance(content, str)
@@ -120,7 +123,7 @@ def _check_observation(
     origin = item.get("propagated_from")
     if origin is not None and (not isinstance(origin, str) or parse_object_id(origin) is None):
         problems.add(where, "propagated_from must be an id or null", field="propagated_from")
-    if len(problems.items) > before or deleted:
+    if len(problems.items) > before or deleted or expired:
         return None
     return Observation(
         id=oid,

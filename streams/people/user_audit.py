@@ -16,6 +16,7 @@ from bson import ObjectId
 from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
+from streams.core.visibility import removal
 from streams.memory.consolidation import consolidation_history
 from streams.store import MemoryStore
 from streams.store.privacy import BATCH, PrivacyRepository
@@ -173,11 +174,12 @@ def observation_json(o: Observation) -> dict[str, Any]:
 
 
 def _observation_json(o: Observation) -> dict[str, Any]:
+    removed = removal(o) is not None  # deleted or expired: listed, without its words
     return {
         "id": o.id,
         "scope_id": o.scope_id,
-        # A deleted observation is listed (it was remembered once) without its text.
-        "content": None if o.deleted else o.content,
+        # A removed observation is listed (it was remembered once) without its text.
+        "content": None if removed else o.content,
         "observed_at": o.observed_at.isoformat(),
         "created_at": o.created_at.isoformat(),
         "source_session_id": o.source_session_id,
@@ -191,7 +193,7 @@ def _observation_json(o: Observation) -> dict[str, Any]:
         "flags": list(o.flags),
         "similar_to": o.similar_to,
         "contradicts": list(o.contradicts),
-        "review": None if o.deleted else _review_json(o.review),
+        "review": None if removed else _review_json(o.review),
         "expires_at": o.expires_at.isoformat() if o.expires_at is not None else None,
     }
 
