@@ -20,6 +20,8 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from memory_admin_client import MemoryClient
 
+from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.store import MemoryStore
 from tests.clients.conftest import AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,8 +172,13 @@ def mcp_http(live_server: Any) -> Iterator[str]:
 
 
 def test_streamable_http_uses_each_callers_key(
-    mcp_http: str, live_server: Any, make_key: Callable[..., str]
+    mcp_http: str, live_server: Any, make_key: Callable[..., str], store: MemoryStore
 ) -> None:
+    # A user's own memory begins with their first formed conversation (no API creates
+    # it): made here as formation would.
+    own, _ = scope_get_or_create(
+        store=store, key=ScopeKey.individual(AGENT, "u-gene"), display_name="Gene"
+    )
     writer = make_key()
     with MemoryClient(live_server.url, api_key=writer) as memory:
         scope = memory.create_group_scope(agent_id=AGENT, group_id="g-eden")
@@ -182,6 +189,8 @@ def test_streamable_http_uses_each_callers_key(
             user_name="Gene",
             messages=[{"id": "m-1", "role": "user", "content": "hello"}],
         )
+        (own,) = memory.list_scopes(agent_id=AGENT, user_id="u-gene", scope_type="individual").items
+        memory.add_observation(scope_id=own.id, content="Gene takes the train to work")
     reader = make_key(permissions=["read"])
     anonymous = httpx2.post(mcp_http, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
     assert anonymous.status_code == 401
@@ -197,10 +206,25 @@ def test_streamable_http_uses_each_callers_key(
             found = await call(
                 client, "search_memory", agent_id=AGENT, query="coffee", group_id="g-eden"
             )
-            return tools, added, found
+            personal = await call(
+                client, "remember", agent_id=AGENT, user_id="u-gene", content="Gene likes jazz"
+            )
+            stranger = await call(
+                client, "remember", agent_id=AGENT, user_id="u-new", content="Unknown person"
+            )
+            templates = (await client.list_resource_templates()).resource_templates
+            read = await client.read_resource(f"memory://agents/{AGENT}/users/u-gene")
+            seen = [t.uri_template for t in templates]
+            return tools, added, found, seen, read, personal, stranger
 
-    tools, added, found = asyncio.run(as_key(writer))
+    tools, added, found, templates, read, personal, stranger = asyncio.run(as_key(writer))
+    assert personal[0] is False and f"in scope {own.id}" in personal[1]
+    assert stranger[0] is True and "not_found: user u-new has no memory" in stranger[1]
     assert tools == TOOLS and added[0] is False and "Coffee at 10" in found[1]
-    _, refused, readable = asyncio.run(as_key(reader))
+    assert templates == ["memory://agents/{agent_id}/users/{user_id}"]
+    (page,) = read.contents
+    assert page.mime_type == "text/markdown" and "- Gene takes the train to work" in page.text
+    assert "- Gene likes jazz" in page.text
+    _, refused, readable, *_ = asyncio.run(as_key(reader))
     assert refused[0] is True and "permission_denied:" in refused[1]
     assert "Coffee at 10" in readable[1]
