@@ -4,6 +4,7 @@ typed answers, pagination, the envelope as exceptions, safe retries, Retry-After
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import pytest
@@ -17,6 +18,7 @@ from memory_admin_client import (
     NotFound,
     PermissionDenied,
     RateLimited,
+    RetryPolicy,
     TransportError,
     Unauthorized,
     ValidationFailed,
@@ -193,3 +195,36 @@ def test_the_async_client_has_every_operation_and_retries_the_same_way(
 def test_the_client_is_versioned_with_the_api(memory: MemoryClient) -> None:
     served = memory.request("GET", "/api/v1/openapi.json")
     assert API_VERSION == "v1" and __version__.split(".")[0] == served["info"]["version"]
+
+
+def test_a_timeout_is_retried_for_a_read_and_not_for_a_create() -> None:
+    """A server that accepts and never answers: the read is sent `attempts` times, then a
+    TransportError; a create is sent once."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        memory = MemoryClient(
+            url, api_key="k", timeout=0.3, retry=RetryPolicy(attempts=3), sleep=lambda _: None
+        )
+        with memory:
+            with pytest.raises(TransportError, match="Timeout"):
+                memory.get_scope(scope_id="0" * 24)
+            reads = accepted(silent)
+            with pytest.raises(TransportError):
+                memory.create_group_scope(agent_id=AGENT, group_id="g-1")
+            creates = accepted(silent)
+    assert (reads, creates) == (3, 1)
+
+
+def accepted(listener: socket.socket) -> int:
+    """How many connections are waiting on the listener (each a request sent)."""
+    listener.setblocking(False)
+    count = 0
+    while True:
+        try:
+            connection, _ = listener.accept()
+        except BlockingIOError:
+            return count
+        connection.close()
+        count += 1
