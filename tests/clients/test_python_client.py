@@ -4,6 +4,8 @@ typed answers, pagination, the envelope as exceptions, safe retries, Retry-After
 from __future__ import annotations
 
 import asyncio
+import inspect
+import re
 import socket
 from typing import Any
 
@@ -23,6 +25,8 @@ from memory_admin_client import (
     Unauthorized,
     ValidationFailed,
     __version__,
+    operations,
+    operations_admin,
 )
 from memory_admin_client.models import Observation, Scope
 
@@ -228,3 +232,79 @@ def accepted(listener: socket.socket) -> int:
             return count
         connection.close()
         count += 1
+
+
+def builders() -> list[Any]:
+    """Every function of the two operation modules that builds a `Call`."""
+    found = []
+    for module in (operations, operations_admin):
+        for fn in vars(module).values():
+            mine = callable(fn) and getattr(fn, "__module__", "") == module.__name__
+            if mine and str(inspect.signature(fn).return_annotation).startswith("Call["):
+                found.append(fn)
+    return found
+
+
+def dummy(annotation: str) -> Any:
+    for start, value in (
+        ("str", "x1"),
+        ("int", 1),
+        ("bool", True),
+        ("list", []),
+        ("Iterable", []),
+        ("Mapping", {}),
+    ):
+        if annotation.startswith(start):
+            return value
+    raise AssertionError(f"no dummy for {annotation}")
+
+
+def test_every_operation_the_api_serves_has_a_client_method(memory: MemoryClient) -> None:
+    served = memory.request("GET", "/api/v1/openapi.json")["paths"]
+    wanted = {(verb.upper(), path) for path, ops in served.items() for verb in ops}
+    covered = set()
+    for build in builders():
+        params = inspect.signature(build).parameters.values()
+        call = build(
+            **{
+                p.name: dummy(str(p.annotation))
+                for p in params
+                if p.default is inspect.Parameter.empty and p.kind == p.KEYWORD_ONLY
+            }
+        )
+        assert hasattr(MemoryClient, build.__name__) and hasattr(AsyncMemoryClient, build.__name__)
+        for verb, template in wanted:
+            pattern = re.sub(r"\\\{[^}]+\\\}", "[^/]+", re.escape(template))
+            if verb == call.method and re.fullmatch(pattern, call.path):
+                covered.add((verb, template))
+    # The chat proxy is OpenAI-compatible: the `openai` package is its client.
+    assert wanted - covered == {("POST", "/api/v1/agents/{agent_id}/chat/completions")}
+
+
+def test_operators_tooling_through_the_client(
+    live_server: Any, make_key: Any, settings: Any
+) -> None:
+    settings.MEMORY_WEBHOOK_ALLOW_PRIVATE = True
+    with MemoryClient(live_server.url, api_key=make_key(agents=[])) as admin:  # an admin key
+        scope = group_scope(admin)
+        kept = admin.add_observation(scope_id=scope.id, content="Standup is at nine")
+        edited = admin.update_observation(observation_id=kept.id, content="Standup is at ten")
+        history = admin.observation_history(observation_id=kept.id)
+        assert edited.content == "Standup is at ten"
+        assert [item["content"] for item in history.items] == ["Standup is at nine"]
+        dry = admin.bulk(agent_id=AGENT, filter={"scope_id": scope.id}, action="private")
+        assert dry.matched == 1 and dry.job_id is None
+        hook = admin.create_webhook(
+            agent_id=AGENT, url="http://127.0.0.1:9/hook", events=["observation.created"]
+        )
+        assert hook.secret and [h.id for h in admin.iter_webhooks(agent_id=AGENT)] == [hook.id]
+        assert admin.update_webhook(webhook_id=hook.id, active=False).active is False
+        assert list(admin.iter_deliveries(webhook_id=hook.id)) == []
+        admin.delete_webhook(webhook_id=hook.id)
+        with pytest.raises(NotFound):
+            admin.update_webhook(webhook_id=hook.id, active=True)
+        exported = admin.export_scope(scope_id=scope.id)
+        assert exported.model_dump()
+        assert admin.list_prompt_checks(agent_id=AGENT).items == []
+        assert admin.usage(agent_id=AGENT).model_dump()
+        assert admin.retrieval_health(agent_id=AGENT, days=1).model_dump()

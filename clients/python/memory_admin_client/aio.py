@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import httpx2
 
 from memory_admin_client import operations as ops
+from memory_admin_client import operations_admin as admin
 from memory_admin_client._base import answer, async_op, async_pages, failure, settings, timeout_of
 from memory_admin_client._calls import Call, RetryPolicy
 from memory_admin_client.errors import TransportError
@@ -128,3 +129,25 @@ class AsyncMemoryClient:
     iter_jobs = async_pages(ops.list_jobs)
     iter_audit = async_pages(ops.list_audit)
     iter_context_calls = async_pages(ops.list_context_calls)
+
+    # operators' tooling (operations_admin)
+    restore_consolidation = async_op(admin.restore_consolidation)
+    observation_history = async_op(admin.observation_history)
+    export_scope = async_op(admin.export_scope)
+    import_export = async_op(admin.import_export)
+    bulk = async_op(admin.bulk)
+    review_decisions = async_op(admin.review_decisions)
+    create_webhook = async_op(admin.create_webhook)
+    list_webhooks = async_op(admin.list_webhooks)
+    update_webhook = async_op(admin.update_webhook)
+    delete_webhook = async_op(admin.delete_webhook)
+    list_deliveries = async_op(admin.list_deliveries)
+    lift_tombstone = async_op(admin.lift_tombstone)
+    usage = async_op(admin.usage)
+    retrieval_health = async_op(admin.retrieval_health)
+    list_prompt_checks = async_op(admin.list_prompt_checks)
+    create_prompt_check = async_op(admin.create_prompt_check)
+    run_prompt_checks = async_op(admin.run_prompt_checks)
+    delete_prompt_check = async_op(admin.delete_prompt_check)
+    iter_webhooks = async_pages(admin.list_webhooks)
+    iter_deliveries = async_pages(admin.list_deliveries)

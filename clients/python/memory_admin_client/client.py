@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 import httpx2
 
 from memory_admin_client import operations as ops
+from memory_admin_client import operations_admin as admin
 from memory_admin_client._base import answer, failure, settings, sync_op, sync_pages, timeout_of
 from memory_admin_client._calls import Call, RetryPolicy
 from memory_admin_client.errors import TransportError
@@ -128,3 +129,25 @@ class MemoryClient:
     iter_jobs = sync_pages(ops.list_jobs)
     iter_audit = sync_pages(ops.list_audit)
     iter_context_calls = sync_pages(ops.list_context_calls)
+
+    # operators' tooling (operations_admin)
+    restore_consolidation = sync_op(admin.restore_consolidation)
+    observation_history = sync_op(admin.observation_history)
+    export_scope = sync_op(admin.export_scope)
+    import_export = sync_op(admin.import_export)
+    bulk = sync_op(admin.bulk)
+    review_decisions = sync_op(admin.review_decisions)
+    create_webhook = sync_op(admin.create_webhook)
+    list_webhooks = sync_op(admin.list_webhooks)
+    update_webhook = sync_op(admin.update_webhook)
+    delete_webhook = sync_op(admin.delete_webhook)
+    list_deliveries = sync_op(admin.list_deliveries)
+    lift_tombstone = sync_op(admin.lift_tombstone)
+    usage = sync_op(admin.usage)
+    retrieval_health = sync_op(admin.retrieval_health)
+    list_prompt_checks = sync_op(admin.list_prompt_checks)
+    create_prompt_check = sync_op(admin.create_prompt_check)
+    run_prompt_checks = sync_op(admin.run_prompt_checks)
+    delete_prompt_check = sync_op(admin.delete_prompt_check)
+    iter_webhooks = sync_pages(admin.list_webhooks)
+    iter_deliveries = sync_pages(admin.list_deliveries)

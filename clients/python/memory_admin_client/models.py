@@ -187,3 +187,59 @@ T = TypeVar("T", bound=BaseModel)
 class Page(Model, Generic[T]):
     items: list[T]
     next_cursor: str | None = None
+
+
+class Webhook(Model):
+    id: str
+    agent_id: str
+    url: str
+    events: list[str]
+    active: bool
+    created_at: datetime
+
+
+class WebhookCreated(Webhook):
+    secret: str  # shown once
+
+
+class Delivery(Model):
+    id: str
+    webhook_id: str
+    event: str
+    status: str
+    created_at: datetime
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class BulkResult(Model):
+    matched: int
+    sample: list[Observation] = Field(default_factory=list)
+    job_id: str | None = None
+
+
+class ImportResult(Model):
+    scopes_created: int
+    observations_imported: int
+    observations_already_there: int
+    refused: list[Refused] = Field(default_factory=list)
+
+
+class PromptCheck(Model):
+    id: str
+    name: str
+    scope_id: str | None = None
+
+
+class PromptCheckList(Model):
+    items: list[PromptCheck]
+
+
+class PromptCheckRun(Model):
+    passed: bool
+    regressions: int
+    results: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class TextHistory(Model):
+    items: list[dict[str, Any]]
+    next_cursor: str | None = None
