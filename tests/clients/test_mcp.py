@@ -18,6 +18,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from memory_admin_client import MemoryClient
 
 from streams.memory.scopes import ScopeKey, scope_get_or_create
@@ -226,5 +227,17 @@ def test_streamable_http_uses_each_callers_key(
     assert page.mime_type == "text/markdown" and "- Gene takes the train to work" in page.text
     assert "- Gene likes jazz" in page.text
     _, refused, readable, *_ = asyncio.run(as_key(reader))
+
+    async def stranger() -> tuple[tuple[bool, str], str]:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer mem_not_a_key"}, timeout=30)
+        async with http, Client(streamable_http_client(mcp_http, http_client=http)) as client:
+            searched = await call(client, "search_memory", agent_id=AGENT, query="coffee")
+            with pytest.raises(MCPError) as unread:
+                await client.read_resource(f"memory://agents/{AGENT}/users/u-gene")
+            return searched, str(unread.value)
+
+    searched, unread = asyncio.run(stranger())
+    assert searched[0] is True and "unauthorized:" in searched[1]
+    assert "unauthorized:" in unread
     assert refused[0] is True and "permission_denied:" in refused[1]
     assert "Coffee at 10" in readable[1]
