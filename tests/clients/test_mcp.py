@@ -142,19 +142,20 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def mcp_http(live_server: Any) -> Iterator[str]:
+def mcp_http(live_server: Any, tmp_path: Path) -> Iterator[str]:
     """`manage.py mcp --transport http` on a loopback port; its /mcp URL."""
     port = free_port()
     env = {**os.environ, "MEMORY_API_URL": live_server.url, "PYTHONPATH": str(ROOT)}
     env.pop("MEMORY_API_KEY", None)  # over HTTP each caller brings its own key
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "mcp", "--transport", "http", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}/mcp"
+    log = tmp_path / "mcp-http.log"
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "mcp", "--transport", "http", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
     deadline = time.monotonic() + 60
     try:
         while True:
@@ -163,10 +164,9 @@ def mcp_http(live_server: Any) -> Iterator[str]:
                 break
             except OSError as error:
                 if process.poll() is not None or time.monotonic() > deadline:
-                    said = process.stderr.read().decode() if process.stderr else ""
-                    raise RuntimeError(said) from error
+                    raise RuntimeError(log.read_text()) from error
                 time.sleep(0.2)
-        yield url
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()
         process.wait(timeout=20)
