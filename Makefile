@@ -12,10 +12,11 @@ PORT ?= 8000
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[embedded,dev]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[embedded,dev,mcp]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
 	@touch $(STAMP)
 
 install: $(STAMP) ## Install into .venv (a no-op when pyproject.toml has not changed)

@@ -1,0 +1,153 @@
+"""The operations an operator's tooling needs beside the agent's (webhooks, exchange, bulk,
+review decisions, prompt checks, usage, tombstones), as `Call`s like `operations`.
+
+The chat proxy (`/agents/{agent_id}/chat/completions`) has no method here: it is
+OpenAI-compatible, and the `openai` package is its client (base URL
+`<api>/api/v1/agents/<agent_id>`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from memory_admin_client import models as m
+from memory_admin_client._calls import Call
+from memory_admin_client.operations import _seg
+
+
+def _agent(agent_id: str, tail: str) -> str:
+    return f"/api/v1/agents/{_seg(agent_id)}/{tail}"
+
+
+def restore_consolidation(*, scope_id: str, version: int) -> Call[m.Scope]:
+    path = f"/api/v1/scopes/{_seg(scope_id)}/consolidations/{int(version)}/restore"
+    return Call("POST", path, m.Scope, idempotent=True)
+
+
+def observation_history(
+    *, observation_id: str, limit: int | None = None, cursor: str | None = None
+) -> Call[m.TextHistory]:
+    path = f"/api/v1/observations/{_seg(observation_id)}/history"
+    return Call(
+        "GET", path, m.TextHistory, params={"limit": limit, "cursor": cursor}, idempotent=True
+    )
+
+
+def export_scope(*, scope_id: str) -> Call[m.Raw]:
+    path = f"/api/v1/scopes/{_seg(scope_id)}/export"
+    return Call("GET", path, m.Raw, params={"format": "json"}, idempotent=True)
+
+
+def import_export(*, agent_id: str, document: Mapping[str, Any]) -> Call[m.ImportResult]:
+    """The JSON export back; idempotent on the server's side."""
+    return Call(
+        "POST", _agent(agent_id, "import"), m.ImportResult, json=dict(document), idempotent=True
+    )
+
+
+def bulk(
+    *,
+    agent_id: str,
+    filter: Mapping[str, Any],
+    action: str,
+    target_scope_id: str | None = None,
+    dry_run: bool = True,
+) -> Call[m.BulkResult]:
+    body: dict[str, Any] = {"filter": dict(filter), "action": action, "dry_run": dry_run}
+    if target_scope_id is not None:
+        body["target_scope_id"] = target_scope_id
+    return Call(
+        "POST", _agent(agent_id, "observations/bulk"), m.BulkResult, json=body, idempotent=dry_run
+    )
+
+
+def review_decisions(
+    *, agent_id: str, ids: list[str], decision: str, note: str | None = None
+) -> Call[m.ReviewDecisions]:
+    body: dict[str, Any] = {"ids": ids, "decision": decision}
+    if note is not None:
+        body["note"] = note
+    # A decided item is skipped by a second send: safe to retry.
+    return Call(
+        "POST", _agent(agent_id, "review/decisions"), m.ReviewDecisions, json=body, idempotent=True
+    )
+
+
+def create_webhook(*, agent_id: str, url: str, events: list[str]) -> Call[m.WebhookCreated]:
+    body = {"url": url, "events": events}
+    return Call("POST", _agent(agent_id, "webhooks"), m.WebhookCreated, json=body)
+
+
+def list_webhooks(
+    *, agent_id: str, limit: int | None = None, cursor: str | None = None
+) -> Call[m.Page[m.Webhook]]:
+    return Call(
+        "GET",
+        _agent(agent_id, "webhooks"),
+        m.Page[m.Webhook],
+        params={"limit": limit, "cursor": cursor},
+        idempotent=True,
+    )
+
+
+def update_webhook(*, webhook_id: str, active: bool) -> Call[m.Webhook]:
+    return Call(
+        "PATCH",
+        f"/api/v1/webhooks/{_seg(webhook_id)}",
+        m.Webhook,
+        json={"active": active},
+        idempotent=True,
+    )
+
+
+def delete_webhook(*, webhook_id: str) -> Call[Any]:
+    return Call("DELETE", f"/api/v1/webhooks/{_seg(webhook_id)}", None, idempotent=True)
+
+
+def list_deliveries(
+    *, webhook_id: str, limit: int | None = None, cursor: str | None = None
+) -> Call[m.Page[m.Delivery]]:
+    path = f"/api/v1/webhooks/{_seg(webhook_id)}/deliveries"
+    return Call(
+        "GET", path, m.Page[m.Delivery], params={"limit": limit, "cursor": cursor}, idempotent=True
+    )
+
+
+def lift_tombstone(*, agent_id: str, user_id: str, reason: str) -> Call[Any]:
+    path = _agent(agent_id, f"tombstones/{_seg(user_id)}")
+    return Call("DELETE", path, None, json={"reason": reason}, idempotent=True)
+
+
+def usage(*, agent_id: str, **params: Any) -> Call[m.Raw]:
+    return Call("GET", _agent(agent_id, "usage"), m.Raw, params=params, idempotent=True)
+
+
+def retrieval_health(*, agent_id: str, days: int | None = None) -> Call[m.Raw]:
+    return Call(
+        "GET", _agent(agent_id, "retrieval-health"), m.Raw, params={"days": days}, idempotent=True
+    )
+
+
+def list_prompt_checks(*, agent_id: str) -> Call[m.PromptCheckList]:
+    return Call("GET", _agent(agent_id, "prompt-checks"), m.PromptCheckList, idempotent=True)
+
+
+def create_prompt_check(*, agent_id: str, check: Mapping[str, Any]) -> Call[m.PromptCheck]:
+    return Call("POST", _agent(agent_id, "prompt-checks"), m.PromptCheck, json=dict(check))
+
+
+def run_prompt_checks(
+    *, agent_id: str, run: Mapping[str, Any] | None = None
+) -> Call[m.PromptCheckRun]:
+    return Call(
+        "POST",
+        _agent(agent_id, "prompt-checks/run"),
+        m.PromptCheckRun,
+        json=dict(run or {}),
+        idempotent=True,
+    )
+
+
+def delete_prompt_check(*, agent_id: str, check_id: str) -> Call[Any]:
+    path = _agent(agent_id, f"prompt-checks/{_seg(check_id)}")
+    return Call("DELETE", path, None, idempotent=True)
