@@ -79,7 +79,7 @@ def acknowledged_write_exists_once(entries: list[Entry], snap: Snapshot) -> list
     broken = []
     for e in entries:
         if e.live_observation:
-            found = [o["id"] for o in snap.observations if e.text.marker in o["content"]]
+            found = [o["id"] for o in snap.observations if e.text.marker in (o["content"] or "")]
             if len(found) != 1:
                 broken.append(f"{e.describe()} stored {len(found)} times: {found}")
         elif e.what == "pin" and e.acked and not e.replaced and e.forgotten_at is None:

@@ -179,7 +179,9 @@ class MachineBase(RuleBasedStateMachine):
 
     @staticmethod
     def _waiting(entry: Entry, queue: dict[str, Any]) -> str | None:
-        return next((o["id"] for o in queue["items"] if entry.text.marker in o["content"]), None)
+        return next(
+            (o["id"] for o in queue["items"] if entry.text.marker in (o["content"] or "")), None
+        )
 
     def observation_id(self, entry: Entry) -> str | None:
         if entry.observation_id:
@@ -190,7 +192,7 @@ class MachineBase(RuleBasedStateMachine):
         if status != 200:
             return None
         entry.observation_id = next(
-            (o["id"] for o in page["items"] if entry.text.marker in o["content"]), None
+            (o["id"] for o in page["items"] if entry.text.marker in (o["content"] or "")), None
         )
         return entry.observation_id
 
