@@ -188,9 +188,16 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "consolidation_threshold": scope.consolidation_threshold,
         "consolidation_max_words": scope.consolidation_max_words,
         "max_observations": scope.max_observations,
+        "consolidate_after_days": scope.consolidate_after_days,
         "review_mode": scope.review_mode,
     }
     form = ScopeSettingsForm(data, initial=initial)
+    default = get_store().consolidate_after.for_kind(scope.kind)
+    form.fields["consolidate_after_days"].help_text = (
+        "Pending observations older than this are consolidated below the threshold. "
+        f"Empty: the {scope.kind} default ({default or 'off'}"
+        f"{' days' if default else ''}); 0: never by age."
+    )
     return form
 
 
