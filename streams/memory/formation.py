@@ -2,8 +2,9 @@
 
 The write path of `domain.md`: messages are buffered idempotently by id; a
 formation triggers on 45 messages or 1000 weighted tokens (never under 4), for a
-cold session, or at once when a user asks to remember something (at any count); one formation makes exactly one extraction call whatever
-the number of groups and shards; the observations are stored, pushed to their
+cold session, or at once when a user asks to remember something (at any count);
+one formation makes exactly one extraction call whatever the number of groups and
+shards; the observations are stored, pushed to their
 scopes' pending lists and the messages marked formed in one transaction, so a
 crash leaves all of it or none of it, and a retry never duplicates.
 """
