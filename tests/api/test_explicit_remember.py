@@ -67,3 +67,24 @@ def test_a_recall_question_is_no_request_and_waits_for_the_minimum(api, content)
 def test_only_a_users_message_asks(api):
     body = ingest(api, [{"id": "m1", "role": "assistant", "content": SCRUM}]).json()
     assert body["formation_job_id"] is None
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (SCRUM, {"kind": "remember", "topic": None}),
+        (
+            "Forget what I said about the blue theme.",
+            {"kind": "forget", "topic": "the blue theme"},
+        ),
+        ("Do you remember my birthday?", None),
+    ],
+)
+def test_the_context_call_says_what_the_message_asks_of_the_memory(api, message, expected):
+    response = api.post(
+        f"{API}/agents/agent-1/context",
+        {"user_id": "u1", "message": message},
+        content_type="application/json",
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["memory_request"] == expected
