@@ -32,6 +32,7 @@ from streams.core.pagination import Page
 from streams.guard.review import review_counts
 from streams.guard.screening import Flagged
 from streams.memory.consolidation import consolidation_history, restore_preview
+from streams.memory.consolidation_age import kind_default_days
 from streams.memory.pins import sentences
 from streams.memory.scopes import scope_get, scope_list
 from streams.prompts import prompt_role, resolve_for_scope
@@ -192,7 +193,7 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "review_mode": scope.review_mode,
     }
     form = ScopeSettingsForm(data, initial=initial)
-    default = get_store().consolidate_after.for_kind(scope.kind)
+    default = kind_default_days(store=get_store(), scope=scope)
     form.fields["consolidate_after_days"].help_text = (
         "Pending observations older than this are consolidated below the threshold. "
         f"Empty: the {scope.kind} default ({default or 'off'}"

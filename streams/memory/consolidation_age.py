@@ -30,6 +30,11 @@ def consolidate_after_days(*, store: MemoryStore, scope: Scope) -> int:
     """The scope's days: its own when set, else its kind's (0: never by age)."""
     if scope.consolidate_after_days is not None:
         return scope.consolidate_after_days
+    return kind_default_days(store=store, scope=scope)
+
+
+def kind_default_days(*, store: MemoryStore, scope: Scope) -> int:
+    """What MEMORY_CONSOLIDATE_AFTER_DAYS gives the scope's kind (what `null` means)."""
     return store.consolidate_after.for_kind(scope.kind)
 
 
