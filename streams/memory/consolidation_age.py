@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from bson import ObjectId
 
 from streams.core.documents import Job, Scope, utcnow
+from streams.core.exceptions import Conflict
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.store import MemoryStore
 
@@ -70,9 +71,13 @@ def aged_consolidations_sweep(
                 continue
             if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
                 continue  # a run is queued or running: it folds these too
-            jobs.append(
-                consolidation_request(store=store, scope=scope, trigger=AGE_TRIGGER, actor=None)
-            )
+            try:
+                job = consolidation_request(
+                    store=store, scope=scope, trigger=AGE_TRIGGER, actor=None
+                )
+            except Conflict:
+                continue  # paused or emptied since the page was read: nothing to fold
+            jobs.append(job)
         if len(scopes) < page_size:
             break
         after = ObjectId(scopes[-1].id)

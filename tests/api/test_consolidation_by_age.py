@@ -180,3 +180,27 @@ def test_the_setting_parses_one_number_or_days_per_kind(value, expected):
 def test_a_bad_setting_is_refused(value):
     with pytest.raises(ValueError, match="MEMORY_CONSOLIDATE_AFTER_DAYS"):
         ConsolidateAfterDays.parse(value)
+
+
+def test_the_sweep_pages_through_every_due_scope(api, store, run_tasks):
+    scope_ids = []
+    for n in range(5):
+        response = api.post(
+            f"{API}/agents/a1/scopes",
+            {"scope_type": "group", "group_id": f"g{n}"},
+            content_type="application/json",
+        )
+        scope_ids.append(response.json()["id"])
+        api.post(
+            f"{API}/scopes/{scope_ids[-1]}/observations",
+            {"content": f"Team {n} meets on Mondays."},
+            content_type="application/json",
+        )
+    jobs = aged_consolidations_sweep(
+        store=get_store(), now=utcnow() + timedelta(days=12), page_size=2
+    )
+    assert sorted(j.scope_id for j in jobs) == sorted(scope_ids)
+    with run_tasks():
+        for job in jobs:
+            enqueue(job)
+    assert [scope_of(api, s)["pending_count"] for s in scope_ids] == [0] * 5
