@@ -32,7 +32,7 @@ from streams.core.pagination import Page
 from streams.guard.review import review_counts
 from streams.guard.screening import Flagged
 from streams.memory.consolidation import consolidation_history, restore_preview
-from streams.memory.consolidation_age import kind_default_days
+from streams.memory.consolidation_age import consolidate_after_days, kind_default_days
 from streams.memory.pins import sentences
 from streams.memory.scopes import scope_get, scope_list
 from streams.prompts import prompt_role, resolve_for_scope
@@ -160,6 +160,8 @@ def _pending(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     return {
         "pending": list(reversed(pending)),
         "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
+        # Consolidation by age: a run also starts once a pending one waited this long.
+        "age_days": consolidate_after_days(store=store, scope=scope),
     }
 
 

@@ -24,11 +24,14 @@ def test_the_settings_form_sets_and_clears_the_days(client_as, store, settings, 
     page = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
     assert 'name="consolidate_after_days"' in page
     assert f"Empty: the {scope.kind} default ({default} days)" in page
+    assert f'data-age-days="{default}"' in page
     url = reverse("ui:scope_settings", args=[scope.id])
     bad = client.post(url, {**FORM, "consolidate_after_days": -1})
     assert bad.status_code == 422
     ok = client.post(url, {**FORM, "consolidate_after_days": 2}, follow=True)
     assert "Settings saved." in ok.content.decode()
     assert store.scopes.get(ObjectId(scope.id)).consolidate_after_days == 2
+    page = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    assert 'or once one waited <span data-age-days="2">2 days</span>' in page
     client.post(url, {**FORM, "consolidate_after_days": ""})
     assert store.scopes.get(ObjectId(scope.id)).consolidate_after_days is None
