@@ -344,6 +344,25 @@ def _form(
         follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
         if follow_up is not None:
             run.follow_ups.append(follow_up)
+    again = _remember_left_over(store, job.agent_id, job.session_id, settings=settings)
+    if again is not None:
+        run.follow_ups.append(again)
+
+
+def _remember_left_over(
+    store: MemoryStore, agent_id: str, session_id: str, *, settings: FormationSettings
+) -> Job | None:
+    """A request to remember that arrived while this formation held the session (its
+    ingest could make no job) and after it read its messages: formed next, at once, not
+    left below the minimum. The commit released the claim; an ingest racing it either
+    committed first (seen here) or claims the session itself."""
+    left = store.sessions.unformed(agent_id, session_id, limit=MAX_MESSAGES_PER_FORMATION)
+    if not any(m.role == "user" and asks_to_remember(m.content) for m in left):
+        return None
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    if buffer is None:
+        return None
+    return _claim_and_create(store, buffer, trigger="remember", now=utcnow(), settings=settings)
 
 
 class _AlreadyFormed(Exception):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from memory_admin.tasks import formation_settings
 from streams.jobs import job_get
+from streams.memory.formation import IncomingMessage, messages_ingest
 from tests.api.conftest import API
 
 SESSION = f"{API}/agents/agent-1/sessions/s1"
@@ -88,3 +90,38 @@ def test_the_context_call_says_what_the_message_asks_of_the_memory(api, message,
     )
     assert response.status_code == 200, response.content
     assert response.json()["memory_request"] == expected
+
+
+def test_a_request_that_arrives_while_a_formation_runs_is_formed_right_after_it(
+    api, store, run_tasks, fake_openai, settings
+):
+    """The running formation holds the session (the ingest makes no job) and read its
+    messages before this one came: the formation's end starts the next one at once."""
+    settings.MEMORY_LLM_PROVIDER = "openai"
+    sent = []
+
+    def respond(request):
+        if not sent:  # during the first formation's model call (the server's thread)
+            sent.append(
+                messages_ingest(
+                    store=store,
+                    agent_id="agent-1",
+                    session_id="s1",
+                    user_id="u1",
+                    user_name="Gene",
+                    groups=[],
+                    messages=[IncomingMessage(id="m9", role="user", content=SCRUM)],
+                    settings=formation_settings(),
+                )
+            )
+        return '{"observations": []}'
+
+    fake_openai.set_responder(respond)
+    ingest(api, [{"id": "m1", "role": "user", "content": "hello"}])
+    with run_tasks():
+        formed = api.post(f"{SESSION}/form")
+    assert formed.status_code == 202, formed.content
+    assert sent and sent[0].formation_job is None  # the session was held
+    assert store.sessions.get_buffer("agent-1", "s1")["unformed_count"] == 0
+    jobs = store.jobs.collection.find({"kind": "formation"}, limit=10)
+    assert sorted(j["trigger"] for j in jobs) == ["api", "remember"]
