@@ -13,6 +13,7 @@ import threading
 from django.conf import settings
 
 from memory_admin import store_supervisor
+from streams.core.consolidate_after import ConsolidateAfterDays
 from streams.core.exceptions import IndexesMissing, Unavailable
 from streams.core.instruction_policy import InstructionPolicy
 from streams.store import MemoryStore
@@ -76,6 +77,7 @@ def get_store() -> MemoryStore:
         review_mode_shared=settings.MEMORY_REVIEW_MODE_SHARED,
         collective_min_groups=settings.MEMORY_COLLECTIVE_MIN_GROUPS,
         instruction_policy=InstructionPolicy.parse(settings.MEMORY_INSTRUCTION_POLICY),
+        consolidate_after=ConsolidateAfterDays.parse(settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

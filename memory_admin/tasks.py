@@ -27,6 +27,7 @@ from streams.actions.jobs import do_jobs_recover
 from streams.core.documents import Job, utcnow
 from streams.jobs import JobRun, job_execute
 from streams.memory.bulk_job import bulk_run
+from streams.memory.consolidation_age import aged_consolidations_sweep
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
 from streams.memory.propagation import propagation_run
@@ -196,6 +197,16 @@ TASKS_BY_KIND = {
 def sweep_cold_sessions() -> int:
     """Form sessions idle for MEMORY_COLD_SESSION_MINUTES with enough unformed messages."""
     jobs = cold_sessions_sweep(store=get_store(), settings=formation_settings())
+    for job in jobs:
+        enqueue(job)
+    return len(jobs)
+
+
+@shared_task(name="memory_admin.tasks.sweep_aged_pending")
+def sweep_aged_pending() -> int:
+    """Consolidate scopes below their threshold whose pending observations waited
+    MEMORY_CONSOLIDATE_AFTER_DAYS (`streams.memory.consolidation_age`)."""
+    jobs = aged_consolidations_sweep(store=get_store())
     for job in jobs:
         enqueue(job)
     return len(jobs)

@@ -31,4 +31,6 @@ CELERY_BEAT_SCHEDULE = {
     "deliver-webhooks": {"task": "memory_admin.tasks.deliver_webhooks", "schedule": 5.0},
     # Every minute: expired observations (rebuilds, purge after the keep days), retention.
     "lifecycle-sweep": {"task": "memory_admin.tasks.lifecycle_sweep", "schedule": 60.0},
+    # Every 10 minutes: scopes whose pending observations waited MEMORY_CONSOLIDATE_AFTER_DAYS.
+    "sweep-aged-pending": {"task": "memory_admin.tasks.sweep_aged_pending", "schedule": 600.0},
 }

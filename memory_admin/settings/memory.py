@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory_admin.settings.env import env_bool, env_float, env_int, env_str
+from streams.core.consolidate_after import ConsolidateAfterDays
 
 MEMORY_FORMATION_MAX_MESSAGES = env_int("MEMORY_FORMATION_MAX_MESSAGES", 45)
 MEMORY_FORMATION_MAX_TOKENS = env_int("MEMORY_FORMATION_MAX_TOKENS", 1000)
@@ -34,6 +35,11 @@ if not all(
     raise ValueError(
         "MEMORY_INSTRUCTION_POLICY must be mark, withhold or review, or own=...,shared=..."
     )
+# Consolidation by age: a scope whose oldest pending observation waited this many days is
+# consolidated below its threshold. One number for every scope (0: off), or per kind:
+# "individual=7,group=14,collective=30,shard=30"; a scope's consolidate_after_days wins.
+MEMORY_CONSOLIDATE_AFTER_DAYS = env_str("MEMORY_CONSOLIDATE_AFTER_DAYS", "7")
+ConsolidateAfterDays.parse(MEMORY_CONSOLIDATE_AFTER_DAYS)  # a bad value fails at start
 # A consolidation run holds its scope's lease this long; a job "running" longer is
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.

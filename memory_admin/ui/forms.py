@@ -86,6 +86,14 @@ class ScopeSettingsForm(forms.Form):
         help_text="Empty: no cap. Beyond it the oldest consolidated observations are purged; "
         "pending, pinned and in-review ones never.",
     )
+    consolidate_after_days = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=3650,
+        label="Consolidate by age (days)",
+        help_text="Pending observations older than this are consolidated below the "
+        "threshold. Empty: the scope type's default; 0: never by age.",
+    )
     review_mode = forms.ChoiceField(
         choices=[
             ("off", "Off: only flagged text waits"),

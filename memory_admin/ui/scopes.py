@@ -32,6 +32,7 @@ from streams.core.pagination import Page
 from streams.guard.review import review_counts
 from streams.guard.screening import Flagged
 from streams.memory.consolidation import consolidation_history, restore_preview
+from streams.memory.consolidation_age import consolidate_after_days, kind_default_days
 from streams.memory.pins import sentences
 from streams.memory.scopes import scope_get, scope_list
 from streams.prompts import prompt_role, resolve_for_scope
@@ -159,6 +160,8 @@ def _pending(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     return {
         "pending": list(reversed(pending)),
         "pending_more": max(0, scope.pending_count - PENDING_SHOWN),
+        # Consolidation by age: a run also starts once a pending one waited this long.
+        "age_days": consolidate_after_days(store=store, scope=scope),
     }
 
 
@@ -188,9 +191,16 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
         "consolidation_threshold": scope.consolidation_threshold,
         "consolidation_max_words": scope.consolidation_max_words,
         "max_observations": scope.max_observations,
+        "consolidate_after_days": scope.consolidate_after_days,
         "review_mode": scope.review_mode,
     }
     form = ScopeSettingsForm(data, initial=initial)
+    default = kind_default_days(store=get_store(), scope=scope)
+    form.fields["consolidate_after_days"].help_text = (
+        "Pending observations older than this are consolidated below the threshold. "
+        f"Empty: the {scope.kind} default ({default or 'off'}"
+        f"{' days' if default else ''}); 0: never by age."
+    )
     return form
 
 

@@ -41,6 +41,7 @@ from streams.guard.screening import screened
 from streams.jobs import job_create
 from streams.memory.formation import IncomingMessage
 from streams.search.embeddings import SemanticRanker
+from streams.search.memory_requests import MemoryRequest, memory_request_of
 from streams.store import MemoryStore, StoreError, StoreSession
 
 logger = logging.getLogger("streams.chat")
@@ -98,6 +99,9 @@ class ChatTurn:
     # the record keeps its own copy of the context, scrubbed by these when text is removed.
     quotes: dict[str, list[str]] = field(default_factory=dict)
     quoted_texts: dict[str, str] = field(default_factory=dict)  # by id or version key
+    # The user's explicit request to remember or forget (`streams.search.memory_requests`):
+    # a remember forms when the turn is filed, at any message count.
+    memory_request: MemoryRequest | None = None
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
 
@@ -179,6 +183,7 @@ def chat_prepare(
         user_message_id=turn_message_id(session_id=memory.session_id, index=index, text=text),
         memory_status="skipped",
         actor=actor,
+        memory_request=memory_request_of(text),
     )
     try:
         if store is None:
@@ -307,11 +312,19 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
             "scores": [r["score"] for r in turn.retrieved],
         },
         "ingest_job_id": job.id if job else None,
+        "memory_request": _request_record(turn.memory_request),
         "context_call_id": turn.context_call_id,
         "dropped": turn.dropped,
         "quoted_observation_ids": turn.quotes.get("quoted_observation_ids", []),
         "quoted_versions": turn.quotes.get("quoted_versions", []),
     }
+
+
+def _request_record(request: MemoryRequest | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    topic = None if request.topic is None else screened(request.topic)
+    return {"kind": request.kind, "topic": topic}
 
 
 # -- the ingest job ----------------------------------------------------------------------

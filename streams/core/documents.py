@@ -120,6 +120,9 @@ class Scope:
     # Retention (`streams.memory.lifecycle`): keep at most this many observations (None: off);
     # the oldest consolidated ones beyond it are purged, and counted here.
     max_observations: int | None = None
+    # Consolidation by age: this scope's days (None: its kind's MEMORY_CONSOLIDATE_AFTER_DAYS;
+    # 0: never by age).
+    consolidate_after_days: int | None = None
     retention_purged: int = 0
     retention_purged_at: datetime | None = None
     seq: int = 0
@@ -138,6 +141,11 @@ class Scope:
     @property
     def is_shard(self) -> bool:
         return self.scope_type == "collective" and self.name is not None
+
+    @property
+    def kind(self) -> str:
+        """The scope type, with a shard told apart from the collective memory."""
+        return "shard" if self.is_shard else self.scope_type
 
     @property
     def label(self) -> str:
@@ -195,6 +203,7 @@ class Scope:
             "review_mode": self.review_mode,
             "propagation_blocked": dict(self.propagation_blocked),
             **({"max_observations": self.max_observations} if self.max_observations else {}),
+            "consolidate_after_days": self.consolidate_after_days,
             "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
@@ -234,6 +243,7 @@ class Scope:
             review_mode=doc.get("review_mode") or "off",
             propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             max_observations=doc.get("max_observations"),
+            consolidate_after_days=doc.get("consolidate_after_days"),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
             seq=doc.get("seq", 0),

@@ -1,9 +1,10 @@
 """Formation: buffer a session's messages, and turn them into observations with one LLM call.
 
 The write path of `domain.md`: messages are buffered idempotently by id; a
-formation triggers on 45 messages or 1000 weighted tokens (never under 4), or
-for a cold session; one formation makes exactly one extraction call whatever
-the number of groups and shards; the observations are stored, pushed to their
+formation triggers on 45 messages or 1000 weighted tokens (never under 4), for a
+cold session, or at once when a user asks to remember something (at any count);
+one formation makes exactly one extraction call whatever the number of groups and
+shards; the observations are stored, pushed to their
 scopes' pending lists and the messages marked formed in one transaction, so a
 crash leaves all of it or none of it, and a retry never duplicates.
 """
@@ -29,6 +30,7 @@ from streams.memory.observation_batch import observations_append_once
 from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.records.activity import activity_record
+from streams.search.memory_requests import asks_to_remember
 from streams.store import MemoryStore, StoreSession
 
 ROLE_WEIGHTS = {"user": 1.0, "tool": 0.5, "assistant": 0.2}
@@ -144,9 +146,10 @@ def messages_ingest(
             session=session,
         )
         job = None
-        if accepted and _formation_due(buffer, settings):
+        trigger = _formation_trigger(accepted, buffer, settings) if accepted else None
+        if trigger is not None:
             job = _claim_and_create(
-                store, buffer, trigger="threshold", now=now, settings=settings, session=session
+                store, buffer, trigger=trigger, now=now, settings=settings, session=session
             )
         result = IngestResult(
             accepted=len(accepted),
@@ -341,6 +344,25 @@ def _form(
         follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
         if follow_up is not None:
             run.follow_ups.append(follow_up)
+    again = _remember_left_over(store, job.agent_id, job.session_id, settings=settings)
+    if again is not None:
+        run.follow_ups.append(again)
+
+
+def _remember_left_over(
+    store: MemoryStore, agent_id: str, session_id: str, *, settings: FormationSettings
+) -> Job | None:
+    """A request to remember that arrived while this formation held the session (its
+    ingest could make no job) and after it read its messages: formed next, at once, not
+    left below the minimum. The commit released the claim; an ingest racing it either
+    committed first (seen here) or claims the session itself."""
+    left = store.sessions.unformed(agent_id, session_id, limit=MAX_MESSAGES_PER_FORMATION)
+    if not any(m.role == "user" and asks_to_remember(m.content) for m in left):
+        return None
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    if buffer is None:
+        return None
+    return _claim_and_create(store, buffer, trigger="remember", now=utcnow(), settings=settings)
 
 
 class _AlreadyFormed(Exception):
@@ -409,6 +431,18 @@ def formation_commit(
     except _AlreadyFormed:
         return False
     return True
+
+
+def _formation_trigger(
+    accepted: list[BufferedMessage], buffer: dict[str, Any], settings: FormationSettings
+) -> str | None:
+    """Why this ingest starts a formation: its thresholds, or a user's explicit request to
+    remember (formed at once, below the minimum message count); None: not yet."""
+    if _formation_due(buffer, settings):
+        return "threshold"
+    if any(m.role == "user" and asks_to_remember(m.content) for m in accepted):
+        return "remember"
+    return None
 
 
 def _formation_due(buffer: dict[str, Any], settings: FormationSettings) -> bool:

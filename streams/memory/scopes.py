@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from streams.core.consolidate_after import DAYS_RANGE
 from streams.core.documents import REVIEW_MODES, Job, Scope, ScopeType, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
@@ -203,6 +204,7 @@ SETTING_FIELDS = frozenset(
         "consolidation_threshold",
         "consolidation_max_words",
         "max_observations",
+        "consolidate_after_days",
         "review_mode",
     }
 )
@@ -251,6 +253,17 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
             ):
                 raise InvalidInput(
                     f"max_observations must be null (off) or a whole number from {low} to {high}",
+                    details=[{"field": name}],
+                )
+            checked[name] = value
+        elif name == "consolidate_after_days":
+            low, high = DAYS_RANGE
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            ):
+                raise InvalidInput(
+                    f"consolidate_after_days must be null (the scope type's default), 0 (off) "
+                    f"or a whole number of days up to {high}",
                     details=[{"field": name}],
                 )
             checked[name] = value

@@ -40,7 +40,7 @@ READABLE_FORMATS = ("memory-admin/export-1", FORMAT)
 SETTINGS_FIELDS = (
     "is_active", "consolidation_threshold", "consolidation_max_words", "review_mode",
     "max_observations", "pins", "extraction_prompt", "consolidation_prompt",
-    "propagation_prompt", "groups",
+    "propagation_prompt", "groups", "consolidate_after_days",
 )  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from pymongo.errors import ConnectionFailure, PyMongoError
 from pymongo.read_concern import ReadConcern
 from pymongo.write_concern import WriteConcern
 
+from streams.core.consolidate_after import DEFAULT_CONSOLIDATE_AFTER, ConsolidateAfterDays
 from streams.core.exceptions import Busy, Conflict, Unavailable
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.store import (
@@ -104,6 +105,7 @@ class MemoryStore:
         collective_min_groups: int = 2,
         erasure_key: bytes | None = None,
         instruction_policy: InstructionPolicy | None = None,
+        consolidate_after: ConsolidateAfterDays | None = None,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -122,6 +124,9 @@ class MemoryStore:
         # What the context and the write screen do with instruction-flagged text, per
         # scope kind (MEMORY_INSTRUCTION_POLICY).
         self.instruction_policy = instruction_policy or DEFAULT_INSTRUCTION_POLICY
+        # Pending observations older than this are folded below the threshold, per scope
+        # kind (MEMORY_CONSOLIDATE_AFTER_DAYS; a scope's own days override it).
+        self.consolidate_after = consolidate_after or DEFAULT_CONSOLIDATE_AFTER
         self.agents = agents.AgentRepository(self.db)
         self.scopes = scopes.ScopeRepository(self.db)
         # Context calls' access counts: written behind, summed, within this many seconds.

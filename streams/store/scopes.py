@@ -41,6 +41,13 @@ INDEXES: list[IndexSpec] = [
         name="max_observations",
         options={"sparse": True},
     ),
+    # Consolidation by age: the scopes holding a pending id older than a time (an
+    # ObjectId's first bytes are its creation time). Multikey over the pending list.
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("pending_observation_ids", 1), ("_id", 1)),
+        name="pending_age",
+    ),
 ]
 
 
@@ -74,6 +81,17 @@ class ScopeRepository(ScopeIdLists):
     def with_retention(self, *, after: ObjectId | None, limit: int) -> list[Scope]:
         """Scopes with a `max_observations`, in `_id` order after `after`."""
         query: dict[str, Any] = {"max_observations": {"$gte": 1}}
+        if after is not None:
+            query["_id"] = {"$gt": after}
+        cursor = self.collection.find(query).sort("_id", 1).limit(limit)
+        return [Scope.from_mongo(d) for d in cursor]
+
+    def pending_older_than(
+        self, before: ObjectId, *, after: ObjectId | None, limit: int
+    ) -> list[Scope]:
+        """Active scopes with a pending observation whose id is older than `before`, in
+        `_id` order after `after` (the age sweep's pages)."""
+        query: dict[str, Any] = {"pending_observation_ids": {"$lt": before}, "is_active": True}
         if after is not None:
             query["_id"] = {"$gt": after}
         cursor = self.collection.find(query).sort("_id", 1).limit(limit)

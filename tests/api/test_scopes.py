@@ -15,6 +15,7 @@ SCOPE_FIELDS = {
     "observation_count", "consolidation_threshold", "consolidation_max_words",
     "extraction_prompt", "consolidation_prompt", "propagation_prompt", "created_at",
     "last_activity_at", "pins", "review_mode", "max_observations", "retention_purged",
+    "consolidate_after_days",
 }  # fmt: skip
 
 

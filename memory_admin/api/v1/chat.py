@@ -112,7 +112,9 @@ def chat_completions(
 ) -> HttpResponse | StreamingHttpResponse:
     """Memory in, the upstream's answer out (JSON, or SSE when `stream` is true).
 
-    Response headers: `X-Memory-Context: injected | empty | skipped` and
+    Response headers: `X-Memory-Remembered: queued` when the user asked to remember
+    something (formed once the turn is filed, at any message count),
+    `X-Memory-Context: injected | empty | skipped` and
     `X-Memory-Call-Id` (the inspection record of this call), `X-Memory-Context-Call-Id`
     (the context log's record of the memory given; empty when the log is off).
     """
@@ -314,6 +316,9 @@ def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTu
     response["X-Memory-Call-Id"] = turn.call_id
     # The context log's record of the memory given (empty when the log is off).
     response["X-Memory-Context-Call-Id"] = turn.context_call_id or ""
+    # An explicit "remember that ...": the turn is formed as soon as it is filed.
+    if turn.memory_request is not None and turn.memory_request.kind == "remember":
+        response["X-Memory-Remembered"] = "queued"
     if turn.dropped:  # what `metadata.memory_max_tokens` left out (the log has the full list)
         response["X-Memory-Dropped"] = ", ".join(turn.dropped[:MAX_DROPPED_HEADER])
 

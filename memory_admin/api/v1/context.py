@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Path, Query, Router, Schema
@@ -29,6 +29,7 @@ from streams.context.log import context_calls_page
 from streams.context.replay import context_replay
 from streams.context.retrieval_health import retrieval_health
 from streams.core.pagination import Page
+from streams.search.memory_requests import memory_request_of
 
 MAX_MESSAGE_CHARS = 20_000
 MIN_MAX_TOKENS = 16  # an empty <MemoryContext> takes eight
@@ -73,9 +74,22 @@ class RetrievalOut(Schema):
     results: list[RetrievedOut]
 
 
+class MemoryRequestOut(Schema):
+    kind: Literal["remember", "forget"]
+    topic: str | None = Field(
+        ..., description="forget: what to drop, as the user put it; null: the last thing said."
+    )
+
+
 class ContextOut(Schema):
     context: str
     retrieval: RetrievalOut
+    memory_request: MemoryRequestOut | None = Field(
+        None,
+        description="The message asks the memory to remember (it is formed as soon as it is "
+        "ingested, at any message count) or to forget something; null: neither. Lets the "
+        "agent say what is stored.",
+    )
     context_call_id: str | None = Field(
         ..., description="This call's record in the context log; null when the log is off."
     )
@@ -115,7 +129,7 @@ def get_context(
             max_tokens=payload.max_tokens,
             semantic=semantic_ranker(),
         )
-        return _answer(result)
+        return _answer(result, payload.message)
     result = context_assemble(
         store=get_store(),
         agent_id=agent_id,
@@ -128,11 +142,15 @@ def get_context(
         caller=str(api_actor(request)),
         max_tokens=payload.max_tokens,
     )
-    return _answer(result)
+    return _answer(result, payload.message)
 
 
-def _answer(result: ContextResult) -> dict[str, Any]:
+def _answer(result: ContextResult, message: str | None) -> dict[str, Any]:
+    request = memory_request_of(message) if message else None
     return {
+        "memory_request": None
+        if request is None
+        else {"kind": request.kind, "topic": request.topic},
         "context_call_id": result.call_id,
         "tokens": result.tokens,
         "dropped": result.dropped,

@@ -195,6 +195,12 @@ class ScopeOut(Schema):
         "consolidated ones beyond it are purged (never pending, pinned or in-review ones). "
         "null: off.",
     )
+    consolidate_after_days: int | None = Field(
+        None,
+        description="Consolidation by age: a pending observation older than this many days "
+        "is folded below the threshold. null: the scope type's MEMORY_CONSOLIDATE_AFTER_DAYS; "
+        "0: never by age.",
+    )
     retention_purged: int = Field(0, description="Observations retention has purged so far.")
     created_at: Time
     last_activity_at: Time
@@ -243,6 +249,11 @@ class ScopePatchIn(InSchema):
         None,
         description="Retention: keep at most this many observations (the oldest consolidated "
         "ones beyond it are purged by the periodic sweep); null turns it off.",
+    )
+    consolidate_after_days: Annotated[StrictInt, Field(ge=0, le=3650)] | None = Field(
+        None,
+        description="Consolidation by age: days a pending observation may wait below the "
+        "threshold (0: never by age); null falls back to the scope type's default.",
     )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]

@@ -1,0 +1,63 @@
+"""A labelled table of messages: does the user ask the memory to remember, to forget, or
+neither? Labels are a person's judgement; the forget rows name the topic to drop (None:
+"the last thing said"). `tests/streams/test_memory_requests.py` measures the rules on it."""
+
+from __future__ import annotations
+
+CASES: list[tuple[str, str | None, str | None]] = [
+    # remember
+    ("Please remember that my scrum meeting is on 10 September.", "remember", None),
+    ("Remember that I'm allergic to peanuts.", "remember", None),
+    ("remember my wife's name is Ana", "remember", None),
+    ("Can you remember that I prefer window seats?", "remember", None),
+    ("Could you please remember my flight is on Friday", "remember", None),
+    ("I want you to remember that Dan moved to Lisbon.", "remember", None),
+    ("I'd like you to remember my dog is called Rex.", "remember", None),
+    ("Don't forget that I have a dentist appointment on Monday.", "remember", None),
+    ("Do not forget my anniversary is on 3 May.", "remember", None),
+    ("Note that I'm vegan.", "remember", None),
+    ("Please make a note that the budget is 40k.", "remember", None),
+    ("Keep in mind that I work nights.", "remember", None),
+    ("Thanks! Also, remember that the office moved to floor 4.", "remember", None),
+    ("Save this: my locker code is the blue one.", "remember", None),
+    ("Memorize that my favourite colour is green.", "remember", None),
+    ("Remember to call me Gene from now on.", "remember", None),
+    ("OK, remember this.", "remember", None),
+    ("Hey, please remember I don't eat pork.", "remember", None),
+    ("By the way, remember that we ship on Thursdays.", "remember", None),
+    # forget
+    ("Forget that.", "forget", None),
+    ("Please forget that.", "forget", None),
+    ("Forget what I said about the blue theme.", "forget", "the blue theme"),
+    ("Actually, forget what I told you about my sister.", "forget", "my sister"),
+    ("Please forget my old address.", "forget", "my old address"),
+    ("Forget about the Porto trip.", "forget", "the porto trip"),
+    ("Can you forget everything I said about my ex?", "forget", "my ex"),
+    ("Forget that I live in Porto.", "forget", "i live in porto"),
+    ("Delete what you know about my health from your memory.", "forget", "my health"),
+    ("Stop remembering my phone number.", "forget", "my phone number"),
+    ("Never mind, forget what I mentioned about the job offer.", "forget", "the job offer"),
+    # neither: recall questions, reminders of the past, ordinary talk
+    ("Do you remember my birthday?", None, None),
+    ("Do you remember that I said I like tea?", None, None),
+    ("remember when we planned the offsite?", None, None),
+    ("Remember what I told you about the wedding?", None, None),
+    ("Can you remember what my password hint was?", None, None),
+    ("Remember that time we went to Porto?", None, None),
+    ("I forgot my keys at home.", None, None),
+    ("I always forget to drink water.", None, None),
+    ("Did you forget my order?", None, None),
+    ("Forget it, it's not important.", None, None),
+    ("Never forget.", None, None),
+    ("Delete the file from the shared drive.", None, None),
+    ("Remove the second paragraph of the draft.", None, None),
+    ("Save the document as a PDF.", None, None),
+    ("Note the deadline on the calendar page.", None, None),
+    ("What's the weather in Lisbon?", None, None),
+    ("I remember that film, it was great.", None, None),
+    ("It's easy to forget how big Lisbon is.", None, None),
+    ("Remember me?", None, None),
+    ("How do I store passwords safely?", None, None),
+    ("Can you write down the steps for me?", None, None),
+    ("Store managers work on Saturdays.", None, None),
+]
