@@ -17,9 +17,9 @@ from memory_admin.demo_data import AGENTS
 ROOT = Path(__file__).resolve().parent.parent
 
 # What a management command's start-up (settings, apps, URLconf for the system checks)
-# must not import: the `openai` SDK alone was about half a second of every start on a
-# 2-core machine (`python -X importtime manage.py help`); it loads on the first model call.
-NOT_AT_START_UP = ("openai",)
+# must not import: the `openai` SDK and numpy were about half a second each of every start
+# on a 2-core machine (`python -X importtime manage.py help`); they load on first use.
+NOT_AT_START_UP = ("openai", "numpy")
 
 
 @pytest.mark.django_db
