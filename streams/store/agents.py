@@ -48,8 +48,8 @@ class AgentRepository:
                 session=session,
             )
 
-    def get(self, agent_id: str) -> Agent | None:
-        doc = self.collection.find_one({"_id": agent_id})
+    def get(self, agent_id: str, *, session: ClientSession | None = None) -> Agent | None:
+        doc = self.collection.find_one({"_id": agent_id}, session=session)
         return Agent.from_mongo(doc) if doc else None
 
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
