@@ -5,6 +5,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The installer: uv (pinned, put in .venv by pip) resolves and installs in seconds where
+# pip alone takes minutes (docs/first-hour.md has the figures).
+UV_VERSION := 0.13.8
+UV := $(VENV)/bin/uv
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test lint format bench every-path stop-store clean screenshots mem0-venv
@@ -15,18 +19,15 @@ help: ## List the targets
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[embedded,dev,mcp]'
-	$(PY) -m pip install --quiet --disable-pip-version-check -e clients/python
+	@test -x $(UV) || $(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV) pip install --quiet --python $(PY) -e '.[embedded,dev,mcp]' -e clients/python
 	@touch $(STAMP)
 
 install: $(STAMP) ## Install into .venv (a no-op when pyproject.toml has not changed)
 
 run: install ## Set up (migrate, indexes, demo data, demo login) and serve on embedded defaults
-	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py ensure_indexes
-	$(PY) manage.py seed_demo --if-empty
-	$(PY) manage.py ensure_demo_login --url http://$(HOST):$(PORT)/
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	$(PY) manage.py prepare --url http://$(HOST):$(PORT)/
+	$(PY) manage.py runserver --skip-checks $(HOST):$(PORT)
 
 test: install ## The layer contracts, then the whole test suite (browser, PostgreSQL, Redis when present)
 	$(VENV)/bin/lint-imports --no-logo

@@ -9,15 +9,18 @@ one provider, and so one HTTP client with its connection pool, for all its calls
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from memory_admin.stores import get_store
 from streams.llm.negotiation import ServerTerms, key_of, terms_for
 from streams.llm.offline import OfflineProvider
-from streams.llm.openai_provider import OpenAIProvider
 from streams.llm.port import LLMProvider
 from streams.store.llm_servers import LLMServerRepository
+
+if TYPE_CHECKING:
+    from streams.llm.openai_provider import OpenAIProvider
 
 TASKS = ("extraction", "consolidation", "propagation")
 
@@ -83,6 +86,10 @@ def _openai_provider(
     max_retries: int,
     task_timeouts: tuple[tuple[str, float], ...] = (),
 ) -> OpenAIProvider:
+    # Imported on first use: the `openai` SDK is half a second of every process's start
+    # (tests/test_first_hour.py), and most management commands never call a model.
+    from streams.llm.openai_provider import OpenAIProvider
+
     return OpenAIProvider(
         api_key=api_key,
         base_url=base_url,

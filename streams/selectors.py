@@ -28,6 +28,12 @@ def agents_page(*, store: MemoryStore, limit: int, after: str | None = None) -> 
     return store.agents.list_page(after=after, limit=limit)
 
 
+def busiest_agent(*, store: MemoryStore) -> Agent | None:
+    """The agent a page opens on when none is asked for: the one with the most memory,
+    not the first by name (an agent made by hand, or by a typo, is empty)."""
+    return store.agents.busiest()
+
+
 def scopes_by_ids(*, store: MemoryStore, scope_ids: list[str]) -> list[Scope]:
     """The scopes of a bounded id list (malformed ids are skipped)."""
     oids = [oid for oid in (parse_object_id(i) for i in scope_ids) if oid is not None]

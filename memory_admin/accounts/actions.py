@@ -21,6 +21,7 @@ from memory_admin.accounts.roles import Role, user_role
 from memory_admin.models import PERMISSIONS, ApiKey, PasswordChangeRequired
 from memory_admin.stores import get_store
 from streams.actions import Actor
+from streams.actions.agents import do_agent_create, unknown_agents
 from streams.actions.base import record
 from streams.core.exceptions import Conflict, InvalidInput
 
@@ -140,12 +141,18 @@ def user_unlock(*, actor: Actor, user: Any) -> int:
 
 
 def api_key_create(
-    *, actor: Actor, name: str, agent_ids: list[str], permissions: list[str] | None = None
+    *,
+    actor: Actor,
+    name: str,
+    agent_ids: list[str],
+    permissions: list[str] | None = None,
+    create_agents: bool = False,
 ) -> tuple[ApiKey, str]:
     """Create a key bound to `agent_ids` (none: an admin key, every agent and every
     permission); the raw key is returned once. `permissions` limits an agent-bound key
     (None: read, write and forget); naming some for an admin key is refused rather
-    than silently ignored."""
+    than silently ignored. An agent the store does not know is refused (a typo would
+    make a key for an empty agent) unless `create_agents` asks to create it."""
     name = name.strip()
     if not name or len(name) > 100:
         raise InvalidInput("a key name is 1 to 100 characters", details=[{"field": "name"}])
@@ -172,6 +179,16 @@ def api_key_create(
             )
     if ApiKey.objects.filter(name=name).exists():
         raise Conflict(f"an API key named {name!r} exists already")
+    store = get_store()
+    unknown = unknown_agents(store=store, agent_ids=agents)
+    if unknown and not create_agents:
+        raise InvalidInput(
+            f"no agent {unknown[0]!r}: create it first (manage.py create_agent "
+            f"{unknown[0]}) or ask for it to be created with the key",
+            details=[{"field": "agents", "unknown": unknown}],
+        )
+    for agent_id in unknown:
+        do_agent_create(store=store, actor=actor, agent_id=agent_id)
     key, raw = ApiKey.generate(name=name, agent_ids=agents, permissions=permissions)
     _audit(
         actor,

@@ -18,7 +18,13 @@ from streams.context.retrieval_health import retrieval_health
 from streams.core.documents import Agent, Job, utcnow
 from streams.guard.review import review_counts_by_agent
 from streams.records.activity import activity_days
-from streams.selectors import agent_day_counters, agents_page, failed_job_counts, jobs_newest
+from streams.selectors import (
+    agent_day_counters,
+    agents_page,
+    busiest_agent,
+    failed_job_counts,
+    jobs_newest,
+)
 
 PAGE_SIZE = 25
 MAX_CURSOR_CHARS = 200  # agent ids are short; a longer `after` is not one of ours
@@ -102,8 +108,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "store_database": settings.MONGODB_DB,
     }
     if not after or request.headers.get("HX-Request") != "true":
+        busiest = None if request.GET.get("chart", "").strip() else busiest_agent(store=store)
         chart_agent = request.GET.get("chart", "").strip()[:MAX_CURSOR_CHARS] or (
-            page.agents[0].id if page.agents else None
+            busiest.id if busiest else None
         )
         days = (
             activity_days(store=store, agent_id=chart_agent, last=utcnow().date(), days=CHART_DAYS)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from memory_admin.ui import agents as agent_views
 from memory_admin.ui import audit as audit_views
 from memory_admin.ui import bulk as bulk_views
 from memory_admin.ui import context_log as context_log_views
@@ -163,4 +164,6 @@ urlpatterns = [
     path("keys/", people_views.key_list, name="api_keys"),
     path("keys/create/", people_views.key_create, name="api_key_create"),
     path("keys/<int:key_id>/revoke/", people_views.key_revoke, name="api_key_revoke"),
+    path("agents/", agent_views.agent_list, name="agents"),
+    path("agents/create/", agent_views.agent_create, name="agent_create"),
 ]

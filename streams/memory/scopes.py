@@ -149,6 +149,19 @@ def scope_get(
     return scope
 
 
+def shard_page(*, store: MemoryStore, agent_id: str, name: str, others: list[Any]) -> Page[Scope]:
+    """The agent's shard of that name as a page of one (or none): `shard=` in a scope list
+    names one scope, so another filter beside it is refused rather than ignored."""
+    if any(others):
+        raise InvalidInput(
+            "shard names one scope: give it without other filters", details=[{"field": "shard"}]
+        )
+    found = store.scopes.find_by_identity(
+        agent_id=agent_id, scope_type="collective", user_id=None, group_id=None, name=name
+    )
+    return Page(items=[found] if found else [], next_cursor=None)
+
+
 def scope_list(
     *,
     store: MemoryStore,

@@ -15,6 +15,7 @@ is harmless: every candidate is fetched and checked before it is ranked.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import threading
 from dataclasses import dataclass, replace
@@ -27,10 +28,20 @@ from streams.search.ranking import Candidate
 from streams.store import MemoryStore
 from streams.store.embeddings import SETTLE
 
-try:  # numpy comes with the local-embeddings extra (and most deployments)
-    import numpy as np
-except ImportError:  # pragma: no cover - exercised only without numpy
-    np = None  # type: ignore[assignment]
+
+class _NumpyOnFirstUse:
+    """numpy, imported when a vector is first touched: it is 0.4 s of every process's
+    start (`python -X importtime manage.py help`), and most processes never rank."""
+
+    def __getattr__(self, name: str) -> object:
+        import numpy
+
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+# numpy comes with the local-embeddings extra (and most deployments)
+np = _NumpyOnFirstUse() if importlib.util.find_spec("numpy") else None  # type: ignore[assignment]
 try:  # an approximate index for large scopes, in the local-embeddings extra
     import hnswlib
 except ImportError:

@@ -18,11 +18,14 @@ from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.core.documents import Agent
-from streams.store.indexes import IndexSpec
+from streams.store.indexes import IndexSpec, index
 from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_agents"
-INDEXES: list[IndexSpec] = []  # every query is by `_id` (the agent id)
+INDEXES: list[IndexSpec] = [
+    # The busiest agent (the page a dashboard opens on); every other query is by `_id`.
+    index(COLLECTION, ("observation_count", -1), ("scope_count", -1), "_id"),
+]
 
 
 class AgentRepository:
@@ -48,8 +51,8 @@ class AgentRepository:
                 session=session,
             )
 
-    def get(self, agent_id: str) -> Agent | None:
-        doc = self.collection.find_one({"_id": agent_id})
+    def get(self, agent_id: str, *, session: ClientSession | None = None) -> Agent | None:
+        doc = self.collection.find_one({"_id": agent_id}, session=session)
         return Agent.from_mongo(doc) if doc else None
 
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
@@ -57,6 +60,19 @@ class AgentRepository:
         return [
             Agent.from_mongo(d) for d in self.collection.find(query).sort("_id", 1).limit(limit)
         ]
+
+    def busiest(self) -> Agent | None:
+        """The agent with the most observations (then the most scopes, then by id): one
+        document per agent, so the sort reads a small collection."""
+        doc = next(
+            iter(
+                self.collection.find({"observation_count": {"$gte": 0}})
+                .sort([("observation_count", -1), ("scope_count", -1), ("_id", 1)])
+                .limit(1)
+            ),
+            None,
+        )
+        return Agent.from_mongo(doc) if doc else None
 
     def allocate_scope_seq(self, agent_id: str, *, session: ClientSession | None = None) -> int:
         """The next scope sequence number of the agent: read, then a conditional increment."""

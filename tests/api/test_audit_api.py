@@ -306,11 +306,14 @@ def test_unauthenticated_is_401(client):
 
 
 def test_the_key_commands_are_audited_as_cli(store, db):
-    call_command("create_api_key", "--name", "ops", "--agent", "a1", stdout=StringIO())
+    call_command(
+        "create_api_key", "--name", "ops", "--agent", "a1", "--create-agent", stdout=StringIO()
+    )
     call_command("revoke_api_key", "ops", stdout=StringIO())
     entries = audit_page(store=store, actor="cli").items
     assert [(e.action, e.object_id) for e in entries] == [
         ("apikey.revoke", "ops"),
         ("apikey.create", "ops"),
+        ("agent.create", "a1"),
     ]
     assert entries[1].summary == {"agent_ids": ["a1"], "permissions": ["read", "write", "forget"]}

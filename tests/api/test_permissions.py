@@ -161,7 +161,9 @@ def _create_key(*args: str) -> tuple[str, str]:
 
 
 def test_create_api_key_with_permissions(db, store):
-    said, raw = _create_key("--name", "ro", "--agent", AGENT, "--permission", "read")
+    said, raw = _create_key(
+        "--name", "ro", "--agent", AGENT, "--create-agent", "--permission", "read"
+    )
     assert ApiKey.objects.get(name="ro").granted == ("read",)
     assert "may read" in said
     client = bearer_client(raw)

@@ -66,6 +66,27 @@ def test_list_scopes_filters(api, store):
     assert ids("q=eden") == [group.id]
 
 
+def test_list_scopes_takes_shard(api, store):
+    """Issue 40: the scope filter takes `shard`: every named shard, or one by its name."""
+    collective = ScopeFactory.create(store=store, collective=True)
+    feedback = ScopeFactory.create(store=store, shard=True, name="feedback")
+    issues = ScopeFactory.create(store=store, shard=True, name="known-issues")
+    ScopeFactory.create(store=store, user_id="u1")
+
+    def listed(query: str) -> list[tuple[str, str | None]]:
+        response = api.get(f"{API}/agents/agent-1/scopes?{query}")
+        assert response.status_code == 200, response.content
+        return [(s["id"], s["name"]) for s in response.json()["items"]]
+
+    assert listed("scope_type=shard") == [(issues.id, "known-issues"), (feedback.id, "feedback")]
+    assert listed("shard=feedback") == [(feedback.id, "feedback")]  # the answer names it
+    assert listed("shard=nothing-here") == []
+    assert collective.id in [i for i, _ in listed("scope_type=collective")]
+    assert_error(
+        api.get(f"{API}/agents/agent-1/scopes?shard=feedback&user_id=u1"), 422, "validation_error"
+    )
+
+
 def test_cursor_pagination_walks_every_page_once(api, store):
     created = {ScopeFactory.create(store=store).id for _ in range(7)}
     seen: list[str] = []

@@ -21,6 +21,7 @@ ADDED = [
     "ui/person_deactivate.html",
     "ui/api_keys.html",
     "ui/api_key_revoke.html",
+    "ui/agents.html",
     "ui/usage.html",
     "ui/user_audit.html",
     "ui/_search_result.html",

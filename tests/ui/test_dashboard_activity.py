@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from io import StringIO
+
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 
 from streams.core.documents import utcnow
@@ -43,3 +46,12 @@ def test_chart_of_another_agent_and_the_next_page_partial(client_as, store):
 def test_empty_instance_renders(client_as):
     html = client_as("viewer").get(reverse("ui:dashboard")).content.decode()
     assert "No agent to chart yet." in html and "No failed jobs." in html
+
+
+def test_the_chart_opens_on_the_busiest_agent_not_the_first_by_name(client_as, store):
+    """Issue 40: an agent made by hand (or by a typo) sorted first and got the chart."""
+    scope_with_history(store, agent_id="support-bot")
+    call_command("create_agent", "aaa-new-bot", stdout=StringIO())
+    html = client_as("viewer").get(reverse("ui:dashboard")).content.decode()
+    assert "Activity of support-bot" in html
+    assert 'data-agent-id="aaa-new-bot"' in html  # still listed

@@ -137,7 +137,12 @@ class PageQuery(Schema):
 
 
 class ScopeListQuery(PageQuery):
-    scope_type: ScopeType | None = None
+    scope_type: ScopeType | Literal["shard"] | None = Field(
+        None, description="`shard`: the agent's named collective shards."
+    )
+    shard: ExternalId | None = Field(
+        None, description="One collective shard by its name (e.g. `product-feedback`)."
+    )
     user_id: ExternalId | None = None
     group_id: ExternalId | None = None
     q: str | None = Field(None, max_length=200, description="Text in the scope's ids or names.")

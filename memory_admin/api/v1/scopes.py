@@ -21,7 +21,7 @@ from memory_admin.stores import get_store
 from streams.actions.scopes import do_scope_create, do_scope_update
 from streams.core.documents import Scope
 from streams.core.pagination import Page
-from streams.memory.scopes import ScopeKey, scope_get, scope_list
+from streams.memory.scopes import ScopeKey, scope_get, scope_list, shard_page
 
 router = Router(tags=["scopes"])
 
@@ -34,8 +34,22 @@ router = Router(tags=["scopes"])
 def list_scopes(
     request: HttpRequest, agent_id: Path[ExternalId], filters: Query[ScopeListQuery]
 ) -> Page[Scope]:
-    """The agent's scopes, newest first; an agent nothing is known about has none."""
+    """The agent's scopes, newest first; an agent nothing is known about has none.
+    `shard=NAME` is that one shard (or none), alone: it takes no other filter."""
     require_agent(request, agent_id)
+    if filters.shard is not None:
+        return shard_page(
+            store=get_store(),
+            agent_id=agent_id,
+            name=filters.shard,
+            others=[
+                filters.scope_type not in (None, "shard", "collective"),
+                filters.user_id,
+                filters.group_id,
+                filters.q,
+                filters.cursor,
+            ],
+        )
     return scope_list(
         store=get_store(),
         agent_id=agent_id,

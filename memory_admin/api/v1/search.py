@@ -18,8 +18,10 @@ from memory_admin.api.v1.schemas import (
 )
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import get_store
+from streams.core.documents import ScopeType
 from streams.core.exceptions import InvalidInput
 from streams.search.index import MAX_LIMIT, search_observations
+from streams.selectors import scopes_by_ids
 
 SearchText = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NOT_BLANK)
@@ -58,8 +60,21 @@ class ExplanationOut(Schema):
     )
 
 
+class ScopeNameOut(Schema):
+    """Which scope a hit came from, by name: a shard's `name`, a person's or group's
+    `display_name` and ids, so an answer reads without a second call per scope."""
+
+    id: str
+    scope_type: ScopeType
+    name: str | None
+    display_name: str | None
+    user_id: str | None
+    group_id: str | None
+
+
 class SearchHitOut(Schema):
     observation: ObservationOut
+    scope: ScopeNameOut | None = Field(None, description="The scope the hit came from.")
     score: float
     matched_terms: list[str]
     explanation: ExplanationOut | None = Field(None, description="Only with `explain=true`.")
@@ -102,9 +117,16 @@ def search(
         observed_after=after,
         observed_before=before,
     )
+    scopes = {
+        s.id: s
+        for s in scopes_by_ids(
+            store=get_store(), scope_ids=sorted({h.observation.scope_id for h in hits})
+        )
+    }
     items = [
         {
             "observation": h.observation,
+            "scope": scopes.get(h.observation.scope_id),
             "score": h.score,
             "matched_terms": h.matched_terms,
             "explanation": h.explanation if filters.explain else None,

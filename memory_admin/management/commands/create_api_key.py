@@ -1,9 +1,11 @@
-"""`create_api_key --name NAME [--agent AGENT_ID ...] [--permission P ...]`: the raw key,
-alone on the last line.
+"""`create_api_key --name NAME [--agent AGENT_ID ...] [--create-agent] [--permission P ...]`:
+the raw key, alone on the last line.
 
 Without `--agent` the key is an admin key: every agent, every permission. With
 `--agent`, it has read, write and forget unless `--permission` names its
-permissions (repeatable: read, write, forget, review).
+permissions (repeatable: read, write, forget, review). An `--agent` the store does
+not know is refused (a typo would make a key for an empty agent) unless
+`--create-agent` asks to create it (or `create_agent` made it first).
 
 Scripts take the key with `tail -n 1`, so nothing may follow it; it is shown
 once and stored only as a hash.
@@ -25,6 +27,7 @@ MAX_AGENT_ID_CHARS = 128
 
 class Command(BaseCommand):
     help = "Create an API key for agents; prints the key once, alone on the last line."
+    requires_system_checks: list[str] = []  # a quick command: the URLconf is not loaded
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--name", required=True, help="A unique name for the key.")
@@ -35,6 +38,11 @@ class Command(BaseCommand):
             dest="agents",
             metavar="AGENT_ID",
             help="Limit the key to this agent (repeat for several); none means every agent.",
+        )
+        parser.add_argument(
+            "--create-agent",
+            action="store_true",
+            help="Create each --agent the store does not know yet (otherwise an error).",
         )
         parser.add_argument(
             "--permission",
@@ -52,6 +60,7 @@ class Command(BaseCommand):
         name: str,
         agents: list[str],
         permissions: list[str] | None = None,
+        create_agent: bool = False,
         **options: Any,
     ) -> None:
         name = name.strip()
@@ -62,7 +71,11 @@ class Command(BaseCommand):
                 raise CommandError(f"agent ids are 1 to {MAX_AGENT_ID_CHARS} characters")
         try:
             key, raw = api_key_create(
-                actor=Actor.cli(), name=name, agent_ids=agents, permissions=permissions
+                actor=Actor.cli(),
+                name=name,
+                agent_ids=agents,
+                permissions=permissions,
+                create_agents=create_agent,
             )
         except (InvalidInput, Conflict) as exc:
             raise CommandError(exc.message) from exc

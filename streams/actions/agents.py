@@ -1,0 +1,45 @@
+"""Agent actions: create an agent explicitly (`manage.py create_agent`, the Agents page).
+
+Agents also come into being on their first conversation or scope; creating one by hand
+is for a key or a page made before the agent has spoken, and it is the only way a
+command that names an agent may add one (a typo must not make an empty agent).
+"""
+
+from __future__ import annotations
+
+from streams.actions.base import Actor
+from streams.actions.tx import ActionTx, run_action
+from streams.core.documents import Agent, utcnow
+from streams.core.exceptions import Conflict, InvalidInput
+from streams.people.user_audit import MAX_EXTERNAL_ID
+from streams.store import MemoryStore
+
+
+def check_agent_id(agent_id: str) -> str:
+    """The id as stored: 1..MAX_EXTERNAL_ID characters, no surrounding space."""
+    value = (agent_id or "").strip()
+    if not value or len(value) > MAX_EXTERNAL_ID or value != agent_id:
+        raise InvalidInput(
+            f"agent_id must be 1..{MAX_EXTERNAL_ID} characters without surrounding space",
+            details=[{"field": "agent_id"}],
+        )
+    return value
+
+
+def unknown_agents(*, store: MemoryStore, agent_ids: list[str]) -> list[str]:
+    """Those of `agent_ids` the store has no agent for, in the order given."""
+    return [a for a in agent_ids if store.agents.get(a) is None]
+
+
+def do_agent_create(*, store: MemoryStore, actor: Actor, agent_id: str) -> Agent:
+    """Create the agent (no scopes yet), audited; Conflict when it exists already."""
+    check_agent_id(agent_id)
+
+    def write(tx: ActionTx) -> Agent:
+        if store.agents.get(agent_id, session=tx.session) is not None:
+            raise Conflict(f"an agent {agent_id!r} exists already")
+        store.agents.ensure(agent_id, now=utcnow(), session=tx.session)
+        tx.audit(action="agent.create", object_type="agent", object_id=agent_id, agent_id=agent_id)
+        return store.agents.get(agent_id, session=tx.session)
+
+    return run_action(store, actor, write)
