@@ -201,6 +201,14 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
     step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
          None, 202, "user.forget")  # fmt: skip
 
+    def tombstone_left() -> dict:
+        """What the queued forget job writes first (the job itself runs in its own tests)."""
+        store.tombstones.put(agent_id="a1", user_id="u1", now=utcnow(), job_id=None)
+        return {"reason": "the user asked to come back"}
+
+    step("DELETE", "/agents/{agent_id}/tombstones/{user_id}", "/agents/a1/tombstones/u1",
+         tombstone_left, 204, "tombstone.lift")  # fmt: skip
+
     assert {(m, r) for m, r, *_ in steps} == write_operations(), "a write endpoint is not walked"
     observation_id = check_id = webhook_id = None
     for method, _, path, body, status, action in steps:
