@@ -117,8 +117,11 @@ def consolidation_answer_check(
 
 def pair_shares_subject(first: str, second: str) -> bool:
     """Whether two texts are about one thing: at least `SUBJECT_SHARE` of the smaller
-    subject (the deterministic check's non-value words) is in both."""
-    a, b = values_and_subject(first)[1], values_and_subject(second)[1]
+    one's words (the deterministic check's values and subject words, without the small
+    function words) are in both. "Standup is on Mondays" / "Standup is on Tuesdays"
+    share one of two; "Gene uses the desktop app on Linux" / "The Eden Team changes its
+    on-call rotation every Wednesday" share none."""
+    a, b = (set().union(*values_and_subject(text)) for text in (first, second))
     if not a or not b:
         return False
     return len(a & b) / min(len(a), len(b)) >= SUBJECT_SHARE
