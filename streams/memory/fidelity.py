@@ -1,11 +1,11 @@
 """Consolidation fidelity: what a new version no longer states.
 
 A version folds observations into the previous text. Each absorbed observation, and
-each sentence of the previous version, carries *specific content*: names, numbers,
-dates and rare words (the words a reader could not guess). It is *unstated* when the
-new text holds fewer than half of those (`STATED_SHARE`). Words that run through most
-of the inputs (the memory's own subject: "Caroline" in Caroline's memory) say nothing
-about one fact, so they do not count when there are enough inputs to tell.
+each sentence of the previous version, carries content: its *specific* words (names,
+numbers, dates, rare words: what a reader could not guess) count `SPECIFIC_WEIGHT` times,
+its other content words once, and a word several of the inputs hold counts for less
+(divided by how many: "Caroline" in Caroline's memory says little about one fact). An
+item is *unstated* when the new text holds less than `STATED_SHARE` of its weight.
 
 Deterministic and pure (no model call, no store): `consolidation_commit` records it on
 every version; the consolidation run refuses an answer below the floor
@@ -23,8 +23,7 @@ from streams.memory.pins import sentences
 
 STATED_SHARE = 0.5  # an item is stated when the new text holds at least this share
 RARE_LENGTH = 6  # a lower-case word this long or longer is specific
-COMMON_SHARE = 0.5  # a word in more than this share of the inputs is the memory's subject
-MIN_INPUTS_FOR_COMMON = 4
+SPECIFIC_WEIGHT = 2.0  # a name, number, date or rare word counts this many plain words
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d[\d.,:/-]*")
 
 
@@ -110,10 +109,26 @@ def specifics(text: str) -> set[str]:
     return found
 
 
-def _stated(item: set[str], held: set[str]) -> bool:
-    if not item:
+def content_words(text: str) -> set[str]:
+    """Every word that carries content: the specifics, and the other words of three
+    letters or more that are not function words."""
+    return {w for w in words_of(text) if w not in COMMON and (len(w) >= 3 or w[0].isdigit())}
+
+
+def _weights(text: str) -> dict[str, float]:
+    """A text's content words, a specific one counting `SPECIFIC_WEIGHT` times."""
+    special = specifics(text)
+    return {w: SPECIFIC_WEIGHT if w in special else 1.0 for w in content_words(text)}
+
+
+def _stated(item: dict[str, float], held: set[str], spread: Counter[str]) -> bool:
+    """At least `STATED_SHARE` of the item's weight is in the text; a word several inputs
+    share weighs less (divided by how many hold it: the memory's subject says little)."""
+    total = sum(weight / spread[w] for w, weight in item.items())
+    if not total:
         return True  # nothing specific to lose
-    return len(item & held) / len(item) >= STATED_SHARE
+    kept = sum(weight / spread[w] for w, weight in item.items() if w in held)
+    return kept / total >= STATED_SHARE
 
 
 def consolidation_fidelity(
@@ -128,30 +143,21 @@ def consolidation_fidelity(
     purpose (a rebuild's redacted ones, an unpin): never reported dropped."""
     held = set(words_of(text))
     old_sentences = [s for s in sentences(previous or "") if s.strip()]
-    items = [specifics(content) for _, content in absorbed] + [specifics(s) for s in old_sentences]
-    common = _subject_words(items)
-    own = [(item - common) or item for item in items]
+    items = [_weights(content) for _, content in absorbed] + [_weights(s) for s in old_sentences]
+    spread = Counter(word for item in items for word in item)
     unstated = [
         oid
-        for (oid, _), item in zip(absorbed, own[: len(absorbed)], strict=True)
-        if not _stated(item, held)
+        for (oid, _), item in zip(absorbed, items[: len(absorbed)], strict=True)
+        if not _stated(item, held, spread)
     ]
     skip = set(kept or [])
     dropped = [
         sentence
-        for sentence, item in zip(old_sentences, own[len(absorbed) :], strict=True)
-        if sentence not in skip and not _stated(item, held)
+        for sentence, item in zip(old_sentences, items[len(absorbed) :], strict=True)
+        if sentence not in skip and not _stated(item, held, spread)
     ]
     return Fidelity(
         unstated_observation_ids=unstated,
         dropped_sentences=list(dict.fromkeys(dropped)),
         absorbed=len(absorbed),
     )
-
-
-def _subject_words(items: list[set[str]]) -> set[str]:
-    """Words in more than `COMMON_SHARE` of the inputs (with enough inputs to tell)."""
-    if len(items) < MIN_INPUTS_FOR_COMMON:
-        return set()
-    counts = Counter(word for item in items for word in item)
-    return {w for w, n in counts.items() if n > COMMON_SHARE * len(items)}
