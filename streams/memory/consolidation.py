@@ -94,7 +94,7 @@ def consolidation_commit(
         warning = f"{warning}; {pinned}" if warning else pinned
     absorbed = [ObjectId(i) for i in absorbed_ids]
     fidelity = version_fidelity(
-        store=store, scope=scope, text=text, absorbed=absorbed, trigger=trigger
+        store=store, scope=scope, text=text, absorbed=absorbed, rebuild=not absorbed_were_pending
     )
     entry = ConsolidationVersion(
         scope_id=scope.id,
@@ -156,18 +156,19 @@ def consolidation_commit(
 
 
 def version_fidelity(
-    *, store: MemoryStore, scope: Scope, text: str, absorbed: list[ObjectId], trigger: str
+    *, store: MemoryStore, scope: Scope, text: str, absorbed: list[ObjectId], rebuild: bool
 ) -> dict[str, list[str]]:
     """What `text` no longer states of the scope's current text and of the observations it
-    absorbs (those a fold reads: not private, deleted or expired). A rebuild leaves
-    sentences out on purpose (deleted or forgotten text): only its observations count,
-    so no dropped sentence keeps a copy of what was removed."""
+    absorbs (those a fold reads: not private, deleted or expired). A rebuild (after a
+    delete, an edit, a forget: its observations were consolidated before) leaves
+    sentences out on purpose: only its observations count, so no dropped sentence keeps
+    a copy of what was removed."""
     weighed = [
         (o.id, o.content)
         for o in store.observations.get_many(absorbed)
         if not o.deleted and not o.private and not o.is_expired()
     ]
-    previous = None if trigger == "rebuild" else scope.consolidation
+    previous = None if rebuild else scope.consolidation
     return consolidation_fidelity(previous=previous, text=text, absorbed=weighed).to_dict()
 
 

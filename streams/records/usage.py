@@ -42,10 +42,23 @@ class Usage:
     jobs: int = 0
     failed: int = 0
     observations: int = 0
+    refused: int = 0  # consolidation answers the checks kept out
+    empty: int = 0  # extractions that found nothing where the offline rules find facts
+    contradictions_rejected: int = 0
+    fidelity_weighed: int = 0
+    fidelity_unstated: int = 0
 
     @property
     def cost_usd(self) -> float:
         return self.cost_micro / 1_000_000
+
+    @property
+    def fidelity_rate(self) -> float | None:
+        """The share of absorbed observations the committed versions state (None: none
+        weighed), so a prompt version that loses facts shows."""
+        if not self.fidelity_weighed:
+            return None
+        return 1 - self.fidelity_unstated / self.fidelity_weighed
 
     def add(self, doc: dict[str, Any]) -> None:
         for name in self.__dataclass_fields__:

@@ -247,6 +247,16 @@ def default_responder(request: RecordedRequest) -> str:
     return DEFAULT_JSON_TEXT if request.wants_json else DEFAULT_TEXT
 
 
+def one_fact_responder(content: str, scope: str = "individual:u1") -> Responder:
+    """Extractions answer one observation (`content` in `scope`, citing no line); others
+    get the default answer. For tests whose conversations hold a fact: an empty answer
+    to them fails as `empty` (issue 39)."""
+    answer = json.dumps(
+        {"observations": [{"content": content, "scope": scope, "about": [], "sources": []}]}
+    )
+    return lambda request: answer if request.task == "extraction" else default_responder(request)
+
+
 def faithful_memory(request: RecordedRequest) -> str:
     """What a faithful model answers a consolidation: the current memory, then each listed
     observation as a sentence (the answer checks refuse one that drops most of them)."""
