@@ -240,7 +240,7 @@ def test_the_pool_runs_jobs_in_a_child_process_with_this_process_settings(
     # A child that died between jobs is replaced; the next job still runs.
     children[0].process.kill()
     children[0].process.wait()
-    fake_openai.reply(TEA)  # m2 says it again: stored as a duplicate
+    fake_openai.reply(TEA)
     assert _ingest_and_wait(api, run_tasks, msg(2))["status"] == "succeeded"
 
     process = next(iter(inprocess._runners)).process

@@ -61,3 +61,18 @@ def test_the_scope_page_says_why_an_answer_was_refused(client_as, store):
 
     assert "refused (echo)" in page
     assert "pending observations stay pending, no version was written" in page
+
+
+def test_usage_shows_a_fidelity_rate_and_refusals_per_prompt_version(client_as, store):
+    from streams.records.usage import usage_record
+
+    consolidation = Job(kind="consolidation", agent_id="a1", trigger="manual")
+    ok = {"prompt_version": 2, "fidelity_weighed": 4, "fidelity_unstated": 1}
+    usage_record(store=store, job=consolidation, results=[], result=ok, failed=False)
+    refused = {"prompt_version": 2, "outcome": "refused", "refused": "echo"}
+    usage_record(store=store, job=consolidation, results=[], result=refused, failed=True)
+
+    page = client_as("viewer").get(reverse("ui:usage") + "?agent=a1").content.decode()
+
+    row = page.split('data-prompt="consolidation v2"', 1)[1].split("</tr>", 1)[0]
+    assert "1 refused" in row and "75%" in row
