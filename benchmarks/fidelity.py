@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from benchmarks.harness import print_table
 from streams.memory.fidelity import consolidation_fidelity
 
 DATA = Path(__file__).resolve().parent / "data" / "fidelity_cases.jsonl"
-LOCOMO = Path("/work/shared/data/locomo-dev")
+LOCOMO = Path(os.environ.get("LOCOMO_DEV_DIR", "/work/shared/data/locomo-dev"))
 CONVERSATIONS = ("conv-26", "conv-30", "conv-44")
 SYNONYMS = {
     "attended": "went to",
