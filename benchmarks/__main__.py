@@ -3,7 +3,7 @@
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
 legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
 context_log, detectors, bulk, single_add, versus_mem0, scope_lists, store_floor,
-detector_table (the last five run only when named).
+detector_table, fidelity (the last six run only when named).
 """
 
 from __future__ import annotations

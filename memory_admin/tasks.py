@@ -132,7 +132,12 @@ def run_formation(self, job_id: str) -> None:
 def run_consolidation(self, job_id: str) -> None:
     store = get_store()
     lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
-    _execute(self, job_id, lambda run: consolidation_run(store=store, run=run, lease=lease))
+    floor = settings.MEMORY_FIDELITY_FLOOR
+    _execute(
+        self,
+        job_id,
+        lambda run: consolidation_run(store=store, run=run, lease=lease, fidelity_floor=floor),
+    )
 
 
 @shared_task(name="memory_admin.tasks.run_propagation", **TASK_OPTIONS)

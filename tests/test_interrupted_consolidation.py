@@ -31,6 +31,8 @@ from tests.task_mode import BROKER, run_job
 pytestmark = pytest.mark.django_db  # the sweep queues its tasks on the transaction's commit
 
 FACT = "Gene likes green tea."
+# What the model answers: every day stated (an answer dropping them is refused, issue 39).
+ANSWER = "Gene likes green tea on Monday, Tuesday, Wednesday and Thursday."
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def test_a_job_runner_killed_mid_consolidation_is_finished_by_the_takeover(
     settings.MEMORY_JOB_STALE_SECONDS = 1
     settings.MEMORY_CONSOLIDATION_LEASE_SECONDS = 300  # the default: the probe's 5 minutes
     fake_openai.delay(60, then="never committed")  # the runner dies while waiting here
-    fake_openai.set_responder(lambda request: FACT)
+    fake_openai.set_responder(lambda request: ANSWER)
     job = consolidation_request(store=store, scope=scope, trigger="manual", actor="op")
     inprocess.submit(run_consolidation, job.id)
     assert eventually(lambda: len(fake_openai.chat_requests), until=bool, within=60) == 1
@@ -87,7 +89,7 @@ def test_a_job_runner_killed_mid_consolidation_is_finished_by_the_takeover(
     assert done.result["absorbed"] == 4 and done.result["version"] == 1
     assert "note" not in done.result
     fresh = scope_get(store=store, scope_id=scope.id)
-    assert fresh.consolidation == FACT and fresh.pending_observation_ids == []
+    assert fresh.consolidation == ANSWER and fresh.pending_observation_ids == []
     assert lease_of(store, scope.id)[0] is None  # released at the end
     assert_each_observation_pending_or_absorbed_once(store, scope.id)
     inprocess.shutdown(timeout=30)
@@ -109,7 +111,7 @@ def test_consolidate_now_after_a_dead_run_is_not_a_silent_no_op(store, scope, fa
     _orphan_lease(store, scope.id, dead.id, status="failed", finished_at=utcnow())
     again = consolidation_request(store=store, scope=scope, trigger="manual", actor="op")
     assert again.id != dead.id
-    fake_openai.set_responder(lambda request: FACT)
+    fake_openai.set_responder(lambda request: ANSWER)
     run_here(store, again.id)
     done = job_get(store=store, job_id=again.id)
     assert done.status == "succeeded" and done.result["absorbed"] == 4, done
@@ -126,7 +128,7 @@ def test_a_run_taken_over_after_its_heartbeat_stopped_takes_back_its_lease(
     )
     other = consolidation_request(store=store, scope=scope, trigger="threshold", actor=None)
     assert other.id == dead.id  # "Consolidate now" returns the active job: not a second one
-    fake_openai.set_responder(lambda request: FACT)
+    fake_openai.set_responder(lambda request: ANSWER)
     # The sweep re-runs the stale job: it takes back its own lease at once.
     run_here(store, dead.id)
     done = job_get(store=store, job_id=dead.id)
@@ -151,6 +153,6 @@ def test_a_live_runs_lease_fails_the_job_clearly_instead_of_a_success(store, sco
     # Once the live run is over (here: it finished without releasing), the retry works.
     store.jobs.collection.update_one({"_id": ObjectId(live.id)}, {"$set": {"status": "failed"}})
     store.jobs.requeue(ObjectId(blocked.id))
-    fake_openai.set_responder(lambda request: FACT)
+    fake_openai.set_responder(lambda request: ANSWER)
     run_here(store, blocked.id)
     assert job_get(store=store, job_id=blocked.id).result["absorbed"] == 4

@@ -11,6 +11,7 @@ from memory_admin.tasks import enqueue, formation_settings, retry_failed_jobs, s
 from streams.core.documents import utcnow
 from streams.jobs import job_create, job_get
 from streams.memory.formation import IncomingMessage, messages_ingest
+from tests.fakes.openai_wire import one_fact_responder
 
 pytestmark = pytest.mark.django_db  # tasks are queued on the Django transaction's commit
 
@@ -68,6 +69,7 @@ def test_failed_jobs_are_retried_after_their_backoff_and_dead_runs_are_taken_ove
         {"_id": ObjectId(job.id)}, {"$set": {"finished_at": utcnow() - timedelta(hours=1)}}
     )
     fake_openai.reset()
+    fake_openai.set_responder(one_fact_responder("Gene prefers tea."))
     with run_tasks():
         assert retry_failed_jobs.apply().get() == 1
     assert job_get(store=store, job_id=job.id).status == "succeeded"

@@ -44,6 +44,9 @@ ConsolidateAfterDays.parse(MEMORY_CONSOLIDATE_AFTER_DAYS)  # a bad value fails a
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.
 MEMORY_CONSOLIDATION_LEASE_SECONDS = env_int("MEMORY_CONSOLIDATION_LEASE_SECONDS", 300)
+# A consolidation answer stating less than this share of the observations it absorbs
+# is not committed (`streams.memory.answer_checks`); 0 turns the floor off.
+MEMORY_FIDELITY_FLOOR = env_float("MEMORY_FIDELITY_FLOOR", 0.5)
 # A running job renews its lease (and a formation its session's claim) every third of
 # this; a job not renewed for this long is taken over (its worker died).
 MEMORY_JOB_STALE_SECONDS = env_int("MEMORY_JOB_STALE_SECONDS", 30)

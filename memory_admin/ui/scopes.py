@@ -137,6 +137,13 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         job = job_find(store=store, job_id=job_id)
     if job is None:
         job = scope_active_job(store=store, scope=scope, kind="consolidation")
+    if job is None and scope.pending_observation_ids:
+        # A consolidation answer the checks refused: the page says why pending stays.
+        failed = scope_active_job(
+            store=store, scope=scope, kind="consolidation", statuses=["failed"]
+        )
+        if failed is not None and failed.result.get("outcome") == "refused":
+            job = failed
     context = {
         "scope": scope,
         "job": job if job and job.scope_id == scope.id else None,
@@ -207,6 +214,13 @@ def _settings_form(scope: Scope, data: Any = None) -> ScopeSettingsForm:
 REBUILD_SHOWN = ["queued", "running", "failed"]
 
 
+def _drops(fidelity: dict[str, list[str]] | None) -> int:
+    found = fidelity or {}
+    return len(found.get("unstated_observation_ids") or []) + len(
+        found.get("dropped_sentences") or []
+    )
+
+
 def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     versions = consolidation_history(store=store, scope=scope, limit=HISTORY_SHOWN).items
     rebuild = None
@@ -216,6 +230,8 @@ def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
         "versions": versions,
         "history_more": scope.consolidation_version > HISTORY_SHOWN,
         "returning": restore_preview(versions, scope.pending_observation_ids),
+        # "drops N facts" per version: what its text no longer states (issue 38).
+        "drops": {v.version: _drops(v.fidelity) for v in versions},
         "rebuild_job": rebuild,
         # Sentences of the current text an operator can pin (those not pinned yet).
         "pin_choices": [s for s in sentences(scope.consolidation or "") if s not in scope.pins],

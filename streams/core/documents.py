@@ -425,6 +425,9 @@ class ConsolidationVersion:
     redacted: bool = False  # its text held something deleted, corrected or forgotten
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=new_id)
+    # What this text no longer states (`streams.memory.fidelity`), computed at commit:
+    # {"unstated_observation_ids": [...], "dropped_sentences": [...]}; None before it was.
+    fidelity: dict[str, list[str]] | None = None
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -444,6 +447,7 @@ class ConsolidationVersion:
             "restored_from": self.restored_from,
             "warning": self.warning,
             "created_at": self.created_at,
+            "fidelity": self.fidelity,
         }
 
     @classmethod
@@ -466,6 +470,7 @@ class ConsolidationVersion:
             warning=doc.get("warning"),
             redacted=doc.get("redacted_at") is not None,
             created_at=doc["created_at"],
+            fidelity=doc.get("fidelity"),
         )
 
 

@@ -21,6 +21,7 @@ from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.guard.screening import WriteOrigin, screen_scope_text, screened
 from streams.memory.consolidation_jobs import consolidation_due
+from streams.memory.fidelity import consolidation_fidelity
 from streams.memory.pins import with_pins
 from streams.records.activity import activity_record
 from streams.records.webhooks import consolidation_versioned
@@ -49,6 +50,8 @@ class RunDetails:
     # Pairs of the offered observations' ids the model reported contradicting (not stored
     # with the version: `streams.memory.consolidation_contradictions` flags them).
     contradictions: tuple[tuple[str, str], ...] = ()
+    # Reported pairs whose texts share no subject (`pair_shares_subject`): not flagged.
+    contradictions_rejected: int = 0
 
 
 def consolidation_commit(
@@ -90,6 +93,9 @@ def consolidation_commit(
     if pinned:
         warning = f"{warning}; {pinned}" if warning else pinned
     absorbed = [ObjectId(i) for i in absorbed_ids]
+    fidelity = version_fidelity(
+        store=store, scope=scope, text=text, absorbed=absorbed, rebuild=not absorbed_were_pending
+    )
     entry = ConsolidationVersion(
         scope_id=scope.id,
         agent_id=scope.agent_id,
@@ -106,6 +112,7 @@ def consolidation_commit(
         restored_from=restored_from,
         warning=warning,
         created_at=now,
+        fidelity=fidelity,
     )
 
     def commit(session: StoreSession) -> None:
@@ -146,6 +153,23 @@ def consolidation_commit(
             scope.agent_id, now=now, pending=-len(absorbed), session=session
         )
     return entry
+
+
+def version_fidelity(
+    *, store: MemoryStore, scope: Scope, text: str, absorbed: list[ObjectId], rebuild: bool
+) -> dict[str, list[str]]:
+    """What `text` no longer states of the scope's current text and of the observations it
+    absorbs (those a fold reads: not private, deleted or expired). A rebuild (after a
+    delete, an edit, a forget: its observations were consolidated before) leaves
+    sentences out on purpose: only its observations count, so no dropped sentence keeps
+    a copy of what was removed."""
+    weighed = [
+        (o.id, o.content)
+        for o in store.observations.get_many(absorbed)
+        if not o.deleted and not o.private and not o.is_expired()
+    ]
+    previous = None if rebuild else scope.consolidation
+    return consolidation_fidelity(previous=previous, text=text, absorbed=weighed).to_dict()
 
 
 def consolidation_edit(

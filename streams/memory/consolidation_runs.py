@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Protocol
 
@@ -28,6 +29,12 @@ from streams.llm.port import (
     LLMRequest,
     LLMResult,
 )
+from streams.memory.answer_checks import (
+    DEFAULT_FIDELITY_FLOOR,
+    AnswerRefused,
+    consolidation_answer_check,
+    pair_shares_subject,
+)
 from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
 from streams.memory.consolidation_contradictions import contradictions_flag
 from streams.memory.requests import consolidation_request, consolidation_retry
@@ -37,8 +44,15 @@ from streams.store import MemoryStore
 LEASE = timedelta(minutes=5)
 
 
-def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
-    """The work of a consolidation job."""
+def consolidation_run(
+    *,
+    store: MemoryStore,
+    run: JobRun,
+    lease: timedelta = LEASE,
+    fidelity_floor: float = DEFAULT_FIDELITY_FLOOR,
+) -> None:
+    """The work of a consolidation job; an answer the checks refuse fails it
+    (`streams.memory.answer_checks`): nothing is committed, pending stays pending."""
     job = run.job
     assert job.scope_id is not None
     scope_oid = ObjectId(job.scope_id)
@@ -53,12 +67,12 @@ def consolidation_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEA
         if not scope.is_active:
             run.result = {"absorbed": 0, "note": "the scope is paused"}
             return
-        _consolidate(store, run, scope)
+        _consolidate(store, run, scope, fidelity_floor)
     finally:
         store.scopes.release_lease(scope_oid, owner=job.id)
 
 
-def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
+def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) -> None:
     pending_ids = list(scope.pending_observation_ids)
     if not pending_ids:
         run.result = {"absorbed": 0, "note": "nothing pending"}
@@ -74,9 +88,16 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
             now=utcnow(),
         )
 
-    text, details, reported, held = consolidation_pass(
-        store=store, llm=run.llm, scope=scope, folded=folded, hold=hold
-    )
+    try:
+        text, details, reported, held = consolidation_pass(
+            store=store, llm=run.llm, scope=scope, folded=folded, hold=hold, floor=floor
+        )
+    except AnswerRefused as exc:
+        # Counted per model and prompt version (`streams.records.usage`); the job's
+        # error says why, and the scope page shows it.
+        run.result = {"absorbed": 0, "outcome": "refused", "refused": exc.code}
+        run.result |= {"reason": str(exc), "prompt_version": exc.prompt_version or 0}
+        raise
     if held:
         waiting = {o.id for o in held}
         live = [o for o in live if o.id not in waiting]
@@ -96,6 +117,10 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope) -> None:
     run.result = {
         "absorbed": len(live),
         "contradictions": [list(pair) for pair in reported],
+        "contradictions_rejected": details.contradictions_rejected,
+        "fidelity": entry.fidelity,
+        "fidelity_weighed": len(folded) - len(held),
+        "fidelity_unstated": len((entry.fidelity or {}).get("unstated_observation_ids", [])),
         "held_for_review": sorted(o.id for o in held),
         "version": entry.version,
         "model": details.model,
@@ -138,6 +163,7 @@ def consolidation_pass(
     hold: Callable[[list[tuple[str, str]]], list[Observation]],
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
+    floor: float = DEFAULT_FIDELITY_FLOOR,
 ) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
     """The fold, then the contradiction pass: the text, its details, the pairs the first
     answer reported and the observations `hold` keeps out for a person.
@@ -154,8 +180,10 @@ def consolidation_pass(
         observations=folded,
         draft=draft,
         asked=asked,
+        floor=floor,
     )
     reported = list(details.contradictions)
+    rejected = details.contradictions_rejected
     held = hold(reported)
     if held:
         waiting = {o.id for o in held}
@@ -167,7 +195,9 @@ def consolidation_pass(
             observations=[o for o in folded if o.id not in waiting],
             draft=draft,
             asked=asked,
+            floor=floor,
         )
+        details = replace(details, contradictions_rejected=rejected)
     return text, details, reported, held
 
 
@@ -180,6 +210,7 @@ def consolidation_fold(
     observations: list[Observation],
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
+    floor: float = DEFAULT_FIDELITY_FLOOR,
 ) -> tuple[str, RunDetails]:
     """One consolidation call: `observations` (oldest first) folded into `current`.
 
@@ -211,6 +242,20 @@ def consolidation_fold(
         answers.append(_ask(llm, retry, sent))
         memory, pairs = answer_split(answers[-1].text, offered)
     text, warning = within_words(memory, limit)
+    try:
+        consolidation_answer_check(
+            answer=memory,
+            text=text,
+            template=template.text,
+            previous=current,
+            absorbed=[(o.id, o.content) for o in observations],
+            floor=floor,
+        )
+    except AnswerRefused as exc:
+        exc.prompt_version = template.version
+        raise
+    by_id = {o.id: o.content for o in observations}
+    about_one_thing = [p for p in pairs if pair_shares_subject(by_id[p[0]], by_id[p[1]])]
     return text, RunDetails(
         model=answers[-1].model,
         prompt_version=template.version,
@@ -218,7 +263,8 @@ def consolidation_fold(
         completion_tokens=sum(a.completion_tokens for a in answers),
         duration_ms=sum(a.duration_ms for a in answers),
         warning=warning,
-        contradictions=tuple(pairs),
+        contradictions=tuple(about_one_thing),
+        contradictions_rejected=len(pairs) - len(about_one_thing),
     )
 
 

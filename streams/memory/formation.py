@@ -23,6 +23,7 @@ from streams.core.exceptions import Conflict
 from streams.guard.erasure import erased_users, refused_entries
 from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
+from streams.memory.answer_checks import EmptyExtraction, extraction_expected
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
 from streams.memory.large_work import large_work
@@ -263,6 +264,19 @@ def _form(
     items, dropped = parse_extraction_items(
         answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
     )
+    if not items and not dropped and (expected := extraction_expected(plan.context)):
+        run.result = {
+            "messages": len(messages),
+            "observations": 0,
+            "outcome": "empty",
+            "offline_found": expected,
+            "model": answer.model,
+            "prompt_version": plan.resolved.template.version or 0,
+        }
+        raise EmptyExtraction(
+            f"the extraction answered no observations where the offline rules find "
+            f"{expected}; the messages stay unformed for a retry"
+        )
     now = utcnow()
     by_scope: dict[str, tuple[Scope, list[Observation]]] = {}
     paused = 0
@@ -337,6 +351,7 @@ def _form(
         "speakers": len(plan.speakers),
         "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
         "model": answer.model,
+        "prompt_version": plan.resolved.template.version or 0,  # v0: the code default
         "prompt_tokens": answer.prompt_tokens,
         "completion_tokens": answer.completion_tokens,
     }

@@ -308,6 +308,9 @@ def _rebuild(
         scope=scope,
         current=base_entry.text if base_entry is not None else None,
         observations=remaining,
+        # No fidelity floor here: a lossy answer must not keep removed text in the
+        # history (the echo, log-line and no-sentence checks still refuse an answer).
+        floor=0.0,
     )
     # The texts the redaction replaces, for the context log's records that showed them.
     old_texts = repo.history_texts(oid, low_version=first, high_version=last)

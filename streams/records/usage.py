@@ -42,10 +42,23 @@ class Usage:
     jobs: int = 0
     failed: int = 0
     observations: int = 0
+    refused: int = 0  # consolidation answers the checks kept out
+    empty: int = 0  # extractions that found nothing where the offline rules find facts
+    contradictions_rejected: int = 0
+    fidelity_weighed: int = 0
+    fidelity_unstated: int = 0
 
     @property
     def cost_usd(self) -> float:
         return self.cost_micro / 1_000_000
+
+    @property
+    def fidelity_rate(self) -> float | None:
+        """The share of absorbed observations the committed versions state (None: none
+        weighed), so a prompt version that loses facts shows."""
+        if not self.fidelity_weighed:
+            return None
+        return 1 - self.fidelity_unstated / self.fidelity_weighed
 
     def add(self, doc: dict[str, Any]) -> None:
         for name in self.__dataclass_fields__:
@@ -104,6 +117,22 @@ def usage_record(
         logger.exception("usage counters for job %s were not written", job.id)
 
 
+def answer_outcomes(result: dict[str, Any]) -> dict[str, int]:
+    """What a job's result says of its model answers, as counters: `refused` (a
+    consolidation answer the checks kept out), `empty` (an extraction that found nothing
+    where the offline rules find facts), `contradictions_rejected`, and the fidelity
+    counts (`fidelity_weighed` observations, `fidelity_unstated` of them) from which
+    Usage shows a fidelity rate per prompt version."""
+    counts: dict[str, int] = {}
+    if result.get("outcome") in ("refused", "empty"):
+        counts[result["outcome"]] = 1
+    for name in ("contradictions_rejected", "fidelity_weighed", "fidelity_unstated"):
+        value = result.get(name)
+        if isinstance(value, int) and value > 0:
+            counts[name] = value
+    return counts
+
+
 def _record(
     store: MemoryStore,
     job: Job,
@@ -132,6 +161,15 @@ def _record(
             agent_id=job.agent_id, day=day, dim="model", key=answer.model or "?", counts=counts
         )
         _count_reading(store, job, day, answer)
+    outcomes = answer_outcomes(result)
+    for name, count in outcomes.items():
+        total[name] = total.get(name, 0) + count
+    if outcomes.keys() & {"refused", "empty"}:
+        flagged = {k: v for k, v in outcomes.items() if k in ("refused", "empty")}
+        for model in dict.fromkeys(a.model or "?" for a in results):
+            store.usage.increment(
+                agent_id=job.agent_id, day=day, dim="model", key=model, counts=flagged
+            )
     total = {k: v for k, v in total.items() if v}
     store.usage.increment(agent_id=job.agent_id, day=day, dim="agent", key="", counts=total)
     version = result.get("prompt_version")

@@ -64,7 +64,7 @@ def test_a_manual_add_at_the_threshold_queues_a_consolidation(api, store, run_ta
         ).status_code
         == 200
     )
-    fake_openai.reply("Two facts.")
+    fake_openai.reply("The facts are one and two.")
     with run_tasks():
         for text in ("One.", "Two."):
             response = api.post(

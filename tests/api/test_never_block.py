@@ -4,6 +4,7 @@ before formation runs, and the per-message and per-key limits answer 422 and 429
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -17,8 +18,29 @@ from streams.core.documents import utcnow
 from streams.jobs import job_create, job_execute
 from streams.memory.formation import formation_run
 from tests.api.conftest import API, assert_error
+from tests.fakes.openai_wire import one_fact_responder
 
 SESSION = f"{API}/agents/agent-1/sessions/s1"
+# What the model extracts from `msg`'s line (an empty answer for a line the offline rules
+# find a fact in fails as `empty`, issue 39).
+TEA = json.dumps(
+    {
+        "observations": [
+            {
+                "content": "Gene prefers green tea in the morning.",
+                "scope": "individual:u1",
+                "about": ["u1"],
+                "sources": [],
+            }
+        ]
+    }
+)
+
+
+@pytest.fixture(autouse=True)
+def _extracts_the_tea(fake_openai) -> None:
+    """Unscripted extractions name `msg`'s fact (an empty one fails as `empty`)."""
+    fake_openai.set_responder(one_fact_responder("Gene prefers green tea in the morning."))
 
 
 def ingest(client, messages: list[dict], **extra):
@@ -73,7 +95,7 @@ def test_a_running_formation_renews_its_lease(api, store, settings, fake_openai)
     settings.MEMORY_JOB_STALE_SECONDS = 1  # renewed every third of a second
     ingest(api, [msg(1)])
     job_id = api.post(f"{SESSION}/form").json()["job_id"]
-    fake_openai.delay(2.0, then='{"observations": []}')
+    fake_openai.delay(2.0, then=TEA)
     from memory_admin.llm import get_llm_provider
 
     worker = threading.Thread(
@@ -130,7 +152,7 @@ def test_ingest_answers_before_the_formation_runs(api, settings, fake_openai, ru
     settings.MEMORY_INPROCESS_WORKERS = 1
     settings.MEMORY_FORMATION_MIN_MESSAGES = 1
     settings.MEMORY_FORMATION_MAX_MESSAGES = 1
-    fake_openai.delay(1.5, then='{"observations": []}')
+    fake_openai.delay(1.5, then=TEA)
     started = time.monotonic()
     with run_tasks():  # the request's on-commit dispatch: here, to the pool
         body = ingest(api, [msg(1)]).json()
@@ -218,7 +240,7 @@ def test_the_pool_runs_jobs_in_a_child_process_with_this_process_settings(
     # A child that died between jobs is replaced; the next job still runs.
     children[0].process.kill()
     children[0].process.wait()
-    fake_openai.reply_json({"observations": []})
+    fake_openai.reply(TEA)
     assert _ingest_and_wait(api, run_tasks, msg(2))["status"] == "succeeded"
 
     process = next(iter(inprocess._runners)).process
@@ -280,7 +302,7 @@ def test_a_child_that_overruns_is_killed_and_its_job_left_to_its_lease(
     settings.MEMORY_FORMATION_MIN_MESSAGES = 1
     settings.MEMORY_LLM_TIMEOUT_SECONDS = 30
     monkeypatch.setattr(inprocess, "JOB_TIMEOUT_SECONDS", 2.0)
-    fake_openai.delay(8.0, then='{"observations": []}')
+    fake_openai.delay(8.0, then=TEA)
     with run_tasks():
         body = ingest(api, [msg(1)]).json()
     assert inprocess.wait_idle(timeout=60)  # the pool gave up on the child

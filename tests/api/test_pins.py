@@ -121,7 +121,7 @@ def test_pins_count_toward_the_word_limit(api, store, run_tasks, fake_openai: Fa
 
     assert put_pins(api, scope.id, [PIN, long_pin]).status_code == 200  # 46 words of 50
     model_answers(fake_openai, "One two three. Four five six. Seven eight nine ten.")
-    add(api, scope.id, "Something new.")
+    add(api, scope.id, "One two three.")
     with run_tasks():
         api.post(f"{API}/scopes/{scope.id}/consolidate")
     text = scope_body(api, scope.id)["consolidation"]

@@ -240,8 +240,35 @@ def extraction_responder(*items: dict[str, Any]) -> Responder:
 
 
 def default_responder(request: RecordedRequest) -> str:
-    """A fixed text, or an empty extraction result when the request asked for JSON."""
+    """A fixed text, or an empty extraction result when the request asked for JSON; a
+    consolidation prompt listing observations gets a faithful memory (`faithful_memory`)."""
+    if request.task == "consolidation" and consolidation_lines(request):
+        return faithful_memory(request)
     return DEFAULT_JSON_TEXT if request.wants_json else DEFAULT_TEXT
+
+
+def one_fact_responder(content: str, scope: str = "individual:u1") -> Responder:
+    """Extractions answer one observation (`content` in `scope`, citing no line); others
+    get the default answer. For tests whose conversations hold a fact: an empty answer
+    to them fails as `empty` (issue 39)."""
+    answer = json.dumps(
+        {"observations": [{"content": content, "scope": scope, "about": [], "sources": []}]}
+    )
+    return lambda request: answer if request.task == "extraction" else default_responder(request)
+
+
+def faithful_memory(request: RecordedRequest) -> str:
+    """What a faithful model answers a consolidation: the current memory, then each listed
+    observation as a sentence (the answer checks refuse one that drops most of them)."""
+    current = " ".join(
+        line.strip() for line in _section(prompt_text(request), "# The current memory")
+    ).strip()
+    if current.startswith("(") and current.endswith(")"):
+        current = ""  # the prompt's "no memory yet" placeholder
+    added = [
+        t if t.rstrip()[-1:] in ".!?" else f"{t}." for t in consolidation_lines(request).values()
+    ]
+    return " ".join([current, *added]).strip()
 
 
 @dataclass(frozen=True)

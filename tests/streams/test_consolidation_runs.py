@@ -16,6 +16,7 @@ from streams.memory.observations import observation_list
 from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory, ScopeFactory
+from tests.fakes.openai_wire import faithful_memory
 from tests.task_mode import run_job, settle
 
 
@@ -44,8 +45,8 @@ def assert_each_observation_pending_or_absorbed_once(store, scope_id):
 
 def test_a_run_absorbs_pending_and_records_history(store, fake_openai):
     scope = ScopeFactory.create(store=store)
-    for _ in range(3):
-        ObservationFactory.create(store=store, scope=scope)
+    for text in ("Gene likes tea.", "Gene likes short answers.", "Gene likes tea a lot."):
+        ObservationFactory.create(store=store, scope=scope, content=text)
     job = consolidation_request(
         store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="op"
     )
@@ -90,7 +91,7 @@ def test_five_concurrent_runs_commit_exactly_one_version(store, fake_openai):
     scope = ScopeFactory.create(store=store)
     for _ in range(4):
         ObservationFactory.create(store=store, scope=scope)
-    fake_openai.set_responder(lambda request: "Consolidated.")
+    fake_openai.set_responder(faithful_memory)  # a placeholder answer is refused now
     jobs = [
         job_create(
             store=store,
@@ -101,7 +102,7 @@ def test_five_concurrent_runs_commit_exactly_one_version(store, fake_openai):
         )
         for _ in range(5)
     ]
-    fake_openai.delay(0.3, then="Consolidated.", times=5)
+    fake_openai.delay(0.3, times=5)  # then the faithful responder
     errors: list[Exception] = []
 
     def run(job_id: str) -> None:
@@ -139,8 +140,9 @@ def test_observations_arriving_during_a_run_stay_pending(store, fake_openai):
     )
 
     def respond(request):
+        answer = faithful_memory(request)
         ObservationFactory.create(store=store, scope=scope)  # lands while the LLM thinks
-        return "Text."
+        return answer
 
     fake_openai.set_responder(respond)
     run_consolidation(store, job.id)
@@ -158,7 +160,7 @@ def test_a_hand_edit_during_a_run_makes_the_run_a_conflict_not_an_overwrite(stor
 
     def respond(request):
         consolidation_edit(store=store, scope=scope, text="by hand", expected_version=0, actor="op")
-        return "from the model"
+        return faithful_memory(request)
 
     fake_openai.set_responder(respond)
     with pytest.raises(Conflict):
@@ -186,7 +188,7 @@ def test_private_observations_never_propagate_even_if_the_model_tries(store, fak
     )
     individual = scope_get(store=store, scope_id=individual.id)
     job = consolidation_request(store=store, scope=individual, trigger="manual", actor=None)
-    fake_openai.reply("Gene's memory.")
+    fake_openai.reply("The team deploys on Fridays.")
     fake_openai.reply_json(
         {
             "observations": [

@@ -38,6 +38,7 @@ from tests.task_mode import run_job, settle
 AGENT = "a1"
 OLD = "The team standup happens in the blue room."
 NEW = "The team standup happens in the green room."
+STANDUPS = OLD  # a memory that states what it absorbed (a bare "Standups." is refused)
 SCOPES = {
     "group": ScopeKey.group(AGENT, "g1"),
     "collective": ScopeKey.collective(AGENT),
@@ -77,7 +78,7 @@ def test_the_deterministic_check_misses_these() -> None:
 def test_a_reported_pair_is_flagged_both_ways_and_the_newer_waits(
     store: MemoryStore, fake_openai, kind: str
 ) -> None:
-    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory="Standups."))
+    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory=STANDUPS))
     scope_id = _scope(store, kind)
     old, new = _add(store, scope_id, OLD), _add(store, scope_id, NEW)
 
@@ -104,7 +105,7 @@ def test_a_reported_pair_is_flagged_both_ways_and_the_newer_waits(
 
 @pytest.mark.parametrize("choice", ["keep_both", "pick_newer", "pick_older", "edit"])
 def test_the_pair_is_resolved_through_review(store: MemoryStore, fake_openai, choice: str) -> None:
-    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory="Standups."))
+    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory=STANDUPS))
     scope_id = _scope(store, "group")
     old, new = _add(store, scope_id, OLD), _add(store, scope_id, NEW)
     _consolidate(store, scope_id)
@@ -142,7 +143,7 @@ def test_the_pair_is_resolved_through_review(store: MemoryStore, fake_openai, ch
 def test_in_an_individual_scope_both_are_flagged_and_absorbed(
     store: MemoryStore, fake_openai
 ) -> None:
-    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory="Standups."))
+    fake_openai.set_responder(contradiction_responder((OLD[:-1], NEW[:-1]), memory=STANDUPS))
     scope_id = _scope(store, "individual")
     old, new = _add(store, scope_id, OLD), _add(store, scope_id, NEW)
 

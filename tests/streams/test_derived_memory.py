@@ -40,7 +40,7 @@ from streams.people.privacy import forget_user_request, forget_user_run
 from streams.people.user_audit import user_export
 from streams.search.index import search_observations
 from streams.store import MemoryStore
-from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
+from tests.fakes.openai_wire import DEFAULT_JSON_TEXT, faithful_memory
 from tests.task_mode import BROKER, run_job, settle
 
 AGENT = "a1"
@@ -53,7 +53,10 @@ ACTIONS = ["delete", "edit", "private", "restore", "forget_user"]
 
 
 def responder(request: Any) -> str:
-    """Echo for consolidation; for propagation, copy each known text offered."""
+    """A faithful memory for consolidation (every text it folds; an echo of the prompt
+    is refused, issue 39); for propagation, copy each known text offered."""
+    if request.task == "consolidation":
+        return faithful_memory(request)
     if not request.wants_json:
         return request.body["messages"][-1]["content"]
     prompt = request.body["messages"][-1]["content"]

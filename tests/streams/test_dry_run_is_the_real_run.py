@@ -130,7 +130,7 @@ def test_the_contradiction_pass_is_the_same_and_the_dry_run_flags_nothing(store)
     older = ObservationFactory.create(store=store, scope=scope, content="Standup is on Mondays.")
     newer = ObservationFactory.create(store=store, scope=scope, content="Standup is on Tuesdays.")
     scope = scope_get(store=store, scope_id=scope.id)
-    trailer = f"The team has a standup.\n\nCONTRADICTIONS:\n[{older.id}] [{newer.id}]"
+    trailer = f"The team has a standup on Mondays.\n\nCONTRADICTIONS:\n[{older.id}] [{newer.id}]"
     dry = Recorder(trailer, "The team has a standup on Mondays.")
     dry_run_consolidation(store=store, llm=dry, scope=scope, draft=None)
     untouched = store.observations.get(ObjectId(newer.id))

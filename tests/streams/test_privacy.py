@@ -27,7 +27,7 @@ from streams.people.privacy import REDACTED, forget_user_request, forget_user_ru
 from streams.people.user_audit import user_audit, user_export
 from streams.search.index import search_observations
 from streams.store import MemoryStore
-from tests.fakes.openai_wire import DEFAULT_JSON_TEXT
+from tests.fakes.openai_wire import DEFAULT_JSON_TEXT, faithful_memory
 from tests.task_mode import run_job, settle
 
 AGENT = "a1"
@@ -36,6 +36,10 @@ SECRET = "zanzibar"  # only ever in what user u1 said (any case)
 
 
 def echo(request: Any) -> str:
+    """Every text the prompt holds reaches what the model answers: the consolidation's
+    observations as a faithful memory (an echo of the prompt is refused, issue 39)."""
+    if request.task == "consolidation":
+        return faithful_memory(request)
     return DEFAULT_JSON_TEXT if request.wants_json else request.body["messages"][-1]["content"]
 
 

@@ -33,6 +33,7 @@ from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scop
 from streams.people.privacy import forget_user_request, forget_user_run
 from streams.search.index import search_observations
 from tests.fakes.openai_server import propagation_responder
+from tests.fakes.openai_wire import faithful_memory
 from tests.task_mode import run_job, settle
 
 
@@ -267,6 +268,8 @@ def test_a_candidate_named_in_supports_counts_the_group(store, fake_openai):
 
     def responder(request):
         prompt = request.body["messages"][-1]["content"]
+        if request.task == "consolidation":
+            return faithful_memory(request)  # a bare '{"observations": []}' is refused
         if "# Where they may be shared" not in prompt:
             return '{"observations": []}'
         return (

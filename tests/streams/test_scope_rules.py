@@ -100,10 +100,10 @@ def test_a_deleted_pending_observation_leaves_pending_counts_and_the_run(store, 
 def test_restore_puts_what_later_versions_absorbed_back_to_pending(store, fake_openai):
     scope_id = group(store)
     add(store, scope_id, "First fact.")
-    fake_openai.reply("v1 text")
+    fake_openai.reply("v1 text: First fact.")
     consolidate(store, scope_id)
     later = [add(store, scope_id, f"Later fact {i}.") for i in range(3)]
-    fake_openai.reply("v2 text")
+    fake_openai.reply("v2 text: Later facts 0, 1 and 2.")
     consolidate(store, scope_id)
     scope = scope_get(store=store, scope_id=scope_id)
     assert sorted(restore_returns(store=store, scope=scope, version=1)) == sorted(
@@ -112,7 +112,7 @@ def test_restore_puts_what_later_versions_absorbed_back_to_pending(store, fake_o
     jobs: list[Job] = []
     entry = consolidation_restore(store=store, scope=scope, version=1, actor="t", follow_ups=jobs)
     scope = scope_get(store=store, scope_id=scope_id)
-    assert (entry.version, scope.consolidation) == (3, "v1 text")
+    assert (entry.version, scope.consolidation) == (3, "v1 text: First fact.")
     assert sorted(scope.pending_observation_ids) == sorted(o.id for o in later)
     assert all(
         not o.consolidated for o in store.observations.get_many([ObjectId(o.id) for o in later])
@@ -124,10 +124,10 @@ def test_restore_puts_what_later_versions_absorbed_back_to_pending(store, fake_o
 def test_deleting_what_a_restore_put_back_to_pending_rebuilds_the_history(store, fake_openai):
     scope_id = group(store)
     add(store, scope_id, "First fact.")
-    fake_openai.reply("v1 text")
+    fake_openai.reply("v1 text: First fact.")
     consolidate(store, scope_id)
     secret = add(store, scope_id, "Gene kiteboards in Zanzibar.")
-    fake_openai.reply("v2 text: Zanzibar")
+    fake_openai.reply("v2 text: Gene kiteboards in Zanzibar.")
     consolidate(store, scope_id)
     scope = scope_get(store=store, scope_id=scope_id)
     consolidation_restore(store=store, scope=scope, version=1, actor="t")
@@ -140,7 +140,7 @@ def test_deleting_what_a_restore_put_back_to_pending_rebuilds_the_history(store,
     run_job(store=store, job_id=jobs[0].id, work=lambda r: rebuild_run(store=store, run=r))
     scope = scope_get(store=store, scope_id=scope_id)
     # v1 plus nothing else left to fold: v1's text again as v4, without a model call.
-    assert (scope.consolidation_version, scope.consolidation) == (4, "v1 text")
+    assert (scope.consolidation_version, scope.consolidation) == (4, "v1 text: First fact.")
     assert not scope.needs_rebuild and len(fake_openai.chat_requests) == calls
     assert "Zanzibar" not in store.consolidations.get(ObjectId(scope_id), 2).text
     assert scope.pending_observation_ids == []
@@ -167,7 +167,7 @@ def test_a_hand_edit_must_not_be_empty_nor_over_the_word_limit(store):
 
 def test_a_model_answer_over_the_limit_is_retried_once_then_cut_at_a_sentence(store, fake_openai):
     scope_id = group(store, consolidation_max_words=50)
-    add(store, scope_id, "Something to fold.")
+    add(store, scope_id, "This sentence has six words.")
     long = "This sentence has exactly six words. " * 10  # 60 words
     fake_openai.reply(long).reply(long)
     run = consolidate(store, scope_id)
@@ -183,7 +183,7 @@ def test_a_model_answer_over_the_limit_is_retried_once_then_cut_at_a_sentence(st
 
 def test_a_model_answer_that_fits_on_the_retry_is_stored_without_warning(store, fake_openai):
     scope_id = group(store, consolidation_max_words=50)
-    add(store, scope_id, "Something to fold.")
+    add(store, scope_id, "Short and fine.")
     fake_openai.reply("word " * 60).reply("Short and fine.")
     consolidate(store, scope_id)
     version = store.consolidations.get(ObjectId(scope_id), 1)

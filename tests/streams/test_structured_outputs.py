@@ -40,6 +40,27 @@ FENCED = """```json
 ```"""
 
 
+STEPS = {
+    "observations": [
+        {
+            "content": "Gene prefers short numbered steps.",
+            "scope": "individual:u1",
+            "about": ["u1"],
+            "sources": ["m1"],
+        }
+    ]
+}
+
+
+@pytest.fixture(autouse=True)
+def _answers_with_a_fact(fake_openai: FakeOpenAI) -> None:
+    """These conversations hold facts: an empty extraction of them fails (`empty`, issue
+    39), so the default answer here names one."""
+    fake_openai.set_responder(
+        lambda request: json.dumps(STEPS) if request.task == "extraction" else "Noted."
+    )
+
+
 def form(store, session: str = "s1"):
     messages_ingest(
         store=store,
@@ -155,7 +176,7 @@ def test_the_fake_refuses_a_schema_a_strict_server_would(fake_openai: FakeOpenAI
 def test_each_task_has_its_own_timeout(store, fake_openai: FakeOpenAI, settings):
     settings.MEMORY_LLM_TIMEOUT_SECONDS = 2
     settings.MEMORY_LLM_TASK_TIMEOUTS = {"extraction": 0.2}
-    fake_openai.delay(1, then='{"observations": []}', times=3)
+    fake_openai.delay(1, then=json.dumps(STEPS), times=3)
     with pytest.raises(LLMError, match=r"timed out after 0.2 s"):
         form(store)
     assert get_llm_provider().timeout_for("consolidation") == 2

@@ -527,6 +527,11 @@ class JobIdOut(Schema):
 # -- consolidations ----------------------------------------------------------------------
 
 
+class FidelityOut(Schema):
+    unstated_observation_ids: list[str]
+    dropped_sentences: list[str]
+
+
 class ConsolidationVersionOut(Schema):
     version: int
     text: str
@@ -542,6 +547,17 @@ class ConsolidationVersionOut(Schema):
     warning: str | None
     redacted: bool
     created_at: Time
+    # What the text no longer states: {"unstated_observation_ids", "dropped_sentences"}
+    # (empty lists for versions written before it was recorded).
+    fidelity: FidelityOut
+
+    @staticmethod
+    def resolve_fidelity(obj: Any) -> dict[str, list[str]]:
+        found = getattr(obj, "fidelity", None) or {}
+        return {
+            "unstated_observation_ids": list(found.get("unstated_observation_ids") or []),
+            "dropped_sentences": list(found.get("dropped_sentences") or []),
+        }
 
 
 class ConsolidationPageOut(Schema):
