@@ -9,6 +9,7 @@ from memory_admin.tasks import formation_settings
 from streams.jobs import job_get
 from streams.memory.formation import IncomingMessage, messages_ingest
 from tests.api.conftest import API
+from tests.fakes.openai_wire import one_fact_responder
 
 SESSION = f"{API}/agents/agent-1/sessions/s1"
 SCRUM = "Please remember that my scrum meeting is on 10 September."
@@ -99,8 +100,13 @@ def test_a_request_that_arrives_while_a_formation_runs_is_formed_right_after_it(
     messages before this one came: the formation's end starts the next one at once."""
     settings.MEMORY_LLM_PROVIDER = "openai"
     sent = []
+    # The second formation (the request to remember) answers its fact: an empty answer to
+    # a conversation that holds one fails as `empty` and keeps the message unformed.
+    remembered = one_fact_responder("Gene's scrum meeting is on 10 September.")
 
     def respond(request):
+        if sent:
+            return remembered(request)
         if not sent:  # during the first formation's model call (the server's thread)
             sent.append(
                 messages_ingest(
