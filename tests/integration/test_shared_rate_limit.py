@@ -70,17 +70,26 @@ def test_three_workers_share_one_limit_through_redis(embedded_mongo, tmp_path):
     assert statuses.count(429) == 30 - LIMIT, statuses
 
 
-def test_a_cache_that_cannot_be_reached_lets_requests_through(settings, monkeypatch, caplog):
+def test_a_cache_that_cannot_be_reached_counts_per_process_never_unlimited(
+    settings, monkeypatch, caplog
+):
+    """Fail closed (issue 44): with the shared cache down the same limit is counted by
+    this process, so the second request of a limit of 1 is refused, not let through."""
     from memory_admin.api import ratelimit
 
     def down(*args, **kwargs):
         raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     settings.MEMORY_API_RATE_LIMIT = 1
-    monkeypatch.setattr(ratelimit.cache, "add", down)
-    for _ in range(3):
-        ratelimit.check_rate("some-key")  # never RateLimited, never an error
-    assert "rate limit not checked, the cache failed" in caplog.text
+    ratelimit.reset_for_tests()
+    monkeypatch.setattr(ratelimit, "_count", down)
+    try:
+        ratelimit.check_rate("some-key")
+        with pytest.raises(ratelimit.RateLimited):
+            ratelimit.check_rate("some-key")
+        assert "rate limit counted per process, the shared cache failed" in caplog.text
+    finally:
+        ratelimit.reset_for_tests()
 
 
 def test_a_cache_url_that_is_not_redis_is_refused_at_start():

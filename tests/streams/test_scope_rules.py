@@ -23,6 +23,7 @@ from streams.memory.observation_changes import observation_delete
 from streams.memory.observations import observation_add
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
+from streams.memory.source_change import source_change_run
 from streams.search.index import search_observations
 from streams.store import MemoryStore
 from tests.task_mode import run_job
@@ -135,9 +136,13 @@ def test_deleting_what_a_restore_put_back_to_pending_rebuilds_the_history(store,
     observation_delete(
         store=store, observation=store.observations.get(ObjectId(secret.id)), follow_ups=jobs
     )
-    assert [j.kind for j in jobs] == ["rebuild"]
+    # The delete's follow-up is its `source_change` job (the outbox); it sends the rebuild.
+    assert [j.kind for j in jobs] == ["source_change"]
+    rebuilds = jobs[0].payload["rebuild_job_ids"]
+    run_job(store=store, job_id=jobs[0].id, work=lambda r: source_change_run(store=store, run=r))
+    assert len(rebuilds) == 1
     calls = len(fake_openai.chat_requests)
-    run_job(store=store, job_id=jobs[0].id, work=lambda r: rebuild_run(store=store, run=r))
+    run_job(store=store, job_id=rebuilds[0], work=lambda r: rebuild_run(store=store, run=r))
     scope = scope_get(store=store, scope_id=scope_id)
     # v1 plus nothing else left to fold: v1's text again as v4, without a model call.
     assert (scope.consolidation_version, scope.consolidation) == (4, "v1 text: First fact.")

@@ -68,6 +68,7 @@ def test_the_users_page_shows_a_deleted_observation_as_removed_without_its_text(
     assert "removed" in html
 
 
+@pytest.mark.django_db  # the delete queues its follow-up job on commit
 def test_the_session_page_never_prints_a_deleted_retrieved_observation(
     store: MemoryStore,
 ) -> None:
