@@ -154,7 +154,7 @@ class RemovalRules(MachineBase):
         assert status == 202, answer
         self.forgotten[user] = self.step
         for e in self.entries:
-            if e.owner == user and e.forgotten_at is None:
+            if (e.owner == user or user in e.about) and e.forgotten_at is None:
                 e.forgotten_at = self.step
 
     @rule(user=users)

@@ -143,9 +143,11 @@ class WriteRules(MachineBase):
         assert status == 200, answer
         if answer["matched"]:
             entry.scope_type, entry.scope_id = target, target_id
+            if entry.owner is not None and entry.rule in ("ingest_and_form", "setup"):
+                entry.about.add(entry.owner)  # a move keeps the users it is about
             if target == "individual":
                 entry.owner = user  # forgetting them removes their own scope's content
-            elif entry.rule != "ingest_and_form":
+            elif entry.rule not in ("ingest_and_form", "setup"):
                 entry.owner = None  # an API add into a shared scope is about no one
             entry.approved = False  # a move is a new write into the target
             entry.client_id = None  # its client id belongs to the scope it was added to
