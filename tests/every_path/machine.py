@@ -22,8 +22,8 @@ from tests.every_path.surfaces import collect, scope_kind
 from tests.every_path.texts import KINDS, Text, make_text
 from tests.every_path.world import GROUP_ID, GROUP_NAME, SHARD, USERS, Http, Receiver
 
-EXAMPLES = int(os.environ.get("MEMORY_EVERY_PATH_EXAMPLES", "6"))
-STEPS = int(os.environ.get("MEMORY_EVERY_PATH_STEPS", "12"))
+EXAMPLES = int(os.environ.get("MEMORY_EVERY_PATH_EXAMPLES", "10"))
+STEPS = int(os.environ.get("MEMORY_EVERY_PATH_STEPS", "20"))
 ONLY_INVARIANTS = {n for n in os.environ.get("MEMORY_EVERY_PATH_INVARIANTS", "").split(",") if n}
 ONLY_RULES = {n for n in os.environ.get("MEMORY_EVERY_PATH_RULES", "").split(",") if n}
 SCOPE_TYPES = ("individual", "group", "collective", "shard")
