@@ -114,6 +114,7 @@ def test_forget_leaves_no_copy_in_a_dropped_sentence(store: MemoryStore) -> None
 
     from streams.memory.observation_changes import observation_delete
     from streams.memory.rebuild import rebuild_run
+    from streams.memory.source_change import source_change_run
     from tests.task_mode import run_job
 
     scope, _ = scope_get_or_create(store=store, key=ScopeKey.group("a1", "g1"))
@@ -140,8 +141,12 @@ def test_forget_leaves_no_copy_in_a_dropped_sentence(store: MemoryStore) -> None
     jobs: list = []
     fresh = observation_get(store=store, observation_id=key.id)
     observation_delete(store=store, observation=fresh, follow_ups=jobs)
-    assert [job.kind for job in jobs] == ["rebuild"], jobs
-    run_job(store=store, job_id=jobs[0].id, work=lambda r: rebuild_run(store=store, run=r))
+    # The delete's follow-up is its `source_change` job (the outbox); it sends the rebuild.
+    assert [job.kind for job in jobs] == ["source_change"], jobs
+    rebuilds = jobs[0].payload["rebuild_job_ids"]
+    run_job(store=store, job_id=jobs[0].id, work=lambda r: source_change_run(store=store, run=r))
+    assert len(rebuilds) == 1
+    run_job(store=store, job_id=rebuilds[0], work=lambda r: rebuild_run(store=store, run=r))
 
     left = json.dumps(
         list(store.db["memory_consolidations"].find({"scope_id": ObjectId(scope.id)}).limit(10)),
