@@ -3,7 +3,6 @@ loopback port), against the live server; the key's permissions apply to every to
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -23,6 +22,7 @@ from memory_admin_client import MemoryClient
 
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore
+from tests.clients import aio
 from tests.clients.conftest import AGENT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ def test_stdio_tools_reach_memory_through_the_api(live_server: Any, api_key: str
                 "both": both,
             }
 
-    seen = asyncio.run(scenario())
+    seen = aio.run(scenario())
     assert seen["tools"] == TOOLS
     assert seen["remembered"][0] is False and "Remembered as observation" in seen["remembered"][1]
     assert seen["found"] == (False, seen["found"][1])
@@ -126,7 +126,7 @@ def test_a_key_without_the_permission_is_refused_with_the_reason(
             )
             return forget, remember, search
 
-    forget, remember, search = asyncio.run(scenario())
+    forget, remember, search = aio.run(scenario())
     for refused in (forget, remember):
         assert refused[0] is True
         assert "permission_denied: this API key lacks the 'write' permission" in refused[1]
@@ -218,7 +218,7 @@ def test_streamable_http_uses_each_callers_key(
             seen = [t.uri_template for t in templates]
             return tools, added, found, seen, read, personal, stranger
 
-    tools, added, found, templates, read, personal, stranger = asyncio.run(as_key(writer))
+    tools, added, found, templates, read, personal, stranger = aio.run(as_key(writer))
     assert personal[0] is False and f"in scope {own.id}" in personal[1]
     assert stranger[0] is True and "not_found: user u-new has no memory" in stranger[1]
     assert tools == TOOLS and added[0] is False and "Coffee at 10" in found[1]
@@ -226,7 +226,7 @@ def test_streamable_http_uses_each_callers_key(
     (page,) = read.contents
     assert page.mime_type == "text/markdown" and "- Gene takes the train to work" in page.text
     assert "- Gene likes jazz" in page.text
-    _, refused, readable, *_ = asyncio.run(as_key(reader))
+    _, refused, readable, *_ = aio.run(as_key(reader))
 
     async def stranger() -> tuple[tuple[bool, str], str]:
         http = httpx2.AsyncClient(headers={"Authorization": "Bearer mem_not_a_key"}, timeout=30)
@@ -236,7 +236,7 @@ def test_streamable_http_uses_each_callers_key(
                 await client.read_resource(f"memory://agents/{AGENT}/users/u-gene")
             return searched, str(unread.value)
 
-    searched, unread = asyncio.run(stranger())
+    searched, unread = aio.run(stranger())
     assert searched[0] is True and "unauthorized:" in searched[1]
     assert "unauthorized:" in unread
     assert refused[0] is True and "permission_denied:" in refused[1]

@@ -3,7 +3,6 @@ typed answers, pagination, the envelope as exceptions, safe retries, Retry-After
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 import socket
@@ -30,6 +29,7 @@ from memory_admin_client import (
 )
 from memory_admin_client.models import Observation, Scope
 
+from tests.clients import aio
 from tests.clients.conftest import AGENT, AsyncDropAfterSend, DropAfterSend
 
 
@@ -191,7 +191,7 @@ def test_the_async_client_has_every_operation_and_retries_the_same_way(
                 code = error.code
             return ids, adds, kept.id, code
 
-    ids, adds, kept_id, code = asyncio.run(scenario())
+    ids, adds, kept_id, code = aio.run(scenario())
     assert ids == [kept_id] and adds[0]["client_id"] == adds[1]["client_id"]
     assert code == "not_found"
 

@@ -25,10 +25,12 @@ from streams.memory.formation import FormationSettings, IncomingMessage
 from streams.records.audit import audit_page
 from streams.store import MemoryStore
 from tests.factories import ScopeFactory
+from tests.fakes.openai_wire import one_fact_responder
 
 pytestmark = pytest.mark.django_db  # the recovery sweep queues its tasks on commit
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = FormationSettings(max_messages=4)  # four messages make a formation due
+
 MESSAGES = [IncomingMessage(id=f"m{i}", role="user", content="I prefer tea.") for i in range(4)]
 WAIT_SECONDS = 60
 
@@ -113,6 +115,8 @@ def test_killed_between_commit_and_dispatch_leaves_all_and_the_sweep_runs_the_jo
     assert (job.kind, job.status, job.attempts) == ("formation", "queued", 0)
 
     settings.MEMORY_JOB_STALE_SECONDS = 0  # the sweep's "nobody sent it" age, reached at once
+    # The model states the fact the messages hold (an empty answer to them is refused).
+    fake_openai.set_responder(one_fact_responder("Gene prefers tea."))
     with run_tasks():
         assert retry_failed_jobs.apply().get() == 1
     ran = job_get(store=store, job_id=job.id)

@@ -18,6 +18,7 @@ from streams.jobs import job_get
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
+from tests.fakes.openai_wire import faithful_memory
 from tests.integration.workers import kill_worker, start_worker, wait_for
 from tests.services import REDIS_URL, needs_redis
 from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
@@ -47,7 +48,8 @@ def test_worker_killed_mid_consolidation_loses_nothing(
         "MEMORY_LLM_MAX_RETRIES": "0",
     }
     fake_openai.delay(30, then="never committed")  # the first worker dies while waiting here
-    fake_openai.set_responder(lambda request: "Gene likes tea.")
+    # A faithful memory of what it absorbs (an answer that states none of it is refused).
+    fake_openai.set_responder(faithful_memory)
     job = consolidation_request(
         store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="test"
     )
@@ -78,6 +80,7 @@ def test_worker_killed_mid_consolidation_loses_nothing(
         kill_worker(worker)
         client.close()
     done = scope_get(store=store, scope_id=scope.id)
-    assert done.consolidation == "Gene likes tea." and done.consolidation_version == 1
+    assert done.consolidation_version == 1 and done.consolidation
+    assert "never committed" not in done.consolidation
     assert done.pending_observation_ids == []
     assert_each_observation_pending_or_absorbed_once(store, scope.id)
