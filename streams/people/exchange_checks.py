@@ -4,13 +4,14 @@ the observations and the document, and writes)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from streams.core.documents import SCOPE_TYPES, ConsolidationVersion
 from streams.core.ids import parse_object_id
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.scopes import ScopeKey
+from streams.people.exchange_review import parse_time
 from streams.people.export import digest
 
 MAX_ID = 128
@@ -38,19 +39,8 @@ class Problems:
             self.items.append(entry)
 
 
-def iso_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or len(value) > 40:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    try:
-        return parsed.astimezone(UTC)  # one the store can hold (years 1..9999 in UTC)
-    except OverflowError:
-        return None
+# One parse of an export's times: the review fields' (`exchange_review.parse_time`).
+iso_time = parse_time
 
 
 def external_id_ok(value: Any, *, optional: bool = False) -> bool:
