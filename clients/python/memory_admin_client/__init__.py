@@ -1,7 +1,7 @@
 """memory-admin's Python client: `MemoryClient` (sync) and `AsyncMemoryClient` (async).
 
 from memory_admin_client import MemoryClient
-with MemoryClient("http://127.0.0.1:8000", api_key="mem_...") as memory:
+with MemoryClient("http://127.0.0.1:8000", api_key="mk_...") as memory:
     hits = memory.search(agent_id="a1", q="rust", user_id="u1")
 """
 
