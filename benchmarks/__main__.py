@@ -50,9 +50,11 @@ def main() -> None:
     for name in args.names:
         module = __import__(f"benchmarks.{name}", fromlist=["run"])
         if rest:
-            module.run(argv=rest)
+            code = module.run(argv=rest)
         else:
-            module.run(sizes) if sizes is not None else module.run()
+            code = module.run(sizes) if sizes is not None else module.run()
+        if isinstance(code, int) and code:  # check_real_model: 1 when something did not hold
+            raise SystemExit(code)
 
 
 if __name__ == "__main__":

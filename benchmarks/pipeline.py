@@ -101,17 +101,19 @@ class Pipeline:
         agent_id: str,
         settings: FormationSettings | None = None,
         fidelity_floor: float | None = None,
+        attempts: int = 1,
     ) -> None:
         self.store, self.llm, self.agent_id = store, llm, agent_id
         self.settings = settings or FormationSettings()
         self.fidelity_floor = fidelity_floor
+        self.attempts = attempts  # a failed job is run again, as the worker's retry does
         self.outcomes: list[JobOutcome] = []
 
     def ingest(self, session: Session) -> None:
         """Buffer the session's turns (the first speaker's request carries the others'
         messages, as a group chat does), form it, and run what follows."""
         first = session.turns[0]
-        messages_ingest(
+        ingested = messages_ingest(
             store=self.store,
             agent_id=self.agent_id,
             session_id=session.id,
@@ -131,7 +133,7 @@ class Pipeline:
             ],
             settings=self.settings,
         )
-        job = formation_request(
+        job = ingested.formation_job or formation_request(
             store=self.store, agent_id=self.agent_id, session_id=session.id, trigger="api"
         )
         self.run([job])
@@ -176,17 +178,19 @@ class Pipeline:
             work = self._work(job.kind)
             if work is None:
                 continue
-            try:
-                run = job_execute(store=self.store, job_id=job.id, llm=self.llm, work=work)
-            except Exception:  # noqa: BLE001 - a failed job is an outcome, recorded below
-                run = None
-            done = self.store.jobs.get(ObjectId(job.id))
-            if done is not None:
-                self.outcomes.append(
-                    JobOutcome(done.kind, done.status, dict(done.result or {}), done.error)
-                )
-            if run is not None:
-                queue += run.follow_ups
+            for _ in range(self.attempts):
+                try:
+                    run = job_execute(store=self.store, job_id=job.id, llm=self.llm, work=work)
+                except Exception:  # noqa: BLE001 - a failed job is an outcome, recorded below
+                    run = None
+                done = self.store.jobs.get(ObjectId(job.id))
+                if done is not None:
+                    self.outcomes.append(
+                        JobOutcome(done.kind, done.status, dict(done.result or {}), done.error)
+                    )
+                if run is not None:
+                    queue += run.follow_ups
+                    break
 
     def _work(self, kind: str) -> Callable[[JobRun], None] | None:
         store = self.store
