@@ -234,6 +234,8 @@ def run(
         print("check_real_model: set OPENAI_BASE_URL (and the model settings) first")
         return 2
     settings.MEMORY_LLM_PROVIDER = "openai"
+    # A local server (llama.cpp, Ollama, vLLM) takes any key; the client needs one.
+    settings.OPENAI_API_KEY = settings.OPENAI_API_KEY or "local"
     recorder = Recorder(get_llm_provider())
     path = LOCOMO / f"{args.conversation}.json"
     sessions = locomo_sessions(path, limit=args.sessions) + demo_sessions()
