@@ -14,7 +14,7 @@ from tests.fakes.openai_server import FakeOpenAI
 def small_timeouts(settings, fake_openai: FakeOpenAI) -> None:
     settings.MEMORY_LLM_MAX_RETRIES = 0
     settings.MEMORY_LLM_TASK_TIMEOUTS = dict.fromkeys(
-        ("extraction", "consolidation", "propagation"), 0.2
+        ("extraction", "consolidation", "propagation"), 0.5
     )
 
 

@@ -172,6 +172,7 @@ def _record(
             store.usage.increment(
                 agent_id=job.agent_id, day=day, dim="model", key=model, counts=flagged
             )
+    _count_outcomes_per_task(store, job, day, results, outcomes)
     total = {k: v for k, v in total.items() if v}
     store.usage.increment(agent_id=job.agent_id, day=day, dim="agent", key="", counts=total)
     version = result.get("prompt_version")
@@ -196,6 +197,25 @@ def _record(
 
 READINGS = {"repaired": "repairs", "unreadable": "parse_failures"}
 FAILURES = {"cut": "cut", "timeout": "timeouts", "error": "errors"}
+
+
+TASK_OF_KIND = {"formation": "extraction"}  # a job kind's model task, where they differ
+PER_TASK = ("refused", "empty", "dropped", "contradictions_rejected")
+
+
+def _count_outcomes_per_task(
+    store: MemoryStore, job: Job, day: str, results: list[LLMResult], outcomes: dict[str, int]
+) -> None:
+    """What the checks made of the answers, per model and task too (key "<model> <task>"),
+    beside the calls, repairs and parse failures `_count_reading` counts there."""
+    counts = {k: v for k, v in outcomes.items() if k in PER_TASK}
+    if not counts:
+        return
+    task = TASK_OF_KIND.get(job.kind, job.kind)
+    for model in dict.fromkeys(a.model or "?" for a in results):
+        store.usage.increment(
+            agent_id=job.agent_id, day=day, dim="model_task", key=f"{model} {task}", counts=counts
+        )
 
 
 def _count_reading(store: MemoryStore, job: Job, day: str, answer: LLMResult) -> None:

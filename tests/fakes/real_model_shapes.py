@@ -41,7 +41,7 @@ from tests.fakes.openai_wire import (
 Task = Literal["extraction", "consolidation", "propagation", "contradiction"]
 Answer = Callable[[RecordedRequest, "str | None"], "str | Behaviour"]
 SLOW_SECONDS = 2.0  # past the small per-task timeouts the tests set, cut short by reset()
-LOOP_REPEATS = 3000  # far past any max_tokens the request builders ask for
+CHARS_PER_TOKEN = 4  # as the fake counts tokens (`openai_wire.estimate_tokens`)
 TASK_LIST = [line for line in CONSOLIDATION.splitlines() if line.startswith("- ")]
 
 
@@ -109,7 +109,14 @@ def extraction_prose(request: RecordedRequest, label: str | None = None) -> str:
 def extraction_loop(request: RecordedRequest, label: str | None = None) -> str:
     """A model that repeats one item until the server stops it at `max_tokens`."""
     one = json.dumps(_item(request, _target_label(request, label)))
-    return '{"observations": [' + ", ".join([one] * LOOP_REPEATS) + "]}"
+    return '{"observations": [' + ", ".join([one] * _repeats(request, one)) + "]}"
+
+
+def _repeats(request: RecordedRequest, part: str) -> int:
+    """How often a looping model repeats `part` to run past the request's `max_tokens`
+    (the fake then cuts it there), and no further: a small answer stays fast to serve."""
+    limit = (request.body or {}).get("max_tokens") or 4096
+    return limit * CHARS_PER_TOKEN // max(1, len(part)) + 2
 
 
 def _slow(then: Answer) -> Answer:
@@ -155,7 +162,7 @@ def consolidation_faithful(request: RecordedRequest, label: str | None = None) -
 
 
 def consolidation_loop(request: RecordedRequest, label: str | None = None) -> str:
-    return faithful_memory(request) + " And so on." * LOOP_REPEATS
+    return faithful_memory(request) + " And so on." * _repeats(request, " And so on.")
 
 
 def contradiction_bogus_pair(request: RecordedRequest, label: str | None = None) -> str:
@@ -187,7 +194,7 @@ def propagation_loop(request: RecordedRequest, label: str | None = None) -> str:
     target = parts.targets[0] if parts and parts.targets else "collective"
     text = parts.observations[0] if parts and parts.observations else "A fact."
     one = json.dumps({"content": text, "scope": target, "supports": None})
-    return '{"observations": [' + ", ".join([one] * LOOP_REPEATS) + "]}"
+    return '{"observations": [' + ", ".join([one] * _repeats(request, one)) + "]}"
 
 
 JSON_OBJECT_ONLY = ("json_schema",)

@@ -57,11 +57,12 @@ FAILING = {"empty", "cut", "timeout"}
 
 @pytest.fixture(autouse=True)
 def _small_timeouts(settings, fake_openai: FakeOpenAI) -> None:
-    """The slow shapes wait 2 s; the tasks here time out at 0.2 s, with no client retry."""
+    """The slow shapes wait 2 s; the tasks here time out at 0.5 s (room for a loaded
+    machine to serve the others), with no client retry."""
     settings.MEMORY_LLM_MAX_RETRIES = 0
-    settings.MEMORY_LLM_TASK_TIMEOUTS = dict.fromkeys(("extraction", "consolidation"), 0.2) | {
-        "propagation": 0.2
-    }
+    settings.MEMORY_LLM_TASK_TIMEOUTS = dict.fromkeys(
+        ("extraction", "consolidation", "propagation"), 0.5
+    )
 
 
 def _day_counts(store: MemoryStore, dim: str, key: str) -> dict:
@@ -122,6 +123,7 @@ def test_an_extraction_shape_stores_nothing_bad_loses_nothing_and_is_counted(
         counts = _task_counts(store, fake_openai, "extraction")
         if expect == "empty":
             assert _day_counts(store, "prompt", "formation v0")["empty"] == 1
+            assert counts["empty"] == 1  # per model and task too
         else:
             assert counts[{"cut": "cut", "timeout": "timeouts"}[expect]] == 1
         # Kept for later: once the model answers, the same messages form.
@@ -151,10 +153,13 @@ def _consolidate(store: MemoryStore, scope_id: str):
 
 
 CONSOLIDATION_SHAPES = [s.name for s in shapes_of("consolidation")]
+# tests/streams/test_answer_checks.py plays log_lines, echo, bare and one_fact in each
+# scope type already; here the rest, and all of them in turn below.
+NEW_CONSOLIDATION_SHAPES = ["consolidation.invented", "consolidation.loop", "consolidation.slow"]
 
 
 @pytest.mark.parametrize("kind", list(KEYS))
-@pytest.mark.parametrize("shape", CONSOLIDATION_SHAPES)
+@pytest.mark.parametrize("shape", NEW_CONSOLIDATION_SHAPES)
 def test_a_consolidation_shape_is_not_committed_pending_stays_and_is_counted(
     store: MemoryStore, fake_openai: FakeOpenAI, shape: str, kind: str
 ) -> None:
@@ -176,6 +181,7 @@ def test_a_consolidation_shape_is_not_committed_pending_stays_and_is_counted(
         assert counts[{"cut": "cut", "timeout": "timeouts"}[expect]] == 1
     else:
         assert _day_counts(store, "prompt", "consolidation v0")["refused"] == 1
+        assert _task_counts(store, fake_openai, "consolidation")["refused"] == 1
         [job] = [j for j in store.jobs.page(status=None, agent_id=AGENT, before=None, limit=5)]
         assert job.result["refused"] == expect
     # Retried, then kept: a faithful answer folds every pending observation.
@@ -201,6 +207,7 @@ def test_a_bogus_contradiction_pair_is_rejected_and_counted(
     for oid in version.absorbed_observation_ids:
         assert not observation_get(store=store, observation_id=oid).contradicts
     assert _day_counts(store, "prompt", "consolidation v0")["contradictions_rejected"] == 1
+    assert _task_counts(store, fake_openai, "consolidation")["contradictions_rejected"] == 1
 
 
 SHARED_FACT = "The Eden Team changes its on-call rotation every Wednesday."
@@ -250,9 +257,11 @@ def test_a_propagation_shape_copies_nothing_keeps_the_source_and_is_counted(
         if expect == "empty":
             assert result["outcome"] == "empty"
             assert _day_counts(store, "prompt", "propagation")["empty"] == 1
+            assert _task_counts(store, fake_openai, "propagation")["empty"] == 1
         else:
             assert result["dropped"] == 1
             assert _day_counts(store, "prompt", "propagation")["dropped"] == 1
+            assert _task_counts(store, fake_openai, "propagation")["dropped"] == 1
     assert _stored(store, target) == []  # nothing half-copied
     [kept] = observation_list(store=store, scope=scope_get(store=store, scope_id=scope.id)).items
     assert kept.content == SHARED_FACT and kept.status == "consolidated"
@@ -279,3 +288,7 @@ def test_the_mode_plays_every_recorded_shape_of_a_task_in_turn(
             _consolidate(store, scope_id)
     assert responder.played == CONSOLIDATION_SHAPES
     assert scope_get(store=store, scope_id=scope_id).consolidation_version == 0
+    refused = _day_counts(store, "prompt", "consolidation v0")["refused"]
+    model = fake_openai.chat_requests[-1].body["model"]
+    failed = _day_counts(store, "model_task", f"{model} consolidation")
+    assert (refused, failed["cut"], failed["timeouts"]) == (5, 1, 1)  # every one counted
