@@ -34,12 +34,15 @@ def _check(store: MemoryStore, memory_db: str, capsys) -> tuple[int, str]:
 def test_against_real_model_shapes_the_report_says_what_was_refused_and_that_it_held(
     store: MemoryStore, memory_db: str, fake_openai: FakeOpenAI, small_timeouts, capsys
 ) -> None:
-    fake_openai.real_model_shapes()  # every recorded shape, per task, in turn
+    # Every recorded shape, per task, in turn, from a server that refuses temperature too.
+    fake_openai.real_model_shapes(refuse=("temperature",))
 
     code, out = _check(store, memory_db, capsys)
 
     assert code == 0, out
-    assert "negotiated: response_format text" in out  # the server refused both JSON modes
+    # The server refused both JSON modes and temperature: taken once, said, and kept.
+    assert "negotiated: response_format text, temperature refused, not sent" in out
+    assert "refused temperature" in out
     assert "refused response_format json_schema" in out  # ... and the warning says so
     assert "formation: empty (offline rules find facts)" in out
     assert "consolidation: refused (log_lines)" in out

@@ -221,14 +221,16 @@ class FakeOpenAI:
         task: str | None = None,
         shapes: list[str] | None = None,
         label: str | None = None,
+        refuse: tuple[str, ...] = (),
     ) -> ShapesResponder:
         """Answer like the real small models did (`tests/fakes/real_model_shapes.py`): each
         task's recorded shapes in turn (only `task`'s, or exactly `shapes`), as the server
         that gave them (one without json_schema refuses it). `label` is the scope label
-        the extraction shapes write (default: the first speaker's). Until `reset`."""
+        the extraction shapes write (default: the first speaker's); `refuse` adds what
+        else the server lacks (`"temperature"`, as some servers do). Until `reset`."""
         names, refused = shapes_plan(task=task, shapes=shapes)
         responder = ShapesResponder(names, label=label)
-        self.refuse(*refused)
+        self.refuse(*refused, *refuse)
         self.set_responder(responder)
         return responder
 
