@@ -11,7 +11,7 @@ UV_VERSION := 0.13.8
 UV := $(VENV)/bin/uv
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench every-path stop-store clean screenshots mem0-venv
+.PHONY: help install run test lint format bench every-path check-real-model stop-store clean screenshots mem0-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -48,6 +48,9 @@ every-path: install ## The every-path state machine, longer than CI (EXAMPLES=40
 
 bench: install ## Run the benchmarks and print their tables
 	$(PY) -m benchmarks
+
+check-real-model: install ## What holds against the model server of OPENAI_BASE_URL (docs/real-model.md)
+	$(PY) -m benchmarks check_real_model $(ARGS)
 
 # mem0's own environment for `python -m benchmarks versus_mem0` (never used by the app or CI).
 # torch==2.13.0 first: on the project's machines pip takes its CPU wheel from local disk

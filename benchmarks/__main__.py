@@ -3,7 +3,8 @@
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
 legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
 context_log, detectors, bulk, single_add, versus_mem0, scope_lists, store_floor,
-detector_table, fidelity (the last six run only when named).
+detector_table, fidelity, end_to_end, check_real_model (the last eight run only when named;
+the last two take options of their own, `--help` after the name lists them).
 """
 
 from __future__ import annotations
@@ -41,13 +42,19 @@ def main() -> None:
         ],
     )
     parser.add_argument("--sizes", help="comma-separated observation counts, e.g. 1000,100000")
-    args = parser.parse_args()
+    # A benchmark's own options (`end_to_end --sessions 2`) go to its `run(argv=...)`.
+    args, rest = parser.parse_known_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memory_admin.settings")
     django.setup()
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else None
     for name in args.names:
         module = __import__(f"benchmarks.{name}", fromlist=["run"])
-        module.run(sizes) if sizes is not None else module.run()
+        if rest:
+            code = module.run(argv=rest)
+        else:
+            code = module.run(sizes) if sizes is not None else module.run()
+        if isinstance(code, int) and code:  # check_real_model: 1 when something did not hold
+            raise SystemExit(code)
 
 
 if __name__ == "__main__":

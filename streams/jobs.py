@@ -19,8 +19,8 @@ from streams.core.documents import Job, JobKind, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import parse_object_id, require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
-from streams.llm.json_answer import json_read_noted
-from streams.llm.port import LLMProvider, LLMRequest, LLMResult
+from streams.llm.json_answer import failed_call, json_read_noted
+from streams.llm.port import LLMError, LLMProvider, LLMRequest, LLMResult
 from streams.records.usage import usage_record
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
@@ -55,7 +55,14 @@ class CountingLLM:
 
     def complete(self, request: LLMRequest) -> LLMResult:
         self.calls += 1
-        result = json_read_noted(request, self.provider.complete(request))
+        try:
+            answer = self.provider.complete(request)
+        except LLMError as exc:
+            # A call that timed out or was cut at max_tokens is counted per model and
+            # task too (`cut`, `timeouts`): it is a way a real model fails.
+            self.results.append(failed_call(request, exc, provider=self.provider))
+            raise
+        result = json_read_noted(request, answer)
         self.results.append(result)
         return result
 

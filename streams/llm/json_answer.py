@@ -63,3 +63,20 @@ def json_read_noted(request: LLMRequest, result: LLMResult) -> LLMResult:
         except LLMError:
             extra["json"] = "unreadable"
     return replace(result, extra=extra)
+
+
+def failed_call(request: LLMRequest, error: LLMError, *, provider: object) -> LLMResult:
+    """A call that brought no answer, as a result with no text: its task, the model asked
+    (when the provider says), and why (`failure`: "cut" at max_tokens, "timeout", or
+    "error"), for the usage counters."""
+    message = str(error)
+    failure = (
+        "cut"
+        if "cut at max_tokens" in message
+        else "timeout"
+        if "timed out" in message
+        else "error"
+    )
+    model_for = getattr(provider, "model_for", None)
+    model = model_for(request) if callable(model_for) else getattr(provider, "name", "?")
+    return LLMResult(text="", model=str(model), extra={"task": request.task, "failure": failure})

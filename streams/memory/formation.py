@@ -264,17 +264,21 @@ def _form(
     items, dropped = parse_extraction_items(
         answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
     )
-    if not items and not dropped and (expected := extraction_expected(plan.context)):
+    if not items and (expected := extraction_expected(plan.context)):
+        # Nothing usable (no item, or only items the parser dropped: a copied list of
+        # choices as the label) where the offline rules find facts: not a success.
         run.result = {
             "messages": len(messages),
             "observations": 0,
+            "dropped": dropped,
             "outcome": "empty",
             "offline_found": expected,
             "model": answer.model,
             "prompt_version": plan.resolved.template.version or 0,
         }
+        what = f"only {dropped} unusable item(s)" if dropped else "no observations"
         raise EmptyExtraction(
-            f"the extraction answered no observations where the offline rules find "
+            f"the extraction answered {what} where the offline rules find "
             f"{expected}; the messages stay unformed for a retry"
         )
     now = utcnow()

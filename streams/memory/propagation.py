@@ -115,9 +115,11 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
     copies = propagation_copies(answer.text, source=source, plan=plan)
     outcome = _store_copies(store, source, copies, job_id=job.id)
     created = outcome.created
+    answered = _answered_items(answer.text)
     run.result = {
         "copied": created,
         "offered": len(plan.offered),
+        "dropped": max(0, answered - len(copies)),
         "model": answer.model,
         "blocked": sum(outcome.blocked.values()),
         "blocked_by": dict(sorted(outcome.blocked.items())),
@@ -126,12 +128,20 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
         "supported": outcome.supported,
         "promoted": outcome.promoted,
     }
+    if not answered and plan.offered:
+        run.result["outcome"] = "empty"  # a valid answer, but counted (issue 39)
     for key in {key for key, _ in copies}:
         scope = store.scopes.find_by_identity(**key.identity())
         if scope is not None:
             follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="propagation")
             if follow_up is not None:
                 run.follow_ups.append(follow_up)
+
+
+def _answered_items(text: str) -> int:
+    """How many items the (already read) propagation answer holds."""
+    items = read_json_answer(text, what="propagation").value.get("observations")
+    return len(items) if isinstance(items, list) else 0
 
 
 def _targets(source: Scope) -> list[tuple[str, tuple[ScopeKey, str | None]]]:

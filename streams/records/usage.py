@@ -120,13 +120,15 @@ def usage_record(
 def answer_outcomes(result: dict[str, Any]) -> dict[str, int]:
     """What a job's result says of its model answers, as counters: `refused` (a
     consolidation answer the checks kept out), `empty` (an extraction that found nothing
-    where the offline rules find facts), `contradictions_rejected`, and the fidelity
+    where the offline rules find facts; a propagation that shared nothing of what it was
+    offered), `dropped` (answer items the parser refused: an unknown label, an invented
+    text), `contradictions_rejected`, and the fidelity
     counts (`fidelity_weighed` observations, `fidelity_unstated` of them) from which
     Usage shows a fidelity rate per prompt version."""
     counts: dict[str, int] = {}
     if result.get("outcome") in ("refused", "empty"):
         counts[result["outcome"]] = 1
-    for name in ("contradictions_rejected", "fidelity_weighed", "fidelity_unstated"):
+    for name in ("contradictions_rejected", "dropped", "fidelity_weighed", "fidelity_unstated"):
         value = result.get(name)
         if isinstance(value, int) and value > 0:
             counts[name] = value
@@ -170,6 +172,7 @@ def _record(
             store.usage.increment(
                 agent_id=job.agent_id, day=day, dim="model", key=model, counts=flagged
             )
+    _count_outcomes_per_task(store, job, day, results, outcomes)
     total = {k: v for k, v in total.items() if v}
     store.usage.increment(agent_id=job.agent_id, day=day, dim="agent", key="", counts=total)
     version = result.get("prompt_version")
@@ -193,16 +196,40 @@ def _record(
 
 
 READINGS = {"repaired": "repairs", "unreadable": "parse_failures"}
+FAILURES = {"cut": "cut", "timeout": "timeouts", "error": "errors"}
+
+
+TASK_OF_KIND = {"formation": "extraction"}  # a job kind's model task, where they differ
+PER_TASK = ("refused", "empty", "dropped", "contradictions_rejected")
+
+
+def _count_outcomes_per_task(
+    store: MemoryStore, job: Job, day: str, results: list[LLMResult], outcomes: dict[str, int]
+) -> None:
+    """What the checks made of the answers, per model and task too (key "<model> <task>"),
+    beside the calls, repairs and parse failures `_count_reading` counts there."""
+    counts = {k: v for k, v in outcomes.items() if k in PER_TASK}
+    if not counts:
+        return
+    task = TASK_OF_KIND.get(job.kind, job.kind)
+    for model in dict.fromkeys(a.model or "?" for a in results):
+        store.usage.increment(
+            agent_id=job.agent_id, day=day, dim="model_task", key=f"{model} {task}", counts=counts
+        )
 
 
 def _count_reading(store: MemoryStore, job: Job, day: str, answer: LLMResult) -> None:
-    """Per model and task (key "<model> <task>"): calls, and the JSON answers that needed
-    fences or prose taken off (`repairs`) or could not be read (`parse_failures`)."""
+    """Per model and task (key "<model> <task>"): calls, the JSON answers that needed
+    fences or prose taken off (`repairs`) or could not be read (`parse_failures`), and
+    the calls that brought no answer (`cut` at max_tokens, `timeouts`, other `errors`)."""
     task = answer.extra.get("task") or job.kind
     counts = {"calls": 1}
     reading = READINGS.get(str(answer.extra.get("json")))
     if reading:
         counts[reading] = 1
+    failure = FAILURES.get(str(answer.extra.get("failure")))
+    if failure:
+        counts[failure] = 1
     key = f"{answer.model or '?'} {task}"
     store.usage.increment(agent_id=job.agent_id, day=day, dim="model_task", key=key, counts=counts)
 

@@ -45,6 +45,7 @@ from tests.fakes.openai_wire import (
     propagation_prompt,
     propagation_responder,
 )
+from tests.fakes.real_model_shapes import ShapesResponder, shapes_plan
 
 __all__ = [
     "Behaviour",
@@ -214,6 +215,25 @@ class FakeOpenAI:
             self._refused |= set(what)
         return self
 
+    def real_model_shapes(
+        self,
+        *,
+        task: str | None = None,
+        shapes: list[str] | None = None,
+        label: str | None = None,
+        refuse: tuple[str, ...] = (),
+    ) -> ShapesResponder:
+        """Answer like the real small models did (`tests/fakes/real_model_shapes.py`): each
+        task's recorded shapes in turn (only `task`'s, or exactly `shapes`), as the server
+        that gave them (one without json_schema refuses it). `label` is the scope label
+        the extraction shapes write (default: the first speaker's); `refuse` adds what
+        else the server lacks (`"temperature"`, as some servers do). Until `reset`."""
+        names, refused = shapes_plan(task=task, shapes=shapes)
+        responder = ShapesResponder(names, label=label)
+        self.refuse(*refused, *refuse)
+        self.set_responder(responder)
+        return responder
+
     def set_responder(self, responder: Responder) -> FakeOpenAI:
         """Set what unscripted chat requests answer, until the next `reset`."""
         with self._lock:
@@ -263,6 +283,9 @@ class FakeOpenAI:
                 except Exception as exc:  # a broken responder is a test bug: say so, no retry
                     error = wire.error_body(500, f"fake responder raised {exc!r}")
                     _send(handler, 500, error, {"x-should-retry": "false"})
+                    return
+                if not isinstance(text, str):  # a responder may answer with a behaviour
+                    self._perform(handler, recorded, text, responder, wake)
                     return
                 if _refused_sources(handler, recorded, text):
                     return

@@ -122,7 +122,7 @@ class Stream:
 
 
 Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection | Stream
-Responder = Callable[[RecordedRequest], str]
+Responder = Callable[[RecordedRequest], "str | Behaviour"]
 
 
 CONVERSATION_LINE = re.compile(r"^\[([^\]\s]+)\] ([^:\n]+): (.*)$")
