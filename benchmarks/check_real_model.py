@@ -96,7 +96,6 @@ class Recorder:
 
     def complete(self, request: LLMRequest) -> LLMResult:
         started = time.monotonic()
-        timeout = float(getattr(self.inner, "timeout_for", lambda _: 0.0)(request.task))
         try:
             result = self.inner.complete(request)
         except LLMError as exc:
@@ -108,27 +107,19 @@ class Recorder:
                 if "timed out" in message
                 else "error"
             )
-            self.calls.append(
-                Call(
-                    request.task,
-                    self._sent(request),
-                    time.monotonic() - started,
-                    timeout,
-                    0,
-                    failure,
-                )
-            )
+            self._record(request, started, 0, failure)
             raise
-        self.calls.append(
-            Call(
-                request.task,
-                self._sent(request),
-                time.monotonic() - started,
-                timeout,
-                result.completion_tokens,
-            )
-        )
+        self._record(request, started, result.completion_tokens)
         return result
+
+    def _record(
+        self, request: LLMRequest, started: float, tokens: int, failure: str | None = None
+    ) -> None:
+        timeout = float(getattr(self.inner, "timeout_for", lambda _: 0.0)(request.task))
+        elapsed = time.monotonic() - started
+        self.calls.append(
+            Call(request.task, self._sent(request), elapsed, timeout, tokens, failure)
+        )
 
     def _sent(self, request: LLMRequest) -> dict[str, Any]:
         options = getattr(self.inner, "options_for", None)
