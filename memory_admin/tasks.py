@@ -66,7 +66,7 @@ def enqueue(job: Job) -> None:
     if inprocess.enabled():
         transaction.on_commit(lambda: inprocess.submit(task, job.id))
     else:
-        transaction.on_commit(lambda: task.delay(job.id))
+        transaction.on_commit(lambda: _send(task, job))
 
 
 def dispatch_now(job: Job) -> None:
@@ -76,7 +76,24 @@ def dispatch_now(job: Job) -> None:
     if inprocess.enabled():
         inprocess.submit(task, job.id)
     else:
+        _send(task, job)
+
+
+def _send(task, job: Job) -> None:
+    """Hand a committed job to the broker. A broker that cannot be reached (Redis down)
+    does not fail the caller's request, whose write has committed: the job document
+    stays `queued`, and `retry_failed_jobs` re-dispatches it once it is older than
+    MEMORY_JOB_STALE_SECONDS (the multi-host rehearsal answered 500 here)."""
+    try:
         task.delay(job.id)
+    except Exception as exc:  # kombu's OperationalError, or any transport error
+        logger.warning(
+            "job %s (%s) committed but not sent to the broker, left queued for the "
+            "recovery sweep: %s",
+            job.id,
+            job.kind,
+            exc,
+        )
 
 
 def enqueue_all(jobs: list[Job]) -> None:
