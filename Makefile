@@ -11,7 +11,7 @@ UV_VERSION := 0.13.8
 UV := $(VENV)/bin/uv
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench every-path check-real-model stop-store clean screenshots mem0-venv
+.PHONY: help install run test lint format bench every-path rehearsal check-real-model stop-store clean screenshots mem0-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -45,6 +45,9 @@ format: install ## Apply ruff's fixes and formatting
 every-path: install ## The every-path state machine, longer than CI (EXAMPLES=40 STEPS=40)
 	MEMORY_EVERY_PATH_EXAMPLES=$${EXAMPLES:-40} MEMORY_EVERY_PATH_STEPS=$${STEPS:-40} \
 		$(PY) -m pytest tests/test_every_path.py -q -s
+
+rehearsal: install ## Multi-host rehearsal in network namespaces, hosts killed under load (root; SECONDS=120)
+	$(PY) deploy/rehearsal/rehearse.py --seconds $${SECONDS:-120} $(ARGS)
 
 bench: install ## Run the benchmarks and print their tables
 	$(PY) -m benchmarks

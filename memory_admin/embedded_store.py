@@ -206,22 +206,7 @@ def start_server(
         private_dir(storage_path)
     with open_private_append(log_path) as log:
         process = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                _SERVER_MAIN,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--storage-path",
-                str(storage_path),
-                "--sync-on-commit",
-                "--log-level",
-                "WARNING",
-                *oplog_args(),
-                *(["--auth"] if auth else []),
-            ],
+            server_argv(host="127.0.0.1", port=port, storage_path=storage_path, auth=auth),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -240,6 +225,27 @@ def start_server(
         time.sleep(0.1)
     process.kill()
     raise ImproperlyConfigured(f"the embedded store did not start within {start_timeout:.0f}s")
+
+
+def server_argv(*, host: str, port: int, storage_path: Path | str, auth: bool) -> list[str]:
+    """The command line of a store server: journaled, with the oplog and switch-interval
+    settings of `_SERVER_MAIN`. Also how deploy/rehearsal/ starts its store host."""
+    return [
+        sys.executable,
+        "-c",
+        _SERVER_MAIN,
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--storage-path",
+        str(storage_path),
+        "--sync-on-commit",
+        "--log-level",
+        "WARNING",
+        *oplog_args(),
+        *(["--auth"] if auth else []),
+    ]
 
 
 def store_port() -> int | None:
