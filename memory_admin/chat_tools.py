@@ -25,7 +25,9 @@ from django.conf import settings
 from memory_admin.chat_upstream import Upstream, forward, passed_headers, read_all
 from streams.context.chat import ChatTurn
 from streams.context.chat_tool import answer_tool_call, split_tool_calls
+from streams.core.exceptions import NotFound
 from streams.search.embeddings import SemanticRanker
+from streams.selectors import agent_get
 from streams.store import MemoryStore, StoreError
 
 logger = logging.getLogger("memory_admin.chat")
@@ -45,10 +47,10 @@ def memory_tool_on(store: MemoryStore | None, agent_id: str) -> bool:
     if store is None:
         return False
     try:
-        agent = store.agents.get(agent_id)
-    except StoreError:
+        agent = agent_get(store=store, agent_id=agent_id)
+    except (StoreError, NotFound):
         return False
-    return agent is not None and agent.memory_tool == "search_memory"
+    return agent.memory_tool == "search_memory"
 
 
 def run_tool_rounds(

@@ -18,7 +18,7 @@ from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.stores import get_store
 from streams.actions.agents import do_agent_update
 from streams.core.documents import Agent
-from streams.core.exceptions import NotFound
+from streams.selectors import agent_get
 
 MemoryTool = Literal["off", "search_memory"]
 
@@ -47,10 +47,7 @@ router = Router(tags=["agents"])
 )
 def get_agent(request: HttpRequest, agent_id: Path[ExternalId]) -> Agent:
     require_agent(request, agent_id)
-    agent = get_store().agents.get(agent_id)
-    if agent is None:
-        raise NotFound("agent not found")
-    return agent
+    return agent_get(store=get_store(), agent_id=agent_id)
 
 
 @router.patch(
