@@ -289,3 +289,60 @@ def test_patch_agent_permissions(store: MemoryStore, db: Any):
     unknown = Client().patch(f"/api/v1/agents/{AGENT}", body, content_type="application/json")
     assert unknown.status_code == 401
     assert store.agents.get(AGENT).memory_tool == "off"
+
+
+def test_the_tool_sees_only_the_groups_of_the_call_and_no_one_elses_private_items(
+    client: openai.OpenAI, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
+):
+    eden = ScopeFactory.create(store=store, agent_id=AGENT, group=True, group_id="g-eden")
+    ObservationFactory.create(store=store, scope=eden, content="Eden ships Rust on Fridays.")
+    ObservationFactory.create(
+        store=store,
+        scope=eden,
+        content="Ada's Rust salary is private.",
+        private=True,
+        related_user_ids=["u-ada"],
+    )
+    other = ScopeFactory.create(store=store, agent_id=AGENT, group=True, group_id="g-other")
+    ObservationFactory.create(store=store, scope=other, content="Other team's Rust secret plan.")
+    _tool_on(store)
+    upstream.tool_call("search_memory", json.dumps({"query": "Rust", "limit": 10})).reply("ok")
+    client.chat.completions.create(
+        model="memory-gpt", messages=QUESTION, metadata={**MEMORY, "groups": "g-eden"}
+    )
+    tool = upstream.chat_requests[1].body["messages"][-1]["content"]
+    assert "Eden ships Rust" in tool and "Gene writes firmware" in tool
+    assert "salary" not in tool and "Other team" not in tool and "Ada writes" not in tool
+    # Ada, in the same group, sees her own private item: the filter is the viewer's.
+    upstream.tool_call("search_memory", json.dumps({"query": "Rust", "limit": 10})).reply("ok")
+    ada = {"user_id": "u-ada", "session_id": "s-ada", "groups": "g-eden"}
+    client.chat.completions.create(model="memory-gpt", messages=QUESTION, metadata=ada)
+    assert "salary" in upstream.chat_requests[3].body["messages"][-1]["content"]
+
+
+def test_streaming_with_the_callers_tool_call_streams_it_back(
+    client: openai.OpenAI, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
+):
+    _tool_on(store)
+    upstream.tool_call("get_weather", json.dumps({"city": "Oslo"}))
+    stream = client.chat.completions.create(
+        model="memory-gpt", messages=QUESTION, metadata=MEMORY, tools=[WEATHER_TOOL], stream=True
+    )
+    chunks = [c for c in stream if c.choices]
+    calls = [t for c in chunks for t in (c.choices[0].delta.tool_calls or [])]
+    assert [(t.function.name, t.function.arguments) for t in calls] == [
+        ("get_weather", '{"city": "Oslo"}')
+    ]
+    assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_an_upstream_error_in_a_round_is_the_usual_error(
+    client: openai.OpenAI, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
+):
+    _tool_on(store)
+    upstream.tool_call("search_memory", SEARCH).fail(500, retry_after=None)
+    with pytest.raises(openai.APIStatusError) as raised:
+        client.chat.completions.create(model="memory-gpt", messages=QUESTION, metadata=MEMORY)
+    assert raised.value.status_code == 502
+    assert raised.value.body["code"] == "upstream_error"
+    assert _call(store)["outcome"] == "upstream_error"
