@@ -43,7 +43,7 @@ def test_an_admin_turns_the_tool_on_and_talks_in_the_playground(
     page.wait_for_selector('tr[data-agent-id="play-bot"] [role=status]')
     page.screenshot(path=str(artifacts_dir / "agents-memory-tool.png"), full_page=True)
 
-    page.click("nav.mainnav >> text=Playground")
+    page.click("nav.mainnav >> text=Chat")
     page.wait_for_url(f"{live_server.url}/playground/")
     assert page.locator("#playground-offline").is_visible()
     page.fill("#id_user", "u-gene")
