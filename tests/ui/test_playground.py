@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from streams.actions import Actor
 from streams.actions.agents import do_agent_update
-from streams.core.documents import utcnow
 from streams.records.audit import audit_page
 from streams.store import MemoryStore
 from tests.factories import ObservationFactory, ScopeFactory
@@ -173,7 +172,7 @@ def test_admins_set_the_memory_tool_on_the_agents_page(client_as, store, gene):
     )
     assert response.status_code == 200
     assert store.agents.get(AGENT).memory_tool == "search_memory"
-    assert "<option value=\"search_memory\" selected>on<" in response.content.decode()
+    assert '<option value="search_memory" selected>on<' in response.content.decode()
     [entry] = audit_page(store=store, action="agent.update").items
     assert entry.actor == "ui:admin-user"
 
@@ -189,4 +188,3 @@ def test_the_agents_setting_refuses_bad_values_unknown_agents_and_non_admins(
     missing = reverse("ui:agent_settings", args=["nobody-bot"])
     assert admin.post(missing, {"memory_tool": "off"}).status_code == 404
     assert store.agents.get(AGENT).memory_tool == "off"
-    store.agents.ensure("x", now=utcnow())
