@@ -134,6 +134,7 @@ def test_a_post_without_the_csrf_token_is_refused(make_user, store, gene):
     ("fields", "says"),
     [
         ({"agent": ""}, "required"),
+        ({"agent": "", "session": "s-1"}, "required"),
         ({"agent": "nobody-bot"}, "no such agent"),
         ({"user": ""}, "required"),
         ({"user": "   "}, "required"),
