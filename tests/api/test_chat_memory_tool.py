@@ -346,3 +346,16 @@ def test_an_upstream_error_in_a_round_is_the_usual_error(
     assert raised.value.status_code == 502
     assert raised.value.body["code"] == "upstream_error"
     assert _call(store)["outcome"] == "upstream_error"
+
+
+def test_with_the_tool_off_a_streamed_caller_tool_call_is_relayed_as_the_upstream_sent_it(
+    client: openai.OpenAI, upstream: FakeOpenAI, store: MemoryStore, gene: dict[str, Any]
+):
+    upstream.tool_call("get_weather", json.dumps({"city": "Oslo"}))
+    stream = client.chat.completions.create(
+        model="memory-gpt", messages=QUESTION, metadata=MEMORY, tools=[WEATHER_TOOL], stream=True
+    )
+    calls = [t for c in stream if c.choices for t in (c.choices[0].delta.tool_calls or [])]
+    assert [t.function.name for t in calls] == ["get_weather"]
+    [sent] = upstream.chat_requests
+    assert sent.body["stream"] is True and _offered(sent) == ["get_weather"]
