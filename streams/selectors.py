@@ -19,6 +19,7 @@ from streams.core.documents import (
     Observation,
     Scope,
 )
+from streams.core.exceptions import NotFound
 from streams.core.ids import parse_object_id, require_object_id
 from streams.store import MemoryStore
 
@@ -100,3 +101,11 @@ def session_messages(
     """A session's latest `limit` messages, formed or not, oldest first (the ids that
     observations cite, and who said what)."""
     return store.session_samples.latest_messages(agent_id, session_id, limit=limit)
+
+
+def agent_get(*, store: MemoryStore, agent_id: str) -> Agent:
+    """One agent by id; NotFound when the store has none of that name."""
+    agent = store.agents.get(agent_id)
+    if agent is None:
+        raise NotFound("agent not found")
+    return agent

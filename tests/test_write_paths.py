@@ -208,6 +208,19 @@ CASES = [
         ),
     ),
     Case(
+        "agent.update",
+        "agent",
+        lambda w: w.agent_id,
+        lambda c, w: c.patch(
+            f"{API}/agents/{w.agent_id}", {"memory_tool": "search_memory"}, content_type=JSON
+        ),
+        _ui(
+            "agent_settings",
+            lambda w: w.agent_id,
+            data=lambda w: {"memory_tool": "search_memory"},
+        ),
+    ),
+    Case(
         "agent.import",
         "agent",
         lambda w: w.agent_id,
@@ -307,6 +320,7 @@ def test_every_write_action_of_both_interfaces_is_covered():
         "job.retry",
         "user.forget",
         "agent.import",
+        "agent.update",
     }
     assert {c.action for c in CASES} == both
 

@@ -24,3 +24,6 @@ MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS = env_float("MEMORY_CHAT_UPSTREAM_TIMEOUT_S
 _CHAT_DEFAULT = max(1, env_int("GUNICORN_THREADS", 4) // 2)
 MEMORY_CHAT_MAX_CONCURRENT = env_int("MEMORY_CHAT_MAX_CONCURRENT", _CHAT_DEFAULT)
 MEMORY_CHAT_MAX_CONCURRENT_PER_KEY = env_int("MEMORY_CHAT_MAX_CONCURRENT_PER_KEY", _CHAT_DEFAULT)
+# The memory tool (an agent's `memory_tool: search_memory`): how many rounds of
+# `search_memory` calls the proxy answers for one chat call before it stops and says so.
+MEMORY_CHAT_TOOL_MAX_ROUNDS = env_int("MEMORY_CHAT_TOOL_MAX_ROUNDS", 3)

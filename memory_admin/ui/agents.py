@@ -16,8 +16,8 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, form_errors
 from memory_admin.ui.roles import Role, role_required
-from streams.actions.agents import do_agent_create
-from streams.core.exceptions import Conflict, InvalidInput
+from streams.actions.agents import MEMORY_TOOL_CHOICES, do_agent_create, do_agent_update
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.selectors import agents_page
 
 AGENTS_SHOWN = 200
@@ -27,13 +27,25 @@ class AgentForm(forms.Form):
     agent_id = forms.CharField(max_length=128, strip=False)
 
 
-def _context(form: AgentForm | None = None, created: str | None = None) -> dict[str, Any]:
+class AgentSettingsForm(forms.Form):
+    memory_tool = forms.ChoiceField(choices=[(c, c) for c in MEMORY_TOOL_CHOICES])
+
+
+def _context(
+    form: AgentForm | None = None,
+    created: str | None = None,
+    saved: str | None = None,
+    settings_error: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     agents = agents_page(store=get_store(), limit=AGENTS_SHOWN + 1)
     return {
         "agents": agents[:AGENTS_SHOWN],
         "more": len(agents) > AGENTS_SHOWN,
         "form": form or AgentForm(),
         "created": created,
+        "saved": saved,
+        "settings_error": settings_error,
+        "memory_tool_choices": MEMORY_TOOL_CHOICES,
     }
 
 
@@ -61,3 +73,25 @@ def agent_create(request: HttpRequest) -> HttpResponse:
         else:
             return render(request, "ui/agents.html", _context(created=agent.id))
     return render(request, "ui/agents.html", _context(form=form), status=422)
+
+
+@require_POST
+@role_required(Role.ADMIN)
+def agent_settings(request: HttpRequest, agent_id: str) -> HttpResponse:
+    """Save an agent's settings (the chat proxy's memory tool); the list again, saying so."""
+    form = AgentSettingsForm(request.POST)
+    if not form.is_valid():
+        error = (agent_id, " ".join(form.errors.get("memory_tool", ["invalid"])))
+        return render(request, "ui/agents.html", _context(settings_error=error), status=422)
+    try:
+        do_agent_update(
+            store=get_store(),
+            actor=actor(request),
+            agent_id=agent_id,
+            memory_tool=form.cleaned_data["memory_tool"],
+        )
+    except NotFound as exc:
+        return render(
+            request, "ui/agents.html", _context(settings_error=(agent_id, exc.message)), status=404
+        )
+    return render(request, "ui/agents.html", _context(saved=agent_id))

@@ -33,6 +33,7 @@ NAV_ITEMS: tuple[NavItem, ...] = (
     ),
     NavItem("Prompts", "ui:prompts", Role.VIEWER, ("ui:prompt_",)),
     NavItem("Search", "ui:search", Role.VIEWER),
+    NavItem("Chat", "ui:playground", Role.OPERATOR, ("ui:playground_",)),  # the playground
     NavItem("Review", "ui:review", Role.VIEWER),
     NavItem("Jobs", "ui:jobs", Role.VIEWER, ("ui:job_",)),
     NavItem("Users", "ui:user_audit", Role.VIEWER, ("ui:user_",)),

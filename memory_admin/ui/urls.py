@@ -14,6 +14,7 @@ from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import people as people_views
+from memory_admin.ui import playground as playground_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import review as review_views
@@ -166,4 +167,7 @@ urlpatterns = [
     path("keys/<int:key_id>/revoke/", people_views.key_revoke, name="api_key_revoke"),
     path("agents/", agent_views.agent_list, name="agents"),
     path("agents/create/", agent_views.agent_create, name="agent_create"),
+    path("agents/<str:agent_id>/settings/", agent_views.agent_settings, name="agent_settings"),
+    path("playground/", playground_views.playground, name="playground"),
+    path("playground/turn/", playground_views.playground_turn, name="playground_turn"),
 ]

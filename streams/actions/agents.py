@@ -10,7 +10,7 @@ from __future__ import annotations
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Agent, utcnow
-from streams.core.exceptions import Conflict, InvalidInput
+from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.people.user_audit import MAX_EXTERNAL_ID
 from streams.store import MemoryStore
 
@@ -40,6 +40,34 @@ def do_agent_create(*, store: MemoryStore, actor: Actor, agent_id: str) -> Agent
             raise Conflict(f"an agent {agent_id!r} exists already")
         store.agents.ensure(agent_id, now=utcnow(), session=tx.session)
         tx.audit(action="agent.create", object_type="agent", object_id=agent_id, agent_id=agent_id)
+        return store.agents.get(agent_id, session=tx.session)
+
+    return run_action(store, actor, write)
+
+
+MEMORY_TOOL_CHOICES = ("off", "search_memory")
+
+
+def do_agent_update(*, store: MemoryStore, actor: Actor, agent_id: str, memory_tool: str) -> Agent:
+    """Change an agent's settings (the chat proxy's memory tool), audited with old and new."""
+    if memory_tool not in MEMORY_TOOL_CHOICES:
+        raise InvalidInput(
+            f"memory_tool must be one of {', '.join(MEMORY_TOOL_CHOICES)}",
+            details=[{"field": "memory_tool"}],
+        )
+
+    def write(tx: ActionTx) -> Agent:
+        agent = store.agents.get(agent_id, session=tx.session)
+        if agent is None:
+            raise NotFound(f"no agent {agent_id!r}")
+        store.agents.set_memory_tool(agent_id, memory_tool, session=tx.session)
+        tx.audit(
+            action="agent.update",
+            object_type="agent",
+            object_id=agent_id,
+            agent_id=agent_id,
+            summary={"memory_tool": {"from": agent.memory_tool, "to": memory_tool}},
+        )
         return store.agents.get(agent_id, session=tx.session)
 
     return run_action(store, actor, write)

@@ -315,3 +315,6 @@ def _accessed(hit: SearchHit, *, now: datetime) -> SearchHit:
         last_accessed_at=now,
     )
     return SearchHit(observation=observation, score=hit.score, matched_terms=hit.matched_terms)
+
+
+log_context_call = _log_call  # the chat tool logs its calls as context calls too

@@ -104,6 +104,10 @@ class ChatTurn:
     memory_request: MemoryRequest | None = None
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
+    # The memory tool (`streams.context.chat_tool`): "off", "offered" (no call made),
+    # "answered" (the model called it), "rounds_exceeded" (stopped at the cap).
+    memory_tool: str = "off"
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # ToolCallRecord.as_record
 
 
 @dataclass(frozen=True)
@@ -315,6 +319,8 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
         "memory_request": _request_record(turn.memory_request),
         "context_call_id": turn.context_call_id,
         "dropped": turn.dropped,
+        "memory_tool": turn.memory_tool,
+        "tool_calls": turn.tool_calls,
         "quoted_observation_ids": turn.quotes.get("quoted_observation_ids", []),
         "quoted_versions": turn.quotes.get("quoted_versions", []),
     }

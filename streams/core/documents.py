@@ -62,11 +62,14 @@ class Agent:
     scope_seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
+    # The chat proxy offers `search_memory` as a function tool ("search_memory") or not ("off").
+    memory_tool: str = "off"
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> Agent:
         return cls(
             id=doc["_id"],
+            memory_tool=doc.get("memory_tool") or "off",
             scope_seq=doc.get("scope_seq", 0),
             scope_count=doc.get("scope_count", 0),
             observation_count=doc.get("observation_count", 0),

@@ -55,6 +55,14 @@ class AgentRepository:
         doc = self.collection.find_one({"_id": agent_id}, session=session)
         return Agent.from_mongo(doc) if doc else None
 
+    def set_memory_tool(
+        self, agent_id: str, memory_tool: str, *, session: ClientSession | None = None
+    ) -> None:
+        """The agent's chat-proxy memory tool setting (`off` or `search_memory`)."""
+        self.collection.update_one(
+            {"_id": agent_id}, {"$set": {"memory_tool": memory_tool}}, session=session
+        )
+
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
         query = {"_id": {"$gt": after or ""}}
         return [

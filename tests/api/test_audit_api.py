@@ -198,6 +198,8 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
     store.jobs.start(failed.id_oid, now=utcnow(), stale_before=utcnow())
     store.jobs.finish(failed.id_oid, status="failed", now=utcnow(), error="LLMError: down")
     step("POST", "/jobs/{job_id}/retry", f"/jobs/{failed.id}/retry", None, 202, "job.retry")
+    step("PATCH", "/agents/{agent_id}", "/agents/a1",
+         {"memory_tool": "search_memory"}, 200, "agent.update")  # fmt: skip
     step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
          None, 202, "user.forget")  # fmt: skip
 

@@ -3,6 +3,7 @@ their history, observation lists, search, context), exports, UI pages, webhook b
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -22,6 +23,24 @@ def scope_kind(scope: dict[str, Any]) -> str:
     if scope["scope_type"] == "collective" and scope.get("name"):
         return "shard"
     return scope["scope_type"]
+
+
+def memory_tool_answer(agent_id: str, user_id: str, name: str) -> str:
+    """What the chat proxy's `search_memory` tool gives the model for this user (the
+    model's call answered in process, as the proxy answers it)."""
+    from memory_admin.stores import get_store
+    from streams.context.chat import ChatMemory
+    from streams.context.chat_tool import TOOL_NAME, answer_tool_call
+
+    memory = ChatMemory(
+        user_id=user_id, session_id="every-path", user_name=name, groups=((GROUP_ID, GROUP_NAME),)
+    )
+    arguments = json.dumps({"query": "remember", "limit": 10})
+    call = {"id": "call-every-path", "function": {"name": TOOL_NAME, "arguments": arguments}}
+    message, _ = answer_tool_call(
+        store=get_store(), agent_id=agent_id, memory=memory, call=call, round_number=1
+    )
+    return message["content"]
 
 
 def deliver_webhooks(receiver: Receiver, *, step: float) -> None:
@@ -83,6 +102,7 @@ def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snap
             f"/agents/{agent_id}/search", {"q": "remember", "user_id": user_id, "limit": 50}
         )
         snap.add(f"search for {user_id}", hits)
+        snap.add(f"chat memory tool for {user_id}", memory_tool_answer(agent_id, user_id, name))
         status, export = http.read(f"/agents/{agent_id}/users/{user_id}/export", {"format": "json"})
         snap.add(f"export of {user_id}", export)
         status, page = http.page(reverse("ui:user_audit"), {"agent": agent_id, "user": user_id})

@@ -38,6 +38,7 @@ from tests.fakes.openai_wire import (
     Reply,
     Responder,
     Stream,
+    ToolCall,
     default_responder,
     embedding_vector,
     extraction_responder,
@@ -58,6 +59,7 @@ __all__ = [
     "Reply",
     "Responder",
     "Stream",
+    "ToolCall",
     "default_responder",
     "embedding_vector",
     "extraction_responder",
@@ -201,6 +203,10 @@ class FakeOpenAI:
         """Stream the parts as SSE chunks (see `Stream` for holding them on an event)."""
         return self.enqueue(Stream(parts=parts, **options) if parts else Stream(**options))
 
+    def tool_call(self, name: str, arguments: str, *more: tuple[str, str]) -> FakeOpenAI:
+        """Answer with a call of `name` (and `more` (name, arguments) calls), when offered."""
+        return self.enqueue(ToolCall(calls=((name, arguments), *more)))
+
     def malformed_body(self, body: bytes | None = None, times: int = 1) -> FakeOpenAI:
         return self.enqueue(*[MalformedBody(body) if body else MalformedBody()] * times)
 
@@ -296,6 +302,14 @@ class FakeOpenAI:
                 self._answer(handler, recorded, text, wake, dict(headers))
             case Stream():
                 _send_stream(handler, recorded.body or {}, behaviour, wake)
+            case ToolCall(calls=calls):
+                body = recorded.body or {}
+                if not {name for name, _ in calls} <= wire.offered_tools(body):
+                    self._perform(handler, recorded, None, responder, wake)  # not offered
+                elif body.get("stream"):
+                    _send_tool_stream(handler, body, calls)
+                else:
+                    _send(handler, 200, wire.tool_call_completion(body, calls))
             case Fail(status=status, message=message, retry_after=retry_after):
                 headers = (
                     {} if retry_after is None else {"retry-after-ms": f"{retry_after * 1e3:g}"}
@@ -342,6 +356,26 @@ def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) ->
         error = wire.error_body(500, f"fake answer cites ids not in the prompt: {unknown}")
         _send(handler, 500, error, {"x-should-retry": "false"})
     return bool(unknown)
+
+
+def _send_tool_stream(
+    handler: _Handler, body: dict[str, Any], calls: tuple[tuple[str, str], ...]
+) -> None:
+    """Tool calls as a streamed answer sends them: one delta per call, then `tool_calls`."""
+    completion_id = f"chatcmpl-fake{time.monotonic_ns()}"
+    handler.close_connection = True
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+    handler.send_header("Connection", "close")
+    handler.end_headers()
+    first = {"role": "assistant", "content": None}
+    handler.wfile.write(wire.sse_event(wire.chat_chunk(body, completion_id, first, None)))
+    for index, call in enumerate(wire.tool_calls(calls)):
+        delta = {"tool_calls": [{"index": index, **call}]}
+        handler.wfile.write(wire.sse_event(wire.chat_chunk(body, completion_id, delta, None)))
+    done = wire.chat_chunk(body, completion_id, {}, "tool_calls")
+    handler.wfile.write(wire.sse_event(done) + wire.sse_event("[DONE]"))
+    handler.wfile.flush()
 
 
 def _send_stream(

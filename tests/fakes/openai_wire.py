@@ -121,7 +121,19 @@ class Stream:
     finished: threading.Event | None = None
 
 
-Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection | Stream
+@dataclass(frozen=True)
+class ToolCall:
+    """Answer with tool calls (`calls`: (name, arguments JSON text) pairs), as a model does.
+
+    Strict, as a real model is: only when the request offers every named function in its
+    `tools`; otherwise the responder's text answers (a model cannot call what it was not
+    given). `arguments` are sent as written, so a test can send malformed ones.
+    """
+
+    calls: tuple[tuple[str, str], ...]
+
+
+Behaviour = Reply | Fail | Delay | MalformedBody | DropConnection | Stream | ToolCall
 Responder = Callable[[RecordedRequest], "str | Behaviour"]
 
 
@@ -412,6 +424,38 @@ def chat_completion(request_body: dict[str, Any], text: str) -> dict[str, Any]:
         ],
         "usage": usage,
     }
+
+
+def offered_tools(request_body: dict[str, Any]) -> set[str]:
+    """The function names a chat request offers in its `tools`."""
+    names = set()
+    for tool in request_body.get("tools") or []:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.add(function["name"])
+    return names
+
+
+def tool_calls(calls: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"call_fake{uuid.uuid4().hex[:12]}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
+        for name, arguments in calls
+    ]
+
+
+def tool_call_completion(
+    request_body: dict[str, Any], calls: tuple[tuple[str, str], ...]
+) -> dict[str, Any]:
+    """A `chat.completion` whose message calls tools (`finish_reason="tool_calls"`)."""
+    completion = chat_completion(request_body, "")
+    choice = completion["choices"][0]
+    choice["message"] = {"role": "assistant", "content": None, "tool_calls": tool_calls(calls)}
+    choice["finish_reason"] = "tool_calls"
+    return completion
 
 
 def chat_chunk(

@@ -9,6 +9,7 @@ from memory_admin.api.errors import install_exception_handlers
 from memory_admin.api.openapi import document_common_errors
 from memory_admin.api.parser import StrictJsonParser
 from memory_admin.api.v1 import (
+    agents,
     audit,
     bulk,
     chat,
@@ -57,6 +58,7 @@ api.add_router("", usage.router)
 api.add_router("", pins.router)
 api.add_router("", webhooks.router)
 api.add_router("", review.router)
+api.add_router("", agents.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

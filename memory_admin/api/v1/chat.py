@@ -33,6 +33,7 @@ from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.errors import error_response
 from memory_admin.api.v1.schemas import ExternalId, error_responses
 from memory_admin.chat_limits import RETRY_AFTER_SECONDS, Refusal, chat_slots
+from memory_admin.chat_tools import completion_as_sse, memory_tool_on, run_tool_rounds
 from memory_admin.chat_upstream import (
     SseAnswer,
     Upstream,
@@ -53,6 +54,7 @@ from memory_admin.stores import MemoryStore, get_store
 from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
+from streams.context.chat_tool import offer_tool
 from streams.core.exceptions import InvalidInput, MemoryServiceError, Unavailable
 
 logger = logging.getLogger("memory_admin.chat")
@@ -159,8 +161,9 @@ def _answer(
     release: Callable[[], None],
 ) -> HttpResponse | StreamingHttpResponse:
     """The call itself, holding one of the process's chat slots (`chat_limits`)."""
+    store = _store_or_none()
     turn = chat_prepare(
-        store=_store_or_none(),
+        store=store,
         agent_id=agent_id,
         memory=memory,
         messages=body["messages"],
@@ -184,16 +187,14 @@ def _answer(
             duration_ms=(time.monotonic() - started) * 1000,
         )
 
+    if store is not None and memory_tool_on(store, agent_id) and offer_tool(forwarded):
+        return _tool_answer(upstream, forwarded, turn, store, outcome, stream)
     try:
         upstream_response = forward(upstream, forwarded)
         if upstream_response.status_code != 200 or not stream:
             content = read_all(upstream_response)
     except UpstreamUnreachable as exc:
-        logger.warning("chat %s: %s", turn.call_id, exc)
-        error = openai_error(str(exc), code="upstream_unreachable")
-        failed = exc.status
-        response = _json_response(error, failed, turn, {})
-        return _after(response, turn, lambda: outcome("upstream_unreachable", failed))
+        return _unreachable(exc, turn, outcome)
     status = upstream_response.status_code
     headers = passed_headers(upstream_response, upstream.api_key)
     if status != 200:
@@ -205,6 +206,47 @@ def _answer(
         text = answer_text(content)
         return _after(response, turn, lambda: outcome("answered", status, text))
     return _relay(upstream_response, turn, headers, finish=outcome, release=release)
+
+
+def _unreachable(
+    exc: UpstreamUnreachable, turn: ChatTurn, outcome: Callable[..., ChatOutcome]
+) -> HttpResponse:
+    logger.warning("chat %s: %s", turn.call_id, exc)
+    error = openai_error(str(exc), code="upstream_unreachable")
+    failed = exc.status
+    response = _json_response(error, failed, turn, {})
+    return _after(response, turn, lambda: outcome("upstream_unreachable", failed))
+
+
+def _tool_answer(
+    upstream: Upstream,
+    forwarded: dict[str, Any],
+    turn: ChatTurn,
+    store: MemoryStore,
+    outcome: Callable[..., ChatOutcome],
+    stream: bool,
+) -> HttpResponse:
+    """With the memory tool offered: its rounds (`memory_admin.chat_tools`), then the
+    final answer, as JSON or as server-sent events made from it."""
+    try:
+        result = run_tool_rounds(
+            upstream=upstream, body=forwarded, turn=turn, store=store, semantic=semantic_ranker()
+        )
+    except UpstreamUnreachable as exc:
+        return _unreachable(exc, turn, outcome)
+    status = result.status
+    if status != 200:
+        ours, error = upstream_error(status, result.content, upstream.api_key)
+        response = _json_response(error, ours, turn, result.headers)
+        return _after(response, turn, lambda: outcome("upstream_error", status))
+    content = completion_as_sse(result.content) if stream else result.content
+    response = _AfterSendResponse(content, status=200, headers=result.headers)
+    response["Content-Type"] = "text/event-stream" if stream else "application/json"
+    if stream:
+        response["Cache-Control"] = "no-cache"
+    _memory_headers(response, turn)
+    text = answer_text(result.content)
+    return _after(response, turn, lambda: outcome("answered", 200, text))
 
 
 def memory_fields(metadata: Any, request: HttpRequest) -> ChatMemory:
@@ -319,6 +361,8 @@ def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTu
     # An explicit "remember that ...": the turn is formed as soon as it is filed.
     if turn.memory_request is not None and turn.memory_request.kind == "remember":
         response["X-Memory-Remembered"] = "queued"
+    if turn.memory_tool != "off":  # offered, answered (the model called it), rounds_exceeded
+        response["X-Memory-Tool"] = turn.memory_tool
     if turn.dropped:  # what `metadata.memory_max_tokens` left out (the log has the full list)
         response["X-Memory-Dropped"] = ", ".join(turn.dropped[:MAX_DROPPED_HEADER])
 
