@@ -27,6 +27,7 @@ is in the consolidation already.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -95,7 +96,7 @@ def screen_scope_text(
 
 
 def screen_pins(
-    *, scope: Scope, pins: list[str], origin: WriteOrigin, override: bool = False
+    *, scope: Scope, pins: Sequence[str], origin: WriteOrigin, override: bool = False
 ) -> tuple[list[ScreenedText], list[str]]:
     """Each pin screened for `scope` (see `screen_scope_text`); the flags let through."""
     out: list[ScreenedText] = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeGuard
 
 from bson import ObjectId
 
@@ -67,7 +68,7 @@ class _ScopePlan:
         return self.report is not None
 
 
-def _valid_id(value: str | None) -> bool:
+def _valid_id(value: str | None) -> TypeGuard[str]:
     return value is not None and 1 <= len(value) <= MAX_ID_CHARS
 
 

@@ -273,7 +273,9 @@ def _move(
     held = store.observations.live_by_text_key(
         [o.text_key for o in refiled if o.text_key], session=session
     )
-    taken, movers, merged = set(held), [], []
+    taken: set[str | None] = set(held)
+    movers: list[Observation] = []
+    merged: list[Observation] = []
     for o in refiled:
         (merged if o.text_key in taken else movers).append(o)
         taken.add(o.text_key)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from bson import ObjectId
 
-from streams.core.documents import Job, Observation
+from streams.core.documents import Job, JobKind, Observation
 from streams.jobs import JobRun
 from streams.memory.rebuild import (
     Change,
@@ -39,7 +39,7 @@ from streams.records.context_scrub import (
 from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import PrivacyRepository
 
-KIND = "source_change"
+KIND: JobKind = "source_change"
 
 
 # -- what follows a change: flag scopes and queue rebuilds, scrub the log, remove copies --

@@ -298,6 +298,8 @@ class SessionRepository:
         if result.modified_count != len(message_ids):
             return False
         buffer = self.buffers.find_one({"_id": buffer_id}, session=session)
+        if buffer is None:  # forgotten meanwhile: nothing to form
+            return False
         remaining = buffer["unformed_count"] - len(message_ids)
         self.buffers.update_one(
             {"_id": buffer_id},

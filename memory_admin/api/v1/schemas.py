@@ -261,11 +261,11 @@ class ScopePatchIn(InSchema):
         "threshold (0: never by age); null falls back to the scope type's default.",
     )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
-        None,  # type: ignore[arg-type]
+        None,  # type: ignore[assignment]  # may be left out, never null
         description="A hand edit of the consolidation text; needs `expected_version`.",
     )
     expected_version: Annotated[StrictInt, Field(ge=0, le=MAX_VERSION)] = Field(
-        None,  # type: ignore[arg-type]
+        None,  # type: ignore[assignment]  # may be left out, never null
         description="The `consolidation_version` the edit started from (409 if it moved on).",
     )
 

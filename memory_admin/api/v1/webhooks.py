@@ -8,7 +8,7 @@ create answer only.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -37,7 +37,7 @@ Event = Literal[
     "review.waiting",
     "user.forgotten",
 ]
-assert set(Event.__args__) == set(EVENTS)  # noqa: S101 (the schema and the domain agree)
+assert set(get_args(Event)) == set(EVENTS)  # noqa: S101 (the schema and the domain agree)
 Url = Annotated[str, StringConstraints(min_length=8, max_length=MAX_URL_CHARS)]
 
 
