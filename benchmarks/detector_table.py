@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import print_table
+from streams.core.flag_kinds import FLAGS
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY
-from streams.guard.detectors import FLAGS, detect
+from streams.guard.detectors import detect
 
 TABLE = Path(__file__).resolve().parent / "data" / "instruction_sentences.tsv"
 

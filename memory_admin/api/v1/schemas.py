@@ -26,7 +26,9 @@ from pydantic import (
 )
 
 from memory_admin.api.errors import register_union_tags
-from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, Observation, ScopeType
+from streams.core.documents import MAX_CONTENT_CHARS, JobStatus, Observation, ScopeType
+from streams.core.flag_kinds import flags_described
+from streams.core.job_kinds import JobKind, job_kinds_described
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
 from streams.core.times import RANGE_TEXT, in_range
 from streams.core.visibility import shown_text
@@ -349,8 +351,8 @@ class ObservationOut(Schema):
         None, description="A near duplicate: the observation of the scope it resembles."
     )
     flags: list[str] = Field(
-        description="What the deterministic detectors found: pii:email, pii:phone, pii:iban, "
-        "pii:card, secret (redacted at write), instruction"
+        description="What the deterministic detectors found, in this order (docs/kinds.md): "
+        + flags_described()
     )
     review: ReviewOut | None = Field(
         description="Why and since when it waits (or waited) for review; null when it never did"
@@ -570,7 +572,7 @@ class ConsolidationPageOut(Schema):
 
 class JobOut(Schema):
     id: str
-    kind: JobKind
+    kind: JobKind = Field(description="What the job does: " + job_kinds_described())
     status: JobStatus
     scope_id: str | None
     session_id: str | None
