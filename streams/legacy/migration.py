@@ -360,7 +360,7 @@ def legacy_migrate(
     A dry run reads everything and reports what a real run would write, writing nothing.
     The run's audit entry is its action's (`streams.actions.legacy.do_legacy_migrate`).
     """
-    reader = LegacyReader.open(store.client, source_db)
+    reader = store.legacy_reader(source_db)
     reader.prepare()
     migration = _Migration(
         store=store,

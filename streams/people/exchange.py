@@ -184,7 +184,7 @@ def import_write(
     """Write a planned import's blocks: in the caller's transaction `session` (the import
     action's, with its audit entry), or without one a transaction per block. Restored
     prompt overrides are saved as versions by `author`."""
-    exchange = ExchangeRepository(store.db)
+    exchange = store.exchange
     for scope, new, versions, prompts in plan.blocks:
         _write_block(store, exchange, scope, new, versions, prompts, session, author)
     return dict(plan.totals)
@@ -213,7 +213,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     plans = []
     refused: set[str] = set()  # users an erasure tombstone covers: nothing of them stored
     refused_items = 0
-    exchange = ExchangeRepository(store.db)
+    exchange = store.exchange
     for b, block in enumerate(blocks):
         where = f"scopes[{b}]"
         if not isinstance(block, dict):

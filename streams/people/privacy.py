@@ -44,7 +44,7 @@ MAX_BUFFER_PAGES = 1000
 
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
-    return PrivacyRepository(store.db)
+    return store.privacy
 
 
 # -- forget user ------------------------------------------------------------------------

@@ -14,7 +14,6 @@ from typing import Any
 from bson import ObjectId
 
 from streams.store import MemoryStore, StoreSession
-from streams.store.recount import RecountRepository
 
 PAGE = 500
 
@@ -33,7 +32,7 @@ def recount(*, store: MemoryStore, min_messages: int) -> RecountReport:
     while True:
         ids = store.sessions.buffer_ids(after=after, limit=PAGE)
         for buffer_id in ids:
-            before = store.sessions.buffers.find_one({"_id": buffer_id})
+            before = store.sessions.buffer_counters(buffer_id)
 
             def recount_one(
                 session: StoreSession, bid: ObjectId = buffer_id
@@ -55,7 +54,7 @@ def recount(*, store: MemoryStore, min_messages: int) -> RecountReport:
         if len(ids) < PAGE:
             break
         after = ids[-1]
-    repo = RecountRepository(store.db)
+    repo = store.recount
     agent_after = None
     while True:
         agents = store.agents.list_page(after=agent_after, limit=PAGE)

@@ -249,7 +249,7 @@ def nearest_in_scopes(
         return []
     found: list[tuple[ObjectId, float]] = []
     for scope_id in scope_ids:
-        vectors = scope_vectors(store.db.name, scope_id, model)
+        vectors = scope_vectors(store.name, scope_id, model)
         with vectors.lock:
             started = datetime.now(UTC)
             vectors.add(store.embeddings.saved_since(scope_id, model=model, since=vectors.safe))
