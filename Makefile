@@ -29,14 +29,21 @@ run: install ## Set up (migrate, indexes, demo data, demo login) and serve on em
 	$(PY) manage.py prepare --url http://$(HOST):$(PORT)/
 	$(PY) manage.py runserver --skip-checks $(HOST):$(PORT)
 
-test: install ## The layer contracts, then the whole test suite (browser, PostgreSQL, Redis when present)
+# mypy reads [tool.mypy] in pyproject.toml (the files, the strict rooms); its cache in
+# .mypy_cache makes a second run seconds. PYTHONPATH: the Django plugin imports this tree's
+# settings, not those of whichever tree the venv was installed from.
+MYPY := PYTHONPATH=$(CURDIR) $(VENV)/bin/mypy
+
+test: install ## The layer contracts and types, then the whole test suite (browser, PostgreSQL, Redis when present)
 	$(VENV)/bin/lint-imports --no-logo
+	$(MYPY)
 	$(PY) -m pytest
 
-lint: install ## ruff check and format check, and the layer contracts (docs/architecture.md)
+lint: install ## ruff check and format check, the layer contracts (docs/architecture.md), mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(MYPY)
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

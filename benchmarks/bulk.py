@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
+from benchmarks.harness import CommandCounter, bound_work, embedded_server, print_row, print_table
 from streams.actions.base import Actor, register_dispatcher
 from streams.actions.bulk import do_observations_bulk
 from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
@@ -45,7 +46,9 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or SIZES:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             db_name = f"bench_bulk_{size}"
             store = MemoryStore(client, db_name)
             store.ensure_indexes()
@@ -76,7 +79,7 @@ def run(sizes: list[int] | None = None) -> None:
             t0 = time.perf_counter()
             done = job_execute(
                 store=store, job_id=real.job.id, llm=OfflineProvider(),
-                work=lambda r, store=store: bulk_run(store=store, run=r),
+                work=bound_work(bulk_run, store=store),
             )  # fmt: skip
             assert done is not None
             applied = done.result["applied"]
@@ -91,7 +94,7 @@ def run(sizes: list[int] | None = None) -> None:
             try:
                 rebuilt = job_execute(
                     store=store, job_id=rebuild.id, llm=OfflineProvider(),
-                    work=lambda r, store=store: rebuild_run(store=store, run=r),
+                    work=bound_work(rebuild_run, store=store),
                 )  # fmt: skip
                 note = f"refolded {rebuilt.result.get('absorbed')}" if rebuilt else ""
             except Exception as exc:  # measured and reported, not hidden

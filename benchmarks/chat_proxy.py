@@ -15,6 +15,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 
 import httpx2 as httpx
 import openai
@@ -72,7 +73,7 @@ def run(sizes: list[int] | None = None) -> None:
                 headers={"Authorization": f"Bearer {web.api_key}"},
             )
             for label, message in (("retrieval off", GREETING), ("retrieval on", RECALL)):
-                samples = _sample(lambda i, c=context, m=message: _context(c, m, i), calls)
+                samples = _sample(partial(_context, context, message), calls)
                 p50, p95, _ = summary_ms(samples)
                 row = [f"POST /context alone, {label}", "answer", calls, f"{p50:.1f}", f"{p95:.1f}"]
                 print_row([*row, "(part of the overhead)"])
@@ -80,7 +81,7 @@ def run(sizes: list[int] | None = None) -> None:
             baseline: dict[str, float] = {}
             for label, client, message in cases:
                 for mode, measure in (("non-streaming", _complete), ("first chunk", _first)):
-                    samples = _sample(lambda i, c=client, m=message, f=measure: f(c, m, i), calls)
+                    samples = _sample(partial(measure, client, message), calls)
                     p50, p95, _ = summary_ms(samples)
                     if client is direct:
                         baseline[mode] = p50

@@ -237,7 +237,7 @@ def run(
     from benchmarks.harness import embedded_server
 
     with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         try:
             return _check(MemoryStore(client, "check_real_model"), recorder, sessions, path, args)
         finally:
@@ -255,7 +255,7 @@ def _check(
     started = time.perf_counter()
     pipeline = Pipeline(
         store=store,
-        llm=recorder,  # type: ignore[arg-type]
+        llm=recorder,
         agent_id=AGENT,
         attempts=args.attempts,
     )

@@ -93,10 +93,10 @@ def print_report(
         [[name, count] for name, count in sorted(counts.items())],
     )
     broken = limits_broken(calls)
-    held = [
-        ["every stored observation in a scope the prompts listed", not unlisted, unlisted],
-        ["nothing committed that the answer checks refuse", not refused, refused],
-        ["limits kept (max_tokens on every call, none past it or its timeout)", not broken, broken],
+    held: list[tuple[str, bool, list[str]]] = [
+        ("every stored observation in a scope the prompts listed", not unlisted, unlisted),
+        ("nothing committed that the answer checks refuse", not refused, refused),
+        ("limits kept (max_tokens on every call, none past it or its timeout)", not broken, broken),
     ]
     print_table(
         "What held",

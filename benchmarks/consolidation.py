@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import redis
 from bson import ObjectId
@@ -37,7 +38,7 @@ def run(sizes: list[int] | None = None) -> None:
         with embedded_server() as server:
             for workers in WORKER_COUNTS:
                 db = f"bench_consolidation_{workers}"
-                client = MongoClient(server.uri, tz_aware=True)
+                client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
                 store = MemoryStore(client, db)
                 job_ids = _seed(store)
                 elapsed = _drive(server.uri, db, fake.base_url, workers, job_ids, store)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import time
 from datetime import timedelta
+from typing import Any
 
 from pymongo import MongoClient
 from pymongo.database import Database
@@ -61,7 +62,7 @@ def run(sizes: list[int] | None = None) -> None:
     rows: list[list[object]] = []
     with embedded_server() as server:
         for size in sizes or SIZES:
-            client = MongoClient(server.uri, tz_aware=True)
+            client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             db = f"bench_context_log_{size}"
             base = MemoryStore(client, db)
             moments = _seeded_before(client[db])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 import time
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient, monitoring
@@ -93,7 +94,9 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or SIZES:
             counter = TargetCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             store = MemoryStore(client, f"bench_dedup_{size}")
             store.ensure_indexes()
             rng = random.Random(size)

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import print_table
+from streams.core.flag_kinds import FLAGS
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY
-from streams.guard.detectors import FLAGS, detect
+from streams.guard.detectors import detect
 
 TABLE = Path(__file__).resolve().parent / "data" / "instruction_sentences.tsv"
 
@@ -145,14 +146,14 @@ def run(sizes: list[int] | None = None) -> None:
         by_kind.append([kind, len(of_kind), fired])
     _print("Instruction flag by kind", ["kind", "sentences", "flagged instruction"], by_kind)
     preferences = [r for r in rows if r.kind == "preference"]
-    fired = [r for r in preferences if "instruction" in detect(r.text).flags]
+    flagged = [r for r in preferences if "instruction" in detect(r.text).flags]
     _print(
-        f"Preferences that must not fire: {len(preferences) - len(fired)} of"
+        f"Preferences that must not fire: {len(preferences) - len(flagged)} of"
         f" {len(preferences)} do not",
         ["preference (sample and every one that fires)", "scope", "lands"],
         [
             [r.text, r.scope, lands(r)]
-            for r in (preferences[:8] + [r for r in fired if r not in preferences[:8]])
+            for r in (preferences[:8] + [r for r in flagged if r not in preferences[:8]])
         ],
     )
     poisoning = [r for r in rows if r.kind in ("poisoning", "injection")]

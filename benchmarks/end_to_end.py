@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from benchmarks.end_to_end_scores import (
     AGENT,
@@ -155,7 +156,7 @@ def run(
         from pymongo import MongoClient
 
         with embedded_server() as server:
-            client = MongoClient(server.uri, tz_aware=True)
+            client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             for name in names:
                 results[name] = run_conversation(
                     path=LOCOMO / f"{name}.json",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from pymongo import MongoClient
 
@@ -32,7 +33,7 @@ def run(sizes: list[int] | None = None) -> None:
     seconds = float(os.environ.get("BENCH_SECONDS", "15"))
     with embedded_server() as server:
         db = "bench_fairness"
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         store = MemoryStore(client, db)
         seed(store, agent_id=AGENT, scopes=100, observations=(sizes or [OBSERVATIONS])[0])
         extra = dict(

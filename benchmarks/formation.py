@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Any
 
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
+from benchmarks.harness import (
+    CommandCounter,
+    bound_work,
+    embedded_server,
+    print_row,
+    print_table,
+    summary_ms,
+)
 from benchmarks.seed import seed
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
@@ -43,7 +51,9 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or SIZES:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             store = MemoryStore(client, f"bench_formation_{size}")
             seeded = seed(
                 store, agent_id=AGENT, scopes=max(10, min(size // 10, 100_000)), observations=size
@@ -77,9 +87,7 @@ def run(sizes: list[int] | None = None) -> None:
                     store=store,
                     job_id=result.formation_job.id,
                     llm=OfflineProvider(),
-                    work=lambda r, store=store: formation_run(
-                        store=store, run=r, settings=settings
-                    ),
+                    work=bound_work(formation_run, store=store, settings=settings),
                 )
                 seconds.append(time.perf_counter() - started)
                 formation_trips.append(counter.count)

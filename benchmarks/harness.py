@@ -11,14 +11,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pymongo import monitoring
 
 from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from streams.jobs import JobRun
 
 
 class CommandCounter(monitoring.CommandListener):
@@ -80,12 +82,12 @@ def summary_ms(samples: list[float]) -> tuple[float, float, float]:
     return percentile(ms, 50), percentile(ms, 95), statistics.fmean(ms)
 
 
-def print_row(row: list[object]) -> None:
+def print_row(row: Sequence[object]) -> None:
     """Each row as soon as it is measured (the table repeats them at the end)."""
     print("row: " + " | ".join(str(c) for c in row), flush=True)
 
 
-def print_table(title: str, headers: list[str], rows: list[list[object]]) -> None:
+def print_table(title: str, headers: list[str], rows: Sequence[Sequence[object]]) -> None:
     cells = [[str(c) for c in row] for row in rows]
     widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
     print(f"\n{title}")
@@ -93,6 +95,16 @@ def print_table(title: str, headers: list[str], rows: list[list[object]]) -> Non
     print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
     for row in cells:
         print("| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |")
+
+
+def bound_work(work: Callable[..., object], **kwargs: Any) -> Callable[[JobRun], None]:
+    """A job's work (`work(run=..., **kwargs)`) bound now to this loop turn's store and
+    settings: a typed stand-in for `lambda r, store=store: work(store=store, run=r)`."""
+
+    def call(run: JobRun) -> None:
+        work(run=run, **kwargs)
+
+    return call
 
 
 ROOT = Path(__file__).resolve().parent.parent

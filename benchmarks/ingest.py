@@ -13,6 +13,7 @@ import http.client
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 from pymongo import MongoClient
 
@@ -32,7 +33,7 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or SIZES:
             db = f"bench_ingest_{size}"
-            client = MongoClient(server.uri, tz_aware=True)
+            client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             seed(
                 MemoryStore(client, db),
                 agent_id=AGENT,

@@ -16,6 +16,7 @@ import random
 import struct
 import time
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from pymongo import MongoClient
 
@@ -61,7 +62,9 @@ def run_reads(sizes: list[int]) -> None:
         rng = random.Random(size)
         with embedded_server() as server:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             coll = client["bench"]["memory_sessions"]
             docs = [
                 {"_id": _oid(rng, at), "agent_id": "a", "memory_type": "fact", "content": "x" * 80}
@@ -158,7 +161,9 @@ def run_migration(sizes: list[int]) -> None:
         rng = random.Random(size)
         with embedded_server() as server:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             _seed_legacy(client["legacy"], size, rng)
             store = MemoryStore(client, "memory")
             store.ensure_indexes()

@@ -9,6 +9,7 @@ BENCH_SECONDS sets each level's length (default 30; the shared machine used 10).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from pymongo import MongoClient
 
@@ -26,7 +27,7 @@ def run(sizes: list[int] | None = None) -> None:
     rows = []
     with embedded_server() as server:
         db = "bench_load"
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         seed(MemoryStore(client, db), agent_id=AGENT, scopes=100, observations=OBSERVATIONS)
         with web_process(server.uri, db, workers=2) as web:
             drive(web, 2, [context_call])  # warm-up

@@ -16,10 +16,18 @@ from __future__ import annotations
 import random
 import time
 from datetime import timedelta
+from typing import Any
 
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table, summary_ms
+from benchmarks.harness import (
+    CommandCounter,
+    bound_work,
+    embedded_server,
+    print_row,
+    print_table,
+    summary_ms,
+)
 from benchmarks.seed import seed
 from streams.core.documents import Observation, utcnow
 from streams.core.documents_audit import AuditEntry
@@ -93,7 +101,9 @@ def run_audit(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or AUDIT_SIZES:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             store = MemoryStore(client, f"bench_audit_{size}")
             store.ensure_indexes()
             started = time.perf_counter()
@@ -102,7 +112,7 @@ def run_audit(sizes: list[int] | None = None) -> None:
             deep = audit_page(store=store, actor="api:ingest", limit=50)
             for _ in range(9):
                 deep = audit_page(store=store, actor="api:ingest", cursor=deep.next_cursor)
-            cases = {
+            cases: dict[str, dict[str, Any]] = {
                 "newest 50": {},
                 "actor (busy key)": {"actor": "api:ingest"},
                 "actor (a person)": {"actor": "ui:person-3"},
@@ -173,7 +183,9 @@ def run_forget(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes or FORGET_SIZES:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             store = MemoryStore(client, f"bench_forget_{size}")
             seconds = seed(store, agent_id=AGENT, scopes=max(10, size // 10), observations=size)
             print(f"seeded {size} observations in {seconds:.0f} s")
@@ -193,7 +205,7 @@ def run_forget(sizes: list[int] | None = None) -> None:
                 store=store,
                 job_id=job.id,
                 llm=OfflineProvider(),
-                work=lambda r, store=store: forget_user_run(store=store, run=r),
+                work=bound_work(forget_user_run, store=store),
             )
             elapsed = time.perf_counter() - t0
             assert run is not None

@@ -14,6 +14,7 @@ import json
 import os
 import threading
 import time
+import types
 from typing import Any
 
 from pymongo import monitoring
@@ -93,6 +94,7 @@ def install() -> None:
     timed(actions, "schedule", "job dispatch (schedule)")
     timed(MemoryStore, "in_transaction", "transaction (whole)")
     timed(observations, "observations_append", "append (claim+insert+postings)")
+    tail: types.ModuleType
     try:  # an add's tail (audit entry, counters, threshold) moved to `add_writes`
         import streams.memory.add_writes as tail
     except ImportError:  # a tree from before: they were in `observations`

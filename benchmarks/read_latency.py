@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from bson import ObjectId
@@ -59,7 +60,9 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for size in sizes:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             db = f"bench_read_{size}"
             store = MemoryStore(client, db)
             if store.agents.get(AGENT) is None:  # BENCH_DATA_DIR keeps a seeded store
@@ -101,7 +104,7 @@ def run(sizes: list[int] | None = None) -> None:
                 )
                 p95s.setdefault(("in-process", label), {})[size] = p95
                 print_row(rows[-1])
-            for label, (samples, trips) in _http(server.uri, db).items():
+            for label, (samples, http_trips) in _http(server.uri, db).items():
                 p50, p95, mean = summary_ms(samples)
                 rows.append(
                     [
@@ -112,7 +115,7 @@ def run(sizes: list[int] | None = None) -> None:
                         f"{p50:.1f}",
                         f"{p95:.1f}",
                         f"{mean:.1f}",
-                        trips,
+                        http_trips,
                         "-",
                     ]
                 )
@@ -190,9 +193,11 @@ def _prepare(store: MemoryStore) -> None:
             {"$set": {"observation_seq": count, "observation_count": count}},
         )
         words = " ".join(rng.choice(WORDS) for _ in range(350))
+        fresh = store.scopes.get(ObjectId(scope.id))
+        assert fresh is not None, "seeded above"
         consolidation_edit(
             store=store,
-            scope=store.scopes.get(ObjectId(scope.id)),
+            scope=fresh,
             text=f"{scope.label} memory: {words}.",
             expected_version=0,
             actor="bench",

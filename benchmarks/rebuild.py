@@ -11,11 +11,12 @@ case (the whole history is refolded); what v20 absorbed, the best.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient
 
-from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
+from benchmarks.harness import CommandCounter, bound_work, embedded_server, print_row, print_table
 from streams.core.documents import Job, Observation, utcnow
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
@@ -51,7 +52,9 @@ def run(sizes: list[int] | None = None) -> None:
         for size in sizes or SIZES:
             for number, (action, version) in enumerate(CASES):
                 counter = CommandCounter()
-                client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+                client: MongoClient[dict[str, Any]] = MongoClient(
+                    server.uri, tz_aware=True, event_listeners=[counter]
+                )
                 store = MemoryStore(client, f"bench_rebuild_{size}_{number}")
                 by_version = _seed(store, size)
                 target = store.observations.get(ObjectId(by_version[version][0]))
@@ -79,7 +82,7 @@ def run(sizes: list[int] | None = None) -> None:
                     store=store,
                     job_id=job.id,
                     llm=OfflineProvider(),
-                    work=lambda r, store=store: rebuild_run(store=store, run=r),
+                    work=bound_work(rebuild_run, store=store),
                 )
                 rebuild_ms = (time.perf_counter() - t0) * 1000
                 assert done is not None

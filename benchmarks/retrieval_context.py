@@ -69,10 +69,9 @@ def _recent_turns(d: Dev) -> list[str]:
 
     from streams.context.assemble import RECENT_LIMIT
 
-    scope = d.scopes[0]
-    ids = [
-        ObjectId(i) for i in (d.store.scopes.get(ObjectId(scope.id)).pending_observation_ids or [])
-    ]
+    scope = d.store.scopes.get(ObjectId(d.scopes[0].id))
+    assert scope is not None, "seeded"
+    ids = [ObjectId(i) for i in (scope.pending_observation_ids or [])]
     return [o.source_message_ids[0] for o in d.store.observations.get_many(ids[-RECENT_LIMIT:])]
 
 

@@ -7,6 +7,7 @@ import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 from pymongo import MongoClient
 
@@ -88,7 +89,7 @@ def lifecycle_at_scale(distractors: int) -> None:
     held_out = list(range(1, len(questions), 2))
     rows: list[list[object]] = []
     with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         store = MemoryStore(client, f"bench_lifecycle_scale_{distractors}")
         started = time.perf_counter()
         _seed(store, turns, distractors)

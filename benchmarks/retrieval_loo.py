@@ -33,7 +33,8 @@ class Memo:
     """A repository whose named read methods answer from memory after the first call."""
 
     def __init__(self, target: Any, names: set[str]) -> None:
-        self._target, self._names, self._seen = target, names, {}
+        self._target, self._names = target, names
+        self._seen: dict[Any, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._target, name)

@@ -120,7 +120,7 @@ def run(sizes: list[int] | None = None) -> None:
     del sizes  # one dataset, one size
     started = time.perf_counter()
     with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         devs = [
             dev_load(client, path, load=_load, turns_of=_turns, categories=CATEGORIES)
             for path in DEV
@@ -274,7 +274,7 @@ def loo_only() -> None:
     """The leave-one-out tables alone (`python -c "from benchmarks.retrieval_quality
     import loo_only; loo_only()"`, with DJANGO_SETTINGS_MODULE set and django set up)."""
     with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         devs = [
             dev_load(client, path, load=_load, turns_of=_turns, categories=CATEGORIES)
             for path in DEV
@@ -288,7 +288,7 @@ def _timings(devs: list[Dev]) -> None:
     with each stage of this issue."""
     rows = []
     for name, ranking in [("final ranking", FINAL), *STAGES.items()]:
-        spent = []
+        spent: list[float] = []
         for d in devs:
             ranker = _ours(d.store, ranking, spent, now=d.now)
             for q in d.questions[::3]:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from statistics import fmean
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient
@@ -102,7 +103,7 @@ def run(sizes: list[int] | None = None) -> None:
     recall5: dict[tuple[str, str], float] = {}
     latency: list[str] = []
     with embedded_server() as server:
-        client = MongoClient(server.uri, tz_aware=True)
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
         for path in DEV:
             conversation = json.loads(path.read_text())
             turns = _turns(conversation)
@@ -135,7 +136,7 @@ def run(sizes: list[int] | None = None) -> None:
                     if category is None:
                         print(row, flush=True)
                     if category is None:
-                        recall5[(path.stem, name)] = float(row[4])
+                        recall5[(path.stem, name)] = float(str(row[4]))
             latency.append(_timed(store, questions, embedder, path.stem))
             client.drop_database(store.db.name)
             forget_cached(store.db.name)

@@ -37,7 +37,8 @@ def run(sizes: list[int] | None = None) -> None:
                 else:
                     collection.update_one({"_id": scope_id}, {"$addToSet": {"ids": {"$each": ids}}})
                 row.append(round((time.perf_counter() - began) * 1000))
-                assert len(collection.find_one({"_id": scope_id})["ids"]) == listed + added
+                doc = collection.find_one({"_id": scope_id})
+                assert doc is not None and len(doc["ids"]) == listed + added
             print_row(row)
             rows.append(row)
         client.close()

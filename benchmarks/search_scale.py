@@ -32,6 +32,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient
@@ -73,7 +74,9 @@ def run(sizes: list[int] | None = None) -> None:
     with embedded_server() as server:
         for n in sizes or SIZES:
             counter = CommandCounter()
-            client = MongoClient(server.uri, tz_aware=True, event_listeners=[counter])
+            client: MongoClient[dict[str, Any]] = MongoClient(
+                server.uri, tz_aware=True, event_listeners=[counter]
+            )
             store = MemoryStore(client, f"bench_scale_{n}")
             seeded = f"{_seed(store, turns, n):.0f}" if _unseeded(store, turns, n) else "kept"
             freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)

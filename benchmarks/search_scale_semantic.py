@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from statistics import fmean
+from typing import Any
 
 from bson import ObjectId
 from pymongo import MongoClient
@@ -52,7 +53,7 @@ def run(sizes: list[int] | None = None) -> None:
     rows = []
     with embedded_server() as server:
         for n in sizes or SIZES:
-            client = MongoClient(server.uri, tz_aware=True)
+            client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             store = MemoryStore(client, f"bench_scale_sem_{n}")
             started = time.perf_counter()
             _seed(store, turns, n, embedder, np)

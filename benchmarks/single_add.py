@@ -24,10 +24,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import ROOT, _free_port, _wait_for_port, percentile, print_table
 
@@ -223,7 +224,8 @@ def usage(server: Server, *, settled: bool = False) -> Usage:
 
     from memory_admin.embedded_store import embedded_server_uri
 
-    with MongoClient(embedded_server_uri(data_dir=server.data_dir)) as client:
+    client: MongoClient[dict[str, Any]] = MongoClient(embedded_server_uri(data_dir=server.data_dir))
+    with client:
         counters = client.admin.command("serverStatus")["opcounters"]
     return Usage(cpu=cpu(), commands=sum(counters.values()))
 
@@ -316,8 +318,12 @@ def profile_rows(latencies: list[float], lines: list[dict]) -> list[list[object]
     def p95(values: list[float]) -> str:
         return f"{percentile(values, 95):.2f}" if values else "-"
 
-    def per_request(pick) -> list[float]:  # type: ignore[no-untyped-def]
+    def per_request(pick: Callable[[Any], float]) -> list[float]:
         return [pick(line) for line in lines]
+
+    def named_ms(part: str, name: str) -> list[float]:
+        """Per request: the milliseconds its `part` ("stages", "commands") spent in `name`."""
+        return [sum(ms for s, _, ms in line[part] if s == name) for line in lines]
 
     client = [s * 1000 for s in latencies]
     wsgi = per_request(lambda line: line["wsgi_ms"])
@@ -337,9 +343,7 @@ def profile_rows(latencies: list[float], lines: list[dict]) -> list[list[object]
             if name not in names:
                 names.append(name)
     for name in names:
-        totals = per_request(
-            lambda line, name=name: sum(ms for s, _, ms in line["stages"] if s == name)
-        )
+        totals = named_ms("stages", name)
         calls = sum(1 for line in lines for s, _, _ in line["stages"] if s == name) / n
         rows.append([f"  {name}", f"{calls:.2f}", med(totals), p95(totals)])
     ninja = per_request(
@@ -359,9 +363,7 @@ def profile_rows(latencies: list[float], lines: list[dict]) -> list[list[object]
             if name not in commands:
                 commands.append(name)
     for name in commands:
-        totals = per_request(
-            lambda line, name=name: sum(ms for c, _, ms in line["commands"] if c == name)
-        )
+        totals = named_ms("commands", name)
         calls = sum(1 for line in lines for c, _, _ in line["commands"] if c == name) / n
         rows.append([f"    store: {name}", f"{calls:.2f}", med(totals), p95(totals)])
     store_all = per_request(lambda line: sum(ms for _, _, ms in line["commands"]))

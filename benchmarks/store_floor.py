@@ -69,7 +69,7 @@ def run() -> None:
         storage_path=root / "data", log_path=root / "server.log", start_timeout=60, detached=False
     )
     counter = CommandCount()
-    client = MongoClient(server.uri, event_listeners=[counter])
+    client: MongoClient[dict[str, Any]] = MongoClient(server.uri, event_listeners=[counter])
     try:
         store = MemoryStore(client, "floor")
         store.ensure_indexes()
@@ -188,7 +188,7 @@ def _calls(
         store.scopes.get(scope_id)
 
     def window_read() -> None:
-        top = store.scopes.get(scope_id).observation_seq  # type: ignore[union-attr]
+        top = store.scopes.get(scope_id).observation_seq
         store.observations.live_texts_between(
             scope_id, low_seq=max(0, top - SIMILAR_WINDOW), high_seq=top
         )

@@ -114,6 +114,7 @@ def run(sizes: list[int] | None = None) -> None:
                 ]
                 print(f"seeded 30 days of usage in {seed_usage(store, ids):.0f} s")
             some = store.scopes.collection.find_one({"agent_id": AGENT, "seq": scopes // 2})
+            assert some is not None, "seeded above"
             detail = f"/scopes/{some['_id']}/"
             pages = {
                 "usage page, 30 days": f"/usage/?agent={AGENT}&days=30",

@@ -57,13 +57,21 @@ def _case(store, receivers: _Receivers, *, pooled: bool, loaded: bool) -> list[s
     forget_cached(store.db.name)
     webhooks._pool = None
     agent_a, agent_b = f"a-{time.monotonic_ns()}", f"b-{time.monotonic_ns()}"
-    common = {"events": ["observation.created"], "actor": "bench", "allow_private": True}
+
+    def hook(agent_id: str, url: str) -> None:
+        webhook_create(
+            store=store,
+            agent_id=agent_id,
+            url=url,
+            events=["observation.created"],
+            actor="bench",
+            allow_private=True,
+        )
+
     if loaded:
         for n in range(SLOW_RECEIVERS):
-            webhook_create(
-                store=store, agent_id=agent_a, url=f"{receivers.base}/slow/{n}", **common
-            )
-    webhook_create(store=store, agent_id=agent_b, url=f"{receivers.base}/fast", **common)
+            hook(agent_a, f"{receivers.base}/slow/{n}")
+    hook(agent_b, f"{receivers.base}/fast")
     written: dict[str, float] = {}
     lags = []
     for tick in range(TICKS):

@@ -35,6 +35,7 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import bson
 from pymongo import MongoClient, monitoring
@@ -154,10 +155,11 @@ def run(sizes: list[int] | None = None) -> None:
         storage = _storage_dir(server.pid)
         for size in sizes or SIZES:
             db = f"bench_write_{size}"
-            client = MongoClient(server.uri, tz_aware=True)
+            client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             store = MemoryStore(client, db)
             seed(store, agent_id=AGENT, scopes=1, observations=size)
             scope_doc = store.scopes.collection.find_one({"user_id": "bench-user-0"})
+            assert scope_doc is not None, "seeded above"
             scope_id = str(scope_doc["_id"])
             with web_process(server.uri, db) as web:
                 for mode, requests, per in (
@@ -281,7 +283,9 @@ def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[l
     rng = random.Random(-size)
     for mode, rounds, per in (("single", 20, 1), (f"batch of {BATCH}", 2, BATCH)):
         counter = ByteCounter()
-        listened = MongoClient(uri, tz_aware=True, event_listeners=[counter])
+        listened: MongoClient[dict[str, Any]] = MongoClient(
+            uri, tz_aware=True, event_listeners=[counter]
+        )
         listened_store = MemoryStore(listened, store.db.name)
         scope = listened_store.scopes.get(bson.ObjectId(scope_id))
         assert scope is not None

@@ -149,6 +149,8 @@ class UnbufferedThreadWorker(ThreadWorker):
     """The worker without the event-loop buffering: a request is read on its thread.
     Kept for `benchmarks/slow_clients.py` (the "before" figure), not for production."""
 
+    wsgi: Any  # the application, set by gunicorn's load_wsgi (gunicorn has no types)
+
     def enqueue_req(self, conn: TConn) -> None:
         conn.__class__ = TimedConn  # made by gthread's accept(); only `init` differs
         super().enqueue_req(conn)

@@ -76,7 +76,7 @@ def _warm_up() -> None:
     would otherwise wait for)."""
     from memory_admin.stores import get_store
 
-    get_store().db.command("ping")
+    get_store().ping()
 
 
 def _protocol_out() -> IO[str]:

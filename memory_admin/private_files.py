@@ -13,7 +13,7 @@ import contextlib
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -83,11 +83,11 @@ def close_to_others(path: Path) -> None:
             path.chmod(FILE_MODE)
 
 
-def private_sqlite_file(database: dict) -> None:
+def private_sqlite_file(database: Mapping[str, object]) -> None:
     """A SQLite database file created 0600 (empty is a valid database) before SQLite opens
     it; SQLite gives its journal and WAL files the database file's mode."""
     name = str(database.get("NAME") or "")
-    if not database.get("ENGINE", "").endswith("sqlite3") or not name or name == ":memory:":
+    if not str(database.get("ENGINE", "")).endswith("sqlite3") or not name or name == ":memory:":
         return
     if name.startswith("file:"):
         return  # a URI (Django's in-memory test databases)

@@ -10,8 +10,9 @@ application's exceptions; this module alone turns them into responses.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -241,10 +242,21 @@ def payload_too_large_response() -> HttpResponse:
 
 def install_exception_handlers(api: NinjaAPI) -> None:
     """Replace ninja's defaults (`{"detail": ...}`, tracebacks in DEBUG) with the envelope."""
-    api.add_exception_handler(MemoryServiceError, _on_domain_error)
-    api.add_exception_handler(ValidationError, _on_validation_error)
-    api.add_exception_handler(AuthenticationError, _on_authentication_error)
-    api.add_exception_handler(HttpError, _on_http_error)
-    api.add_exception_handler(Http404, _on_http404)
-    api.add_exception_handler(RequestDataTooBig, _on_request_data_too_big)
-    api.add_exception_handler(Exception, _on_unexpected)
+    _add_handler(api, MemoryServiceError, _on_domain_error)
+    _add_handler(api, ValidationError, _on_validation_error)
+    _add_handler(api, AuthenticationError, _on_authentication_error)
+    _add_handler(api, HttpError, _on_http_error)
+    _add_handler(api, Http404, _on_http404)
+    _add_handler(api, RequestDataTooBig, _on_request_data_too_big)
+    _add_handler(api, Exception, _on_unexpected)
+
+
+_E = TypeVar("_E", bound=Exception)
+
+
+def _add_handler(
+    api: NinjaAPI, exc_class: type[_E], handler: Callable[[HttpRequest, _E], HttpResponse]
+) -> None:
+    # ninja annotates a handler as taking the exception or its class (`Exc[_E]`); it is
+    # only ever called with the instance (NinjaAPI.on_exception).
+    api.add_exception_handler(exc_class, handler)  # type: ignore[arg-type]

@@ -73,7 +73,7 @@ class ApiErrorEnvelopeMiddleware:
 
     def _envelope(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponse:
         status = response.status_code
-        details = None
+        details: object = None
         message = None
         if status == 404:
             message = f"no API endpoint at {request.path}"

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from memory_admin.settings.env import env_int, env_optional
+
+
+class BeatEntry(TypedDict):
+    """One periodic task: its dotted name and its period in seconds."""
+
+    task: str
+    schedule: float
+
 
 CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
@@ -22,7 +32,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 
 # Periodic work, in both modes: `celery beat` with a broker, a thread in-process otherwise.
-CELERY_BEAT_SCHEDULE = {
+CELERY_BEAT_SCHEDULE: dict[str, BeatEntry] = {
     "sweep-cold-sessions": {"task": "memory_admin.tasks.sweep_cold_sessions", "schedule": 60.0},
     # Every 15 s: a job whose worker died is re-dispatched soon after its lease lapses.
     "retry-failed-jobs": {"task": "memory_admin.tasks.retry_failed_jobs", "schedule": 15.0},

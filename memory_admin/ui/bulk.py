@@ -53,7 +53,9 @@ class BulkForm(forms.Form):
 
     def __init__(self, *args: Any, targets: list[Scope], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["target_scope_id"].choices = [("", "— target scope —")] + [
+        target = self.fields["target_scope_id"]
+        assert isinstance(target, forms.ChoiceField)  # declared above
+        target.choices = [("", "— target scope —")] + [
             (s.id, f"{s.scope_type}: {s.label}") for s in targets
         ]
 
@@ -114,7 +116,8 @@ def observation_bulk(request: HttpRequest, scope_id: str) -> HttpResponse:
             error = exc.message
     else:
         error = "; ".join(
-            f"{_label(form, name)}: {' '.join(errs)}" for name, errs in form.errors.items()
+            f"{_label(form, name)}: {' '.join(str(e) for e in errs)}"
+            for name, errs in form.errors.items()
         )
     if request.method == "POST" and outcome is not None:
         if outcome.job is None:

@@ -30,9 +30,9 @@ JOB_STATUSES += [("succeeded", "Succeeded"), ("failed", "Failed")]
 class TextField(forms.CharField):
     """A multi-line text: browsers post CRLF line ends; we store LF, so versions diff cleanly."""
 
-    def to_python(self, value: object) -> str:
+    def to_python(self, value: object) -> str | None:
         text = super().to_python(value)
-        return text.replace("\r\n", "\n").replace("\r", "\n")
+        return None if text is None else text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 class ScopeFilterForm(forms.Form):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -20,7 +22,7 @@ def wants_partial(request: HttpRequest) -> bool:
 
 
 def render_page(
-    request: HttpRequest, *, page: str, partial: str, context: dict[str, object]
+    request: HttpRequest, *, page: str, partial: str, context: Mapping[str, object]
 ) -> HttpResponse:
     """The page template, or only its partial for an htmx swap.
 

@@ -69,11 +69,14 @@ class KeyForm(forms.Form):
 
     def __init__(self, *args: Any, agent_ids: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["agents"].choices = [(a, a) for a in agent_ids]
+        agents = self.fields["agents"]
+        assert isinstance(agents, forms.MultipleChoiceField)  # declared above
+        agents.choices = [(a, a) for a in agent_ids]
         self.fields["reach"].initial = "agents" if agent_ids else "all"
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean returns
         if data.get("reach") == "all":
             if data.get("agents"):
                 self.add_error("agents", "Untick the agents, or choose “Only the agents ticked”.")

@@ -63,17 +63,20 @@ def _dry_runs(
     text = validate_prompt(cast(PromptKind, kind), level, data["text"])
     draft = Draft(text, level.id if level else None)
     if kind == "extraction":
-        common = {
-            "store": store,
-            "llm": llm,
-            "agent_id": agent_id,
-            "conversation": data.get("conversation") or "",
-            "user_name": data.get("user_name") or "",
-            "level": level,
-            "session_id": data.get("session") or None,
-        }
-        edited = dry_run_extraction(draft=draft, **common)
-        current = dry_run_extraction(draft=None, **common)
+
+        def extraction(draft: Draft | None) -> Any:
+            return dry_run_extraction(
+                draft=draft,
+                store=store,
+                llm=llm,
+                agent_id=agent_id,
+                conversation=data.get("conversation") or "",
+                user_name=data.get("user_name") or "",
+                level=level,
+                session_id=data.get("session") or None,
+            )
+
+        edited, current = extraction(draft), extraction(None)
         results = _results(edited, current, level, llm.name, baseline=None)
         # A guidance level's dry run compares guidance: say which is in effect, not the template.
         results["in_effect"] = level_part(store, agent_id, kind, level)
@@ -125,7 +128,7 @@ def prompt_checks_run(request: HttpRequest, agent_id: str, kind: str) -> HttpRes
     form = PromptForm({"text": request.POST.get("text", ""), "expected_version": 0})
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     if not form.is_valid():
-        context["error"] = "; ".join(e for errors in form.errors.values() for e in errors)
+        context["error"] = "; ".join(str(e) for errors in form.errors.values() for e in errors)
         return render(request, "ui/_checks.html", _checks_context(store, context), status=422)
     try:
         context["runs"] = check_runs(store, agent_id, kind, scope, form.cleaned_data["text"])
@@ -168,7 +171,7 @@ def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpR
         else:
             context["saved"] = data["check_name"]
     else:
-        context["error"] = "; ".join(e for errors in form.errors.values() for e in errors)
+        context["error"] = "; ".join(str(e) for errors in form.errors.values() for e in errors)
         status = 422
     return render(request, "ui/_checks.html", _checks_context(store, context), status=status)
 

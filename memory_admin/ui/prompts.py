@@ -78,7 +78,7 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
         "shards": shards,
         "collective": collective,
         "collective_part": level_part(store, agent_id, "extraction", collective)
-        if collective
+        if collective and agent_id
         else None,
     }
     return render(request, "ui/prompts.html", context)

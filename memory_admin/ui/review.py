@@ -26,6 +26,7 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.review import do_review_decide, do_review_decide_bulk
 from streams.core.documents import Observation, Scope
 from streams.core.exceptions import InvalidInput, MemoryServiceError
+from streams.core.flag_kinds import flag_label
 from streams.guard.review import MAX_BULK, MAX_NOTE_CHARS, review_counts, review_queue
 from streams.memory.observations import observation_get
 from streams.memory.scopes import scope_get
@@ -33,14 +34,6 @@ from streams.selectors import agents_page, scopes_by_ids
 
 PAGE_SIZE = 25
 AGENT_CHOICES = 100
-FLAG_LABELS = {
-    "pii:email": "email",
-    "pii:phone": "phone number",
-    "pii:iban": "IBAN",
-    "pii:card": "card number",
-    "secret": "secret (redacted)",
-    "instruction": "instruction to the agent",
-}
 
 
 class DecisionForm(forms.Form):
@@ -71,7 +64,7 @@ def highlighted(observation: Observation) -> list[dict[str, Any]]:
             continue
         if start > position:
             segments.append({"text": text[position:start], "flag": None})
-        segments.append({"text": text[start:end], "flag": flag, "label": FLAG_LABELS.get(flag)})
+        segments.append({"text": text[start:end], "flag": flag, "label": flag_label(flag)})
         position = end
     if position < len(text):
         segments.append({"text": text[position:], "flag": None})
@@ -137,7 +130,7 @@ def review_page(request: HttpRequest) -> HttpResponse:
                 "observation": o,
                 "segments": highlighted(o),
                 "scope": scopes.get(o.scope_id),
-                "flag_labels": [FLAG_LABELS.get(f, f) for f in o.flags],
+                "flag_labels": [flag_label(f) for f in o.flags],
             }
             for o in items
         ],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
@@ -24,7 +26,8 @@ def webhook_list(request: HttpRequest, agent_id: str) -> HttpResponse:
     agent_id = agent_id[:128]
     error = None
     hooks = webhooks_page(store=store, agent_id=agent_id, cursor=None, limit=50)
-    selected, deliveries = None, Page(items=[], next_cursor=None)
+    selected = None
+    deliveries: Page[dict[str, Any]] = Page(items=[], next_cursor=None)
     hook_id = param(request, "hook")
     if hook_id:
         try:

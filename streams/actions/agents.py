@@ -40,7 +40,10 @@ def do_agent_create(*, store: MemoryStore, actor: Actor, agent_id: str) -> Agent
             raise Conflict(f"an agent {agent_id!r} exists already")
         store.agents.ensure(agent_id, now=utcnow(), session=tx.session)
         tx.audit(action="agent.create", object_type="agent", object_id=agent_id, agent_id=agent_id)
-        return store.agents.get(agent_id, session=tx.session)
+        agent = store.agents.get(agent_id, session=tx.session)
+        if agent is None:  # ensure() wrote it in this transaction: only a store bug gets here
+            raise RuntimeError(f"agent {agent_id!r} missing right after its insert")
+        return agent
 
     return run_action(store, actor, write)
 

@@ -5,6 +5,7 @@ The audit entry keeps digests of the pins, never their text (they quote memory).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from streams.actions.base import Actor
@@ -49,7 +50,8 @@ def do_scope_pins_set(
         )
 
     run_action(store, actor, write)
-    return replace(scope, pins=checked)
+    stored: list[str] = list(checked)
+    return replace(scope, pins=stored)
 
 
 def do_consolidation_edit_and_pin(
@@ -87,7 +89,7 @@ def do_consolidation_edit_and_pin(
 
 
 def _store_pins(
-    store: MemoryStore, scope: Scope, pins: list[str], session: StoreSession | None = None
+    store: MemoryStore, scope: Scope, pins: Sequence[str], session: StoreSession | None = None
 ) -> None:
     stored = screen_pins(scope=scope, pins=pins, origin="operator", override=True)[0]
     if not store.scopes.set_pins(

@@ -67,13 +67,18 @@ class ActionTx:
     def enqueue(self, job: Job) -> Job:
         """Write a job the action built (queued) in the transaction; dispatched after commit."""
         self.store.jobs.insert(job, session=self.session)
-        return self.schedule(job)
+        self._dispatch_after_commit(job)
+        return job
 
     def schedule(self, job: Job | None) -> Job | None:
         """Dispatch after commit a job a service wrote with `session=tx.session`."""
-        if job is not None and all(j.id != job.id for j in self.jobs):
-            self.jobs.append(job)
+        if job is not None:
+            self._dispatch_after_commit(job)
         return job
+
+    def _dispatch_after_commit(self, job: Job) -> None:
+        if all(j.id != job.id for j in self.jobs):
+            self.jobs.append(job)
 
 
 def run_action(

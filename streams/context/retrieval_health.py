@@ -50,7 +50,7 @@ def retrieval_health(
     enough = len(fired) >= MIN_FIRED
     no_hit_share = len(no_hit) / len(fired) if fired else 0.0
     biggest = largest[0]["observations"] if largest else 0
-    signals = [
+    signals: list[dict[str, Any]] = [
         {
             "name": "fires_with_nothing_found",
             "value": round(no_hit_share, 3),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from bson import ObjectId
 
 from streams.core.ids import new_id
+from streams.core.job_kinds import JobKind as JobKind  # declared with its registry
 
 ScopeType = Literal["individual", "group", "collective"]
 ReviewMode = Literal["off", "propagated", "all"]
@@ -20,16 +21,6 @@ REVIEW_MODES: tuple[str, ...] = ("off", "propagated", "all")
 ReviewStatus = Literal["in_review", "candidate", "rejected"]
 ObservationStatus = Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
 SCOPE_TYPES: tuple[ScopeType, ...] = ("individual", "group", "collective")
-JobKind = Literal[
-    "formation",
-    "consolidation",
-    "propagation",
-    "forget_user",
-    "rebuild",
-    "chat_ingest",
-    "bulk",
-    "source_change",
-]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 
 

@@ -1,6 +1,7 @@
 """Deterministic detectors: what an observation's text carries that shared memory must not.
 
-Pure functions, no store, no model. `detect` returns the flags and the spans behind them:
+Pure functions, no store, no model. `detect` returns the flags (the kinds of
+`streams.core.flag_kinds`) and the spans behind them:
 
 - `pii:email`: an address with a dotted domain;
 - `pii:phone`: a number Google's libphonenumber (`phonenumbers`) parses and validates, in
@@ -31,12 +32,13 @@ import phonenumbers
 from stdnum import iban as stdnum_iban
 from stdnum import luhn
 
+from streams.core.flag_kinds import BLOCKING_FLAGS, FLAGS, PII_FLAGS
 from streams.guard.instructions import instruction_spans
 from streams.guard.normalise import normalise
 
-FLAGS = ("pii:email", "pii:phone", "pii:iban", "pii:card", "secret", "instruction")
-PII_FLAGS = frozenset({"pii:email", "pii:phone", "pii:iban", "pii:card"})
-BLOCKING_FLAGS = PII_FLAGS | {"secret"}  # never propagated
+# The kinds each `Span(...)` below raises are declared in `streams.core.flag_kinds` (label,
+# description, severity, propagation); `tests/streams/test_kinds_registry.py` checks that
+# the two name the same kinds.
 REDACTED = "[redacted secret]"
 # National formats tried besides international (+...) numbers.
 PHONE_REGIONS = ("US", "GB", "DE", "FR")

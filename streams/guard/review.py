@@ -337,6 +337,7 @@ def _decide_one(
     }
     oid = ObjectId(observation.id)
     edit_of = (observation.review or {}).get("edit_of")
+    decided: Observation | None
     if decision == "approve" and edit_of:
         # A held edit of another observation: approving applies its text there (the
         # review action does, in this transaction); the held copy itself leaves.

@@ -27,20 +27,23 @@ is in the consolidation already.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
 from streams.core.documents import Observation, Scope
 from streams.core.exceptions import InvalidInput
+from streams.core.flag_kinds import HELD_FLAGS
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.core.screened import ScreenedText
-from streams.guard.detectors import PII_FLAGS, Detection, detect_and_redact
+from streams.guard.detectors import Detection, detect_and_redact
 
 WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import", "move"]
 SHARED_SCOPE_TYPES = frozenset({"group", "collective"})
 # What a shared scope refuses from a hand-written text (pins, hand edits) unless a person
-# confirms it (the UI's "Save anyway"); secrets are redacted, never refused.
-REFUSED_FLAGS = PII_FLAGS | {"instruction"}
+# confirms it (the UI's "Save anyway"): the kinds of severity "hold"
+# (`streams.core.flag_kinds`); secrets are redacted, never refused.
+REFUSED_FLAGS = HELD_FLAGS
 
 
 class Flagged(InvalidInput):
@@ -95,7 +98,7 @@ def screen_scope_text(
 
 
 def screen_pins(
-    *, scope: Scope, pins: list[str], origin: WriteOrigin, override: bool = False
+    *, scope: Scope, pins: Sequence[str], origin: WriteOrigin, override: bool = False
 ) -> tuple[list[ScreenedText], list[str]]:
     """Each pin screened for `scope` (see `screen_scope_text`); the flags let through."""
     out: list[ScreenedText] = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeGuard
 
 from bson import ObjectId
 
@@ -67,7 +68,7 @@ class _ScopePlan:
         return self.report is not None
 
 
-def _valid_id(value: str | None) -> bool:
+def _valid_id(value: str | None) -> TypeGuard[str]:
     return value is not None and 1 <= len(value) <= MAX_ID_CHARS
 
 
@@ -359,7 +360,7 @@ def legacy_migrate(
     A dry run reads everything and reports what a real run would write, writing nothing.
     The run's audit entry is its action's (`streams.actions.legacy.do_legacy_migrate`).
     """
-    reader = LegacyReader.open(store.client, source_db)
+    reader = store.legacy_reader(source_db)
     reader.prepare()
     migration = _Migration(
         store=store,

@@ -118,8 +118,8 @@ def parse(text: str) -> Statement:
         key = ("pred", normalise(m["subj"]), family)
         return Statement(text, key, single, objects, correction)
     content = [stem(w) for w in significant_words(_ATTRIBUTION.sub("", body))]
-    key = ("words", *content[:3]) if len(content) >= 3 else None
-    return Statement(text, key, correction=correction)
+    words_key = ("words", *content[:3]) if len(content) >= 3 else None
+    return Statement(text, words_key, correction=correction)
 
 
 def drop_repeats(timeline: list[Statement]) -> list[Statement]:

@@ -209,7 +209,7 @@ def bulk_match(
     InvalidInput when more than `max_matched` match; NotFound for a scope of another agent.
     """
     bulk_filter.check()
-    repo = BulkRepository(store.db)
+    repo = store.bulk
     extra = bulk_filter.extra()
     if action == "private":
         extra["private"] = False

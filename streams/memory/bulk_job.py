@@ -41,7 +41,6 @@ from streams.search.dedup import text_key
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.bulk import BulkRepository
-from streams.store.privacy import PrivacyRepository
 
 DEFAULT_BATCH = 200
 # A batch is one transaction, and the embedded store ends a transaction after 10 s: a batch
@@ -90,7 +89,7 @@ def bulk_run(*, store: MemoryStore, run: JobRun) -> None:
     action: BulkAction = payload["action"]
     entries: list[list[Any]] = payload["entries"]
     batch_size = int(payload.get("batch_size") or DEFAULT_BATCH)
-    repo = BulkRepository(store.db)
+    repo = store.bulk
     job_oid = ObjectId(job.id)
     target_id = payload.get("target_scope_id")
     if action == "move":
@@ -165,7 +164,7 @@ def bulk_apply_batch(
         found = [o for o in found if not o.private]
     # Propagated copies are derived text of what changes: removed (idempotent, so a batch
     # retried after a crash finds nothing left to remove), their scopes flagged.
-    copies = copies_closure(PrivacyRepository(store.db), [o.id for o in found]) if found else []
+    copies = copies_closure(store.privacy, [o.id for o in found]) if found else []
     copy_taint: dict[str, list[ObjectId]] = {}
     for copy in copies:
         if copy.consolidated and not copy.deleted:
@@ -273,7 +272,9 @@ def _move(
     held = store.observations.live_by_text_key(
         [o.text_key for o in refiled if o.text_key], session=session
     )
-    taken, movers, merged = set(held), [], []
+    taken: set[str | None] = set(held)
+    movers: list[Observation] = []
+    merged: list[Observation] = []
     for o in refiled:
         (merged if o.text_key in taken else movers).append(o)
         taken.add(o.text_key)

@@ -340,7 +340,7 @@ def _sources(raw: Any, *, plan: ExtractionPlan, speaker: str | None, about: list
     )
     found = [line.message_id for line in lines if line.message_id in cited]
     if found:
-        return list(dict.fromkeys(found))  # type: ignore[arg-type]
+        return list(dict.fromkeys(found))
     people = {speaker} if speaker else set(about)
     own = [
         line.message_id

@@ -38,7 +38,6 @@ from streams.memory.source_change import sources_changed
 from streams.records.audit import audit_record, content_digest
 from streams.search.index import search_index_remove
 from streams.store import MemoryStore, StoreSession
-from streams.store.privacy import PrivacyRepository
 
 SWEEP_ACTOR = "system:lifecycle"
 SWEEP_BATCH = 200
@@ -164,7 +163,7 @@ def observations_purge(
 def _purge_scope(
     *, store: MemoryStore, scope_id: str, group: list[Observation], now: datetime, reason: str
 ) -> int:
-    repo = PrivacyRepository(store.db)
+    repo = store.privacy
     ids = [ObjectId(o.id) for o in group]
     live = [o for o in group if not o.deleted and not o.expiry_swept]
 

@@ -22,7 +22,6 @@ from streams.search.dedup import text_key
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 from streams.store.observations import TextTaken
-from streams.store.privacy import PrivacyRepository
 
 
 class Unset:
@@ -175,7 +174,7 @@ def observation_update_write(
         if not store.observations.set_expiry(oid, plan.expires_at, session=session):
             raise NotFound("observation not found")
         # Its propagated copies say the same fact: they expire with it.
-        for copy in copies_closure(PrivacyRepository(store.db), [observation.id]):
+        for copy in copies_closure(store.privacy, [observation.id]):
             if not copy.expiry_swept:
                 store.observations.set_expiry(ObjectId(copy.id), plan.expires_at, session=session)
     if not fields:

@@ -163,10 +163,10 @@ def observations_append(
     )
     waiting = [o for o in split.fresh if o.review_status == "in_review"]
     observations_changed(store=store, event="review.waiting", observations=waiting, session=session)
-    held = sum(1 for o in split.fresh if o.held and not o.consolidated)
-    if held:
+    held_count = sum(1 for o in split.fresh if o.held and not o.consolidated)
+    if held_count:
         # Callers count every new observation as pending; held ones are not.
-        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held, session=session)
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held_count, session=session)
     return scope
 
 
@@ -197,7 +197,7 @@ def _as_given(observations: list[Observation]) -> None:
                 similar_to=observation.similar_to,
             )
             continue
-        observation.review_status = given.review_status  # type: ignore[assignment]
+        observation.review_status = given.review_status
         observation.review = deepcopy(given.review)
         observation.contradicts = list(given.contradicts)
         observation.similar_to = given.similar_to

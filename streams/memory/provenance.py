@@ -42,8 +42,8 @@ def cited_lines(*, store: MemoryStore, observations: list[Observation]) -> dict[
     wanted: dict[tuple[str, str], set[str]] = {}
     for o in observations:
         if o.source_session_id and o.source_message_ids:
-            ids = o.source_message_ids[:MAX_SHOWN]
-            wanted.setdefault((o.agent_id, o.source_session_id), set()).update(ids)
+            shown = o.source_message_ids[:MAX_SHOWN]
+            wanted.setdefault((o.agent_id, o.source_session_id), set()).update(shown)
     found: dict[tuple[str, str, str], CitedLine] = {}
     for (agent_id, session_id), ids in wanted.items():
         for m in store.sessions.messages_by_id(agent_id, session_id, sorted(ids)):

@@ -46,7 +46,7 @@ LEASE = timedelta(minutes=5)
 
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
-    return PrivacyRepository(store.db)
+    return store.privacy
 
 
 # -- after a change (`streams.memory.source_change`): rebuild jobs, copies, search terms ----

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from streams.core.consolidate_after import DAYS_RANGE
-from streams.core.documents import REVIEW_MODES, Job, Scope, ScopeType, utcnow
+from streams.core.documents import REVIEW_MODES, Job, PromptKind, Scope, ScopeType, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
@@ -205,7 +205,7 @@ def scope_list(
 THRESHOLD_RANGE = (1, 1000)
 MAX_WORDS_RANGE = (50, 5000)
 MAX_OBSERVATIONS_RANGE = (10, 1_000_000)
-PROMPT_FIELDS = {
+PROMPT_FIELDS: dict[str, PromptKind] = {
     "extraction_prompt": "extraction",
     "consolidation_prompt": "consolidation",
     "propagation_prompt": "propagation",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from bson import ObjectId
 
-from streams.core.documents import Job, Observation
+from streams.core.documents import Job, JobKind, Observation
 from streams.jobs import JobRun
 from streams.memory.rebuild import (
     Change,
@@ -37,9 +37,8 @@ from streams.records.context_scrub import (
     removed_texts,
 )
 from streams.store import MemoryStore, StoreSession
-from streams.store.privacy import PrivacyRepository
 
-KIND = "source_change"
+KIND: JobKind = "source_change"
 
 
 # -- what follows a change: flag scopes and queue rebuilds, scrub the log, remove copies --
@@ -63,7 +62,7 @@ def sources_changed(
     text once its own scope is rebuilt. Each scope whose consolidation absorbed the
     observation or a copy is flagged and gets a rebuild job (in `follow_ups`).
     """
-    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    copies = copies_closure(store.privacy, [observation.id])
     follow_ups.extend(
         sources_flag(store=store, observation=observation, change=change, copies=copies)
     )
@@ -181,7 +180,7 @@ def source_change_queue(
             "history_id": str(history_id) if history_id is not None else None,
         },
     )
-    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    copies = copies_closure(store.privacy, [observation.id])
     rebuilds = sources_flag(
         store=store,
         observation=observation,
@@ -207,7 +206,7 @@ def source_change_run(*, store: MemoryStore, run: JobRun) -> None:
     if payload.get("history_id"):
         entry = store.text_history.get(ObjectId(payload["history_id"]))
         old_text = entry["content"] if entry is not None else None
-    copies = copies_closure(PrivacyRepository(store.db), [observation.id])
+    copies = copies_closure(store.privacy, [observation.id])
     sources_clean(
         store=store, observation=observation, change=change, copies=copies, old_text=old_text
     )

@@ -80,7 +80,7 @@ class WindowCache:
     def read(self, *, store: MemoryStore, scope: Scope, session: StoreSession) -> Window:
         """The window of `scope` as the caller read it (its sequence and revision): what
         is kept, topped up by one bounded read of what came since, or read whole."""
-        key = (store.db.name, scope.id)
+        key = (store.name, scope.id)
         top, rev = scope.observation_seq, scope.log_rev
         low = max(0, top - SIMILAR_WINDOW)
         oid = require_object_id(scope.id, what="scope")
@@ -107,7 +107,7 @@ class WindowCache:
         """After an add committed at `before`'s sequence and revision: its observations
         join the kept window (when it is the one the add read; otherwise the next add
         reads what it lacks)."""
-        key = (store.db.name, before.id)
+        key = (store.name, before.id)
         fresh = sorted(
             ((o.seq, o.id, o.content) for o in observations if not o.deleted),
             reverse=True,

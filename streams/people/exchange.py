@@ -123,15 +123,25 @@ def _check_observation(
     origin = item.get("propagated_from")
     if origin is not None and (not isinstance(origin, str) or parse_object_id(origin) is None):
         problems.add(where, "propagated_from must be an id or null", field="propagated_from")
-    if len(problems.items) > before or deleted or expired:
+    observed_at, created_at = times["observed_at"], times["created_at"]
+    if (
+        len(problems.items) > before
+        or deleted
+        or expired
+        # each reported above; spelled again so the types below are narrowed
+        or not isinstance(oid, str)
+        or not isinstance(content, str)
+        or observed_at is None
+        or created_at is None
+    ):
         return None
     return Observation(
         id=oid,
         scope_id=scope_id,
         agent_id="",
         content=content.strip(),
-        observed_at=times["observed_at"],  # type: ignore[arg-type]
-        created_at=times["created_at"],  # type: ignore[arg-type]
+        observed_at=observed_at,
+        created_at=created_at,
         source_session_id=item.get("source_session_id"),
         source_message_ids=list(item["source_message_ids"]),
         related_user_ids=list(item["related_user_ids"]),
@@ -174,7 +184,7 @@ def import_write(
     """Write a planned import's blocks: in the caller's transaction `session` (the import
     action's, with its audit entry), or without one a transaction per block. Restored
     prompt overrides are saved as versions by `author`."""
-    exchange = ExchangeRepository(store.db)
+    exchange = store.exchange
     for scope, new, versions, prompts in plan.blocks:
         _write_block(store, exchange, scope, new, versions, prompts, session, author)
     return dict(plan.totals)
@@ -203,7 +213,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     plans = []
     refused: set[str] = set()  # users an erasure tombstone covers: nothing of them stored
     refused_items = 0
-    exchange = ExchangeRepository(store.db)
+    exchange = store.exchange
     for b, block in enumerate(blocks):
         where = f"scopes[{b}]"
         if not isinstance(block, dict):
@@ -230,12 +240,12 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
                 if isinstance(item, dict) and not item.get("deleted")
             )
             continue
+
+        def report(field: str | None, message: str, where: str = where) -> None:
+            problems.add(f"{where}.settings", message, field=field)
+
         restored = settings_checked(
-            block.get("settings"),
-            probe=Scope(**key.identity()),
-            report=lambda field, message, where=where: problems.add(
-                f"{where}.settings", message, field=field
-            ),
+            block.get("settings"), probe=Scope(**key.identity()), report=report
         )
         existing = store.scopes.find_by_identity(**key.identity())
         home = existing.id if existing is not None else scope_id

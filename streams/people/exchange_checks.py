@@ -88,7 +88,14 @@ def check_version(
         problems.add(where, "absorbed_observation_ids must be a list of 24-hex ids")
     if not isinstance(item.get("redacted"), bool):
         problems.add(where, "redacted must be true or false", field="redacted")
-    if len(problems.items) > before:
+    if (
+        len(problems.items) > before
+        # each reported above; spelled again so the types below are narrowed
+        or not isinstance(text, str)
+        or not isinstance(trigger, str)
+        or not isinstance(absorbed, list)
+        or created is None
+    ):
         return None
     version = ConsolidationVersion(
         scope_id=scope_id,
@@ -98,7 +105,7 @@ def check_version(
         trigger=trigger,
         actor=actor,
         absorbed_observation_ids=list(absorbed),
-        created_at=created,  # type: ignore[arg-type]
+        created_at=created,
     )
     return version, (created if item["redacted"] else None)
 

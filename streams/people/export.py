@@ -32,7 +32,7 @@ from streams.core.exceptions import NotFound
 from streams.core.ids import parse_object_id
 from streams.people.user_audit import observation_json, user_export, version_pages
 from streams.store import MemoryStore
-from streams.store.privacy import BATCH, PrivacyRepository
+from streams.store.privacy import BATCH
 
 FORMAT = "memory-admin/export-2"
 READABLE_FORMATS = ("memory-admin/export-1", FORMAT)
@@ -109,7 +109,7 @@ def scope_block(
         block["settings"] = None
         block["observations"] = [_signed(o) for o in observations]
         return block
-    repo = PrivacyRepository(store.db)
+    repo = store.privacy
     oid = ObjectId(scope.id)
     block.update(
         consolidation=scope.consolidation,

@@ -44,7 +44,7 @@ MAX_BUFFER_PAGES = 1000
 
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
-    return PrivacyRepository(store.db)
+    return store.privacy
 
 
 # -- forget user ------------------------------------------------------------------------
@@ -131,11 +131,15 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     uncounted = 0
     for scope_id, observations in sorted(by_scope.items()):
         forget_in_search(store=store, scope_id=scope_id, observations=observations)
-        count = store.in_transaction(
-            lambda session, scope=scope_id, gone=observations: repo.delete_observations(
+
+        def delete_scope_observations(
+            session: StoreSession, scope: str = scope_id, gone: list[Observation] = observations
+        ) -> int:
+            return repo.delete_observations(
                 ObjectId(scope), [ObjectId(o.id) for o in gone], session=session
             )
-        )
+
+        count = store.in_transaction(delete_scope_observations)
         store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
         store.text_history.purge([ObjectId(o.id) for o in observations])
         # A soft-deleted observation left the counts when it was deleted.
@@ -239,12 +243,13 @@ def _forget_messages(
     for _ in range(MAX_BUFFER_PAGES):
         buffer_ids = store.sessions.speaker_buffer_ids(agent_id, user_id, limit=BATCH)
         for buffer_id in buffer_ids:
-            dropped += store.in_transaction(
-                lambda session, bid=buffer_id: store.sessions.forget_speaker(
+
+            def forget_in_buffer(session: StoreSession, bid: ObjectId = buffer_id) -> bool:
+                return store.sessions.forget_speaker(
                     bid, user_id, min_messages=min_messages, session=session
-                ),
-                attempts=5,
-            )
+                )
+
+            dropped += store.in_transaction(forget_in_buffer, attempts=5)
         if len(buffer_ids) < BATCH:
             break
     counts["memory_session_buffers"] = dropped

@@ -26,7 +26,7 @@ HISTORY_CHUNK = 200
 
 
 def _repo(store: MemoryStore) -> PrivacyRepository:
-    return PrivacyRepository(store.db)
+    return store.privacy
 
 
 def check_user_ids(agent_id: str, user_id: str) -> None:

@@ -102,7 +102,7 @@ def check_kind(kind: str) -> PromptKind:
             f"unknown prompt kind {kind!r}: use one of {', '.join(PROMPT_KINDS)}",
             details=[{"field": "kind"}],
         )
-    return cast(PromptKind, kind)
+    return kind  # narrowed by the test above
 
 
 def template_fields(text: str) -> list[str]:

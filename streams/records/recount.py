@@ -9,9 +9,11 @@ recounted in its own transaction.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from streams.store import MemoryStore
-from streams.store.recount import RecountRepository
+from bson import ObjectId
+
+from streams.store import MemoryStore, StoreSession
 
 PAGE = 500
 
@@ -30,13 +32,14 @@ def recount(*, store: MemoryStore, min_messages: int) -> RecountReport:
     while True:
         ids = store.sessions.buffer_ids(after=after, limit=PAGE)
         for buffer_id in ids:
-            before = store.sessions.buffers.find_one({"_id": buffer_id})
-            after_count = store.in_transaction(
-                lambda session, bid=buffer_id: store.sessions.recount(
-                    bid, min_messages=min_messages, session=session
-                ),
-                attempts=5,
-            )
+            before = store.sessions.buffer_counters(buffer_id)
+
+            def recount_one(
+                session: StoreSession, bid: ObjectId = buffer_id
+            ) -> dict[str, Any] | None:
+                return store.sessions.recount(bid, min_messages=min_messages, session=session)
+
+            after_count = store.in_transaction(recount_one, attempts=5)
             report.sessions += 1
             if (
                 before
@@ -51,7 +54,7 @@ def recount(*, store: MemoryStore, min_messages: int) -> RecountReport:
         if len(ids) < PAGE:
             break
         after = ids[-1]
-    repo = RecountRepository(store.db)
+    repo = store.recount
     agent_after = None
     while True:
         agents = store.agents.list_page(after=agent_after, limit=PAGE)

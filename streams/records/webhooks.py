@@ -33,26 +33,13 @@ from streams.core.documents import ConsolidationVersion, Observation, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, decode_cursor, encode_cursor
+from streams.core.webhook_events import EVENTS, REMOVAL_FIELDS
 from streams.records.addresses import address_is_public
 from streams.store import MemoryStore, StoreSession
 from streams.store.webhooks import MAX_HOOKS_PER_AGENT
 
 logger = logging.getLogger("streams.webhooks")
 
-EVENTS = (
-    "observation.created",
-    "observation.updated",
-    "observation.deleted",
-    "consolidation.version",
-    "review.waiting",
-    "user.forgotten",
-)
-# Removal events carry ids and times, never the removed words: the outbox keeps only these
-# fields of their data, whatever a caller hands it (one rule for every path that emits them).
-REMOVAL_FIELDS: dict[str, tuple[str, ...]] = {
-    "observation.deleted": ("id", "scope_id", "deleted_at"),
-    "user.forgotten": ("user_id", "forgotten_at"),
-}
 MAX_URL_CHARS = 2_000
 RETRY_FOR = timedelta(days=1)
 LOG_KEPT = timedelta(days=7)  # the delivery log, then removed by a TTL index

@@ -413,7 +413,7 @@ def _in_window(o: Observation, after: datetime | None, before: datetime | None) 
 
 
 def _explain(candidate: Candidate) -> Explanation:
-    ranks = {}
+    ranks: dict[str, int] = {}
     for stage in STAGES:  # a stage that did not run leaves the rank as it was
         ranks[stage] = candidate.ranks.get(stage, ranks.get(_previous(stage), 0))
     return Explanation(

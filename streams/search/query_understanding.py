@@ -16,10 +16,11 @@ Each is a switch of `streams.search.ranking.Ranking`, measured with leave-one-ou
 
 from __future__ import annotations
 
+import heapq
 import re
 from calendar import monthrange
-from collections import Counter
 from datetime import datetime, timedelta
+from operator import itemgetter
 
 from streams.search.text import STOP_WORDS, term_counts
 
@@ -174,7 +175,7 @@ def expansion_terms(
     total = sum(max(score, 0.0) for _, score in texts)
     if total <= 0 or count <= 0:
         return {}
-    model: Counter[str] = Counter()
+    model: dict[str, float] = {}
     for text, score in texts:
         counts = term_counts(text)
         length = sum(counts.values())
@@ -183,8 +184,8 @@ def expansion_terms(
         for term, n in counts.items():
             if term in query or term in STOP_WORDS or term.isdigit():
                 continue
-            model[term] += (score / total) * n / length
-    best = model.most_common(count)
+            model[term] = model.get(term, 0.0) + (score / total) * n / length
+    best = heapq.nlargest(count, model.items(), key=itemgetter(1))  # as Counter.most_common
     if not best:
         return {}
     top = best[0][1]

@@ -348,7 +348,8 @@ def best_by_bound(
     for c in candidates:
         bound = sum(c.terms.values()) + sum(c.mechanisms.values())
         length, bits, terms = c.length, c.signature, c.terms
-        for term, mask, idf, bound_frequency, bound_length in prepared.get(c.scope_id, ()):
+        scope_terms = prepared.get(c.scope_id, []) if c.scope_id is not None else []
+        for term, mask, idf, bound_frequency, bound_length in scope_terms:
             if term not in terms and bits & mask == mask:
                 # TermWeights.gain at the bound, inline (as `upper_bound`).
                 frequency = min(bound_frequency, max(1, length))
@@ -370,7 +371,7 @@ def complete_terms(
     """The cut terms' share of each fetched candidate's score, from its own text: exact,
     as if every posting had been read."""
     for candidate in candidates.values():
-        stats = cut.get(candidate.scope_id, [])
+        stats = cut.get(candidate.scope_id, []) if candidate.scope_id is not None else []
         if candidate.observation is None or not stats:
             continue
         counts = term_counts(candidate.observation.content)
@@ -399,9 +400,9 @@ def people_stage(
 # -- ordering ----------------------------------------------------------------------------
 
 
-def ordered(candidates: object) -> list[Candidate]:
+def ordered(candidates: Iterable[Candidate]) -> list[Candidate]:
     """Best first; among equals, the newer observation (a larger ObjectId) first."""
-    return sorted(candidates, key=_order_key, reverse=True)  # type: ignore[call-overload]
+    return sorted(candidates, key=_order_key, reverse=True)
 
 
 def _order_key(candidate: Candidate) -> tuple[float, bytes]:
@@ -417,7 +418,7 @@ def _term_order_key(candidate: Candidate) -> tuple[float, bytes]:
     return sum(candidate.terms.values()), candidate.observation_id.binary
 
 
-def rank_stage(candidates: object, stage: str) -> None:
+def rank_stage(candidates: Iterable[Candidate], stage: str) -> None:
     """Every candidate's rank after `stage`, for the explanation."""
     for rank, candidate in enumerate(ordered(candidates), start=1):
         candidate.ranks[stage] = rank

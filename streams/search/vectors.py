@@ -20,7 +20,7 @@ import logging
 import threading
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from bson import ObjectId
 
@@ -40,8 +40,9 @@ class _NumpyOnFirstUse:
         return getattr(numpy, name)
 
 
-# numpy comes with the local-embeddings extra (and most deployments)
-np = _NumpyOnFirstUse() if importlib.util.find_spec("numpy") else None  # type: ignore[assignment]
+# numpy comes with the local-embeddings extra (and most deployments); Any: it may be absent,
+# and it is the module itself after its first use.
+np: Any = _NumpyOnFirstUse() if importlib.util.find_spec("numpy") else None
 try:  # an approximate index for large scopes, in the local-embeddings extra
     import hnswlib
 except ImportError:
@@ -94,12 +95,12 @@ class ScopeVectors:
     def __init__(self) -> None:
         self.ids: list[ObjectId] = []
         self.row: dict[ObjectId, int] = {}
-        self._buffer = None  # np.ndarray (capacity, d)
+        self._buffer: Any = None  # np.ndarray (capacity, d)
         # Every vector saved before this was read (a vector commits within SETTLE of
         # being saved): the next refresh reads from here.
         self.safe: datetime | None = None
         self.lock = threading.Lock()
-        self.hnsw = None  # hnswlib.Index over rows [0, hnsw_rows), once built
+        self.hnsw: Any = None  # hnswlib.Index over rows [0, hnsw_rows), once built
         self.hnsw_rows = 0
         self.dirty: set[int] = set()  # rows replaced since the index took them
         self.building = False
@@ -248,7 +249,7 @@ def nearest_in_scopes(
         return []
     found: list[tuple[ObjectId, float]] = []
     for scope_id in scope_ids:
-        vectors = scope_vectors(store.db.name, scope_id, model)
+        vectors = scope_vectors(store.name, scope_id, model)
         with vectors.lock:
             started = datetime.now(UTC)
             vectors.add(store.embeddings.saved_since(scope_id, model=model, since=vectors.safe))

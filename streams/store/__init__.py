@@ -33,12 +33,15 @@ from streams.store import (
     consolidations,
     context_calls,
     embeddings,
+    exchange,
     jobs,
+    legacy,
     llm_servers,
     observations,
     privacy,
     prompt_checks,
     prompts,
+    recount,
     rescans,
     scopes,
     search,
@@ -114,6 +117,7 @@ class MemoryStore:
             TRANSACTION_RETRY_SECONDS if conflict_seconds is None else conflict_seconds
         )
         self.db = client[db_name]
+        self.name = db_name  # the database's name (per-database caches key on it)
         # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
         self.scope_defaults = dict(scope_defaults or {})
         # New group, collective and shard scopes start with this review mode
@@ -161,6 +165,12 @@ class MemoryStore:
         self.webhooks = webhooks.WebhookRepository(self.db)
         # Forgotten users, by a keyed hash of agent and user id (MEMORY_ERASURE_KEY).
         self.tombstones = tombstones.TombstoneRepository(self.db, key=erasure_key)
+        # The multi-collection repositories of whole-scope and whole-person work: forget,
+        # copies and rebuilds, bulk actions, export/import, counter repair.
+        self.privacy = privacy.PrivacyRepository(self.db)
+        self.bulk = bulk.BulkRepository(self.db)
+        self.exchange = exchange.ExchangeRepository(self.db)
+        self.recount = recount.RecountRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 
@@ -168,6 +178,10 @@ class MemoryStore:
         """The transaction's writes as one round trip, or None where the server cannot
         (streams/store/write_batch.py): then each write goes as it is made."""
         return WriteBatch.for_session(self.client, session)
+
+    def legacy_reader(self, db_name: str) -> legacy.LegacyReader:
+        """The legacy collections of `db_name` on this store's server (the migration)."""
+        return legacy.LegacyReader.open(self.client, db_name)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from typing import Any
 
 from pymongo import MongoClient
 from pymongo.errors import ConnectionFailure
@@ -76,7 +77,8 @@ def provision_root_user(uri: str, *, username: str, password: str) -> None:
     server running without access control: how mongod and SecantusDB provision users)."""
     from pymongo.errors import OperationFailure
 
-    with MongoClient(uri, serverSelectionTimeoutMS=10_000) as client:
+    client: MongoClient[dict[str, Any]] = MongoClient(uri, serverSelectionTimeoutMS=10_000)
+    with client:
         try:
             client.admin.command("createUser", username, pwd=password, roles=["root"])
         except OperationFailure:  # it exists

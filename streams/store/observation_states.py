@@ -95,7 +95,7 @@ class ReviewQueries:
         """How many wait in `status` for each of these agents (absent: none), in one read."""
         if not agent_ids:
             return {}
-        pipeline = [
+        pipeline: list[dict[str, Any]] = [
             {
                 "$match": {
                     "agent_id": {"$in": agent_ids},

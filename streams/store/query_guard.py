@@ -10,7 +10,7 @@ full key of a unique index, or a range closed on both ends.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pymongo import monitoring
@@ -60,7 +60,7 @@ class QueryGuard(monitoring.CommandListener):
 
 
 def check_command(
-    name: str, command: dict[str, Any], catalog: dict[str, list[IndexSpec]]
+    name: str, command: Mapping[str, Any], catalog: dict[str, list[IndexSpec]]
 ) -> str | None:
     if name == "bulkWrite":
         return _check_bulk_write(command, catalog)
@@ -77,7 +77,9 @@ def check_command(
     return None
 
 
-def _check_bulk_write(command: dict[str, Any], catalog: dict[str, list[IndexSpec]]) -> str | None:
+def _check_bulk_write(
+    command: Mapping[str, Any], catalog: dict[str, list[IndexSpec]]
+) -> str | None:
     """A client-level `bulkWrite` (several collections in one command): each of its
     updates and deletes is checked as the collection's own command would be."""
     namespaces = [info.get("ns", "") for info in command.get("nsInfo") or []]
@@ -92,7 +94,7 @@ def _check_bulk_write(command: dict[str, Any], catalog: dict[str, list[IndexSpec
     return None
 
 
-def _queries(name: str, command: dict[str, Any]) -> list[tuple[dict[str, Any], bool | None]]:
+def _queries(name: str, command: Mapping[str, Any]) -> list[tuple[dict[str, Any], bool | None]]:
     """Each filter the command carries, with whether it is a limited list (None: not a list)."""
     if name == "find":
         return [(command.get("filter") or {}, bool(command.get("limit")))]

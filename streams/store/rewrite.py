@@ -23,11 +23,15 @@ RAW = CodecOptions(document_class=RawBSONDocument)
 
 def store_copy_uris(*, source_uri: str, target_uri: str) -> dict[str, int]:
     """`store_copy` between two servers given by URI (clients of its own, closed after)."""
-    with MongoClient(source_uri) as source, MongoClient(target_uri) as target:
+    source: MongoClient[dict[str, Any]] = MongoClient(source_uri)
+    target: MongoClient[dict[str, Any]] = MongoClient(target_uri)
+    with source, target:
         return store_copy(source=source, target=target)
 
 
-def store_copy(*, source: MongoClient, target: MongoClient) -> dict[str, int]:
+def store_copy(
+    *, source: MongoClient[dict[str, Any]], target: MongoClient[dict[str, Any]]
+) -> dict[str, int]:
     """Copy every user database's collections (raw documents, as stored) and indexes;
     returns documents copied per `database.collection`."""
     copied: dict[str, int] = {}

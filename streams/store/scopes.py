@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Literal
 
@@ -14,7 +14,7 @@ from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.core.documents import EPOCH, Scope, ScopeType
-from streams.core.screened import require_screened
+from streams.core.screened import ScreenedText, require_screened
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import (
     page_by_seq,
@@ -335,7 +335,11 @@ class ScopeRepository(ScopeIdLists):
         return result.matched_count == 1
 
     def set_pins(
-        self, scope_id: ObjectId, pins: list[str], *, session: ClientSession | None = None
+        self,
+        scope_id: ObjectId,
+        pins: Sequence[ScreenedText],
+        *,
+        session: ClientSession | None = None,
     ) -> bool:
         for pin in pins:
             require_screened(pin, what="pin")

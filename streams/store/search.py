@@ -188,15 +188,13 @@ class SearchIndexRepository:
     def _apply(self, changes: list[IndexChange], session: ClientSession) -> None:
         if changes[0].sign < 0:  # a posting still pending is folded into its head first
             self._fold({c.scope_id for c in changes}, session)
-        ops = self._ops(changes, session, {})
+        ops = self._ops(changes, session)
         if ops:
             self.collection.bulk_write(ops, ordered=True, session=session)
 
-    def _ops(
-        self, changes: list[IndexChange], session: ClientSession, ns: dict[str, str]
-    ) -> list[Any]:
-        """The writes of `_apply`; `ns` ({"namespace": ...}) when they go to a client-level
-        batch (additions only: removals build their own, collection-level)."""
+    def _ops(self, changes: list[IndexChange], session: ClientSession) -> list[Any]:
+        """The writes of `_apply` (collection-level: short adds join a client-level batch
+        as pending documents instead, in `apply`)."""
         sign = changes[0].sign
         terms: dict[str, tuple[ObjectId, str, list[IndexChange]]] = {}
         totals: dict[ObjectId, list[IndexChange]] = {}
@@ -218,19 +216,18 @@ class SearchIndexRepository:
                 for c in group:
                     chunk = head.add(c.posting(term))
                     if chunk is not None:
-                        sealed.append(InsertOne(chunk, **ns))
+                        sealed.append(InsertOne(chunk))
                         if head.just_turned_common:
                             flips.append(
                                 UpdateMany(
                                     {"k": key, "f": True, "n": {"$gte": 0}},  # chunks, not the head
                                     {"$set": {"f": False}},
-                                    **ns,
                                 )
                             )
                 if doc is None or "k" not in doc or "p" in doc:  # new, or the earlier layout
-                    ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True, **ns))
+                    ops.append(ReplaceOne({"_id": key}, head.document(), upsert=True))
                 else:
-                    ops.append(UpdateOne({"_id": key}, {"$set": head.changes()}, **ns))
+                    ops.append(UpdateOne({"_id": key}, {"$set": head.changes()}))
             ops += sealed + flips
         else:
             ops += self._removals(terms, current, session)
@@ -247,7 +244,6 @@ class SearchIndexRepository:
                         "$setOnInsert": {"scope_id": scope_id, "term": ""},
                     },
                     upsert=True,
-                    **ns,
                 )
             )
         return ops
@@ -349,7 +345,7 @@ class SearchIndexRepository:
             ]
             ops = [DeleteMany({"_id": {"$in": [d["_id"] for d in docs]}})]
             self.collection.bulk_write(
-                ops + self._ops(changes, session, {}), ordered=True, session=session
+                ops + self._ops(changes, session), ordered=True, session=session
             )
             folded += len(docs)
             if len(docs) < search_pending.READ_LIMIT:

@@ -212,6 +212,12 @@ class SessionRepository:
         cursor = self.buffers.find(query, {"_id": 1}).sort("_id", ASCENDING).limit(limit)
         return [d["_id"] for d in cursor]
 
+    def buffer_counters(self, buffer_id: ObjectId) -> dict[str, Any] | None:
+        """A buffer's unformed counters as stored (the `recount` command's "before")."""
+        return self.buffers.find_one(
+            {"_id": buffer_id}, {"unformed_count": 1, "unformed_tokens": 1}
+        )
+
     def renew_claim(self, buffer_id: ObjectId, *, job_id: ObjectId, now: datetime) -> bool:
         """The running formation's heartbeat: its claim on the session stays fresh."""
         result = self.buffers.update_one(
@@ -298,6 +304,8 @@ class SessionRepository:
         if result.modified_count != len(message_ids):
             return False
         buffer = self.buffers.find_one({"_id": buffer_id}, session=session)
+        if buffer is None:  # forgotten meanwhile: nothing to form
+            return False
         remaining = buffer["unformed_count"] - len(message_ids)
         self.buffers.update_one(
             {"_id": buffer_id},

@@ -14,6 +14,7 @@ without reading one document per scope; updated with the version in the filter.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pymongo.database import Database
@@ -49,7 +50,7 @@ class UsageRepository:
         return self.scopes if dim == "scope" else self.collection
 
     def increment(
-        self, *, agent_id: str, day: str, dim: str, key: str, counts: dict[str, int | float]
+        self, *, agent_id: str, day: str, dim: str, key: str, counts: Mapping[str, int | float]
     ) -> None:
         self._of(dim).update_one(
             {"_id": usage_id(agent_id, day, dim, key)},

@@ -96,7 +96,9 @@ class WriteBatch:
         except ClientBulkWriteException as exc:
             if isinstance(exc.error, PyMongoError):
                 raise exc.error from exc  # e.g. a TransientTransactionError: retried
-            errors = exc.write_errors or []
+            # The server's error documents (by index, or a list): pymongo annotates
+            # `write_errors` as WriteError exceptions, but they are these documents.
+            errors: Any = exc.details.get("writeErrors") or []
             codes = {
                 e.get("code") for e in (errors.values() if isinstance(errors, dict) else errors)
             }

@@ -331,8 +331,8 @@ def _groups(value: Any) -> list[tuple[str, str | None]] | None:
             if isinstance(item, str):
                 groups.append((item, None))
             elif isinstance(item, dict) and isinstance(item.get("id"), str):
-                name = item.get("name")
-                groups.append((item["id"], name if isinstance(name, str) and name else None))
+                label = item.get("name")
+                groups.append((item["id"], label if isinstance(label, str) and label else None))
             else:
                 return None
     else:

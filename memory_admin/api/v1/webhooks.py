@@ -8,7 +8,7 @@ create answer only.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from django.conf import settings
 from django.http import HttpRequest
@@ -21,35 +21,31 @@ from memory_admin.api.v1.schemas import ExternalId, InSchema, PageQuery, error_r
 from memory_admin.stores import get_store
 from streams.actions.webhooks import do_webhook_create, do_webhook_delete, do_webhook_update
 from streams.core.pagination import Page
+from streams.core.webhook_events import EVENTS, WebhookEvent, webhook_events_described
 from streams.records.webhooks import (
-    EVENTS,
     MAX_URL_CHARS,
     webhook_deliveries_page,
     webhook_get,
     webhooks_page,
 )
 
-Event = Literal[
-    "observation.created",
-    "observation.updated",
-    "observation.deleted",
-    "consolidation.version",
-    "review.waiting",
-    "user.forgotten",
-]
-assert set(Event.__args__) == set(EVENTS)  # noqa: S101 (the schema and the domain agree)
+EVENTS_DESCRIPTION = "The events to deliver: " + webhook_events_described() + "."
 Url = Annotated[str, StringConstraints(min_length=8, max_length=MAX_URL_CHARS)]
 
 
 class WebhookIn(InSchema):
     url: Url = Field(..., description="http(s); private and loopback addresses are refused.")
-    events: list[Event] = Field(..., min_length=1, max_length=len(EVENTS))
+    events: list[WebhookEvent] = Field(
+        ..., min_length=1, max_length=len(EVENTS), description=EVENTS_DESCRIPTION
+    )
 
 
 class WebhookPatchIn(InSchema):
     active: bool | None = Field(None, description="false stops deliveries.")
     url: Url | None = None
-    events: list[Event] | None = Field(None, min_length=1, max_length=len(EVENTS))
+    events: list[WebhookEvent] | None = Field(
+        None, min_length=1, max_length=len(EVENTS), description=EVENTS_DESCRIPTION
+    )
 
 
 class WebhookOut(Schema):

@@ -64,7 +64,7 @@ class Command(BaseCommand):
         **options: Any,
     ) -> None:
         name = name.strip()
-        if not name or len(name) > ApiKey._meta.get_field("name").max_length:
+        if not name or len(name) > (ApiKey._meta.get_field("name").max_length or 0):
             raise CommandError("the name must be 1 to 100 characters")
         for agent_id in agents:
             if not 1 <= len(agent_id) <= MAX_AGENT_ID_CHARS:

@@ -31,8 +31,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, scopes: list[str], **options: Any) -> None:
         store = get_store()
         if options["all"]:
-            written = rebuild_all(store=store)
-            self.stdout.write(f"{len(written)} scopes, {sum(written.values())} index documents")
+            totals = rebuild_all(store=store)
+            self.stdout.write(f"{len(totals)} scopes, {sum(totals.values())} index documents")
             return
         if not scopes:
             raise CommandError("give --scope SCOPE_ID (repeatable) or --all")

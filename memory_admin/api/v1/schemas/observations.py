@@ -1,0 +1,207 @@
+"""Observations: single and batch writes, feedback, edits, history, pages."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from ninja import Field, Schema
+from pydantic import Discriminator, StrictBool, StringConstraints, Tag
+
+from memory_admin.api.errors import register_union_tags
+from memory_admin.api.v1.schemas.common import NOT_BLANK, InSchema, IsoTime, PageQuery, Time
+from streams.core.documents import MAX_CONTENT_CHARS, Observation
+from streams.core.flag_kinds import flags_described
+from streams.core.visibility import shown_text
+from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
+
+
+class ObservationListQuery(PageQuery):
+    status: Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"] = "all"
+    include_deleted: bool = False
+
+
+ObservationContent = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=NOT_BLANK)
+]
+
+
+class ObservationIn(InSchema):
+    content: ObservationContent
+    client_id: (
+        Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] | None
+    ) = Field(
+        None,
+        description="The caller's key of this observation, unique in the scope (shared with "
+        "batch items' `client_id`): a repeat with a stored `client_id` is not stored again "
+        "and answers 200 with the observation the first request created; the same key with "
+        "other content (compared as sent, whitespace runs as one space) is 409 "
+        "`client_id_reused` naming that observation. Without it every request adds one.",
+    )
+    private: StrictBool = False
+    observed_at: IsoTime | None = Field(
+        None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
+    )
+
+
+class ReviewOut(Schema):
+    reasons: list[str] = Field(
+        description='"propagated", "flag:<flag>", "needs_more_groups", "api" or "review_mode"'
+    )
+    since: Time | None = None
+    supporting_group_ids: list[str] = Field(
+        default_factory=list, description="Groups that supplied a collective candidate's fact"
+    )
+    decision: Literal["approve", "reject"] | None = None
+    decided_by: str | None = None
+    decided_at: Time | None = None
+    note: str | None = None
+
+
+class ObservationOut(Schema):
+    id: str
+    scope_id: str
+    content: str | None = Field(
+        description="The text; null once the observation is removed (deleted or expired): "
+        "removed text is on no surface (the one visibility rule)."
+    )
+
+    @staticmethod
+    def resolve_content(obj: Any) -> str | None:
+        if isinstance(obj, Observation):
+            return shown_text(obj)
+        return obj.get("content") if isinstance(obj, dict) else obj.content
+
+    observed_at: Time
+    created_at: Time
+    source_session_id: str | None
+    source_message_ids: list[str]
+    related_user_ids: list[str]
+    status: Literal["pending", "consolidated", "in_review", "candidate", "rejected"]
+    private: bool
+    propagated_from: str | None
+    access_count: int
+    last_accessed_at: Time | None
+    deleted: bool
+    similar_to: str | None = Field(
+        None, description="A near duplicate: the observation of the scope it resembles."
+    )
+    flags: list[str] = Field(
+        description="What the deterministic detectors found, in this order (docs/kinds.md): "
+        + flags_described()
+    )
+    review: ReviewOut | None = Field(
+        description="Why and since when it waits (or waited) for review; null when it never did"
+    )
+    expires_at: Time | None = Field(None, description="When it leaves memory (null: never).")
+    expired: bool = Field(False, description="Past its `expires_at`: in no context or search.")
+    useful_count: int = Field(0, description="Feedback: times it was found useful.")
+    useless_count: int = Field(0, description="Feedback: times it was found not useful.")
+    contradicts: list[str] = Field(
+        default_factory=list,
+        description="Observations of the scope this one contradicts (same subject, another "
+        "value), flagged on both sides; in a shared scope the newer waits for review.",
+    )
+
+
+class EarlierTextOut(Schema):
+    content: str = Field(..., description="The text the observation held before an edit.")
+    actor: str | None = Field(..., description="Who made the edit that replaced it.")
+    replaced_at: Time
+
+
+class ObservationHistoryOut(Schema):
+    items: list[EarlierTextOut] = Field(..., description="Newest first.")
+    next_cursor: str | None
+
+
+class ObservationPageOut(Schema):
+    items: list[ObservationOut]
+    next_cursor: str | None
+
+
+class ObservationBatchItemIn(InSchema):
+    client_id: Annotated[str, StringConstraints(min_length=1, max_length=MAX_CLIENT_ID_CHARS)] = (
+        Field(
+            ...,
+            description="The caller's key of this item, unique in the scope: a re-sent item "
+            "with a stored `client_id` is not stored again, the answer carries the observation "
+            "it created the first time; with other content the batch is 409 "
+            "`client_id_reused`, listing each such item, and nothing is stored.",
+        )
+    )
+    content: ObservationContent
+    private: StrictBool = False
+    observed_at: IsoTime | None = Field(
+        None, description="When it was observed (ISO 8601 with a timezone); default now."
+    )
+    expires_at: IsoTime | None = Field(
+        None,
+        description="After this time the observation is in no context or search; a sweep "
+        "then rebuilds what absorbed it and purges it days later. Must be in the future.",
+    )
+
+
+class ObservationBatchIn(InSchema):
+    items: list[ObservationBatchItemIn] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"1 to {MAX_BATCH} observations, stored in one transaction: all or none. "
+        "Each `client_id` at most once per batch.",
+    )
+
+
+def _observation_body_kind(value: Any) -> str:
+    has_items = isinstance(value, dict) and "items" in value
+    return "observation_batch" if has_items else "single_observation"
+
+
+# One observation (`{"content", ...}`) or a batch (`{"items": [...]}`), told apart by `items`.
+ObservationWriteIn = Annotated[
+    Annotated[ObservationIn, Tag("single_observation")]
+    | Annotated[ObservationBatchIn, Tag("observation_batch")],
+    Discriminator(_observation_body_kind),
+]
+register_union_tags("single_observation", "observation_batch")
+
+
+class ObservationBatchItemOut(ObservationOut):
+    client_id: str
+    created: bool = Field(
+        ..., description="False when the `client_id` was stored before (a re-send)."
+    )
+    duplicate_of: str | None = Field(
+        None,
+        description="Set when the item's text (normalized) matched a live observation of "
+        "the scope: nothing new was stored and the item is that observation.",
+    )
+
+
+class ObservationBatchOut(Schema):
+    items: list[ObservationBatchItemOut] = Field(..., description="In the order of the request.")
+    created: int = Field(..., description="How many items were stored by this request.")
+
+
+class ObservationFeedbackIn(InSchema):
+    useful: StrictBool = Field(..., description="Whether the retrieved observation helped.")
+    context_call_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{24}$",
+        description="The context call that retrieved it (`context_call_id` of the answer): "
+        "that call's feedback on this observation counts once.",
+    )
+
+
+class ObservationPatchIn(InSchema):
+    content: ObservationContent = None  # type: ignore[assignment]
+    private: StrictBool = None  # type: ignore[assignment]
+    expires_at: IsoTime | None = Field(
+        None,
+        description="Set the expiry (a past time expires it at once) or clear it with null; "
+        "409 once the expiry sweep has handled the observation.",
+    )
