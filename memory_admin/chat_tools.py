@@ -189,7 +189,7 @@ def completion_as_sse(content: bytes) -> bytes:
             {**call, "index": index} for index, call in enumerate(message["tool_calls"])
         ]
     finish = choice.get("finish_reason") if isinstance(choice, dict) else "stop"
-    events = [
+    events: list[dict[str, Any]] = [
         {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish or "stop"}]},
     ]

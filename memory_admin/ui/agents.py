@@ -81,7 +81,7 @@ def agent_settings(request: HttpRequest, agent_id: str) -> HttpResponse:
     """Save an agent's settings (the chat proxy's memory tool); the list again, saying so."""
     form = AgentSettingsForm(request.POST)
     if not form.is_valid():
-        error = (agent_id, " ".join(form.errors.get("memory_tool", ["invalid"])))
+        error = (agent_id, " ".join(str(e) for e in form.errors.get("memory_tool", ["invalid"])))
         return render(request, "ui/agents.html", _context(settings_error=error), status=422)
     try:
         do_agent_update(

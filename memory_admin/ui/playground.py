@@ -111,7 +111,9 @@ def _agents() -> list[str]:
 
 def _busiest(agent_ids: list[str]) -> str | None:
     agent = busiest_agent(store=get_store()) if agent_ids else None
-    return agent.id if agent is not None and agent.id in agent_ids else (agent_ids or [None])[0]
+    if agent is not None and agent.id in agent_ids:
+        return agent.id
+    return agent_ids[0] if agent_ids else None
 
 
 def _turns(agent_id: str, session_id: str) -> list[dict[str, Any]]:

@@ -71,6 +71,9 @@ def do_agent_update(*, store: MemoryStore, actor: Actor, agent_id: str, memory_t
             agent_id=agent_id,
             summary={"memory_tool": {"from": agent.memory_tool, "to": memory_tool}},
         )
-        return store.agents.get(agent_id, session=tx.session)
+        updated = store.agents.get(agent_id, session=tx.session)
+        if updated is None:  # not after the read above, in this transaction
+            raise NotFound(f"no agent {agent_id!r}")
+        return updated
 
     return run_action(store, actor, write)

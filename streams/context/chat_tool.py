@@ -182,7 +182,8 @@ def answer_tool_call(
     """The `tool` message answering one call, and its record. Never raises for the
     model's input: malformed arguments are answered with an error the model can read."""
     call_id = str(call.get("id") or "")
-    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    raw_function = call.get("function")
+    function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
     try:
         query, scope, limit = parse_arguments(function.get("arguments"))
     except _BadArguments as exc:
