@@ -29,6 +29,7 @@ from streams.core.exceptions import (
     InvalidInput,
     MemoryServiceError,
     NotFound,
+    Refused,
     Unavailable,
 )
 
@@ -55,6 +56,7 @@ DOMAIN_STATUSES: dict[type[MemoryServiceError], int] = {
     NotFound: 404,
     PermissionDenied: 403,
     Conflict: 409,
+    Refused: 409,
     InvalidInput: 422,
     Unavailable: 503,
     RateLimited: 429,
