@@ -22,6 +22,7 @@ from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.actions.chat import chat_catch_up_run
 from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_jobs_recover, do_propagation_run
 from streams.core.documents import Job, utcnow
@@ -185,6 +186,14 @@ def run_source_change(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: source_change_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_chat_catch_up", **TASK_OPTIONS)
+def run_chat_catch_up(self, job_id: str) -> None:
+    """A chat call filed after the answer: scrub what was removed while it was answered
+    (the outbox job the call's record committed with; ids and digests only)."""
+    store = get_store()
+    _execute(self, job_id, lambda run: chat_catch_up_run(store=store, run=run))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
@@ -194,6 +203,7 @@ TASKS_BY_KIND = {
     "chat_ingest": run_chat_ingest,
     "bulk": run_bulk,
     "source_change": run_source_change,
+    "chat_catch_up": run_chat_catch_up,
 }
 
 

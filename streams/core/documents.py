@@ -29,6 +29,7 @@ JobKind = Literal[
     "chat_ingest",
     "bulk",
     "source_change",
+    "chat_catch_up",
 ]
 JobStatus = Literal["queued", "running", "succeeded", "failed"]
 

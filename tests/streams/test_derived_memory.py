@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
+from streams.actions.chat import chat_catch_up_run
 from streams.actions.jobs import do_propagation_run
 from streams.context.assemble import context_assemble
 from streams.core.documents import Job, Observation
@@ -74,6 +75,7 @@ def works(store: MemoryStore) -> dict[str, Callable[[Any], None]]:
         "rebuild": lambda run: rebuild_run(store=store, run=run),
         "source_change": lambda run: source_change_run(store=store, run=run),
         "forget_user": lambda run: forget_user_run(store=store, run=run),
+        "chat_catch_up": lambda run: chat_catch_up_run(store=store, run=run),
     }
 
 
