@@ -25,6 +25,7 @@ from streams.context.render import (
 )
 from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
+from streams.core.visibility import memory_removal
 from streams.guard.erasure import erased_users, forgotten_call_record
 from streams.guard.screening import screened
 from streams.search.embeddings import SemanticRanker
@@ -215,7 +216,7 @@ def _recent_observations(
     by_scope: dict[str, list[Observation]] = {}
     now = utcnow()
     for o in store.observations.get_many(ids):
-        if not o.live or o.is_expired(now) or (o.private and o.scope_id in shared):
+        if memory_removal(o, now=now, shared_section=o.scope_id in shared) is not None:
             continue
         by_scope.setdefault(o.scope_id, []).append(o)
     for found in by_scope.values():
