@@ -42,7 +42,7 @@ def _exported(api, store, key: ScopeKey, text: str) -> dict:
 
 @pytest.mark.parametrize("kind", ["individual", "group"], ids=["own", "group"])
 def test_an_imported_consolidation_has_its_secret_redacted(
-    api, store, settings, embedded_mongo, kind
+    api, store, settings, embedded_mongo, kind, request
 ):
     global AGENT
     AGENT = f"a-{uuid.uuid4().hex[:8]}"
@@ -51,6 +51,7 @@ def test_an_imported_consolidation_has_its_secret_redacted(
     )
     document = _exported(api, store, key, f"The team ships on Fridays. Deploy key {SECRET}.")
     fresh = _fresh_database(settings, embedded_mongo, store)
+    request.addfinalizer(lambda: fresh.client.drop_database(fresh.db.name))
     response = post_import(api, document, agent=AGENT)
     assert response.status_code in (200, 201), response.content
     scopes = [
@@ -65,7 +66,7 @@ def test_an_imported_consolidation_has_its_secret_redacted(
 
 
 def test_a_flagged_consolidation_of_a_shared_scope_is_left_out_and_the_rest_applies(
-    api, store, settings, embedded_mongo
+    api, store, settings, embedded_mongo, request
 ):
     global AGENT
     AGENT = f"a-{uuid.uuid4().hex[:8]}"
@@ -73,6 +74,7 @@ def test_a_flagged_consolidation_of_a_shared_scope_is_left_out_and_the_rest_appl
         api, store, ScopeKey.group(AGENT, "g1"), f"The team ships on Fridays. Mail {EMAIL}."
     )
     fresh = _fresh_database(settings, embedded_mongo, store)
+    request.addfinalizer(lambda: fresh.client.drop_database(fresh.db.name))
     response = post_import(api, document, agent=AGENT)
     assert response.status_code in (200, 201), response.content
     [scope] = list(fresh.db["memory_scopes"].find({"agent_id": AGENT}).limit(5))
