@@ -40,7 +40,7 @@ from memory_admin.demo_data import (
 )
 from streams.actions import base as actions_base
 from streams.actions.base import Actor
-from streams.actions.chat import do_chat_turn_finish
+from streams.actions.chat import chat_catch_up_run, do_chat_turn_finish
 from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_propagation_run
 from streams.actions.observations import do_observation_add, do_observation_delete
@@ -453,6 +453,7 @@ class _Runner:
             "propagation": lambda run: do_propagation_run(store=store, run=run),
             "rebuild": lambda run: rebuild_run(store=store, run=run),
             "source_change": lambda run: source_change_run(store=store, run=run),
+            "chat_catch_up": lambda run: chat_catch_up_run(store=store, run=run),
         }
         self.run(job, works[job.kind])
         self.drain()
