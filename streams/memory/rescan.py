@@ -114,7 +114,7 @@ def rescan_batch(
     unless `dry_run`), adding to `counts`; the phase and position to go on from."""
     if phase == "observations":
         found = store.rescans.observations_after(after, limit=limit, session=session)
-        scopes: dict[str, Scope | None] = {}
+        scope_cache: dict[str, Scope | None] = {}
         for observation in found:
             counts.observations += 1
             fields = observation_rescan_fields(observation)
@@ -123,7 +123,7 @@ def rescan_batch(
             counts.observations_changed += 1
             counts.redacted += "content" in fields
             _count_flags(counts, observation, fields)
-            hold = _to_review(store, observation, fields, scopes, session)
+            hold = _to_review(store, observation, fields, scope_cache, session)
             counts.moved_to_review += hold
             if not dry_run:
                 _write_observation(store, observation, fields, session)

@@ -130,7 +130,9 @@ def chat_catch_up(
         return 0
     ids = [ObjectId(i) for i in digests if ObjectId.is_valid(i)]
     current = {o.id: o for o in store.observations.get_many(ids)}
-    text, hit, whole = record["context"], [], False
+    text: str = record["context"]
+    hit: list[str] = []
+    whole = False
     for observation_id, digest in digests.items():
         o = current.get(observation_id)
         if o is None or quoted_digest(o.content) != digest:
