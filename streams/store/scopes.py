@@ -139,8 +139,13 @@ class ScopeRepository(ScopeIdLists):
     ) -> None:
         """Set (a datetime) or clear (None) the user's own scope's `forgotten_at`: the
         tombstone's mark on the scope a hand add reads anyway."""
-        identity = {"agent_id": agent_id, "scope_type": "individual", "user_id": user_id}
-        identity |= {"group_id": None, "name": None}
+        identity: dict[str, str | None] = {
+            "agent_id": agent_id,
+            "scope_type": "individual",
+            "user_id": user_id,
+            "group_id": None,
+            "name": None,
+        }
         change = {"$set": {"forgotten_at": at}} if at else {"$unset": {"forgotten_at": ""}}
         self.collection.update_one(identity, change, session=session)
 
