@@ -21,6 +21,7 @@ from typing import Any
 
 from bson import ObjectId
 
+from streams.actions.jobs import do_propagation_run
 from streams.core.documents import Job, Scope
 from streams.core.exceptions import Conflict
 from streams.jobs import JobRun, job_execute
@@ -34,7 +35,6 @@ from streams.memory.formation import (
     formation_run,
     messages_ingest,
 )
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import scope_list
 from streams.store import MemoryStore
 
@@ -202,5 +202,5 @@ class Pipeline:
             floor = self.fidelity_floor
             return lambda run: consolidation_run(store=store, run=run, fidelity_floor=floor)
         if kind == "propagation":
-            return lambda run: propagation_run(store=store, run=run)
+            return lambda run: do_propagation_run(store=store, run=run)
         return None

@@ -40,8 +40,9 @@ from memory_admin.demo_data import (
 )
 from streams.actions import base as actions_base
 from streams.actions.base import Actor
-from streams.actions.chat import do_chat_turn_finish
+from streams.actions.chat import chat_catch_up_run, do_chat_turn_finish
 from streams.actions.chat_ingest import chat_ingest_run
+from streams.actions.jobs import do_propagation_run
 from streams.actions.observations import do_observation_add, do_observation_delete
 from streams.actions.prompts import do_prompt_check_create
 from streams.actions.scopes import do_scope_create
@@ -60,7 +61,6 @@ from streams.memory.formation import (
     messages_ingest,
 )
 from streams.memory.observations import observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.memory.source_change import source_change_run
@@ -450,9 +450,10 @@ class _Runner:
             "formation": lambda run: formation_run(store=store, run=run, settings=settings),
             "chat_ingest": lambda run: chat_ingest_run(store=store, run=run, settings=settings),
             "consolidation": lambda run: consolidation_run(store=store, run=run),
-            "propagation": lambda run: propagation_run(store=store, run=run),
+            "propagation": lambda run: do_propagation_run(store=store, run=run),
             "rebuild": lambda run: rebuild_run(store=store, run=run),
             "source_change": lambda run: source_change_run(store=store, run=run),
+            "chat_catch_up": lambda run: chat_catch_up_run(store=store, run=run),
         }
         self.run(job, works[job.kind])
         self.drain()

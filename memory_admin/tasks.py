@@ -22,15 +22,15 @@ from memory_admin import inprocess
 from memory_admin.embeddings import semantic_ranker
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import get_store
+from streams.actions.chat import chat_catch_up_run
 from streams.actions.chat_ingest import chat_ingest_run
-from streams.actions.jobs import do_jobs_recover
+from streams.actions.jobs import do_jobs_recover, do_propagation_run
 from streams.core.documents import Job, utcnow
 from streams.jobs import JobRun, job_execute
 from streams.memory.bulk_job import bulk_run
 from streams.memory.consolidation_age import aged_consolidations_sweep
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
-from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.source_change import source_change_run
 from streams.people.privacy import forget_user_run
@@ -160,7 +160,7 @@ def run_consolidation(self, job_id: str) -> None:
 @shared_task(name="memory_admin.tasks.run_propagation", **TASK_OPTIONS)
 def run_propagation(self, job_id: str) -> None:
     store = get_store()
-    _execute(self, job_id, lambda run: propagation_run(store=store, run=run))
+    _execute(self, job_id, lambda run: do_propagation_run(store=store, run=run))
 
 
 @shared_task(name="memory_admin.tasks.run_forget_user", **TASK_OPTIONS)
@@ -203,6 +203,14 @@ def run_source_change(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: source_change_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_chat_catch_up", **TASK_OPTIONS)
+def run_chat_catch_up(self, job_id: str) -> None:
+    """A chat call filed after the answer: scrub what was removed while it was answered
+    (the outbox job the call's record committed with; ids and digests only)."""
+    store = get_store()
+    _execute(self, job_id, lambda run: chat_catch_up_run(store=store, run=run))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
@@ -212,6 +220,7 @@ TASKS_BY_KIND = {
     "chat_ingest": run_chat_ingest,
     "bulk": run_bulk,
     "source_change": run_source_change,
+    "chat_catch_up": run_chat_catch_up,
 }
 
 
@@ -288,9 +297,9 @@ def lifecycle_sweep() -> dict[str, int]:
     """Periodic: handle expired observations (out of search and pending, consolidations
     that absorbed them rebuilt), purge them MEMORY_EXPIRED_KEEP_DAYS later (resumable:
     each observation is claimed once); then retention for scopes with a cap."""
-    from streams.memory.lifecycle import expiry_sweep, retention_sweep
+    from streams.actions.sweeps import do_expiry_sweep, do_retention_sweep
 
     store = get_store()
-    result = expiry_sweep(store=store, keep_days=settings.MEMORY_EXPIRED_KEEP_DAYS)
+    result = do_expiry_sweep(store=store, keep_days=settings.MEMORY_EXPIRED_KEEP_DAYS)
     enqueue_all(result.follow_ups)
-    return {**result.as_dict(), "retention_purged": retention_sweep(store=store)}
+    return {**result.as_dict(), "retention_purged": do_retention_sweep(store=store)}

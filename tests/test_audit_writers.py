@@ -5,9 +5,12 @@ An action (`streams/actions/`, `ActionTx.audit`) writes its entry in its one
 transaction; a service that wrote its own entry could write it outside that
 transaction, or twice, or differently for two interfaces. A reference to the writer
 (`streams.records.audit.audit_record`) counts in every form: imported under another name,
-called through its module, passed along as a value. `STILL_WRITING` lists the writers
-left outside, each with its reason; the list can only shrink (a listed module that no
-longer writes fails, so it is taken off). A planted violation shows the check sees one.
+called through its module, passed along as a value; so does the maker of a system
+action's sink (`streams.actions.base.system_audit`). A service that writes an entry is
+handed a sink (`streams.records.audit.AuditSink`) by the action that runs it: the add by
+`ActionTx.audit`, propagation by `do_propagation_run`, the lifecycle sweeps by
+`streams/actions/sweeps.py`. No module is left outside (`STILL_WRITING` is empty, and a
+listed module that no longer writes fails). A planted violation shows the check sees one.
 """
 
 from __future__ import annotations
@@ -16,22 +19,10 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WRITER = "audit_record"
+WRITERS = frozenset({"audit_record", "system_audit"})
 ALLOWED = ("streams/actions/", "streams/records/")
 # module -> why it still writes its own entry (each inside the transaction of its write).
-STILL_WRITING: dict[str, str] = {
-    "streams/memory/add_writes.py": (
-        "an add's entry joins the add's batch of writes (one round trip, one journal sync);"
-        " the action's transaction runs the add (`action_transaction`), so it commits with it"
-    ),
-    "streams/memory/propagation.py": (
-        "`propagation.blocked`: a job's system entry, in the transaction of its block counts"
-    ),
-    "streams/memory/lifecycle.py": (
-        "`observation.expire` and `scope.purge_*`: the sweep's system entries, each in the"
-        " transaction of its claim or purge"
-    ),
-}
+STILL_WRITING: dict[str, str] = {}
 
 
 def audit_writers(root: Path) -> dict[str, list[int]]:
@@ -50,17 +41,17 @@ def audit_writers(root: Path) -> dict[str, list[int]]:
 
 
 def _references(tree: ast.Module) -> list[int]:
-    names = {WRITER}
+    names = set(WRITERS)
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if alias.name == WRITER:
+                if alias.name in WRITERS:
                     names.add(alias.asname or alias.name)
                     lines.add(node.lineno)
     for node in ast.walk(tree):
         named = isinstance(node, ast.Name) and node.id in names
-        if named or (isinstance(node, ast.Attribute) and node.attr == WRITER):
+        if named or (isinstance(node, ast.Attribute) and node.attr in WRITERS):
             lines.add(node.lineno)
     return sorted(lines)
 
@@ -75,7 +66,8 @@ def test_only_actions_and_records_write_audit_entries():
 
 def test_a_planted_writer_is_found(tmp_path: Path):
     """A service that calls the writer under another name, one that calls it through its
-    module, and an action (allowed): the first two are found, the third is not."""
+    module, one that makes a system sink, and an action (allowed): the first three are
+    found, the fourth is not."""
     planted = {
         "streams/memory/planted.py": (
             "from streams.records.audit import audit_record as note\n"
@@ -85,6 +77,10 @@ def test_a_planted_writer_is_found(tmp_path: Path):
         "memory_admin/planted.py": (
             "from streams.records import audit\n"
             "def g(store):\n    audit.audit_record(store=store)\n"
+        ),
+        "streams/memory/planted_sink.py": (
+            "from streams.actions import base\n"
+            "def s(store):\n    base.system_audit(store, 'system')(action='a')\n"
         ),
         "streams/actions/planted.py": (
             "from streams.records.audit import audit_record\n"
@@ -97,4 +93,5 @@ def test_a_planted_writer_is_found(tmp_path: Path):
     assert audit_writers(tmp_path) == {
         "memory_admin/planted.py": [3],
         "streams/memory/planted.py": [1, 3],
+        "streams/memory/planted_sink.py": [3],
     }

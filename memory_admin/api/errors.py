@@ -30,6 +30,7 @@ from streams.core.exceptions import (
     InvalidInput,
     MemoryServiceError,
     NotFound,
+    Refused,
     Unavailable,
 )
 
@@ -56,6 +57,7 @@ DOMAIN_STATUSES: dict[type[MemoryServiceError], int] = {
     NotFound: 404,
     PermissionDenied: 403,
     Conflict: 409,
+    Refused: 409,
     InvalidInput: 422,
     Unavailable: 503,
     RateLimited: 429,

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest
 from django.template.defaultfilters import pluralize
 
 from streams.actions import Actor
-from streams.core.exceptions import InvalidInput, MemoryServiceError, NotFound
+from streams.core.exceptions import InvalidInput, MemoryServiceError, NotFound, Refused
 
 MAX_PARAM_CHARS = 200
 
@@ -36,7 +36,9 @@ def found(call: Any, /, **kwargs: Any) -> Any:
         raise Http404(exc.message) from exc
 
 
-def form_errors(form: forms.Form, exc: InvalidInput, *, default_field: str | None = None) -> None:
+def form_errors(
+    form: forms.Form, exc: InvalidInput | Refused, *, default_field: str | None = None
+) -> None:
     """Put a domain validation error next to the field it names (or on the form)."""
     fields = [
         item.get("field")

@@ -24,7 +24,7 @@ from streams.actions.observations import (
     do_observation_update,
 )
 from streams.core.documents import Job, Observation, Scope
-from streams.core.exceptions import InvalidInput, MemoryServiceError
+from streams.core.exceptions import InvalidInput, MemoryServiceError, Refused
 from streams.memory.observations import observation_get, observation_list
 from streams.memory.provenance import cited_lines
 from streams.memory.scopes import scope_get
@@ -99,7 +99,7 @@ def observation_create(request: HttpRequest, scope_id: str) -> HttpResponse:
                 content=form.cleaned_data["content"],
                 private=form.cleaned_data["private"],
             )
-        except InvalidInput as exc:
+        except (InvalidInput, Refused) as exc:  # Refused: a forgotten user (`forgotten`)
             form_errors(form, exc, default_field="content")
         else:
             messages.success(request, "Observation added; it waits for the next consolidation.")

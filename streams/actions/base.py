@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from streams.core.documents import Job
-from streams.records.audit import audit_record
+from streams.records.audit import AuditSink, audit_record
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 ActorKind = Literal["api", "ui", "cli"]
 JobDispatcher = Callable[[list[Job]], None]
@@ -72,13 +74,15 @@ def schedule(jobs: list[Job]) -> None:
 def record(
     *,
     store: MemoryStore,
-    actor: Actor,
+    actor: Actor | str,
     action: str,
     object_type: str,
     object_id: str | None,
     agent_id: str | None = None,
     summary: dict[str, Any] | None = None,
     session: StoreSession | None = None,
+    at: datetime | None = None,
+    writes: WriteBatch | None = None,
 ) -> None:
     """The one audit entry of an action (with `session`, inside the action's transaction)."""
     audit_record(
@@ -90,4 +94,37 @@ def record(
         agent_id=agent_id,
         summary=summary,
         session=session,
+        at=at,
+        writes=writes,
     )
+
+
+def system_audit(store: MemoryStore, actor: str) -> AuditSink:
+    """The audit sink of a system action (a sweep, a job's own entry) that a service
+    writes through, in the transaction it passes (`session`)."""
+
+    def sink(
+        *,
+        action: str,
+        object_type: str,
+        object_id: str | None,
+        agent_id: str | None = None,
+        summary: dict[str, Any] | None = None,
+        at: datetime | None = None,
+        session: StoreSession | None = None,
+        writes: WriteBatch | None = None,
+    ) -> None:
+        record(
+            store=store,
+            actor=actor,
+            action=action,
+            object_type=object_type,
+            object_id=object_id,
+            agent_id=agent_id,
+            summary=summary,
+            session=session,
+            at=at,
+            writes=writes,
+        )
+
+    return sink

@@ -1,14 +1,17 @@
-"""Job actions: run a failed job again; the recovery sweep's requeue."""
+"""Job actions: run a failed job again; the recovery sweep's requeue; the jobs that write
+an audit entry of their own (propagation's `propagation.blocked`), through this layer's
+sink, since entries are written by actions only."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from streams.actions.base import Actor, schedule
+from streams.actions.base import Actor, schedule, system_audit
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job
-from streams.jobs import job_retry, jobs_to_recover
+from streams.jobs import JobRun, job_retry, jobs_to_recover
+from streams.memory.propagation import propagation_run
 from streams.store import MemoryStore
 
 
@@ -54,3 +57,9 @@ def do_jobs_recover(
     )
     schedule(jobs)
     return jobs
+
+
+def do_propagation_run(*, store: MemoryStore, run: JobRun) -> None:
+    """The propagation job; its `propagation.blocked` entry (actor `system`) is written
+    through the system sink, in the transaction of the block counts."""
+    propagation_run(store=store, run=run, audit=system_audit(store, "system"))

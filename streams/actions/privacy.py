@@ -48,6 +48,7 @@ def do_tombstone_lift(
     def write(tx: ActionTx) -> None:
         if not store.tombstones.lift(agent_id=agent_id, user_id=user_id, session=tx.session):
             raise NotFound("no erasure tombstone for this user")
+        store.scopes.mark_forgotten(agent_id=agent_id, user_id=user_id, at=None, session=tx.session)
         tx.audit(
             action="tombstone.lift",
             object_type="user",

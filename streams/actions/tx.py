@@ -20,11 +20,14 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from streams.actions.base import Actor, record, schedule
 from streams.core.documents import Job
+from streams.records.audit import AuditSink
 from streams.store import MemoryStore, StoreSession
+from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
 FAULT_ENV = "MEMORY_FAULT_PAUSE"  # tests only: the fault point a process stops at
@@ -50,8 +53,15 @@ class ActionTx:
         object_id: str | None,
         agent_id: str | None = None,
         summary: dict[str, Any] | None = None,
+        at: datetime | None = None,
+        session: StoreSession | None = None,
+        writes: WriteBatch | None = None,
     ) -> None:
-        """The action's audit entry, written in its transaction."""
+        """The action's audit entry, written in its transaction (an `AuditSink`: a
+        service the action runs hands its entry here; `session`, when given, is this
+        transaction's, and `writes` a batch of writes in it)."""
+        if session is not None and session is not self.session:
+            raise RuntimeError("an action's audit entry goes in the action's transaction")
         record(
             store=self.store,
             actor=self.actor,
@@ -61,6 +71,8 @@ class ActionTx:
             agent_id=agent_id,
             summary=summary,
             session=self.session,
+            at=at,
+            writes=writes,
         )
         self.audited += 1
 
@@ -113,13 +125,18 @@ def run_action(
 
 def action_transaction(
     store: MemoryStore, actor: Actor
-) -> Callable[[Callable[[StoreSession, Callable[[Job | None], object]], T], int], T]:
+) -> Callable[[Callable[[StoreSession, Callable[[Job | None], object], AuditSink], T], int], T]:
     """For a service that runs its own transaction (an add: `streams.memory.observations.
     Transact`): that transaction as this action's `run_action`, the service's writes,
-    audit entry and jobs (`ActionTx.schedule`, dispatched after the commit) all in it."""
+    audit entry (handed to `ActionTx.audit`) and jobs (`ActionTx.schedule`, dispatched
+    after the commit) all in it."""
 
-    def transact(work: Callable[[StoreSession, Callable[[Job | None], object]], T], n: int) -> T:
-        return run_action(store, actor, lambda tx: work(tx.session, tx.schedule), attempts=n)
+    def transact(
+        work: Callable[[StoreSession, Callable[[Job | None], object], AuditSink], T], n: int
+    ) -> T:
+        return run_action(
+            store, actor, lambda tx: work(tx.session, tx.schedule, tx.audit), attempts=n
+        )
 
     return transact
 

@@ -25,6 +25,8 @@ from streams.context.render import (
 )
 from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
+from streams.core.visibility import memory_removal
+from streams.guard.erasure import erased_users, forgotten_call_record
 from streams.guard.screening import screened
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import MAX_LIMIT, SearchHit, search_in_scopes
@@ -214,7 +216,7 @@ def _recent_observations(
     by_scope: dict[str, list[Observation]] = {}
     now = utcnow()
     for o in store.observations.get_many(ids):
-        if not o.live or o.is_expired(now) or (o.private and o.scope_id in shared):
+        if memory_removal(o, now=now, shared_section=o.scope_id in shared) is not None:
             continue
         by_scope.setdefault(o.scope_id, []).append(o)
     for found in by_scope.values():
@@ -250,34 +252,44 @@ def _log_call(
         return None
     call_id = ObjectId()
     try:
-        store.context_calls.record(
-            {
-                "_id": call_id,
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "session_id": session_id,
-                "group_ids": group_ids,
-                "source": source,
-                "caller": caller,
-                "created_at": now,
-                "expires_at": now + timedelta(days=store.context_log_days),
-                "message": screened(message[:LOGGED_MESSAGE_CHARS]),
-                "xml": xml,
-                "tokens": estimate_tokens(xml),
-                "retrieval": {"triggered": decision.triggered, "reason": decision.reason},
-                "retrieved_ids": [h.observation.id for h in hits],
-                "search_ms": search_ms,
-                "scopes": [
-                    {"id": s.id, "type": s.scope_type, "observations": s.observation_count}
-                    for s in scopes
-                ],
-                **(extra or {}),
-            }
-        )
+        record = {
+            "_id": call_id,
+            "agent_id": agent_id,
+            "user_id": user_id,
+            "session_id": session_id,
+            "group_ids": group_ids,
+            "source": source,
+            "caller": caller,
+            "created_at": now,
+            "expires_at": now + timedelta(days=store.context_log_days),
+            "message": screened(message[:LOGGED_MESSAGE_CHARS]),
+            "xml": xml,
+            "tokens": estimate_tokens(xml),
+            "retrieval": {"triggered": decision.triggered, "reason": decision.reason},
+            "retrieved_ids": [h.observation.id for h in hits],
+            "search_ms": search_ms,
+            "scopes": [
+                {"id": s.id, "type": s.scope_type, "observations": s.observation_count}
+                for s in scopes
+            ],
+            **(extra or {}),
+        }
+        if _forgotten(store, agent_id=agent_id, user_id=user_id, scopes=scopes):
+            record = forgotten_call_record(record)
+        store.context_calls.record(record)
     except Exception:
         write_behind.count_failure()
         logger.exception("context %s: the log record could not be queued", call_id)
     return str(call_id)
+
+
+def _forgotten(store: MemoryStore, *, agent_id: str, user_id: str, scopes: list[Scope]) -> bool:
+    """Whether a tombstone covers the caller's user (then the log keeps ids and times
+    only). A user with their own scope is not forgotten (the tombstone refuses one), so
+    only a call without it reads the tombstones (one `_id` read)."""
+    if any(s.scope_type == "individual" and s.user_id == user_id for s in scopes):
+        return False
+    return bool(erased_users(store=store, agent_id=agent_id, user_ids=[user_id]))
 
 
 def context_quotes(parts: ContextParts, scopes: list[Scope]) -> dict[str, list[str]]:

@@ -37,6 +37,7 @@ from streams.core.documents import Job, utcnow
 from streams.core.exceptions import InvalidInput, Unavailable
 from streams.core.pagination import Page, decode_cursor, encode_cursor
 from streams.core.visibility import shown
+from streams.guard.erasure import erased_users, forgotten_call_record
 from streams.guard.screening import screened
 from streams.jobs import job_create
 from streams.memory.formation import IncomingMessage
@@ -250,7 +251,14 @@ def chat_turn_finish(
     (the client will retry it); a client that disconnected still has its user turn.
     """
     job = None
-    messages = _ingest_payload(turn, outcome)
+    forgotten = bool(
+        erased_users(
+            store=store, agent_id=turn.agent_id, user_ids=[turn.memory.user_id], session=session
+        )
+    )
+    # A forgotten user's turn: nothing to ingest (the tombstone refuses it), and the
+    # call's record keeps ids and times only.
+    messages = [] if forgotten else _ingest_payload(turn, outcome)
     if messages:
         job = job_create(
             store=store,
@@ -268,7 +276,10 @@ def chat_turn_finish(
             },
             session=session,
         )
-    store.chat_calls.insert(_call_record(turn, outcome, job), session=session)
+    record = _call_record(turn, outcome, job)
+    if forgotten:
+        record = forgotten_call_record(record)
+    store.chat_calls.insert(record, session=session)
     return job
 
 

@@ -119,6 +119,10 @@ class Scope:
     consolidate_after_days: int | None = None
     retention_purged: int = 0
     retention_purged_at: datetime | None = None
+    # A user's own scope whose user is being forgotten (set with the tombstone, in the
+    # forget's first step): a hand add into it is refused (409 `forgotten`) with no read
+    # more, the scope being read already.
+    forgotten_at: datetime | None = None
     seq: int = 0
     created_at: datetime = field(default_factory=utcnow)
     last_activity_at: datetime = field(default_factory=utcnow)
@@ -240,6 +244,7 @@ class Scope:
             consolidate_after_days=doc.get("consolidate_after_days"),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
+            forgotten_at=doc.get("forgotten_at"),
             seq=doc.get("seq", 0),
             created_at=doc["created_at"],
             last_activity_at=doc.get("last_activity_at", doc["created_at"]),

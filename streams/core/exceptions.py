@@ -24,6 +24,13 @@ class Conflict(MemoryServiceError):
     code = "conflict"
 
 
+class Refused(MemoryServiceError):
+    """A write the domain refuses for good (409): unlike `Conflict`, retrying it changes
+    nothing, so a transaction that meets it is not tried again."""
+
+    code = "refused"
+
+
 class InvalidInput(MemoryServiceError):
     """Input that passed the schema but breaks a domain rule."""
 

@@ -20,6 +20,7 @@ JobKind = Literal[
     "chat_ingest",
     "bulk",
     "source_change",
+    "chat_catch_up",
 ]
 
 
@@ -74,6 +75,12 @@ JOB_KINDS: tuple[JobKindInfo, ...] = (
         "source change",
         "what follows an edit, delete, merge or marking private: copies out, the context "
         "log scrubbed, then the rebuilds",
+    ),
+    JobKindInfo(
+        "chat_catch_up",
+        "chat catch-up",
+        "a chat call filed after the answer: removals made meanwhile are scrubbed from "
+        "it; carries ids and digests only",
     ),
 )
 

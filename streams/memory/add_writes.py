@@ -16,24 +16,27 @@ from typing import Any
 from streams.core.documents import Job, Observation, Scope
 from streams.memory.consolidation_jobs import consolidation_due_at
 from streams.records.activity import activity_record
-from streams.records.audit import audit_record, content_digest
+from streams.records.audit import AuditSink, content_digest
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
 
 APPEND_ATTEMPTS = 5
-# An add's transaction: `work(session, schedule)` writes, and hands `schedule` the job it
-# wrote there (or None), to be dispatched once committed. `Transact(work, attempts)` runs
-# it: alone, in `store.in_transaction` (the jobs then go to the caller's `follow_ups`);
-# an action passes its own (`streams.actions.tx.action_transaction`): the add is then the
-# action's one transaction and its jobs the action's (`ActionTx.schedule`), no command more.
+# An add's transaction: `work(session, schedule, audit)` writes, hands `schedule` the job it
+# wrote there (or None), to be dispatched once committed, and `audit` its entry (None: no
+# action runs it, so no entry). `Transact(work, attempts)` runs it: alone, in
+# `store.in_transaction` (the jobs then go to the caller's `follow_ups`); an action passes
+# its own (`streams.actions.tx.action_transaction`): the add is then the action's one
+# transaction, its jobs the action's (`ActionTx.schedule`) and its entry the action's
+# (`ActionTx.audit`), no command more.
 Schedule = Callable[[Job | None], object]
-Transact = Callable[[Callable[[StoreSession, Schedule], Any], int], Any]
+Work = Callable[[StoreSession, Schedule, AuditSink | None], Any]
+Transact = Callable[[Work, int], Any]
 
 
 def added(
     *,
     store: MemoryStore,
-    actor: str | None,
+    audit: AuditSink | None,
     scope: Scope,
     before: Scope | None,
     fresh: list[Observation],
@@ -46,14 +49,14 @@ def added(
     **extra: Any,
 ) -> None:
     """After an append stored `fresh` (none: it wrote nothing, and neither does this):
-    with `actor` its audit entry (`record_added`), the agent's counters, and the job when
-    the append filled the pending list up to the threshold (`before`: the scope as the
-    append found it); then `writes` goes to the store, one round trip for all of it."""
+    with `audit` (the action's sink) its audit entry (`record_added`), the agent's
+    counters, and the job when the append filled the pending list up to the threshold
+    (`before`: the scope as the append found it); then `writes` goes to the store, one
+    round trip for all of it."""
     if fresh:
-        if actor is not None:
+        if audit is not None:
             record_added(
-                store=store,
-                actor=actor,
+                audit=audit,
                 scope=scope,
                 fresh=fresh,
                 now=now,
@@ -83,8 +86,7 @@ def added(
 
 def record_added(
     *,
-    store: MemoryStore,
-    actor: str,
+    audit: AuditSink,
     scope: Scope,
     fresh: list[Observation],
     now: datetime,
@@ -118,9 +120,7 @@ def record_added(
             "in_review": sum(1 for o in fresh if o.held),
             "observation_ids": [o.id for o in fresh],
         }
-    audit_record(
-        store=store,
-        actor=actor,
+    audit(
         action=action,
         object_type=object_type,
         object_id=object_id,
@@ -184,12 +184,12 @@ def threshold_job(
 def add_transaction(
     store: MemoryStore,
     transact: Transact | None,
-    work: Callable[[StoreSession, Schedule], Any],
+    work: Work,
     follow_ups: list[Job] | None,
 ) -> Any:
     """Run an add's `work` through `transact`, or in a transaction of its own whose jobs
-    (those of the attempt that committed) go to `follow_ups`; retried whole while its
-    claim of the scope's log misses."""
+    (those of the attempt that committed) go to `follow_ups` (and that no action audits);
+    retried whole while its claim of the scope's log misses."""
     if transact is not None:
         return transact(work, APPEND_ATTEMPTS)
     jobs: list[Job] = []
@@ -200,7 +200,7 @@ def add_transaction(
 
     def attempt(session: StoreSession) -> Any:
         jobs.clear()
-        return work(session, keep)
+        return work(session, keep, None)
 
     result = store.in_transaction(attempt, attempts=APPEND_ATTEMPTS)
     if follow_ups is not None:

@@ -35,7 +35,7 @@ from streams.core.exceptions import Conflict, InvalidInput
 from streams.memory.pins import pin_quotes
 from streams.memory.rebuild import LEASE, prune_search_terms
 from streams.memory.source_change import sources_changed
-from streams.records.audit import audit_record, content_digest
+from streams.records.audit import AuditSink, content_digest
 from streams.search.index import search_index_remove
 from streams.store import MemoryStore, StoreSession
 
@@ -66,11 +66,14 @@ class SweepResult:
 def expiry_sweep(
     *,
     store: MemoryStore,
+    audit: AuditSink,
     keep_days: int,
     now: datetime | None = None,
     batch: int = SWEEP_BATCH,
 ) -> SweepResult:
-    """One pass: handle what expired by `now`, purge what expired `keep_days` before."""
+    """One pass: handle what expired by `now`, purge what expired `keep_days` before.
+    Each claim's and purge's entry goes to `audit` (the sweep action's sink,
+    `streams.actions.sweeps`), in that claim's or purge's transaction."""
     now = now or utcnow()
     result = SweepResult()
     for _ in range(MAX_SWEEP_BATCHES):
@@ -78,7 +81,9 @@ def expiry_sweep(
         if not due:
             break
         for observation in due:
-            if _expire(store=store, observation=observation, now=now, jobs=result.follow_ups):
+            if _expire(
+                store=store, audit=audit, observation=observation, now=now, jobs=result.follow_ups
+            ):
                 result.expired += 1
     cutoff = now - timedelta(days=keep_days)
     for _ in range(MAX_SWEEP_BATCHES):
@@ -87,13 +92,18 @@ def expiry_sweep(
         if not handled:
             break
         result.purged += observations_purge(
-            store=store, observations=handled, now=now, reason="expired"
+            store=store, audit=audit, observations=handled, now=now, reason="expired"
         )
     return result
 
 
 def _expire(
-    *, store: MemoryStore, observation: Observation, now: datetime, jobs: list[Job]
+    *,
+    store: MemoryStore,
+    audit: AuditSink,
+    observation: Observation,
+    now: datetime,
+    jobs: list[Job],
 ) -> bool:
     oid = ObjectId(observation.id)
     scope_oid = ObjectId(observation.scope_id)
@@ -115,9 +125,7 @@ def _expire(
         if not observation.deleted:  # a deleted one left search and pending already
             search_index_remove(store=store, observations=[observation], session=session)
             was_pending = store.scopes.pull_pending(scope_oid, [oid], session=session) > 0
-        audit_record(
-            store=store,
-            actor=SWEEP_ACTOR,
+        audit(
             action="observation.expire",
             object_type="observation",
             object_id=observation.id,
@@ -146,7 +154,12 @@ def _expire(
 
 
 def observations_purge(
-    *, store: MemoryStore, observations: list[Observation], now: datetime, reason: str
+    *,
+    store: MemoryStore,
+    audit: AuditSink,
+    observations: list[Observation],
+    now: datetime,
+    reason: str,
 ) -> int:
     """Remove observations for good, per scope in one transaction (with their text
     history and an audit entry); the ones still in search (retention: consolidated, live)
@@ -155,13 +168,21 @@ def observations_purge(
     for observation in observations:
         by_scope.setdefault(observation.scope_id, []).append(observation)
     return sum(
-        _purge_scope(store=store, scope_id=scope_id, group=group, now=now, reason=reason)
+        _purge_scope(
+            store=store, audit=audit, scope_id=scope_id, group=group, now=now, reason=reason
+        )
         for scope_id, group in sorted(by_scope.items())
     )
 
 
 def _purge_scope(
-    *, store: MemoryStore, scope_id: str, group: list[Observation], now: datetime, reason: str
+    *,
+    store: MemoryStore,
+    audit: AuditSink,
+    scope_id: str,
+    group: list[Observation],
+    now: datetime,
+    reason: str,
 ) -> int:
     repo = store.privacy
     ids = [ObjectId(o.id) for o in group]
@@ -174,9 +195,7 @@ def _purge_scope(
             if deleted != len(ids):  # a concurrent pass took some: leave them to it
                 raise Conflict("observations purged concurrently")
             search_index_remove(store=store, observations=live, session=session)
-        audit_record(
-            store=store,
-            actor=SWEEP_ACTOR,
+        audit(
             action=f"scope.purge_{reason}",
             object_type="scope",
             object_id=scope_id,
@@ -216,7 +235,7 @@ class RetentionResult:
 
 
 def retention_apply(
-    *, store: MemoryStore, scope: Scope, now: datetime | None = None
+    *, store: MemoryStore, audit: AuditSink, scope: Scope, now: datetime | None = None
 ) -> RetentionResult:
     """Bring one scope back under its `max_observations`, under its consolidation lease."""
     now = now or utcnow()
@@ -232,7 +251,9 @@ def retention_apply(
             return RetentionResult(note="no cap")
         excess = fresh.observation_count - fresh.max_observations
         chosen = _oldest_purgeable(store=store, scope=fresh, wanted=excess, now=now)
-        purged = observations_purge(store=store, observations=chosen, now=now, reason="retention")
+        purged = observations_purge(
+            store=store, audit=audit, observations=chosen, now=now, reason="retention"
+        )
         if purged:
             store.scopes.count_retention_purge(oid, purged, now=now)
         return RetentionResult(purged=purged)
@@ -273,7 +294,7 @@ def _purgeable(observation: Observation, *, scope: Scope, keep: set[str], now: d
     )
 
 
-def retention_sweep(*, store: MemoryStore, now: datetime | None = None) -> int:
+def retention_sweep(*, store: MemoryStore, audit: AuditSink, now: datetime | None = None) -> int:
     """One pass over the scopes with a cap; how many observations it purged."""
     now = now or utcnow()
     purged = 0
@@ -283,5 +304,5 @@ def retention_sweep(*, store: MemoryStore, now: datetime | None = None) -> int:
         if not scopes:
             return purged
         for scope in scopes:
-            purged += retention_apply(store=store, scope=scope, now=now).purged
+            purged += retention_apply(store=store, audit=audit, scope=scope, now=now).purged
         after = ObjectId(scopes[-1].id)

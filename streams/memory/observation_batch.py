@@ -24,6 +24,7 @@ from streams.memory.add_writes import Schedule, Transact, add_transaction, added
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observations import MarkPrivate, duplicate_kept, observations_append
 from streams.memory.window import WINDOWS
+from streams.records.audit import AuditSink
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
 
@@ -227,7 +228,7 @@ def observation_batch_add(
     ]
 
     def add(
-        session: StoreSession, schedule: Schedule
+        session: StoreSession, schedule: Schedule, audit: AuditSink | None
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
         known, before, duplicates = _append_once(
             store=store,
@@ -240,7 +241,7 @@ def observation_batch_add(
         )
         added(
             store=store,
-            actor=actor,
+            audit=audit,
             scope=scope,
             before=before,
             fresh=[o for c, o in keyed if c not in known and o.id not in duplicates],
@@ -331,7 +332,9 @@ def observation_add_once(
 
     attempts = [0]
 
-    def add(session: StoreSession, schedule: Schedule) -> tuple[dict[str, ObjectId], Scope | None]:
+    def add(
+        session: StoreSession, schedule: Schedule, audit: AuditSink | None
+    ) -> tuple[dict[str, ObjectId], Scope | None]:
         # Like a single add: its writes (the key's too) in one `bulkWrite`, and the first
         # attempt trusts the caller's read of the scope and leaves an exact duplicate to
         # the unique index; a retry reads both.
@@ -354,7 +357,7 @@ def observation_add_once(
         duplicates.update(found)
         added(
             store=store,
-            actor=actor,
+            audit=audit,
             scope=scope,
             before=before,
             fresh=[] if known or found else [observation],  # the key, or the fact, is stored

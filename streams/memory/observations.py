@@ -14,7 +14,12 @@ from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, Scope, u
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
-from streams.guard.erasure import ERASURE_CHECKED, without_erased
+from streams.guard.erasure import (
+    ERASURE_CHECKED,
+    HAND_ADDS,
+    refuse_forgotten,
+    without_erased,
+)
 from streams.guard.screening import WriteOrigin, origin_of, screen_observations
 from streams.memory.add_writes import (
     APPEND_ATTEMPTS,
@@ -26,6 +31,7 @@ from streams.memory.add_writes import (
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observation_changes import observation_update
 from streams.memory.window import WINDOWS
+from streams.records.audit import AuditSink
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set
 from streams.search.index import search_index_add
@@ -83,14 +89,16 @@ def observations_append(
     # Forget stays forgotten: what a tombstone covers is never stored by the paths that
     # bring memory in without a person choosing it (formation, propagation, import,
     # migration; those that report refusals ask `erased_users` first: this is the floor).
-    # A hand add (an API key's or a person's) is a new memory made on purpose, and the
-    # single add's round trips are counted: it is not checked.
+    # A hand add (an API key's or a person's) into a forgotten user's own scope is refused
+    # whole (409 `forgotten`): the tombstone marks the scope, read already.
     if origin in ERASURE_CHECKED:
         observations, _refused = without_erased(
             store=store, scope=scope, observations=observations, session=session
         )
         if not observations:
             return scope
+    elif origin in HAND_ADDS:
+        refuse_forgotten(scope=scope, observations=observations)
     # The guard runs inside the write, before the dedup check (which compares what is
     # stored: redacted text): secrets redacted, flags set, and what must wait for a person
     # held out of the pending list and the search index.
@@ -342,7 +350,7 @@ def observation_add(
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew
     duplicates: dict[str, Observation] = {}
 
-    def add(session: StoreSession, schedule: Schedule) -> Scope:
+    def add(session: StoreSession, schedule: Schedule, audit: AuditSink | None) -> Scope:
         # Every write below in one round trip where the server takes it (then flushed).
         writes = store.write_batch(session)
         # The first attempt reads neither the scope (the caller's read) nor the same text
@@ -363,7 +371,7 @@ def observation_add(
         )
         added(
             store=store,
-            actor=actor,
+            audit=audit,
             scope=scope,
             before=before,
             fresh=[] if duplicates else [observation],  # a stored fact: nothing written

@@ -31,7 +31,7 @@ from streams.memory.requests import propagation_request
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.prompts import Draft, PromptPart, resolve_template
 from streams.records.activity import activity_record
-from streams.records.audit import audit_record
+from streams.records.audit import AuditSink
 from streams.store import MemoryStore, StoreSession
 
 WORD = re.compile(r"\w+")
@@ -93,7 +93,10 @@ def propagation_copies(
     return _copies(text, source=source, absorbed=plan.absorbed, targets=plan.targets)
 
 
-def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
+def propagation_run(*, store: MemoryStore, run: JobRun, audit: AuditSink) -> None:
+    """The propagation job: one model call, its copies stored through the screen; what
+    the guard blocked is an audit entry handed to `audit` (the job's action's sink,
+    `streams.actions.jobs.do_propagation_run`), in the transaction of its counts."""
     job = run.job
     assert job.scope_id is not None
     source = store.scopes.get(ObjectId(job.scope_id))
@@ -113,7 +116,7 @@ def propagation_run(*, store: MemoryStore, run: JobRun) -> None:
         return
     answer = run.llm.complete(plan.request)
     copies = propagation_copies(answer.text, source=source, plan=plan)
-    outcome = _store_copies(store, source, copies, job_id=job.id)
+    outcome = _store_copies(store, source, copies, job_id=job.id, audit=audit)
     created = outcome.created
     answered = _answered_items(answer.text)
     run.result = {
@@ -243,6 +246,7 @@ def _store_copies(
     copies: list[tuple[ScopeKey, Observation]],
     *,
     job_id: str | None = None,
+    audit: AuditSink | None = None,
 ) -> _Outcome:
     """Store the copies the guard lets through: one flagged `pii:*` or `secret` is never
     stored, whatever the model answered. A group's copy for the collective is a candidate
@@ -311,9 +315,8 @@ def _store_copies(
                 outcome.candidates += sum(1 for o in stored if o.review_status == "candidate")
         if outcome.blocked:
             store.scopes.count_blocked(ObjectId(source.id), outcome.blocked, session=session)
-            audit_record(
-                store=store,
-                actor="system",
+        if outcome.blocked and audit is not None:
+            audit(
                 action="propagation.blocked",
                 object_type="scope",
                 object_id=source.id,

@@ -3,8 +3,11 @@
 What a rescan changes: an observation's `flags` and `flag_spans` (a widened instruction
 detector, normalised forms), and its text where a secret is found that the old
 detectors missed (redacted, re-indexed, its vector marked stale); a scope's current
-consolidation where it holds such a secret (redacted in place). Instruction-like
-sentences of a consolidation need no rescan: the context reads them at render.
+consolidation where it holds such a secret (redacted in place). A live observation of
+a shared scope newly flagged `instruction` moves into review where the scope's
+instruction policy is `review` (as a write of it would be held today): out of search and
+the pending list, into the queue (`moved_to_review`). Instruction-like sentences of a
+consolidation need no rescan: the context reads them at render.
 
 Batched and resumable: each batch's changes and the checkpoint that moves past them
 commit in one transaction (`memory_rescans`, one document per rescan), so a rescan killed
@@ -20,9 +23,9 @@ from typing import Any
 
 from bson import ObjectId
 
-from streams.core.documents import Observation
+from streams.core.documents import Observation, Scope, utcnow
 from streams.guard.detectors import detect_and_redact
-from streams.guard.screening import screened
+from streams.guard.screening import SHARED_SCOPE_TYPES, held_flags, screened
 from streams.search.index import search_index_add, search_index_remove
 from streams.store import MemoryStore, StoreSession
 
@@ -40,6 +43,7 @@ class RescanCounts:
     consolidations_changed: int = 0
     flags_added: dict[str, int] = field(default_factory=dict)
     flags_removed: dict[str, int] = field(default_factory=dict)
+    moved_to_review: int = 0  # live shared observations newly flagged `instruction`
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +54,7 @@ class RescanCounts:
             "consolidations_changed": self.consolidations_changed,
             "flags_added": dict(self.flags_added),
             "flags_removed": dict(self.flags_removed),
+            "moved_to_review": self.moved_to_review,
         }
 
     @classmethod
@@ -63,6 +68,7 @@ class RescanCounts:
             consolidations_changed=int(doc.get("consolidations_changed", 0)),
             flags_added=dict(doc.get("flags_added") or {}),
             flags_removed=dict(doc.get("flags_removed") or {}),
+            moved_to_review=int(doc.get("moved_to_review", 0)),
         )
 
 
@@ -108,6 +114,7 @@ def rescan_batch(
     unless `dry_run`), adding to `counts`; the phase and position to go on from."""
     if phase == "observations":
         found = store.rescans.observations_after(after, limit=limit, session=session)
+        scope_cache: dict[str, Scope | None] = {}
         for observation in found:
             counts.observations += 1
             fields = observation_rescan_fields(observation)
@@ -116,8 +123,12 @@ def rescan_batch(
             counts.observations_changed += 1
             counts.redacted += "content" in fields
             _count_flags(counts, observation, fields)
+            hold = _to_review(store, observation, fields, scope_cache, session)
+            counts.moved_to_review += hold
             if not dry_run:
                 _write_observation(store, observation, fields, session)
+                if hold:
+                    _hold(store, observation, session)
         if len(found) < limit:
             return "consolidations", None
         return phase, ObjectId(found[-1].id)
@@ -139,6 +150,44 @@ def rescan_batch(
             return "done", None
         return phase, scopes[-1][0]
     return "done", None
+
+
+def _to_review(
+    store: MemoryStore,
+    observation: Observation,
+    fields: dict[str, Any],
+    scopes: dict[str, Scope | None],
+    session: StoreSession | None,
+) -> bool:
+    """Whether the rescan moves this observation into review: newly flagged
+    `instruction`, live and not held, in a scope whose policy holds instructions."""
+    newly = "instruction" in fields.get("flags", []) and "instruction" not in observation.flags
+    if not newly or not observation.live or observation.review_status is not None:
+        return False
+    if observation.scope_id not in scopes:
+        scopes[observation.scope_id] = store.scopes.get(
+            ObjectId(observation.scope_id), session=session
+        )
+    scope = scopes[observation.scope_id]
+    if scope is None or scope.scope_type not in SHARED_SCOPE_TYPES:
+        return False
+    policy = store.instruction_policy
+    return bool(held_flags(scope=scope, flags=["instruction"], instruction_policy=policy))
+
+
+def _hold(store: MemoryStore, observation: Observation, session: StoreSession | None) -> None:
+    """Into the review queue, in the batch's transaction: out of search and pending."""
+    assert session is not None, "a rescan writes in its batch's transaction"
+    review = {"reasons": ["flag:instruction"], "since": utcnow(), "supporting_group_ids": []}
+    store.observations.update_fields(
+        ObjectId(observation.id), {"review_status": "in_review", "review": review}, session=session
+    )
+    search_index_remove(store=store, observations=[observation], session=session)
+    scope_oid = ObjectId(observation.scope_id)
+    if store.scopes.pull_pending(scope_oid, [ObjectId(observation.id)], session=session):
+        store.agents.adjust_counters(
+            observation.agent_id, now=utcnow(), pending=-1, session=session
+        )
 
 
 def _write_observation(

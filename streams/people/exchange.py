@@ -37,6 +37,7 @@ from streams.people.exchange_checks import (
     Problems,
     check_version,
     external_id_ok,
+    flagged_history,
     id_list_ok,
     iso_time,
     scope_key_checked,
@@ -197,6 +198,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
     that writes the blocks, which it must not meet."""
     check_user_ids(agent_id, "-")
     problems = Problems()
+    left_out: list[dict[str, Any]] = []  # histories a shared scope does not take
     if not isinstance(document, dict):
         raise InvalidInput("the body must be an export (a JSON object)")
     unknown = sorted(set(document) - DOCUMENT_FIELDS)
@@ -309,6 +311,10 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
             not isinstance(consolidation, str) or consolidation != versions[-1][0].text
         ):
             problems.add(where, "consolidation must be the last version's text")
+        flags = flagged_history(key, versions)
+        if flags:
+            left_out.append({"item": where, "reason": "flagged", "flags": flags})
+            versions = []
         display_name = block.get("display_name")
         if display_name is not None and (
             not isinstance(display_name, str) or not 1 <= len(display_name.strip()) <= 200
@@ -370,6 +376,7 @@ def import_plan(*, store: MemoryStore, agent_id: str, document: Any) -> ImportPl
         - refused_items
     )
     totals["observations_refused"] = refused_items
+    totals["consolidations_left_out"] = left_out
     totals["refused"] = refused_entries(refused)
     return ImportPlan(blocks=planned, totals=totals)
 

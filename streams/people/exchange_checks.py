@@ -9,6 +9,8 @@ from typing import Any
 
 from streams.core.documents import SCOPE_TYPES, ConsolidationVersion
 from streams.core.ids import parse_object_id
+from streams.guard.detectors import detect
+from streams.guard.screening import REFUSED_FLAGS, SHARED_SCOPE_TYPES
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.scopes import ScopeKey
 from streams.people.exchange_review import parse_time
@@ -131,4 +133,19 @@ def scope_key_checked(block: dict[str, Any], agent_id: str, where: str, problems
         return None
     return ScopeKey(
         agent_id=agent_id, scope_type=scope_type, user_id=user_id, group_id=group_id, name=name
+    )
+
+
+def flagged_history(
+    key: ScopeKey, versions: list[tuple[ConsolidationVersion, datetime | None]]
+) -> list[str]:
+    """The flags (`pii:*`, `instruction`) that keep an imported consolidation history out
+    of a shared scope: a text so flagged would be a member's context at once, where a
+    hand edit of it is refused (422 `flagged`). The import leaves the history out (and
+    says so), applies the rest, and the scope is consolidated again from its observations;
+    secrets are redacted in every scope either way. Empty: the history is taken."""
+    if key.scope_type not in SHARED_SCOPE_TYPES:
+        return []
+    return sorted(
+        {f for version, _ in versions for f in detect(version.text).flags if f in REFUSED_FLAGS}
     )

@@ -27,6 +27,7 @@ from bson import ObjectId
 
 from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.guard.erasure import BLOCKS as ERASURE_BLOCKS
+from streams.guard.erasure import erasure_begin
 from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
 from streams.memory.formation import FormationSettings
@@ -84,7 +85,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     repo = _repo(store)
     # The tombstone goes first of all: from here on an import, a migration, a late ingest
     # or a propagation stores nothing of them (streams/guard/erasure.py).
-    store.tombstones.put(agent_id=agent_id, user_id=user_id, now=utcnow(), job_id=job.id)
+    erasure_begin(store=store, agent_id=agent_id, user_id=user_id, now=utcnow(), job_id=job.id)
     # What they said goes first: a formation still holding their messages then fails
     # its commit (and forms the rest later) instead of storing new memories of them
     # after the scan below.

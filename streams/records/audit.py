@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from bson import ObjectId
 from bson.errors import InvalidId
@@ -27,6 +27,27 @@ from streams.store.write_batch import WriteBatch
 MAX_FILTER_CHARS = 200
 # The filter that leads the index a page query uses, most selective first.
 FILTER_FIELDS = ("object_id", "actor", "action", "agent_id")
+
+
+class AuditSink(Protocol):
+    """Where a service hands the audit entry of a write it makes for an action (issue 37:
+    audit entries are written by actions and records only). An action passes its own
+    (`ActionTx.audit`, bound to its transaction) or, for a system sweep or job, the one
+    `streams.actions.base.system_audit` makes; a service never makes one. `session`
+    and `writes` put the entry in the caller's transaction (and batch of writes)."""
+
+    def __call__(
+        self,
+        *,
+        action: str,
+        object_type: str,
+        object_id: str | None,
+        agent_id: str | None = None,
+        summary: dict[str, Any] | None = None,
+        at: datetime | None = None,
+        session: StoreSession | None = None,
+        writes: WriteBatch | None = None,
+    ) -> None: ...
 
 
 def audit_record(

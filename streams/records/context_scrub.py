@@ -19,6 +19,7 @@ this keeps the log view, which shows the XML as it was sent, in step with it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable
 
 from bson import ObjectId
@@ -109,37 +110,48 @@ def _scrub_everywhere(
     return rewritten
 
 
-def context_log_catch_up(*, store: MemoryStore, quoted_texts: dict[str, str]) -> int:
-    """A copy written well after its context was assembled (the chat call, filed once the
-    upstream has answered) can miss a removal made in between, which scrubbed only the
-    records already written. Check what it quoted (`ContextResult.quoted_texts`) against
-    the store now, by `_id` and by (scope, version), and scrub what has gone since."""
-    observations = {k: v for k, v in quoted_texts.items() if ":" not in k}
-    versions = {k: v for k, v in quoted_texts.items() if ":" in k}
-    ids = [ObjectId(i) for i in observations if ObjectId.is_valid(i)]
+def quoted_digest(text: str) -> str:
+    """What a catch-up job carries of a quoted text: a digest, never the words."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def chat_catch_up(
+    *, store: MemoryStore, call_id: str, digests: dict[str, str], versions: list[str]
+) -> int:
+    """The `chat_catch_up` job, written with the chat call's record in its transaction
+    (so a crash after the commit still runs it): a removal made while the upstream was
+    answering scrubbed only the records written by then. By ids and digests only: each
+    quoted observation is read now; one deleted (its text kept with it) or made private
+    (but in its owner's own calls) is scrubbed from this record; one whose text is gone
+    or changed (purged, forgotten, edited) or a version redacted since leaves words
+    this job cannot name, so the record's whole context is removed. Records rewritten."""
+    record = store.chat_calls.quoted_record(ObjectId(call_id))
+    if record is None or not record.get("context"):
+        return 0
+    ids = [ObjectId(i) for i in digests if ObjectId.is_valid(i)]
     current = {o.id: o for o in store.observations.get_many(ids)}
-    gone: list[tuple[str, str]] = []
-    private: dict[str, list[tuple[str, str]]] = {}
-    for observation_id, text in observations.items():
+    text: str = record["context"]
+    hit: list[str] = []
+    whole = False
+    for observation_id, digest in digests.items():
         o = current.get(observation_id)
-        if o is None or o.deleted_at is not None or o.content != text:
-            gone.append((observation_id, text))
-        elif o.private:
-            private.setdefault(o.scope_id, []).append((observation_id, text))
-    rewritten = context_log_forget_observations(store=store, texts=gone)
-    for scope_id, texts in private.items():
-        owner = private_owner(store, scope_id)
-        rewritten += context_log_forget_observations(store=store, texts=texts, except_user_id=owner)
-    for key, text in versions.items():
+        if o is None or quoted_digest(o.content) != digest:
+            whole = True
+        elif o.deleted_at is not None or (
+            o.private and private_owner(store, o.scope_id) != record.get("user_id")
+        ):
+            text, hit = _without(text, _bullet_text(o.content)), [*hit, observation_id]
+    for key in versions:
         scope_id, _, version = key.rpartition(":")
-        if not ObjectId.is_valid(scope_id) or not version.isdigit():
-            continue
-        entry = store.consolidations.get(ObjectId(scope_id), int(version))
-        if entry is None or entry.redacted:
-            rewritten += context_log_forget_versions(
-                store=store, scope_id=scope_id, texts={int(version): text}
-            )
-    return rewritten
+        if ObjectId.is_valid(scope_id) and version.isdigit():
+            entry = store.consolidations.get(ObjectId(scope_id), int(version))
+            whole = whole or entry is None or entry.redacted
+    if whole:
+        text = REMOVED
+    if text == record["context"]:
+        return 0
+    change = QuotedRecord(id=record["_id"], text=text, observation_ids=hit, versions=[])
+    return store.chat_calls.quoted.scrub([change], utcnow())
 
 
 def private_owner(store: MemoryStore, scope_id: str) -> str | None:

@@ -25,6 +25,7 @@ from bson import ObjectId
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.core.ids import require_object_id
+from streams.core.visibility import memory_removal
 from streams.search.embeddings import SemanticRanker, query_vector
 from streams.search.ranking import (
     FINAL,
@@ -305,10 +306,13 @@ def search_in_scopes(
         observed_before=observed_before,
     )
     visible = {s.id for s in scopes}
+    shared = {s.id for s in scopes if s.scope_type != "individual"}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if not observation.live or observation.is_expired() or observation.scope_id not in visible:
+        if observation.scope_id not in visible:
             continue
+        if memory_removal(observation, shared_section=observation.scope_id in shared):
+            continue  # the one rule (private ones only in their user's own scope)
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation
         kept[candidate.observation_id] = candidate
@@ -334,7 +338,7 @@ def search_in_scopes(
                 known=[c.observation for c in kept.values()],
                 reach=ranking.reach,
             )
-            if _in_window(o, observed_after, observed_before) and not o.is_expired()
+            if _in_window(o, observed_after, observed_before) and memory_removal(o) is None
         ]
         neighbour_stage(
             candidates=kept,

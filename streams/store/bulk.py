@@ -22,6 +22,7 @@ from streams.core.documents import Observation
 from streams.core.screened import require_screened
 from streams.store import observations, scope_lists, scopes
 from streams.store.indexes import IndexSpec, index
+from streams.store.observation_states import withdraw_held_edits
 
 INDEXES: list[IndexSpec] = [
     # Bulk by session: one session's observations across the agent's scopes, newest first.
@@ -97,6 +98,14 @@ class BulkRepository:
         )
         if result.modified_count:
             scopes.bump_log_rev(self.scopes, scope_id, session=session)
+            withdraw_held_edits(
+                self.observations,
+                self.scopes,
+                scope_id=scope_id,
+                observation_ids=observation_ids,
+                now=now,
+                session=session,
+            )
         return result.modified_count
 
     def mark_private(self, observation_ids: list[ObjectId], *, session: ClientSession) -> int:

@@ -45,6 +45,13 @@ class ChatCallRepository:
         require_screened(doc.get("answer_preview"), what="chat call answer")
         self.collection.insert_one(doc, session=session)
 
+    def quoted_record(self, call_id: ObjectId) -> dict[str, Any] | None:
+        """One record's id, context and what it quoted (the catch-up job reads it)."""
+        return self.collection.find_one(
+            {"_id": call_id},
+            {"context": 1, "user_id": 1, "quoted_observation_ids": 1, "quoted_versions": 1},
+        )
+
     def for_session(
         self, *, agent_id: str, session_id: str, before: ObjectId | None, limit: int
     ) -> list[dict[str, Any]]:

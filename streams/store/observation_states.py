@@ -37,7 +37,52 @@ INDEXES: list[IndexSpec] = [
         name="expires_at",
         options={"sparse": True},
     ),
+    # Held edits of one observation (`review.edit_of`): withdrawn when it is deleted.
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("review.edit_of", 1),),
+        name="review_edit_of",
+        options={"sparse": True},
+    ),
 ]
+
+
+def withdraw_held_edits(
+    collection: Collection,
+    scopes: Collection,
+    *,
+    scope_id: ObjectId,
+    observation_ids: list[ObjectId],
+    now: datetime,
+    session: ClientSession | None,
+) -> int:
+    """Delete the held edits (`review.edit_of`) of observations being deleted, in the
+    delete's transaction: a proposal to change a text that is gone is gone with it, so
+    no page lists it (nor the deleted text its provenance quotes). Every delete of an
+    observation (`mark_deleted`, one or in bulk) calls this; how many it withdrew."""
+    if not observation_ids:
+        return 0
+    result = collection.update_many(
+        {"review.edit_of": {"$in": [str(o) for o in observation_ids]}, "deleted_at": None},
+        {
+            "$set": {
+                "deleted_at": now,
+                "deleted_by": "withdrawn: the observation it would edit was deleted",
+                "review_status": "rejected",
+                "review.decision": "withdrawn",
+                "review.decided_at": now,
+            },
+            "$unset": {"text_key": ""},
+        },
+        session=session,
+    )
+    if result.modified_count:
+        scopes.update_one(
+            {"_id": scope_id},
+            {"$inc": {"observation_count": -result.modified_count, "log_rev": 1}},
+            session=session,
+        )
+    return result.modified_count
 
 
 def log_changed_by(fields: dict[str, Any], scope_id: ObjectId | None) -> ObjectId | None:

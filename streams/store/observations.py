@@ -227,6 +227,14 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
         )
         if result.matched_count:
             bump_log_rev(self.scopes, scope_id, session=session)
+            observation_states.withdraw_held_edits(
+                self.collection,
+                self.scopes,
+                scope_id=scope_id,
+                observation_ids=[observation_id],
+                now=now,
+                session=session,
+            )
         return result.matched_count == 1
 
     def copies_of(

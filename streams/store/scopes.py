@@ -129,6 +129,26 @@ class ScopeRepository(ScopeIdLists):
         )
         return Scope.from_mongo(doc) if doc else None
 
+    def mark_forgotten(
+        self,
+        *,
+        agent_id: str,
+        user_id: str,
+        at: datetime | None,
+        session: ClientSession | None = None,
+    ) -> None:
+        """Set (a datetime) or clear (None) the user's own scope's `forgotten_at`: the
+        tombstone's mark on the scope a hand add reads anyway."""
+        identity: dict[str, str | None] = {
+            "agent_id": agent_id,
+            "scope_type": "individual",
+            "user_id": user_id,
+            "group_id": None,
+            "name": None,
+        }
+        change = {"$set": {"forgotten_at": at}} if at else {"$unset": {"forgotten_at": ""}}
+        self.collection.update_one(identity, change, session=session)
+
     def page(
         self,
         *,

@@ -139,7 +139,7 @@ def test_scope_exports_round_trip_into_a_fresh_database(api, store, settings, em
                 "scopes_created": 1, "observations_imported": 3,
                 "observations_already_there": 0, "deleted_skipped": 1, "versions_imported": 2,
                 "observations_refused": 0, "refused": [],
-                "settings_applied": 1, "settings_skipped": 0,
+                "settings_applied": 1, "settings_skipped": 0, "consolidations_left_out": [],
             }  # fmt: skip
         after = {name: _state(api, scope_id) for name, scope_id in ids.items()}
         assert after == before

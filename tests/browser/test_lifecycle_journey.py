@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from streams.actions.sweeps import do_retention_sweep
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.lifecycle import retention_sweep
 from streams.memory.observations import observation_add
 from streams.memory.scopes import scope_get
 from tests.browser.test_journeys import _sign_in
@@ -47,7 +47,7 @@ def test_cap_a_scope_and_see_retention_and_a_contradiction(
     page.fill("#id_max_observations", "10")
     page.click("button:has-text('Save settings')")
     page.get_by_text("Settings saved.").wait_for()
-    assert retention_sweep(store=store) == 4
+    assert do_retention_sweep(store=store) == 4
     page.goto(f"{live_server.url}/scopes/{scope.id}/")
     retention = page.locator("#retention").inner_text()
     assert "keeps at most 10 observations (10 now)" in retention and "so far: 4" in retention

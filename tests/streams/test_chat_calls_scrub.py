@@ -58,7 +58,9 @@ def _finish(store: MemoryStore, turn: ChatTurn) -> None:
     outcome = ChatOutcome(
         outcome="upstream_error", stream=False, model="m", upstream_model="m", upstream_status=500
     )
-    do_chat_turn_finish(store=store, turn=turn, outcome=outcome)  # not ingested: no job
+    jobs: list[Job] = []  # not ingested (no ingest job); its catch-up job, run here
+    do_chat_turn_finish(store=store, turn=turn, outcome=outcome, also=jobs)
+    drain(store, jobs)
 
 
 def _stored(store: MemoryStore, user: str) -> list[str]:

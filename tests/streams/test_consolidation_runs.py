@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from streams.actions.jobs import do_propagation_run
 from streams.core.exceptions import Conflict
 from streams.jobs import job_create, job_get
 from streams.llm.port import LLMError
@@ -13,7 +14,6 @@ from streams.memory.consolidation import consolidation_edit, consolidation_histo
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.observations import observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory, ScopeFactory
 from tests.fakes.openai_wire import faithful_memory
@@ -28,7 +28,7 @@ def run_consolidation(store, job_id):
 
 def run_propagation(store, job_id):
     return run_job(
-        store=store, job_id=job_id, work=lambda run: propagation_run(store=store, run=run)
+        store=store, job_id=job_id, work=lambda run: do_propagation_run(store=store, run=run)
     )
 
 

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
+from streams.actions.chat import chat_catch_up_run
+from streams.actions.jobs import do_propagation_run
 from streams.context.assemble import context_assemble
 from streams.core.documents import Job, Observation
 from streams.core.exceptions import Conflict
@@ -32,7 +34,6 @@ from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.observation_changes import observation_delete, observation_update
 from streams.memory.observations import observation_add, observation_get, observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.rebuild import rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.memory.source_change import source_change_run
@@ -70,10 +71,11 @@ def responder(request: Any) -> str:
 def works(store: MemoryStore) -> dict[str, Callable[[Any], None]]:
     return {
         "consolidation": lambda run: consolidation_run(store=store, run=run),
-        "propagation": lambda run: propagation_run(store=store, run=run),
+        "propagation": lambda run: do_propagation_run(store=store, run=run),
         "rebuild": lambda run: rebuild_run(store=store, run=run),
         "source_change": lambda run: source_change_run(store=store, run=run),
         "forget_user": lambda run: forget_user_run(store=store, run=run),
+        "chat_catch_up": lambda run: chat_catch_up_run(store=store, run=run),
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
+from streams.actions.jobs import do_propagation_run
 from streams.drafts.dry_run import (
     dry_run_consolidation,
     dry_run_propagation,
@@ -28,7 +29,6 @@ from streams.memory.formation import (
     formation_run,
     messages_ingest,
 )
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory
 
@@ -156,7 +156,7 @@ def test_propagation_dry_run_sends_the_propagation_request(store):
         payload={"version": scope.consolidation_version},
     )
     real = Recorder()
-    run(store, job.id, real, lambda r: propagation_run(store=store, run=r))
+    run(store, job.id, real, lambda r: do_propagation_run(store=store, run=r))
     assert dry.requests == real.requests
     [request] = real.requests
     item = request.schema["properties"]["observations"]["items"]["properties"]

@@ -13,10 +13,10 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
+from streams.actions.sweeps import do_expiry_sweep
 from streams.context.assemble import context_assemble
 from streams.core.documents import Job, utcnow
 from streams.core.exceptions import Conflict, InvalidInput
-from streams.memory.lifecycle import expiry_sweep
 from streams.memory.observation_batch import BatchItem, observation_batch_add
 from streams.memory.observation_changes import observation_update
 from streams.memory.observations import observation_add, observation_get
@@ -110,7 +110,7 @@ def test_expired_fact_leaves_search_at_once_and_the_consolidation_at_the_sweep(
     assert OLD not in found(store)  # at once: no job ran
     assert observation_get(store=store, observation_id=secret.id).expired
 
-    result = expiry_sweep(store=store, keep_days=KEEP_DAYS)
+    result = do_expiry_sweep(store=store, keep_days=KEEP_DAYS)
     assert result.expired >= 1  # and its copies, when the sweep reached them first
     drain(store, result.follow_ups)
     for name in ("individual", "group", "collective", "shard"):
@@ -121,9 +121,9 @@ def test_expired_fact_leaves_search_at_once_and_the_consolidation_at_the_sweep(
     assert OLD not in found(store)
     # Kept (marked expired) until the keep days have passed, then purged for good.
     assert observation_get(store=store, observation_id=secret.id).expiry_swept
-    again = expiry_sweep(store=store, keep_days=KEEP_DAYS)
+    again = do_expiry_sweep(store=store, keep_days=KEEP_DAYS)
     assert (again.expired, again.purged, again.follow_ups) == (0, 0, [])
-    later = expiry_sweep(store=store, keep_days=KEEP_DAYS, now=utcnow() + timedelta(days=8))
+    later = do_expiry_sweep(store=store, keep_days=KEEP_DAYS, now=utcnow() + timedelta(days=8))
     assert later.purged == 1
     assert store.observations.get(ObjectId(secret.id)) is None
 
@@ -145,7 +145,7 @@ def test_pending_expired_fact_leaves_context_at_once(
     assert "Lisbon" not in context_of(store, "Is Gene in Lisbon?")
     assert "Gene is in Lisbon until Friday." not in found(store, "Gene Lisbon")
 
-    result = expiry_sweep(store=store, keep_days=KEEP_DAYS)
+    result = do_expiry_sweep(store=store, keep_days=KEEP_DAYS)
     assert result.expired == 1 and result.follow_ups == []  # pending: nothing absorbed it
     scope = scope_get(store=store, scope_id=world[origin])
     assert soon.id not in scope.pending_observation_ids
@@ -172,9 +172,10 @@ def test_a_sweep_resumed_after_a_crash_does_no_work_twice(
     for secret in secrets:
         expire_now(store, secret.id)
 
-    import streams.memory.lifecycle as lifecycle
+    from streams.actions.base import system_audit
+    from streams.memory.lifecycle import SWEEP_ACTOR, expiry_sweep
 
-    real = lifecycle.audit_record
+    real = system_audit(store, SWEEP_ACTOR)
     calls = {"n": 0}
 
     def dies_on_second(**kwargs):  # the process dies while claiming the second one
@@ -183,12 +184,10 @@ def test_a_sweep_resumed_after_a_crash_does_no_work_twice(
             raise RuntimeError("killed")
         return real(**kwargs)
 
-    monkeypatch.setattr(lifecycle, "audit_record", dies_on_second)
     with pytest.raises(RuntimeError):
-        expiry_sweep(store=store, keep_days=KEEP_DAYS)
-    monkeypatch.setattr(lifecycle, "audit_record", real)
+        expiry_sweep(store=store, audit=dies_on_second, keep_days=KEEP_DAYS)
     documents_before = store.search_index.read([ObjectId(world["individual"])], [])[0][0].documents
-    resumed = expiry_sweep(store=store, keep_days=KEEP_DAYS)
+    resumed = do_expiry_sweep(store=store, keep_days=KEEP_DAYS)
     assert resumed.expired == 2  # the first was handled before the crash, not again
     # Only the two left were taken out of search: no count went down twice.
     documents_after = store.search_index.read([ObjectId(world["individual"])], [])[0][0].documents
@@ -231,7 +230,7 @@ def test_an_expiry_handled_by_the_sweep_cannot_be_changed(
     )
     expire_now(store, soon.id)
     jobs: list[Job] = []
-    expiry_sweep(store=store, keep_days=KEEP_DAYS)
+    do_expiry_sweep(store=store, keep_days=KEEP_DAYS)
     handled = observation_get(store=store, observation_id=soon.id)
     with pytest.raises(Conflict):
         observation_update(store=store, observation=handled, expires_at=None, follow_ups=jobs)

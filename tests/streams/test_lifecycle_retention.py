@@ -10,11 +10,11 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
+from streams.actions.sweeps import do_retention_apply, do_retention_sweep
 from streams.core.documents import Scope, utcnow
 from streams.core.exceptions import InvalidInput
 from streams.guard.screening import screened
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.lifecycle import retention_apply, retention_sweep
 from streams.memory.observations import observation_add, observation_list
 from streams.memory.scopes import scope_get, scope_update
 from streams.records.audit import audit_page
@@ -56,7 +56,7 @@ def test_retention_keeps_pending_and_pinned_and_purges_the_oldest_consolidated(
     scope = scope_update(store=store, scope=scope, changes={"max_observations": 10}, actor="t")
     before = scope.consolidation
 
-    assert retention_sweep(store=store) == 5
+    assert do_retention_sweep(store=store) == 5
     after = scope_get(store=store, scope_id=scope.id)
     # The pinned first one and every pending one stay; the next five oldest go.
     kept = log_contents(store, after)
@@ -70,7 +70,7 @@ def test_retention_keeps_pending_and_pinned_and_purges_the_oldest_consolidated(
     entry = audit_page(store=store, action="scope.purge_retention", limit=5).items[0]
     assert entry.object_id == scope.id and entry.summary["purged"] == 5
     # Within the cap: a second pass does nothing.
-    assert retention_sweep(store=store) == 0
+    assert do_retention_sweep(store=store) == 0
 
 
 def test_retention_never_purges_pending_even_far_over_the_cap(store: MemoryStore) -> None:
@@ -81,7 +81,7 @@ def test_retention_never_purges_pending_even_far_over_the_cap(store: MemoryStore
         store=store, scope=scope_get(store=store, scope_id=scope.id),
         changes={"max_observations": 10}, actor="t",
     )  # fmt: skip
-    assert retention_apply(store=store, scope=scope).purged == 0
+    assert do_retention_apply(store=store, scope=scope).purged == 0
     assert scope_get(store=store, scope_id=scope.id).observation_count == 14
 
 
@@ -91,11 +91,11 @@ def test_retention_waits_while_a_consolidation_run_holds_the_lease(store: Memory
     now = utcnow()
     oid = ObjectId(scope.id)
     assert store.scopes.acquire_lease(oid, owner="job-1", now=now, until=now + timedelta(minutes=5))
-    held = retention_apply(store=store, scope=scope)
+    held = do_retention_apply(store=store, scope=scope)
     assert held.purged == 0 and "holds" in (held.note or "")
     assert scope_get(store=store, scope_id=scope.id).observation_count == 15
     store.scopes.release_lease(oid, owner="job-1")
-    assert retention_apply(store=store, scope=scope).purged == 5
+    assert do_retention_apply(store=store, scope=scope).purged == 5
 
 
 @pytest.mark.parametrize("value", [0, 9, 1_000_001, "10", 10.5, True])

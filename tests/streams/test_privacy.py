@@ -14,6 +14,7 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
+from streams.actions.jobs import do_propagation_run
 from streams.context.assemble import context_assemble
 from streams.jobs import job_get
 from streams.memory.consolidation import consolidation_history
@@ -21,7 +22,6 @@ from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import IncomingMessage, messages_ingest
 from streams.memory.observations import observation_add, observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.people.privacy import REDACTED, forget_user_request, forget_user_run
 from streams.people.user_audit import user_audit, user_export
@@ -135,7 +135,9 @@ def world(store: MemoryStore, fake_openai) -> dict[str, str]:
         }
     )
     run_job(
-        store=store, job_id=propagation.id, work=lambda run: propagation_run(store=store, run=run)
+        store=store,
+        job_id=propagation.id,
+        work=lambda r: do_propagation_run(store=store, run=r),
     )
     consolidate(store, other.id)
     copies = scope_get(store=store, scope_id=group.id).pending_observation_ids

@@ -3,11 +3,11 @@ the prompt lists it, so a prompt that mislabels its targets stores nothing (issu
 
 from __future__ import annotations
 
+from streams.actions.jobs import do_propagation_run
 from streams.jobs import job_get
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.observations import observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.factories import ObservationFactory
 from tests.fakes.openai_server import propagation_prompt, propagation_responder
@@ -28,7 +28,9 @@ def consolidate_then_propagate(store, scope):
     settle(store)
     [propagation] = propagation_jobs(store)[:1]
     run_job(
-        store=store, job_id=propagation.id, work=lambda run: propagation_run(store=store, run=run)
+        store=store,
+        job_id=propagation.id,
+        work=lambda r: do_propagation_run(store=store, run=r),
     )
     return job_get(store=store, job_id=propagation.id)
 

@@ -14,6 +14,7 @@ import pytest
 from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
+from streams.actions.jobs import do_propagation_run
 from streams.core.documents import utcnow
 from streams.llm.port import LLMError
 from streams.memory.consolidation_jobs import consolidation_request
@@ -25,7 +26,6 @@ from streams.memory.formation import (
     messages_ingest,
 )
 from streams.memory.observations import observation_add, observation_get, observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI
@@ -226,7 +226,7 @@ def _propagation(store: MemoryStore):
     jobs = store.jobs.page(status=None, agent_id=AGENT, before=None, limit=20)
     [job] = [j for j in jobs if j.kind == "propagation"][:1]
     return job, lambda: run_job(
-        store=store, job_id=job.id, work=lambda r: propagation_run(store=store, run=r)
+        store=store, job_id=job.id, work=lambda r: do_propagation_run(store=store, run=r)
     )
 
 

@@ -139,3 +139,36 @@ def test_the_command_runs_a_dry_run(store, stored, settings):
     out = io.StringIO()
     call_command("rescan_memory", "--dry-run", "--batch", "3", stdout=out)
     assert "would change 4" in out.getvalue()
+
+
+def test_a_newly_found_instruction_in_a_live_shared_observation_moves_into_review(
+    store: MemoryStore,
+):
+    """A group's live observation the old detector let through: the rescan flags it and,
+    the shared policy being `review`, takes it out of memory (search, pending) into the
+    review queue; the dry run counts it and moves nothing; a second run moves nothing."""
+    group = ScopeFactory.create(store=store, agent_id=AGENT, group=True)
+    o = observation_add(store=store, scope=group, content="The team ships on Fridays.")
+    plain = observation_add(store=store, scope=group, content="Standups are at nine.")
+    store.observations.update_fields(  # as an older screen let it through
+        ObjectId(o.id), {"content": ScreenedText(TEXTS[0])}, scope_id=ObjectId(group.id)
+    )
+    dry = do_memory_rescan(store=store, actor=CLI, dry_run=True)
+    assert dry.counts.moved_to_review == 1
+    assert observation_get(store=store, observation_id=o.id).review_status is None
+
+    report = do_memory_rescan(store=store, actor=CLI)
+    assert report.counts.moved_to_review == 1
+    held = observation_get(store=store, observation_id=o.id)
+    assert held.review_status == "in_review"
+    assert "flag:instruction" in held.review["reasons"]
+    assert observation_get(store=store, observation_id=plain.id).review_status is None
+    scope = store.scopes.get(ObjectId(group.id))
+    assert o.id not in scope.pending_observation_ids
+    summaries = [e["summary"] for e in _entries(store)]
+    assert sorted((s["dry_run"], s["moved_to_review"]) for s in summaries) == [
+        (False, 1),
+        (True, 1),
+    ]
+    again = do_memory_rescan(store=store, actor=CLI)
+    assert again.counts.moved_to_review == 0

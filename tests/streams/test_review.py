@@ -11,6 +11,7 @@ from bson import ObjectId
 
 from memory_admin.tasks import formation_settings
 from streams.actions import Actor
+from streams.actions.jobs import do_propagation_run
 from streams.actions.review import do_review_decide, do_review_decide_bulk
 from streams.context.assemble import context_assemble
 from streams.core.exceptions import Conflict, InvalidInput
@@ -28,7 +29,6 @@ from streams.memory.formation import (
 from streams.memory.observation_batch import BatchItem, observation_batch_add
 from streams.memory.observation_changes import observation_update
 from streams.memory.observations import observation_add, observation_list
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.people.privacy import forget_user_request, forget_user_run
 from streams.search.index import search_observations
@@ -91,7 +91,9 @@ def propagate_pending(store):
     for job in jobs_of(store, "propagation"):
         if job.status == "queued":
             run_job(
-                store=store, job_id=job.id, work=lambda run: propagation_run(store=store, run=run)
+                store=store,
+                job_id=job.id,
+                work=lambda r: do_propagation_run(store=store, run=r),
             )
             last = job_get(store=store, job_id=job.id)
     return last

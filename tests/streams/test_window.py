@@ -18,6 +18,7 @@ from bson import ObjectId
 
 from streams.actions.base import Actor
 from streams.actions.observations import do_observation_merge
+from streams.actions.sweeps import do_retention_apply
 from streams.core.documents import Observation, Scope
 from streams.guard.review import review_decide
 from streams.jobs import job_create, job_execute
@@ -26,7 +27,6 @@ from streams.memory import window
 from streams.memory.bulk import BulkFilter, bulk_match, bulk_target
 from streams.memory.bulk_job import bulk_payload, bulk_run
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.lifecycle import retention_apply
 from streams.memory.observation_changes import observation_delete, observation_update
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -159,7 +159,7 @@ def test_a_retention_purge_moves_the_revision(store):
         absorbed_ids=[old.id], trigger="manual", actor=None,
     )  # fmt: skip
     store.scopes.update_fields(ObjectId(scope.id), {"max_observations": 1})
-    assert retention_apply(store=store, scope=_fresh(store, scope)).purged == 1
+    assert do_retention_apply(store=store, scope=_fresh(store, scope)).purged == 1
 
     assert store.observations.get(ObjectId(old.id)) is None
     new = observation_add(store=store, scope=_fresh(store, scope), content=NEW)

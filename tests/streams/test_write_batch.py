@@ -10,6 +10,8 @@ import pytest
 from bson import ObjectId
 from pymongo import InsertOne, MongoClient, UpdateOne, monitoring
 
+from streams.actions import Actor
+from streams.actions.tx import action_transaction
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
 from streams.memory import window
@@ -67,6 +69,11 @@ def _stored(store: MemoryStore, observation_id: str, agent_id: str) -> dict:
     }
 
 
+def as_action(store):
+    """The add run as an action's transaction (its entry is the action's, `ActionTx.audit`)."""
+    return action_transaction(store, Actor.api("k"))
+
+
 def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(listened):
     store, commands = listened
     scope = ScopeFactory.create(store=store, agent_id="a1")
@@ -74,7 +81,11 @@ def test_an_add_claims_its_place_then_sends_its_other_writes_in_one_bulk_write(l
 
     with search_pending.held():  # the background fold shares this client
         observation = observation_add(
-            store=store, scope=scope, content="Likes green tea.", actor="api:k"
+            store=store,
+            scope=scope,
+            content="Likes green tea.",
+            actor="api:k",
+            transact=as_action(store),
         )
 
     sent = [n for n in commands.names if n != "hello"]  # once per client: takes bulkWrite?
@@ -104,7 +115,13 @@ def test_the_add_that_fills_the_threshold_writes_its_job_in_the_same_bulk_write(
     is queued reads it and writes no second one."""
     store, commands = listened
     scope = ScopeFactory.create(store=store, agent_id="a1", consolidation_threshold=2)
-    observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
+    observation_add(
+        store=store,
+        scope=scope,
+        content="Likes green tea.",
+        actor="api:k",
+        transact=as_action(store),
+    )
     scope = store.scopes.get(ObjectId(scope.id))
     search_pending.flush()
     commands.names.clear()
@@ -162,16 +179,36 @@ def test_a_duplicate_add_meets_the_unique_index_and_the_retry_answers_with_the_l
     monkeypatch.setattr(write_batch, "ENABLED", batched)
     monkeypatch.setattr(window, "SIMILAR_WINDOW", 1)
     scope = ScopeFactory.create(store=store, agent_id="a1")
-    first = observation_add(store=store, scope=scope, content="Likes green tea.", actor="api:k")
-    newest = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+    first = observation_add(
+        store=store,
+        scope=scope,
+        content="Likes green tea.",
+        actor="api:k",
+        transact=as_action(store),
+    )
+    newest = observation_add(
+        store=store, scope=scope, content="Walks the dog.", actor="api:k", transact=as_action(store)
+    )
     scope = store.scopes.get(ObjectId(scope.id))
     commands.names.clear()
 
     with search_pending.held():  # the background fold shares this client
-        again = observation_add(store=store, scope=scope, content="likes  GREEN tea", actor="api:k")
+        again = observation_add(
+            store=store,
+            scope=scope,
+            content="likes  GREEN tea",
+            actor="api:k",
+            transact=as_action(store),
+        )
         out_of_window = list(commands.names)
         commands.names.clear()
-        resent = observation_add(store=store, scope=scope, content="Walks the dog.", actor="api:k")
+        resent = observation_add(
+            store=store,
+            scope=scope,
+            content="Walks the dog.",
+            actor="api:k",
+            transact=as_action(store),
+        )
         in_window = [n for n in commands.names if n != "hello"]
 
     assert again.id == first.id and again.duplicate
@@ -202,7 +239,12 @@ def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
     store, commands = listened
     scope = ScopeFactory.create(store=store, agent_id="a1")
     first, created = observation_add_once(
-        store=store, scope=scope, content="Likes green tea.", client_id="k1", actor="api:k"
+        store=store,
+        scope=scope,
+        content="Likes green tea.",
+        client_id="k1",
+        actor="api:k",
+        transact=as_action(store),
     )
     assert created
     scope = store.scopes.get(ObjectId(scope.id))  # as the API reads it for each request
@@ -210,7 +252,12 @@ def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
 
     with search_pending.held():  # the background fold shares this client
         second, created = observation_add_once(
-            store=store, scope=scope, content="Walks the dog.", client_id="k2", actor="api:k"
+            store=store,
+            scope=scope,
+            content="Walks the dog.",
+            client_id="k2",
+            actor="api:k",
+            transact=as_action(store),
         )
     sent = [n for n in commands.names if n != "hello"]
     assert created
@@ -222,11 +269,21 @@ def test_a_keyed_add_sends_its_writes_and_its_key_in_one_bulk_write(listened):
     ]
 
     again, created = observation_add_once(
-        store=store, scope=scope, content="likes green TEA", client_id="k3", actor="api:k"
+        store=store,
+        scope=scope,
+        content="likes green TEA",
+        client_id="k3",
+        actor="api:k",
+        transact=as_action(store),
     )
     assert (again.id, created) == (first.id, False)
     repeat, created = observation_add_once(
-        store=store, scope=scope, content="likes green TEA", client_id="k3", actor="api:k"
+        store=store,
+        scope=scope,
+        content="likes green TEA",
+        client_id="k3",
+        actor="api:k",
+        transact=as_action(store),
     )
     assert (repeat.id, created) == (first.id, False)
     assert _stored(store, second.id, "a1") == {
@@ -247,7 +304,11 @@ def test_without_bulk_write_the_writes_go_one_by_one_with_the_same_result(listen
 
     with search_pending.held():  # the background fold shares this client
         observation = observation_add(
-            store=store, scope=scope, content="Likes green tea.", actor="api:k"
+            store=store,
+            scope=scope,
+            content="Likes green tea.",
+            actor="api:k",
+            transact=as_action(store),
         )
 
     assert "bulkWrite" not in commands.names
@@ -268,7 +329,9 @@ def test_consecutive_adds_from_one_stale_read_each_take_the_next_number(listened
     scope = ScopeFactory.create(store=store, agent_id="a1")
 
     added = [
-        observation_add(store=store, scope=scope, content=f"Fact {n}.", actor="api:k")
+        observation_add(
+            store=store, scope=scope, content=f"Fact {n}.", actor="api:k", transact=as_action(store)
+        )
         for n in range(3)
     ]
 
@@ -320,13 +383,21 @@ def test_adds_from_one_stale_read_claim_in_the_batch_and_each_take_the_next_numb
     aborted and the retry claims anew."""
     store, commands = listened
     scope = ScopeFactory.create(store=store, agent_id="a1")
-    observation_add(store=store, scope=scope, content="Fact zero.", actor="api:k")
+    observation_add(
+        store=store, scope=scope, content="Fact zero.", actor="api:k", transact=as_action(store)
+    )
     stale = store.scopes.get(ObjectId(scope.id))
     commands.names.clear()
 
     with search_pending.held():  # the background fold shares this client
         added = [
-            observation_add(store=store, scope=stale, content=f"Fact {n}.", actor="api:k")
+            observation_add(
+                store=store,
+                scope=stale,
+                content=f"Fact {n}.",
+                actor="api:k",
+                transact=as_action(store),
+            )
             for n in (1, 2)
         ]
 

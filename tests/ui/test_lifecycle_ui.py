@@ -8,8 +8,8 @@ import re
 from bson import ObjectId
 from django.urls import reverse
 
+from streams.actions.sweeps import do_retention_sweep
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.lifecycle import retention_sweep
 from streams.memory.observations import observation_add
 from streams.memory.scopes import scope_get
 from tests.factories import ScopeFactory
@@ -44,7 +44,7 @@ def test_the_cap_is_set_in_the_settings_and_the_page_shows_what_it_purged(client
     )  # fmt: skip
     assert "Settings saved." in ok.content.decode()
     assert store.scopes.get(ObjectId(scope.id)).max_observations == 10
-    assert retention_sweep(store=store) == 2
+    assert do_retention_sweep(store=store) == 2
     page = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
     assert "keeps at most 10 observations (10 now)" in page
     assert 'data-retention-purged="2"' in page

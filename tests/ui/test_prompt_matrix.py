@@ -15,6 +15,7 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.tasks import formation_settings
+from streams.actions.jobs import do_propagation_run
 from streams.core.exceptions import InvalidInput
 from streams.jobs import job_create
 from streams.memory.consolidation import consolidation_commit
@@ -26,7 +27,6 @@ from streams.memory.formation import (
     formation_run,
     messages_ingest,
 )
-from streams.memory.propagation import propagation_run
 from streams.memory.scopes import ScopeKey, scope_create, scope_get, scope_get_or_create
 from streams.prompts import DEFAULT_TEMPLATES, prompt_save, resolve_for_scope
 from tests.factories import ObservationFactory
@@ -148,7 +148,7 @@ def run_call(store, fake, kind: str, scope) -> str:
             trigger="test",
             payload={"version": entry.version},
         )
-        run_job(store=store, job_id=job.id, work=lambda run: propagation_run(store=store, run=run))
+        run_job(store=store, job_id=job.id, work=lambda r: do_propagation_run(store=store, run=r))
     [request] = [r for r in fake.chat_requests if r.task == kind]
     return request.body["messages"][-1]["content"]
 

@@ -55,6 +55,7 @@ from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
 from streams.context.chat_tool import offer_tool
+from streams.core.documents import Job
 from streams.core.exceptions import InvalidInput, MemoryServiceError, Unavailable
 
 logger = logging.getLogger("memory_admin.chat")
@@ -517,13 +518,14 @@ def _store_or_none() -> MemoryStore | None:
 
 def _finish(turn: ChatTurn, outcome: ChatOutcome) -> None:
     """Record the call and queue its ingest; never raises (the answer is already out)."""
+    also: list[Job] = []
     try:
-        job = do_chat_turn_finish(store=get_store(), turn=turn, outcome=outcome)
+        job = do_chat_turn_finish(store=get_store(), turn=turn, outcome=outcome, also=also)
     except Exception:
         logger.exception("chat %s: recording the call and its ingest failed", turn.call_id)
         return
-    if job is not None:
-        try:
-            dispatch_now(job)
+    for each in [job, *also] if job is not None else also:
+        try:  # a job not sent here is sent by the recovery sweep (it is committed)
+            dispatch_now(each)
         except Exception:
-            logger.exception("chat %s: queueing ingest job %s failed", turn.call_id, job.id)
+            logger.exception("chat %s: queueing job %s failed", turn.call_id, each.id)

@@ -49,6 +49,12 @@ class ImportIn(InSchema):
     scopes: list[dict[str, Any]] = Field(..., max_length=MAX_SCOPES)
 
 
+class LeftOutOut(Schema):
+    item: str = Field(description="The scope block, e.g. `scopes[0]`.")
+    reason: str = Field(description="`flagged`: a shared scope does not take the text.")
+    flags: list[str]
+
+
 class ImportOut(Schema):
     scopes_created: int
     observations_imported: int
@@ -67,6 +73,12 @@ class ImportOut(Schema):
         0,
         description="Scopes that existed with settings of their own, other than the "
         "document's: theirs stand.",
+    )
+    consolidations_left_out: list[LeftOutOut] = Field(
+        default_factory=list,
+        description="Consolidation histories a shared scope did not take: a version flagged "
+        "`pii:*` or `instruction` (the rest of the block applies; the scope is consolidated "
+        "again from its observations). Secrets are redacted in every scope.",
     )
 
 

@@ -83,7 +83,9 @@ def add_observation(
     was stored, 200 when every `client_id` was stored before (a re-send answers the
     same ids). Items with a known `client_id` are not stored again; one audit entry
     (`observation.create_batch`) per batch that stored anything. 409 when a concurrent
-    request kept winning the scope's log: re-send it.
+    request kept winning the scope's log: re-send it. 409 `forgotten` when the scope's user
+    was forgotten (an erasure tombstone covers them): nothing is stored until an admin
+    lifts the tombstone.
 
     The same fact is stored once per scope: an add whose text, normalized (Unicode NFKC,
     case, spacing, punctuation), equals a live observation's answers 200 with that

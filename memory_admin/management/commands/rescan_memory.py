@@ -47,5 +47,6 @@ class Command(BaseCommand):
             f"({counts.redacted} redacted); {counts.consolidations} consolidations, "
             f"{verb} {counts.consolidations_changed}; flags added "
             f"{json.dumps(counts.flags_added, sort_keys=True)}, removed "
-            f"{json.dumps(counts.flags_removed, sort_keys=True)}"
+            f"{json.dumps(counts.flags_removed, sort_keys=True)}; "
+            f"{'would move' if report.dry_run else 'moved'} {counts.moved_to_review} into review"
         )
