@@ -335,6 +335,8 @@ def _decide_one(
         "note": note,
         "status_before": expected,
     }
+    if decision == "approve" and content is not None and content != observation.content:
+        review["edited"] = True  # the held text is not kept: the undo refuses (review_undo)
     oid = ObjectId(observation.id)
     edit_of = (observation.review or {}).get("edit_of")
     if decision == "approve" and edit_of:

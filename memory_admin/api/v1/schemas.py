@@ -619,3 +619,17 @@ class ReviewBulkOut(Schema):
     approved: int
     rejected: int
     skipped: list[str]
+
+
+class DecidedOut(Schema):
+    observation: ObservationOut
+    undo_until: Time | None = Field(
+        description="Until when `POST /observations/{id}/review/undo` takes the decision "
+        "back (MEMORY_REVIEW_UNDO_SECONDS after it); null when it cannot be undone (the "
+        "window ended, consolidated since, approved with an edited text)."
+    )
+
+
+class DecidedPageOut(Schema):
+    items: list[DecidedOut] = Field(..., description="Newest decision first.")
+    next_cursor: str | None
