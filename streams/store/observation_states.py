@@ -61,19 +61,21 @@ class ReviewQueries:
     def review_page(
         self,
         *,
-        agent_id: str,
+        agent_id: str | list[str],
         status: str,
         scope_id: ObjectId | None,
         reason: str | None,
         after: ObjectId | None,
         limit: int,
     ) -> list[Observation]:
-        """Held observations of an agent (or of one of its scopes), oldest first."""
+        """Held observations of an agent, of several ("all agents": one index range each,
+        merged in `_id` order) or of one scope, oldest first."""
         query: dict[str, Any] = {"review_status": status, "deleted_at": None}
+        agents: Any = agent_id if isinstance(agent_id, str) else {"$in": list(agent_id)}
         if scope_id is not None:
-            query = {"scope_id": scope_id, "agent_id": agent_id, **query}
+            query = {"scope_id": scope_id, "agent_id": agents, **query}
         else:
-            query = {"agent_id": agent_id, **query}
+            query = {"agent_id": agents, **query}
         if reason:
             query["review.reasons"] = reason
         if after is not None:
