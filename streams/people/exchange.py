@@ -133,6 +133,7 @@ def _check_observation(
         observed_at=times["observed_at"],  # type: ignore[arg-type]
         created_at=times["created_at"],  # type: ignore[arg-type]
         source_session_id=item.get("source_session_id"),
+        origin="import",
         source_message_ids=list(item["source_message_ids"]),
         related_user_ids=list(item["related_user_ids"]),
         private=item["private"],

@@ -26,7 +26,14 @@ from pydantic import (
 )
 
 from memory_admin.api.errors import register_union_tags
-from streams.core.documents import MAX_CONTENT_CHARS, JobKind, JobStatus, Observation, ScopeType
+from streams.core.documents import (
+    MAX_CONTENT_CHARS,
+    JobKind,
+    JobStatus,
+    Observation,
+    ScopeType,
+    observation_origin,
+)
 from streams.core.pagination import CURSOR_DESCRIPTION, CURSOR_PATTERN, DEFAULT_LIMIT, MAX_LIMIT
 from streams.core.times import RANGE_TEXT, in_range
 from streams.core.visibility import shown_text
@@ -364,6 +371,26 @@ class ObservationOut(Schema):
         description="Observations of the scope this one contradicts (same subject, another "
         "value), flagged on both sides; in a shared scope the newer waits for review.",
     )
+    origin: Literal[
+        "extraction", "api", "operator", "import", "propagation", "move", "migration", "edit"
+    ] = Field(
+        "api",
+        description="How it got here: formed from a conversation (extraction), added "
+        "through the API (a key, the client, MCP), added by a person in the UI (operator), "
+        "imported, copied by propagation, moved from another scope, migrated, or an edit "
+        "held for review. Inferred for observations stored before the field existed.",
+    )
+    added_by: str | None = Field(
+        None,
+        description="Who added it: `api:<key name>`, `ui:<username>`, `model:<job or scope "
+        "id>` for extraction and propagation; null when not recorded.",
+    )
+
+    @staticmethod
+    def resolve_origin(obj: Any) -> str:
+        if isinstance(obj, Observation):
+            return observation_origin(obj)
+        return (obj.get("origin") if isinstance(obj, dict) else obj.origin) or "api"
 
 
 class EarlierTextOut(Schema):
