@@ -123,6 +123,21 @@ def session_plan(
     )
 
 
+def session_conversation(
+    *, store: MemoryStore, agent_id: str, session_id: str
+) -> tuple[str, str]:
+    """A recent session as a pasted conversation ("role: text" per line) and its user's
+    name: what "Save this conversation as a check" stores when a session was picked."""
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    messages = store.session_samples.latest_messages(
+        agent_id, session_id, limit=MAX_CONVERSATION_LINES
+    )
+    if buffer is None or not messages:
+        raise InvalidInput("that session has no messages", details=[{"field": "session"}])
+    lines = [f"{m.role}: {' '.join(m.content.split())}" for m in messages if m.content.strip()]
+    return "\n".join(lines), str(buffer.get("user_name") or buffer.get("user_id") or "")
+
+
 def extraction_plan(
     *,
     store: MemoryStore,
