@@ -248,6 +248,20 @@ def test_save_as_a_check_uses_the_session_picked(client_as, store, shard):
     assert missing.status_code == 422 and "that session has no messages" in missing.content.decode()
 
 
+def test_a_dry_run_that_would_store_nothing_says_why(client_as, shard):
+    client = client_as("operator")
+    response = client.post(
+        reverse("ui:prompt_dry_run", args=["a1", "extraction"]),
+        {"scope": shard.id, "text": BUGS, "conversation": "user: hi\nassistant: hello!"},
+        **HTMX,
+    )
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert "Neither would store anything:" in page
+    assert "the model found no candidate facts in this conversation" in page
+    assert "a real formation also waits for 4 messages (this has 2)" in page
+
+
 def test_an_invalid_draft_is_a_field_error_even_with_checks_saved(client_as, store, shard):
     check_create(
         store=store,
