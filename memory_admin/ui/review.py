@@ -167,7 +167,9 @@ def _rows(
         cursor=cursor,
         limit=PAGE_SIZE,
     )
-    scopes = {s.id: s for s in scopes_by_ids(store=store, scope_ids=[o.scope_id for o in page.items])}
+    scopes = {
+        s.id: s for s in scopes_by_ids(store=store, scope_ids=[o.scope_id for o in page.items])
+    }
     return [
         {
             "observation": o,

@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, found
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.review import do_review_undo
@@ -25,7 +25,6 @@ from streams.core.pagination import Page
 from streams.memory.observations import observation_get
 from streams.memory.review_undo import DecidedItem, review_decided
 from streams.selectors import scopes_by_ids
-from streams.store import MemoryStore
 
 
 def decided_rows(

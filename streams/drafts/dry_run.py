@@ -125,9 +125,7 @@ def session_plan(
     )
 
 
-def session_conversation(
-    *, store: MemoryStore, agent_id: str, session_id: str
-) -> tuple[str, str]:
+def session_conversation(*, store: MemoryStore, agent_id: str, session_id: str) -> tuple[str, str]:
     """A recent session as a pasted conversation ("role: text" per line) and its user's
     name: what "Save this conversation as a check" stores when a session was picked."""
     buffer = store.sessions.get_buffer(agent_id, session_id)

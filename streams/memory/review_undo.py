@@ -92,16 +92,16 @@ def review_decided(
             before = (at, ObjectId(str(value["id"])))
     if not agent_ids:
         return Page(items=[], next_cursor=None)
-    found = store.observations.decided_page(
-        agent_ids=agent_ids, before=before, limit=page_size + 1
-    )
+    found = store.observations.decided_page(agent_ids=agent_ids, before=before, limit=page_size + 1)
     more = len(found) > page_size
     found = found[:page_size]
     now = utcnow()
     items = []
     for o in found:
         until = undo_deadline(store=store, observation=o)
-        items.append(DecidedItem(observation=o, undo_until=until if until and until > now else None))
+        items.append(
+            DecidedItem(observation=o, undo_until=until if until and until > now else None)
+        )
     next_cursor = None
     if more and found:
         last = found[-1]

@@ -118,4 +118,6 @@ def test_decided_items_are_listed_newest_first_paginated(api, limited_api, waiti
     listed = api.get(f"{API}/agents/agent-1/review/decided").json()["items"]
     assert [d["observation"]["id"] for d in listed] == [waiting[2].id, waiting[0].id]
     assert_error(limited_api.get(f"{API}/agents/agent-2/review/decided"), 404, "not_found")
-    assert_error(api.get(f"{API}/agents/agent-1/review/decided?cursor=eyJ4IjoxfQ"), 422, "validation_error")
+    assert_error(
+        api.get(f"{API}/agents/agent-1/review/decided?cursor=eyJ4IjoxfQ"), 422, "validation_error"
+    )

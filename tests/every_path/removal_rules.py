@@ -88,7 +88,9 @@ class RemovalRules(MachineBase):
         if entry is None:
             return
         self.begin("review_undo", entry.scope_type)
-        status, answer = self.http.write("post", f"/observations/{entry.observation_id}/review/undo")
+        status, answer = self.http.write(
+            "post", f"/observations/{entry.observation_id}/review/undo"
+        )
         if status == 409:  # consolidated since, approved with an edit, or undone already
             assert answer["error"]["code"] == "undo_unavailable", answer
             return

@@ -241,8 +241,14 @@ def test_save_as_a_check_uses_the_session_picked(client_as, store, shard):
     assert check.user_name == "Gene"
     missing = client.post(
         reverse("ui:prompt_check_create", args=["a1", "extraction"]),
-        {"scope": shard.id, "session": "nope", "check_name": "x", "expect_1": "lands_in",
-         "value_1": "shard:bugs", "expect_2": ""},
+        {
+            "scope": shard.id,
+            "session": "nope",
+            "check_name": "x",
+            "expect_1": "lands_in",
+            "value_1": "shard:bugs",
+            "expect_2": "",
+        },
         **HTMX,
     )
     assert missing.status_code == 422 and "that session has no messages" in missing.content.decode()

@@ -24,7 +24,9 @@ def group_of(store, agent):
 def held(store):
     return {
         agent: observation_add(
-            store=store, scope=group_of(store, agent), content=f"Ops line of {agent} +1 415 555 26{n}1."
+            store=store,
+            scope=group_of(store, agent),
+            content=f"Ops line of {agent} +1 415 555 26{n}1.",
         )
         for n, agent in enumerate(("agent-1", "agent-2"))
     }
@@ -69,14 +71,15 @@ def test_a_viewer_sees_decided_items_but_cannot_undo(client_as, held):
     operator.post(reverse("ui:review_decide", args=[held["agent-1"].id]), {"decision": "reject"})
     viewer = client_as("viewer")
     html = viewer.get(url(agent="agent-1", status="decided")).content.decode()
-    assert held["agent-1"].id in html and reverse("ui:review_undo", args=[held["agent-1"].id]) not in html
+    assert (
+        held["agent-1"].id in html
+        and reverse("ui:review_undo", args=[held["agent-1"].id]) not in html
+    )
     refused = viewer.post(reverse("ui:review_undo", args=[held["agent-1"].id]))
     assert refused.status_code == 403
 
 
-def test_all_agents_lists_every_agents_queue_and_decisions_with_the_agent_named(
-    client_as, held
-):
+def test_all_agents_lists_every_agents_queue_and_decisions_with_the_agent_named(client_as, held):
     client = client_as("operator")
     html = client.get(url(agent="all")).content.decode()
     assert held["agent-1"].id in html and held["agent-2"].id in html

@@ -17,10 +17,10 @@ from memory_admin.api.v1.schemas import (
     DecidedPageOut,
     ObservationOut,
     ObservationPageOut,
+    PageQuery,
     ReviewBulkIn,
     ReviewBulkOut,
     ReviewDecisionIn,
-    PageQuery,
     ReviewQueueQuery,
     error_responses,
 )
@@ -114,9 +114,7 @@ def decide_bulk(request: HttpRequest, agent_id: str, payload: Body[ReviewBulkIn]
     auth=needs("read"),
     response={200: DecidedPageOut, **error_responses(401, 404, 422)},
 )
-def list_decided(
-    request: HttpRequest, agent_id: str, page: Query[PageQuery]
-) -> Page[DecidedItem]:
+def list_decided(request: HttpRequest, agent_id: str, page: Query[PageQuery]) -> Page[DecidedItem]:
     """What a person decided (approved or rejected, not undone), newest decision first,
     each with `undo_until` while the decision can still be taken back."""
     require_agent(request, agent_id)
