@@ -130,6 +130,7 @@ class ReviewQueries:
         """Put a decided observation back (`fields`), only while it is still as that
         decision left it (`current` status, the same `decided_at`, unconsolidated, not
         deleted): of two undos, or an undo and a consolidation, one wins."""
+        require_screened(fields.get("content"), what="observation content")
         result = self.collection.update_one(
             {
                 "_id": observation_id,
