@@ -157,6 +157,7 @@ def test_every_repository_method_that_stores_memory_text_requires_screened_text(
         "context_calls.py:ContextCallRepository.record",
         "exchange.py:ExchangeRepository.insert_versions",
         "observation_states.py:ReviewQueries.set_review_status",
+        "observation_states.py:ReviewQueries.undo_decision",
         "observations.py:ObservationRepository.insert_many",
         "observations.py:ObservationRepository.update_fields",
         "rescans.py:RescanRepository.set_consolidation_text",

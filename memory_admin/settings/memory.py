@@ -21,6 +21,8 @@ MEMORY_ERASURE_KEY = env_str("MEMORY_ERASURE_KEY", "")
 if MEMORY_REVIEW_MODE_SHARED not in ("off", "propagated", "all"):
     raise ValueError("MEMORY_REVIEW_MODE_SHARED must be off, propagated or all")
 MEMORY_COLLECTIVE_MIN_GROUPS = max(1, env_int("MEMORY_COLLECTIVE_MIN_GROUPS", 2))
+# How long a review decision (approve, reject) can be undone; 0: never.
+MEMORY_REVIEW_UNDO_SECONDS = max(0, env_int("MEMORY_REVIEW_UNDO_SECONDS", 600))
 # Memory is data: what the context does with instruction-flagged text ("mark": shown on
 # an element with flag="instruction"; "withhold": left out; "review": held for a person
 # at write). One value for every scope, or "own=mark,shared=review" (the default: a

@@ -28,6 +28,7 @@ from streams.drafts.dry_run import (
     dry_run_extraction,
     dry_run_propagation,
     routing_table,
+    session_conversation,
 )
 from streams.drafts.prompt_checks import check_list
 from streams.memory.scopes import scope_get
@@ -154,14 +155,23 @@ def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpR
             for n in (1, 2)
             if data.get(f"expect_{n}")
         ]
+        conversation = request.POST.get("conversation", "")
+        user_name = request.POST.get("user_name", "")
         try:
+            session_id = (request.POST.get("session") or "").strip()[:200]
+            if session_id and not conversation.strip():
+                # The session picked is the conversation the dry run used: save that.
+                conversation, named = session_conversation(
+                    store=store, agent_id=agent_id, session_id=session_id
+                )
+                user_name = named or user_name
             do_prompt_check_create(
                 store=store,
                 actor=actor(request),
                 agent_id=agent_id,
                 name=data["check_name"],
-                conversation=request.POST.get("conversation", ""),
-                user_name=request.POST.get("user_name", ""),
+                conversation=conversation,
+                user_name=user_name,
                 expectations=expectations,
                 scope_id=scope.id if scope and scope.scope_type == "individual" else None,
             )

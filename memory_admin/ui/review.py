@@ -22,12 +22,19 @@ from django.views.decorators.http import require_GET, require_POST
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.htmx import render_page
+from memory_admin.ui.review_decided import decided_rows
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.review import do_review_decide, do_review_decide_bulk
 from streams.core.documents import Observation, Scope
 from streams.core.exceptions import InvalidInput, MemoryServiceError
 from streams.core.flag_kinds import flag_label
-from streams.guard.review import MAX_BULK, MAX_NOTE_CHARS, review_counts, review_queue
+from streams.guard.review import (
+    MAX_BULK,
+    MAX_NOTE_CHARS,
+    review_counts,
+    review_counts_for_agents,
+    review_queue,
+)
 from streams.memory.observations import observation_get
 from streams.memory.scopes import scope_get
 from streams.selectors import agents_page, scopes_by_ids
@@ -71,6 +78,9 @@ def highlighted(observation: Observation) -> list[dict[str, Any]]:
     return segments
 
 
+ALL_AGENTS = "all"
+
+
 @require_GET
 @role_required(Role.VIEWER)
 def review_page(request: HttpRequest) -> HttpResponse:
@@ -83,26 +93,18 @@ def review_page(request: HttpRequest) -> HttpResponse:
     agent_id = scope.agent_id if scope else (param(request, "agent") or None)
     if agent_id is None and agents:
         agent_id = agents[0].id
+    every = agent_id == ALL_AGENTS and scope is None
+    agent_ids = [a.id for a in agents] if every else [agent_id] if agent_id else []
     status = param(request, "status") or "in_review"
     reason = param(request, "reason")
     error = None
-    items: list[Observation] = []
+    rows: list[dict[str, Any]] = []
     next_cursor = None
-    if agent_id:
+    if agent_ids:
         try:
-            page = review_queue(
-                store=store,
-                agent_id=agent_id,
-                status=status,  # type: ignore[arg-type]
-                scope_id=scope.id if scope else None,
-                reason=reason,
-                cursor=param(request, "cursor"),
-                limit=PAGE_SIZE,
-            )
-            items, next_cursor = page.items, page.next_cursor
+            rows, next_cursor = _rows(request, store, agent_ids, scope, status, reason)
         except InvalidInput as exc:
             error = exc.message
-    scopes = {s.id: s for s in scopes_by_ids(store=store, scope_ids=[o.scope_id for o in items])}
     query = {
         k: v
         for k, v in (
@@ -118,22 +120,13 @@ def review_page(request: HttpRequest) -> HttpResponse:
     context = {
         "agents": agents,
         "agent_id": agent_id,
+        "all_agents": every,
         "scope": scope,
         "status": status,
         "reason": reason,
         "error": error,
-        "counts": review_counts(store=store, agent_id=agent_id, scope_id=scope_id)
-        if agent_id
-        else {},
-        "rows": [
-            {
-                "observation": o,
-                "segments": highlighted(o),
-                "scope": scopes.get(o.scope_id),
-                "flag_labels": [flag_label(f) for f in o.flags],
-            }
-            for o in items
-        ],
+        "counts": _counts(store, agent_ids, scope_id, every),
+        "rows": rows,
         "next_url": here + ("&" if query else "?") + urlencode({"cursor": next_cursor})
         if next_cursor
         else None,
@@ -144,6 +137,49 @@ def review_page(request: HttpRequest) -> HttpResponse:
     return render_page(
         request, page="ui/review.html", partial="ui/_review_list.html", context=context
     )
+
+
+def _rows(
+    request: HttpRequest,
+    store: Any,
+    agent_ids: list[str],
+    scope: Scope | None,
+    status: str,
+    reason: str | None,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The decided list, or the queue's rows (one agent, one scope or all agents)."""
+    cursor = param(request, "cursor")
+    if status == "decided":
+        return decided_rows(store=store, agent_ids=agent_ids, cursor=cursor, limit=PAGE_SIZE)
+    page = review_queue(
+        store=store,
+        agent_id=agent_ids[0] if len(agent_ids) == 1 else agent_ids,
+        status=status,  # type: ignore[arg-type]
+        scope_id=scope.id if scope else None,
+        reason=reason,
+        cursor=cursor,
+        limit=PAGE_SIZE,
+    )
+    scopes = {
+        s.id: s for s in scopes_by_ids(store=store, scope_ids=[o.scope_id for o in page.items])
+    }
+    return [
+        {
+            "observation": o,
+            "segments": highlighted(o),
+            "scope": scopes.get(o.scope_id),
+            "flag_labels": [flag_label(f) for f in o.flags],
+        }
+        for o in page.items
+    ], page.next_cursor
+
+
+def _counts(store: Any, agent_ids: list[str], scope_id: str | None, every: bool) -> dict[str, int]:
+    if not agent_ids:
+        return {}
+    if every:
+        return review_counts_for_agents(store=store, agent_ids=agent_ids)
+    return review_counts(store=store, agent_id=agent_ids[0], scope_id=scope_id)
 
 
 @require_POST

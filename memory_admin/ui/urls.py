@@ -8,7 +8,7 @@ from memory_admin.ui import agents as agent_views
 from memory_admin.ui import audit as audit_views
 from memory_admin.ui import bulk as bulk_views
 from memory_admin.ui import context_log as context_log_views
-from memory_admin.ui import dashboard, scope_state
+from memory_admin.ui import dashboard, review_decided, scope_state
 from memory_admin.ui import exchange as exchange_views
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
@@ -157,6 +157,7 @@ urlpatterns = [
         name="review_decide",
     ),
     path("review/agents/<str:agent_id>/bulk/", review_views.review_bulk_view, name="review_bulk"),
+    path("review/<str:observation_id>/undo/", review_decided.review_undo_view, name="review_undo"),
     path("people/", people_views.people_list, name="people"),
     path("people/create/", people_views.person_create, name="person_create"),
     path("people/<int:user_id>/role/", people_views.person_role, name="person_role"),

@@ -184,6 +184,7 @@ def _propose_edit(
         related_user_ids=list(observation.related_user_ids),
         private=observation.private,
         review={"edit_of": observation.id},
+        origin="edit",
     )
     duplicates: dict[str, Observation] = {}
     observations_append(

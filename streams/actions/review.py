@@ -16,6 +16,7 @@ from streams.memory.observation_changes import (
     observation_update_plan,
     observation_update_write,
 )
+from streams.memory.review_undo import review_undo
 from streams.store import MemoryStore
 
 
@@ -81,6 +82,21 @@ def do_review_decide_bulk(
         _apply_edits(store, tx, decided, actor)
         _record(tx, decided, jobs)
         return result
+
+    return run_action(store, actor, write)
+
+
+def do_review_undo(*, store: MemoryStore, actor: Actor, observation: Observation) -> Observation:
+    """Take a decision back within `MEMORY_REVIEW_UNDO_SECONDS`: the observation waits
+    again as it did; an approval's pending entry and search postings leave with it. 409
+    `undo_expired` after the window, `undo_unavailable` when it cannot be undone."""
+
+    def write(tx: ActionTx) -> Observation:
+        one = review_undo(
+            store=store, observation=observation, actor=str(actor), session=tx.session
+        )
+        _record(tx, [one], [])
+        return one.observation
 
     return run_action(store, actor, write)
 

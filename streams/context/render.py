@@ -12,6 +12,7 @@ section's element, and under `withhold` loses that sentence.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -33,6 +34,7 @@ class SectionText:
     text: str | None
     recent: list[Observation] = field(default_factory=list)
     key: str = ""  # how `dropped` names it: "shard:<name>", "group:<id>", "collective"
+    scope_id: str = ""  # whose memory it is (a budget keeps the user's and groups' longest)
     # Its consolidation holds an instruction-like sentence: its element is marked.
     flagged: bool = False
 
@@ -47,6 +49,9 @@ class ContextParts:
     user: SectionText | None = None
     retrieved: list[Observation] = field(default_factory=list)
 
+
+Fits = Callable[[], bool]
+Keep = Callable[[Observation], bool]
 
 # -- XML ---------------------------------------------------------------------------------
 
@@ -76,12 +81,18 @@ def context_parts(
     parts = ContextParts(retrieved=list(retrieved))
     if collective is not None:
         parts.collective = SectionText(
-            "", collective.consolidation, list(recent.get(collective.id, [])), "collective"
+            "",
+            collective.consolidation,
+            list(recent.get(collective.id, [])),
+            "collective",
+            scope_id=collective.id,
         )
     for s in shards:
         name = s.name or ""
         parts.shards.append(
-            SectionText(name, s.consolidation, list(recent.get(s.id, [])), f"shard:{name}")
+            SectionText(
+                name, s.consolidation, list(recent.get(s.id, [])), f"shard:{name}", scope_id=s.id
+            )
         )
     for group_id in group_ids:
         scope = by_group.get(group_id)
@@ -90,13 +101,21 @@ def context_parts(
         name = group_names.get(group_id) or scope.display_name or group_id
         parts.groups.append(
             SectionText(
-                name, scope.consolidation, list(recent.get(scope.id, [])), f"group:{group_id}"
+                name,
+                scope.consolidation,
+                list(recent.get(scope.id, [])),
+                f"group:{group_id}",
+                scope_id=scope.id,
             )
         )
     if individual is not None:
         name = user_name or individual.display_name or individual.user_id or ""
         parts.user = SectionText(
-            name, individual.consolidation, list(recent.get(individual.id, [])), "user"
+            name,
+            individual.consolidation,
+            list(recent.get(individual.id, [])),
+            "user",
+            scope_id=individual.id,
         )
     for section in (parts.collective, *parts.shards, *parts.groups, parts.user):
         if section is not None and section.text and INSTRUCTION.search(section.text):
@@ -203,11 +222,12 @@ def context_fit(
 ) -> tuple[str, list[str]]:
     """The XML within `max_tokens` (estimated), and what was dropped to fit, in order.
 
-    Dropped first: retrieved observations (the weakest first), then recent ones (the
-    oldest first; shared sections before the user's), then shard sections, then the
-    collective's and groups' memories; last, the user's own consolidation loses whole
-    sentences from its end (never cut mid-sentence), then the user's section itself.
-    `parts` is changed in place to what was kept.
+    The user's own memory is kept longest, then the groups', and the collective's and
+    shards' go first (issue 40: a small budget once dropped "prefers short answers" and
+    kept generic collective text). Within each of those three tiers: retrieved
+    observations first (the weakest first), then recent ones (the oldest first), then the
+    sections; the user's own consolidation loses whole sentences from its end (never cut
+    mid-sentence) before the user's section goes. `parts` is changed in place.
     """
     xml = context_render(parts, now=now)
     if max_tokens is None or estimate_tokens(xml) <= max_tokens:
@@ -219,35 +239,78 @@ def context_fit(
         xml = context_render(parts, now=now)
         return estimate_tokens(xml) <= max_tokens
 
-    while parts.retrieved:
-        dropped.append(f"retrieved:{parts.retrieved.pop().id}")
+    steps = (_drop_shared, _drop_groups, _drop_user)
+    return next(
+        ((xml, dropped) for step in steps if step(parts, dropped, fits)),
+        (context_render(parts, now=now), dropped),
+    )
+
+
+def _drop_retrieved(parts: ContextParts, dropped: list[str], fits: Fits, keep: Keep) -> bool:
+    """Drop the retrieved observations `keep` does not protect, weakest (last) first."""
+    for observation in reversed(list(parts.retrieved)):
+        if keep(observation):
+            continue
+        parts.retrieved.remove(observation)
+        dropped.append(f"retrieved:{observation.id}")
         if fits():
-            return xml, dropped
-    sections = [*parts.shards, *parts.groups]
-    if parts.collective is not None:
-        sections.insert(0, parts.collective)
-    if parts.user is not None:
-        sections.append(parts.user)
+            return True
+    return False
+
+
+def _drop_recent(sections: list[SectionText], dropped: list[str], fits: Fits) -> bool:
     for section in sections:
         while section.recent:
             dropped.append(f"recent:{section.recent.pop(0).id}")
             if fits():
-                return xml, dropped
+                return True
+    return False
+
+
+def _drop_shared(parts: ContextParts, dropped: list[str], fits: Fits) -> bool:
+    """The collective's and shards' memory: retrieved, recent, then the sections."""
+    own = _scope_ids(parts, tiers=("user", "groups"))
+    if _drop_retrieved(parts, dropped, fits, lambda o: o.scope_id in own):
+        return True
+    shared = [*parts.shards, *([parts.collective] if parts.collective is not None else [])]
+    if _drop_recent(shared, dropped, fits):
+        return True
     while parts.shards:
         dropped.append(parts.shards.pop().key)
         if fits():
-            return xml, dropped
-    if parts.collective is not None and has_text(parts.collective.text):
+            return True
+    if parts.collective is not None:
+        had_text = has_text(parts.collective.text)
         parts.collective = None
-        dropped.append("collective")
+        if had_text:
+            dropped.append("collective")
         if fits():
-            return xml, dropped
+            return True
+    return False
+
+
+def _drop_groups(parts: ContextParts, dropped: list[str], fits: Fits) -> bool:
+    own = _scope_ids(parts, tiers=("user",))
+    if _drop_retrieved(parts, dropped, fits, lambda o: o.scope_id in own):
+        return True
+    if _drop_recent(list(parts.groups), dropped, fits):
+        return True
     while parts.groups:
         dropped.append(parts.groups.pop().key)
         if fits():
-            return xml, dropped
+            return True
+    return False
+
+
+def _drop_user(parts: ContextParts, dropped: list[str], fits: Fits) -> bool:
+    if _drop_retrieved(parts, dropped, fits, lambda o: False):
+        return True
     user = parts.user
-    if user is not None and has_text(user.text):
+    if user is None:
+        return False
+    if _drop_recent([user], dropped, fits):
+        return True
+    if has_text(user.text):
         sentences = SENTENCE_END.split((user.text or "").strip())
         total = len(sentences)
         while len(sentences) > 1:
@@ -255,12 +318,20 @@ def context_fit(
             user.text = " ".join(sentences)
             if fits():
                 dropped.append(f"user:last {total - len(sentences)} of {total} sentences")
-                return xml, dropped
-    if user is not None:
-        parts.user = None
-        dropped.append("user")
-    xml = context_render(parts, now=now)
-    return xml, dropped
+                return True
+    parts.user = None
+    dropped.append("user")
+    return fits()
+
+
+def _scope_ids(parts: ContextParts, *, tiers: tuple[str, ...]) -> set[str]:
+    """The scope ids of the user's section and/or the groups' (from what they hold)."""
+    sections: list[SectionText] = []
+    if "user" in tiers and parts.user is not None:
+        sections.append(parts.user)
+    if "groups" in tiers:
+        sections.extend(parts.groups)
+    return {s.scope_id for s in sections if s.scope_id}
 
 
 def has_text(value: str | None) -> bool:

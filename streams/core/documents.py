@@ -297,6 +297,10 @@ class Observation:
     useless_count: int = 0  # ... or not
     # Observations of the scope this one contradicts (`streams.core.contradictions`), both ways.
     contradicts: list[str] = field(default_factory=list)
+    # How it got here (`ORIGINS`) and who added it (the actor: `api:<key>`, `ui:<user>`,
+    # `model:<job>`), set at write; absent on older documents (`origin_of` infers it).
+    origin: str | None = None
+    added_by: str | None = None
     id: str = field(default_factory=new_id)
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
@@ -357,6 +361,8 @@ class Observation:
             "review_status": self.review_status,
             "review": self.review,
             "contradicts": list(self.contradicts),
+            **({"origin": self.origin} if self.origin else {}),
+            **({"added_by": self.added_by} if self.added_by else {}),
             # Absent when unset: the sparse expiry indexes hold only observations that expire;
             # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
             **(
@@ -400,7 +406,36 @@ class Observation:
             expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
             useful_count=doc.get("useful_count", 0),
             useless_count=doc.get("useless_count", 0),
+            origin=doc.get("origin"),
+            added_by=doc.get("added_by"),
         )
+
+
+# How an observation got into its scope (the screen's `WriteOrigin`, and "edit"): formed
+# from a conversation, added through the API (a key, the client, MCP), added by a person
+# (the UI: "operator"), imported, copied by propagation, moved from another scope,
+# migrated from the legacy table, or an edit held for review.
+ORIGINS = (
+    "extraction",
+    "api",
+    "operator",
+    "import",
+    "propagation",
+    "move",
+    "migration",
+    "edit",
+)
+
+
+def observation_origin(observation: Observation) -> str:
+    """The stored origin, or for documents written before it was, the best inference."""
+    if observation.origin:
+        return observation.origin
+    if observation.propagated_from:
+        return "propagation"
+    if observation.source_session_id:
+        return "extraction"
+    return "operator" if (observation.added_by or "").startswith("ui:") else "api"
 
 
 @dataclass

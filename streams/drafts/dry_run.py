@@ -50,6 +50,8 @@ class DryRunResult:
     items: list[dict[str, str]] = field(default_factory=list)
     # Every request sent, as the real run builds it (`streams.memory.requests`).
     requests: list[LLMRequest] = field(default_factory=list)
+    # Why an extraction would store nothing ("the model found no facts ...").
+    why_nothing: list[str] = field(default_factory=list)
 
     @property
     def sent(self) -> list[dict[str, Any]]:
@@ -123,6 +125,19 @@ def session_plan(
     )
 
 
+def session_conversation(*, store: MemoryStore, agent_id: str, session_id: str) -> tuple[str, str]:
+    """A recent session as a pasted conversation ("role: text" per line) and its user's
+    name: what "Save this conversation as a check" stores when a session was picked."""
+    buffer = store.sessions.get_buffer(agent_id, session_id)
+    messages = store.session_samples.latest_messages(
+        agent_id, session_id, limit=MAX_CONVERSATION_LINES
+    )
+    if buffer is None or not messages:
+        raise InvalidInput("that session has no messages", details=[{"field": "session"}])
+    lines = [f"{m.role}: {' '.join(m.content.split())}" for m in messages if m.content.strip()]
+    return "\n".join(lines), str(buffer.get("user_name") or buffer.get("user_id") or "")
+
+
 def extraction_plan(
     *,
     store: MemoryStore,
@@ -173,7 +188,31 @@ def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
     except LLMError as exc:
         return _with(result, error=f"The answer would fail the formation: {exc}")
     items = [{"scope": scope_label(key, name), "content": content} for key, name, content in stored]
-    return _with(result, items=items)
+    return _with(result, items=items, why_nothing=[] if items else _why_nothing(plan, _dropped))
+
+
+def _why_nothing(plan: ExtractionPlan, dropped: int) -> list[str]:
+    """Why a formation of this conversation would store nothing, in words for the page."""
+    reasons = []
+    if dropped:
+        reasons.append(
+            f"the model proposed {dropped} fact{'s' if dropped != 1 else ''}, and every one "
+            "was dropped (a scope label not offered, longer than "
+            f"{plan.context.max_words} words, past the limit of "
+            f"{plan.context.max_observations}, or repeated)"
+        )
+    else:
+        reasons.append("the model found no candidate facts in this conversation")
+    users = sum(1 for line in plan.context.lines if line.role == "user")
+    minimum = FormationSettings().min_messages
+    if len(plan.context.lines) < minimum:
+        reasons.append(
+            f"a real formation also waits for {minimum} messages (this has "
+            f"{len(plan.context.lines)}) unless one asks to remember"
+        )
+    if not users:
+        reasons.append("no line is the user's: only user lines hold facts about them")
+    return reasons
 
 
 def dry_run_consolidation(

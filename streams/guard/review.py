@@ -73,14 +73,15 @@ class BulkResult:
 def review_queue(
     *,
     store: MemoryStore,
-    agent_id: str,
+    agent_id: str | list[str],
     status: QueueStatus = "in_review",
     scope_id: str | None = None,
     reason: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
 ) -> Page[Observation]:
-    """What waits, oldest first; `reason` keeps items with that reason (e.g. `flag:secret`)."""
+    """What waits, oldest first; `reason` keeps items with that reason (e.g. `flag:secret`);
+    a list of agents is the "all agents" queue."""
     if status not in DECIDABLE:
         raise InvalidInput("status must be in_review or candidate", details=[{"field": "status"}])
     if reason is not None and (len(reason) > 100 or not reason.startswith(REASON_PREFIXES)):
@@ -110,6 +111,14 @@ def review_counts(
     return store.observations.review_counts(
         statuses=list(DECIDABLE), agent_id=agent_id, scope_id=oid
     )
+
+
+def review_counts_for_agents(*, store: MemoryStore, agent_ids: list[str]) -> dict[str, int]:
+    """How many wait, per status, summed over these agents ("all agents")."""
+    return {
+        status: sum(store.observations.review_counts_by_agent(agent_ids, status=status).values())
+        for status in DECIDABLE
+    }
 
 
 def review_counts_by_agent(*, store: MemoryStore, agent_ids: list[str]) -> dict[str, int]:
@@ -335,6 +344,8 @@ def _decide_one(
         "note": note,
         "status_before": expected,
     }
+    if decision == "approve" and content is not None and content != observation.content:
+        review["edited"] = True  # the held text is not kept: the undo refuses (review_undo)
     oid = ObjectId(observation.id)
     edit_of = (observation.review or {}).get("edit_of")
     decided: Observation | None

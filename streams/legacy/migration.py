@@ -211,6 +211,7 @@ class _Migration:
             scope_id=plan.scope.id if plan.scope else str(ObjectId()),
             agent_id=plan.key.agent_id,
             content=(item.content or "").strip(),
+            origin="migration",
             observed_at=observed_at,
             created_at=observed_at,
             source_session_id=item.source_session_id,

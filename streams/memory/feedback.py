@@ -3,15 +3,17 @@
 Counts live on the observation (`useful_count`, `useless_count`); the ranking reads
 them as a bounded prior (`streams.search.ranking_lifecycle`), so no number of votes moves a
 fact by more than its bound. With a `context_call_id` the same call's feedback on the
-same observation counts once (a retried request is not a second voice). The context
-log is written behind, so the call id is not looked up: it is recorded as given.
+same observation counts once (a retried request is not a second voice). An id that is
+not one of the agent's context calls is a 404 (issue 40); the log is written behind, so
+a call too recent to be stored yet is taken as given, and with the log off
+(`MEMORY_CONTEXT_LOG_DAYS=0`) no id can be checked and each is recorded as given.
 """
 
 from __future__ import annotations
 
 from bson import ObjectId
 
-from streams.core.documents import Observation
+from streams.core.documents import Observation, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.memory.observations import observation_get
 from streams.store import MemoryStore, StoreSession
@@ -40,6 +42,17 @@ def observation_feedback(
     observation = observation_get(store=store, observation_id=observation_id, agent_ids=agent_ids)
     if observation.deleted:
         raise NotFound("observation not found")
+    if (
+        context_call_id is not None
+        and store.context_log_days > 0
+        and not store.context_calls.known(
+            agent_id=observation.agent_id, call_id=ObjectId(context_call_id), now=utcnow()
+        )
+    ):
+        raise NotFound(
+            "context call not found: context_call_id must be one of this agent's calls",
+            details=[{"field": "context_call_id"}],
+        )
     counted = store.observations.add_feedback(
         ObjectId(observation.id), useful=useful, call_id=context_call_id, session=session
     )

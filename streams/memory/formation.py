@@ -298,6 +298,8 @@ def _form(
             created_at=now,
             source_session_id=job.session_id,
             source_message_ids=[m.message_id for m in cited],
+            origin="extraction",
+            added_by=f"model:{job.id}",
             related_user_ids=item.related_user_ids,
             expires_at=item.expires_at,
         )

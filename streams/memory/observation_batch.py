@@ -222,6 +222,8 @@ def observation_batch_add(
                 private=item.private,
                 related_user_ids=[scope.user_id] if scope.user_id else [],
                 expires_at=item.expires_at,
+                origin=origin_of(actor),
+                added_by=actor,
             ),
         )
         for item in items
@@ -326,6 +328,8 @@ def observation_add_once(
         created_at=now,
         private=private,
         related_user_ids=[scope.user_id] if scope.user_id else [],
+        origin=origin_of(actor),
+        added_by=actor,
     )
 
     duplicates: dict[str, Observation] = {}

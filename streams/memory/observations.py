@@ -345,6 +345,8 @@ def observation_add(
         related_user_ids=related_user_ids
         if related_user_ids is not None
         else ([scope.user_id] if scope.user_id else []),
+        origin=origin_of(actor),
+        added_by=actor,
     )
 
     read_before = [scope]  # the first attempt trusts the caller's read; a retry reads anew

@@ -200,6 +200,8 @@ def _copies(
                     source_message_ids=list(origin.source_message_ids),
                     related_user_ids=list(origin.related_user_ids),
                     propagated_from=origin.id,
+                    origin="propagation",
+                    added_by=f"model:{origin.scope_id}",
                     expires_at=origin.expires_at,  # a copy of an expiring fact expires with it
                     review={"supports": supports} if isinstance(supports, str) else None,
                 ),

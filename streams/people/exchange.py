@@ -144,6 +144,7 @@ def _check_observation(
         observed_at=observed_at,
         created_at=created_at,
         source_session_id=item.get("source_session_id"),
+        origin="import",
         source_message_ids=list(item["source_message_ids"]),
         related_user_ids=list(item["related_user_ids"]),
         private=item["private"],

@@ -109,6 +109,7 @@ class MemoryStore:
         erasure_key: bytes | None = None,
         instruction_policy: InstructionPolicy | None = None,
         consolidate_after: ConsolidateAfterDays | None = None,
+        review_undo_seconds: int = 600,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -125,6 +126,8 @@ class MemoryStore:
         # this many groups supply it (MEMORY_COLLECTIVE_MIN_GROUPS).
         self.review_mode_shared = review_mode_shared
         self.collective_min_groups = collective_min_groups
+        # A review decision can be undone for this long (MEMORY_REVIEW_UNDO_SECONDS).
+        self.review_undo_seconds = review_undo_seconds
         # What the context and the write screen do with instruction-flagged text, per
         # scope kind (MEMORY_INSTRUCTION_POLICY).
         self.instruction_policy = instruction_policy or DEFAULT_INSTRUCTION_POLICY

@@ -154,6 +154,7 @@ class BulkRepository:
                             "review_status": o.review_status,
                             "review": o.review,
                             "text_key": o.text_key,
+                            "origin": "move",
                         }
                     },
                 )

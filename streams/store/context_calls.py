@@ -61,6 +61,20 @@ class ContextCallRepository:
     def get(self, *, agent_id: str, call_id: ObjectId) -> dict[str, Any] | None:
         return self.collection.find_one({"_id": call_id, "agent_id": agent_id})
 
+    def known(self, *, agent_id: str, call_id: ObjectId, now: datetime) -> bool:
+        """Whether the agent made this call: stored, queued in this process (flushed to
+        see), or too recent to be stored yet by another process (written behind)."""
+        if self.collection.find_one({"_id": call_id, "agent_id": agent_id}, {"_id": 1}):
+            return True
+        if self.flush_seconds <= 0:
+            return False
+        write_behind.flush()
+        stored = self.collection.find_one({"_id": call_id}, {"agent_id": 1})
+        if stored is not None:
+            return stored.get("agent_id") == agent_id
+        age = (now - call_id.generation_time).total_seconds()
+        return -1 <= age <= 2 * self.flush_seconds + 1
+
     def page(
         self,
         *,

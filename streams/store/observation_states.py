@@ -23,6 +23,8 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", "review_status", "_id"),
     # ... and one scope's (the scope page, open collective candidates).
     index(COLLECTION, "scope_id", "review_status", "_id"),
+    # Decided items, newest decision first (the Review page's "Decided" list, undo).
+    index(COLLECTION, "agent_id", "review.decided_at", "_id"),
     # Lifecycle: the expiry sweep's to-do (`expiry_due`, unset once handled) and its purge
     # (`expires_at`); sparse, so they hold only the observations that expire.
     IndexSpec(
@@ -104,25 +106,89 @@ class ReviewQueries:
     def review_page(
         self,
         *,
-        agent_id: str,
+        agent_id: str | list[str],
         status: str,
         scope_id: ObjectId | None,
         reason: str | None,
         after: ObjectId | None,
         limit: int,
     ) -> list[Observation]:
-        """Held observations of an agent (or of one of its scopes), oldest first."""
+        """Held observations of an agent, of several ("all agents": one index range each,
+        merged in `_id` order) or of one scope, oldest first."""
         query: dict[str, Any] = {"review_status": status, "deleted_at": None}
+        agents: Any = agent_id if isinstance(agent_id, str) else {"$in": list(agent_id)}
         if scope_id is not None:
-            query = {"scope_id": scope_id, "agent_id": agent_id, **query}
+            query = {"scope_id": scope_id, "agent_id": agents, **query}
         else:
-            query = {"agent_id": agent_id, **query}
+            query = {"agent_id": agents, **query}
         if reason:
             query["review.reasons"] = reason
         if after is not None:
             query["_id"] = {"$gt": after}
         cursor = self.collection.find(query).sort("_id", 1).limit(limit)
         return [Observation.from_mongo(d) for d in cursor]
+
+    def decided_page(
+        self,
+        *,
+        agent_ids: list[str],
+        before: tuple[datetime, ObjectId] | None,
+        limit: int,
+    ) -> list[Observation]:
+        """Observations a person decided (and nobody undid), newest decision first; with
+        several agents one indexed range per agent ("all agents"), merged."""
+        base: dict[str, Any] = {
+            "agent_id": agent_ids[0] if len(agent_ids) == 1 else {"$in": agent_ids},
+            "deleted_at": None,
+        }
+        found: list[dict[str, Any]] = []
+        ranges: list[dict[str, Any]]
+        if before is None:
+            ranges = [{"review.decided_at": {"$type": "date"}}]
+        else:
+            # The rest of the cursor's moment (a bulk decision shares one time), then what
+            # came before it: two index ranges (a top-level $or would scan).
+            at, oid = before
+            ranges = [
+                {"review.decided_at": at, "_id": {"$lt": oid}},
+                {"review.decided_at": {"$lt": at, "$type": "date"}},
+            ]
+        for bounds in ranges:
+            if len(found) >= limit:
+                break
+            cursor = (
+                self.collection.find({**base, **bounds})
+                .sort([("review.decided_at", -1), ("_id", -1)])
+                .limit(limit - len(found))
+            )
+            found.extend(cursor)
+        return [Observation.from_mongo(d) for d in found]
+
+    def undo_decision(
+        self,
+        observation_id: ObjectId,
+        *,
+        current: str | None,
+        decided_at: datetime,
+        fields: dict[str, Any],
+        session: ClientSession | None = None,
+    ) -> bool:
+        """Put a decided observation back (`fields`), only while it is still as that
+        decision left it (`current` status, the same `decided_at`, unconsolidated, not
+        deleted): of two undos, or an undo and a consolidation, one wins."""
+        require_screened(fields.get("content"), what="observation content")
+        result = self.collection.update_one(
+            {
+                "_id": observation_id,
+                "review_status": current,
+                "review.decided_at": decided_at,
+                "deleted_at": None,
+                "consolidated": False,
+            },
+            {"$set": fields},
+            session=session,
+        )
+        return result.matched_count == 1
 
     def review_counts(
         self, *, statuses: list[str], agent_id: str | None = None, scope_id: ObjectId | None = None

@@ -81,3 +81,38 @@ def test_chat_refuses_a_bad_memory_budget(client, upstream) -> None:
             metadata={**MEMORY, "memory_max_tokens": "lots"},
         )
     assert "memory_max_tokens" in str(caught.value.body)
+
+
+def test_a_small_budget_keeps_the_users_own_memory_before_groups_and_the_collective(
+    api: Client, store: MemoryStore
+) -> None:
+    """Issue 40: a 120-token budget dropped the user's "prefers short answers" and kept
+    generic collective text. The user's own memory goes last, then the groups', and the
+    collective's and shards' go first."""
+    generic = " ".join(f"Customers often ask about plan {n} pricing." for n in range(6))
+    collective = ScopeFactory.create(store=store, agent_id="agent-1", collective=True)
+    consolidation_edit(store=store, scope=collective, text=generic, expected_version=0, actor="t")
+    ObservationFactory.create(store=store, scope=collective, content="Plans renew monthly.")
+    shard = ScopeFactory.create(store=store, agent_id="agent-1", shard=True, name="billing")
+    consolidation_edit(store=store, scope=shard, text=generic, expected_version=0, actor="t")
+    group = ScopeFactory.create(store=store, agent_id="agent-1", group=True, group_id="g1")
+    consolidation_edit(
+        store=store, scope=group, text="The team ships on Fridays.", expected_version=0, actor="t"
+    )
+    user = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
+    ObservationFactory.create(store=store, scope=user, content="Gene prefers short answers.")
+    body = {"user_id": "u1", "message": "hello", "groups": [{"id": "g1", "name": "Team"}]}
+    full = _context(api, body).json()
+    assert "prefers short answers" in full["context"] and "plan 5 pricing" in full["context"]
+
+    small = _context(api, {**body, "max_tokens": 120}).json()
+
+    assert small["tokens"] <= 120
+    assert "Gene prefers short answers." in small["context"]
+    assert "collective" in small["dropped"] and "shard:billing" in small["dropped"]
+    assert "plan 5 pricing" not in small["context"]
+    dropped = small["dropped"]
+    if "group:g1" in dropped:
+        assert dropped.index("collective") < dropped.index("group:g1")
+    else:
+        assert "ships on Fridays" in small["context"]

@@ -26,13 +26,41 @@ def feedback(client, observation_id: str, body: object):
     )
 
 
+def context_call(client, agent_id: str = "agent-1") -> str:
+    answer = client.post(
+        f"{API}/agents/{agent_id}/context",
+        {"user_id": "u1", "message": "what does Ada drink?"},
+        content_type="application/json",
+    )
+    assert answer.status_code == 200, answer.content
+    return answer.json()["context_call_id"]
+
+
+def test_feedback_with_an_unknown_context_call_is_a_404_and_counts_nothing(api, store):
+    scope = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
+    created = add(api, scope.id, "Ada drinks oat milk")
+    unknown = feedback(
+        api, created["id"], {"useful": True, "context_call_id": "65f0c0ffee0123456789abcd"}
+    )
+    assert_error(unknown, 404, "not_found")
+    assert "context call" in unknown.json()["error"]["message"]
+    theirs = context_call(api, "agent-2")  # another agent's call is unknown to this one
+    assert_error(
+        feedback(api, created["id"], {"useful": True, "context_call_id": theirs}), 404, "not_found"
+    )
+    fresh = api.get(f"{API}/observations/{created['id']}").json()
+    assert (fresh["useful_count"], fresh["useless_count"]) == (0, 0)
+    mine = feedback(api, created["id"], {"useful": True, "context_call_id": context_call(api)})
+    assert mine.status_code == 200 and mine.json()["useful_count"] == 1
+
+
 def test_feedback_counts_on_the_observation_once_per_context_call(api, store):
     scope = ScopeFactory.create(store=store, agent_id="agent-1", user_id="u1")
     created = add(api, scope.id, "Ada drinks oat milk")
     first = feedback(api, created["id"], {"useful": True})
     assert first.status_code == 200, first.content
     assert (first.json()["useful_count"], first.json()["useless_count"]) == (1, 0)
-    call = "65f0c0ffee0123456789abcd"
+    call = context_call(api)
     feedback(api, created["id"], {"useful": False, "context_call_id": call})
     again = feedback(api, created["id"], {"useful": False, "context_call_id": call}).json()
     assert (again["useful_count"], again["useless_count"]) == (1, 1)  # the repeat counted once

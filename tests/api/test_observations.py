@@ -13,7 +13,7 @@ OBSERVATION_FIELDS = {
     "id", "scope_id", "content", "observed_at", "created_at", "source_session_id",
     "source_message_ids", "related_user_ids", "status", "private", "propagated_from",
     "access_count", "last_accessed_at", "deleted", "similar_to", "flags", "review",
-    "expires_at", "expired", "useful_count", "useless_count", "contradicts",
+    "expires_at", "expired", "useful_count", "useless_count", "contradicts", "origin", "added_by",
 }  # fmt: skip
 
 

@@ -78,6 +78,27 @@ class RemovalRules(MachineBase):
             entry.rejected = True
 
     @rule(pick=picks)
+    @enabled("review_undo")
+    def review_undo(self, pick: int) -> None:
+        """Undo a decision (within MEMORY_REVIEW_UNDO_SECONDS): the item waits again, so
+        an undone approval's flagged text must leave every shared surface at once."""
+        entry = self.pick(
+            pick, where=lambda e: (e.approved or e.rejected) and e.observation_id is not None
+        )
+        if entry is None:
+            return
+        self.begin("review_undo", entry.scope_type)
+        status, answer = self.http.write(
+            "post", f"/observations/{entry.observation_id}/review/undo"
+        )
+        if status == 409:  # consolidated since, approved with an edit, or undone already
+            assert answer["error"]["code"] == "undo_unavailable", answer
+            return
+        assert status == 200, answer
+        assert answer["status"] in ("in_review", "candidate"), answer
+        entry.approved = entry.rejected = False
+
+    @rule(pick=picks)
     @enabled("delete")
     def delete(self, pick: int) -> None:
         entry = self.pick(pick)

@@ -25,11 +25,17 @@ def test_scheduled_jobs_go_to_the_registered_dispatcher(monkeypatch):
     assert handed == [[job]]  # nothing is dispatched for an action that started no job
 
 
-def test_django_registers_its_task_queue_as_the_dispatcher():
-    from memory_admin.tasks import enqueue_all
+def test_django_registers_its_task_queue_as_the_dispatcher(monkeypatch):
+    """Through a wrapper that imports the task queue on the first job (start-up cost)."""
+    from memory_admin import apps
     from streams.actions import base
 
-    assert base._dispatcher is enqueue_all
+    assert base._dispatcher is apps.dispatch_jobs
+    handed: list[list[Job]] = []
+    monkeypatch.setattr("memory_admin.tasks.enqueue_all", handed.append)
+    job = Job(kind="consolidation", agent_id="a1")
+    base._dispatcher([job])
+    assert handed == [[job]]
 
 
 def test_an_actor_reads_back_from_its_stored_name():

@@ -1,5 +1,6 @@
-"""`max_tokens`: the context fits, dropping retrieved observations first, then recent ones,
-then shard sections; the user's own consolidation only ever loses whole sentences."""
+"""`max_tokens`: the context fits, dropping the collective's and shards' memory first, then
+the groups', then the user's own (within each: retrieved, recent, sections); the user's
+own consolidation only ever loses whole sentences."""
 
 from __future__ import annotations
 
@@ -49,6 +50,25 @@ def _memory(store: MemoryStore, mix: tuple[str, ...]) -> None:
             ObservationFactory.create(store=store, scope=scope, content=f"{kind} pending {n} " * 5)
 
 
+TIERS = {"shard": 0, "collective": 0, "group": 1, "user": 2}
+KINDS = ["retrieved", "recent", "shard", "collective", "group", "user"]
+
+
+def _tier(scope) -> int:
+    if scope.is_shard or scope.scope_type == "collective":
+        return 0
+    return 1 if scope.scope_type == "group" else 2
+
+
+def _rank(store: MemoryStore, dropped: str) -> tuple[int, int]:
+    """Where a dropped part stands in the budget's order: (tier, kind within the tier)."""
+    kind, _, rest = dropped.partition(":")
+    if kind in ("retrieved", "recent"):
+        observation = store.observations.get(ObjectId(rest))
+        return _tier(store.scopes.get(ObjectId(observation.scope_id))), KINDS.index(kind)
+    return TIERS[kind], KINDS.index(kind) if kind != "collective" else KINDS.index("shard") + 1
+
+
 @pytest.mark.parametrize("mix", MIXES, ids=["+".join(m) for m in MIXES])
 def test_a_200_token_budget_holds_for_every_scope_mix(
     store: MemoryStore, mix: tuple[str, ...]
@@ -64,10 +84,13 @@ def test_a_200_token_budget_holds_for_every_scope_mix(
     assert fitted.tokens == estimate_tokens(fitted.xml) <= 200
     ET.fromstring(fitted.xml)  # still well-formed
     assert fitted.dropped
-    kinds = [d.split(":")[0] for d in fitted.dropped]
-    order = ["retrieved", "recent", "shard", "collective", "group", "user"]
-    assert kinds == sorted(kinds, key=order.index)  # never a later kind before an earlier one
-    assert fitted.hits == []  # every retrieved observation went first
+    # Issue 40: the collective's and shards' memory goes first, then the groups', and the
+    # user's own last; within each, retrieved, then recent, then the sections.
+    ranks = [_rank(store, d) for d in fitted.dropped]
+    assert ranks == sorted(ranks), fitted.dropped  # never a later one before an earlier one
+    kept_tiers = {_tier(store.scopes.get(ObjectId(h.observation.scope_id))) for h in fitted.hits}
+    dropped_tiers = {rank[0] for rank in ranks}
+    assert all(t >= max(dropped_tiers) for t in kept_tiers)  # hits of a dropped tier went
     if "user" in mix and "<UserMemory" in fitted.xml:
         kept = ET.fromstring(fitted.xml).find("UserMemory").text.strip()
         assert USER_TEXT.startswith(kept) and kept.endswith(".")  # whole sentences only
@@ -87,18 +110,25 @@ def test_retrieved_observations_go_first_and_the_answer_says_which(store: Memory
     assert fitted.tokens <= budget
 
 
-def test_recent_ones_go_before_shards_oldest_first(store: MemoryStore) -> None:
+def test_a_shards_recent_ones_go_first_oldest_first_and_the_users_stay(
+    store: MemoryStore,
+) -> None:
     _memory(store, ("user", "shard"))
     kwargs = {"store": store, "agent_id": AGENT, "user_id": "u1"}
     full = context_assemble(**kwargs, message="hello")
     assert "<Shard" in full.xml and "shard pending 11" in full.xml
-    without_recent = full.tokens - 150  # some of the 15 recent ones
+    without_some = full.tokens - 60  # a few of the shard's recent ones
 
-    fitted = context_assemble(**kwargs, message="hello", max_tokens=without_recent)
+    fitted = context_assemble(**kwargs, message="hello", max_tokens=without_some)
 
     assert {d.split(":")[0] for d in fitted.dropped} == {"recent"}
     assert "<Shard" in fitted.xml
     assert "shard pending 7" not in fitted.xml  # the shard's oldest shown went first
+    assert "user pending 11" in fitted.xml and "user pending 7" in fitted.xml
+
+    less = context_assemble(**kwargs, message="hello", max_tokens=full.tokens - 400)
+    assert "shard:feedback" in less.dropped and "<Shard" not in less.xml
+    assert "user pending 11" in less.xml  # the user's own memory outlasts the shard
 
 
 def test_no_budget_or_a_roomy_one_changes_nothing(store: MemoryStore) -> None:

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from memory_admin.tasks import formation_settings
-from streams.drafts.prompt_checks import check_create
+from streams.drafts.prompt_checks import check_create, check_list
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.formation import IncomingMessage, messages_ingest
 from streams.memory.observations import observation_list
@@ -205,6 +205,67 @@ def test_extraction_dry_run_on_a_recent_real_session(client_as, store, shard):
     assert response.status_code == 200, page
     assert "[m1] Gene (u1): The export button crashes on Safari." in page
     assert 'data-scope="shard:bugs" data-current="1" data-edited="0"' in page
+
+
+def test_save_as_a_check_uses_the_session_picked(client_as, store, shard):
+    """Issue 40: the save ignored the session picked and answered 422 (no conversation)."""
+    messages_ingest(
+        store=store,
+        agent_id="a1",
+        session_id="s-real",
+        user_id="u1",
+        user_name="Gene",
+        groups=[],
+        messages=[
+            IncomingMessage(id="m1", role="user", content="The export button crashes on Safari.")
+        ],
+        settings=formation_settings(),
+    )
+    client = client_as("operator")
+    created = client.post(
+        reverse("ui:prompt_check_create", args=["a1", "extraction"]),
+        {
+            "scope": shard.id,
+            "session": "s-real",
+            "conversation": "",
+            "check_name": "safari crash",
+            "expect_1": "lands_in",
+            "value_1": "shard:bugs",
+            "expect_2": "",
+        },
+        **HTMX,
+    )
+    assert created.status_code == 200, created.content.decode()
+    [check] = [c for c in check_list(store=store, agent_id="a1") if c.name == "safari crash"]
+    assert check.conversation == "user: The export button crashes on Safari."
+    assert check.user_name == "Gene"
+    missing = client.post(
+        reverse("ui:prompt_check_create", args=["a1", "extraction"]),
+        {
+            "scope": shard.id,
+            "session": "nope",
+            "check_name": "x",
+            "expect_1": "lands_in",
+            "value_1": "shard:bugs",
+            "expect_2": "",
+        },
+        **HTMX,
+    )
+    assert missing.status_code == 422 and "that session has no messages" in missing.content.decode()
+
+
+def test_a_dry_run_that_would_store_nothing_says_why(client_as, shard):
+    client = client_as("operator")
+    response = client.post(
+        reverse("ui:prompt_dry_run", args=["a1", "extraction"]),
+        {"scope": shard.id, "text": BUGS, "conversation": "user: hi\nassistant: hello!"},
+        **HTMX,
+    )
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert "Neither would store anything:" in page
+    assert "the model found no candidate facts in this conversation" in page
+    assert "a real formation also waits for 4 messages (this has 2)" in page
 
 
 def test_an_invalid_draft_is_a_field_error_even_with_checks_saved(client_as, store, shard):

@@ -137,6 +137,8 @@ class AsyncMemoryClient:
     import_export = async_op(admin.import_export)
     bulk = async_op(admin.bulk)
     review_decisions = async_op(admin.review_decisions)
+    undo_review = async_op(admin.undo_review)
+    list_decided = async_op(admin.list_decided)
     create_webhook = async_op(admin.create_webhook)
     list_webhooks = async_op(admin.list_webhooks)
     update_webhook = async_op(admin.update_webhook)

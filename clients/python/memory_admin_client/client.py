@@ -137,6 +137,8 @@ class MemoryClient:
     import_export = sync_op(admin.import_export)
     bulk = sync_op(admin.bulk)
     review_decisions = sync_op(admin.review_decisions)
+    undo_review = sync_op(admin.undo_review)
+    list_decided = sync_op(admin.list_decided)
     create_webhook = sync_op(admin.create_webhook)
     list_webhooks = sync_op(admin.list_webhooks)
     update_webhook = sync_op(admin.update_webhook)

@@ -177,6 +177,13 @@ class ReviewDecisions(Model):
     skipped: list[str] = Field(default_factory=list)
 
 
+class Decided(Model):
+    """A decided review item, and until when its decision can be undone (None: not)."""
+
+    observation: Observation
+    undo_until: datetime | None = None
+
+
 class Raw(Model):
     """An answer this client has no narrower model for (e.g. an export document)."""
 

@@ -73,6 +73,24 @@ def review_decisions(
     )
 
 
+def undo_review(*, observation_id: str) -> Call[m.Observation]:
+    """Take a decision back within the server's MEMORY_REVIEW_UNDO_SECONDS (409 after)."""
+    path = f"/api/v1/observations/{_seg(observation_id)}/review/undo"
+    return Call("POST", path, m.Observation)
+
+
+def list_decided(
+    *, agent_id: str, limit: int | None = None, cursor: str | None = None
+) -> Call[m.Page[m.Decided]]:
+    return Call(
+        "GET",
+        _agent(agent_id, "review/decided"),
+        m.Page[m.Decided],
+        params={"limit": limit, "cursor": cursor},
+        idempotent=True,
+    )
+
+
 def create_webhook(*, agent_id: str, url: str, events: list[str]) -> Call[m.WebhookCreated]:
     body = {"url": url, "events": events}
     return Call("POST", _agent(agent_id, "webhooks"), m.WebhookCreated, json=body)

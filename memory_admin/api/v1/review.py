@@ -14,8 +14,10 @@ from ninja import Body, Query, Router
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent, visible_agents
 from memory_admin.api.v1.schemas import (
+    DecidedPageOut,
     ObservationOut,
     ObservationPageOut,
+    PageQuery,
     ReviewBulkIn,
     ReviewBulkOut,
     ReviewDecisionIn,
@@ -23,12 +25,13 @@ from memory_admin.api.v1.schemas import (
     error_responses,
 )
 from memory_admin.stores import get_store
-from streams.actions.review import do_review_decide, do_review_decide_bulk
+from streams.actions.review import do_review_decide, do_review_decide_bulk, do_review_undo
 from streams.core.documents import Observation
 from streams.core.exceptions import NotFound
 from streams.core.pagination import Page
 from streams.guard.review import review_queue
 from streams.memory.observations import observation_get
+from streams.memory.review_undo import DecidedItem, review_decided
 from streams.memory.scopes import scope_get
 
 router = Router(tags=["review"])
@@ -104,3 +107,35 @@ def decide_bulk(request: HttpRequest, agent_id: str, payload: Body[ReviewBulkIn]
         note=payload.note,
     )
     return {"approved": result.approved, "rejected": result.rejected, "skipped": result.skipped}
+
+
+@router.get(
+    "/agents/{agent_id}/review/decided",
+    auth=needs("read"),
+    response={200: DecidedPageOut, **error_responses(401, 404, 422)},
+)
+def list_decided(request: HttpRequest, agent_id: str, page: Query[PageQuery]) -> Page[DecidedItem]:
+    """What a person decided (approved or rejected, not undone), newest decision first,
+    each with `undo_until` while the decision can still be taken back."""
+    require_agent(request, agent_id)
+    return review_decided(
+        store=get_store(), agent_ids=[agent_id], cursor=page.cursor, limit=page.limit
+    )
+
+
+@router.post(
+    "/observations/{observation_id}/review/undo",
+    auth=needs("review"),
+    response={200: ObservationOut, **error_responses(401, 403, 404, 409)},
+)
+def undo(request: HttpRequest, observation_id: str) -> Observation:
+    """Take a decision back within `MEMORY_REVIEW_UNDO_SECONDS` (default 600): the
+    observation waits for review again with its reasons; an approval's pending entry and
+    search postings leave with it. 409 `undo_expired` after the window, 409
+    `undo_unavailable` when it was not decided, was consolidated since, or was approved
+    with an edited text."""
+    store = get_store()
+    observation = observation_get(
+        store=store, observation_id=observation_id, agent_ids=visible_agents(request)
+    )
+    return do_review_undo(store=store, actor=api_actor(request), observation=observation)

@@ -57,6 +57,8 @@ from memory_admin.api.v1.schemas.observations import (
     ReviewOut,
 )
 from memory_admin.api.v1.schemas.review import (
+    DecidedOut,
+    DecidedPageOut,
     ReviewBulkIn,
     ReviewBulkOut,
     ReviewDecisionIn,
@@ -124,6 +126,8 @@ __all__ = [
     "RefusedOut",
     "ReviewBulkIn",
     "ReviewBulkOut",
+    "DecidedOut",
+    "DecidedPageOut",
     "ReviewDecisionIn",
     "ReviewNote",
     "ReviewOut",

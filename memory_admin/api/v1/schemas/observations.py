@@ -9,7 +9,7 @@ from pydantic import Discriminator, StrictBool, StringConstraints, Tag
 
 from memory_admin.api.errors import register_union_tags
 from memory_admin.api.v1.schemas.common import NOT_BLANK, InSchema, IsoTime, PageQuery, Time
-from streams.core.documents import MAX_CONTENT_CHARS, Observation
+from streams.core.documents import MAX_CONTENT_CHARS, Observation, observation_origin
 from streams.core.flag_kinds import flags_described
 from streams.core.visibility import shown_text
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
@@ -106,6 +106,26 @@ class ObservationOut(Schema):
         description="Observations of the scope this one contradicts (same subject, another "
         "value), flagged on both sides; in a shared scope the newer waits for review.",
     )
+    origin: Literal[
+        "extraction", "api", "operator", "import", "propagation", "move", "migration", "edit"
+    ] = Field(
+        "api",
+        description="How it got here: formed from a conversation (extraction), added "
+        "through the API (a key, the client, MCP), added by a person in the UI (operator), "
+        "imported, copied by propagation, moved from another scope, migrated, or an edit "
+        "held for review. Inferred for observations stored before the field existed.",
+    )
+    added_by: str | None = Field(
+        None,
+        description="Who added it: `api:<key name>`, `ui:<username>`, `model:<job or scope "
+        "id>` for extraction and propagation; null when not recorded.",
+    )
+
+    @staticmethod
+    def resolve_origin(obj: Any) -> str:
+        if isinstance(obj, Observation):
+            return observation_origin(obj)
+        return (obj.get("origin") if isinstance(obj, dict) else obj.origin) or "api"
 
 
 class EarlierTextOut(Schema):

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 from ninja import Field, Schema
 from pydantic import StringConstraints
 
-from memory_admin.api.v1.schemas.common import InSchema, PageQuery
-from memory_admin.api.v1.schemas.observations import ObservationContent
+from memory_admin.api.v1.schemas.common import InSchema, PageQuery, Time
+from memory_admin.api.v1.schemas.observations import ObservationContent, ObservationOut
 
 
 class ReviewQueueQuery(PageQuery):
@@ -40,3 +40,17 @@ class ReviewBulkOut(Schema):
     approved: int
     rejected: int
     skipped: list[str]
+
+
+class DecidedOut(Schema):
+    observation: ObservationOut
+    undo_until: Time | None = Field(
+        description="Until when `POST /observations/{id}/review/undo` takes the decision "
+        "back (MEMORY_REVIEW_UNDO_SECONDS after it); null when it cannot be undone (the "
+        "window ended, consolidated since, approved with an edited text)."
+    )
+
+
+class DecidedPageOut(Schema):
+    items: list[DecidedOut] = Field(..., description="Newest decision first.")
+    next_cursor: str | None
