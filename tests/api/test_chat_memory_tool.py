@@ -313,11 +313,13 @@ def test_the_tool_sees_only_the_groups_of_the_call_and_no_one_elses_private_item
     tool = upstream.chat_requests[1].body["messages"][-1]["content"]
     assert "Eden ships Rust" in tool and "Gene writes firmware" in tool
     assert "salary" not in tool and "Other team" not in tool and "Ada writes" not in tool
-    # Ada, in the same group, sees her own private item: the filter is the viewer's.
+    # Not to Ada either: a private item is never shown in a shared section, to anyone, by
+    # context or search alike (`visibility.memory_removal`); the group's rest she sees.
     upstream.tool_call("search_memory", json.dumps({"query": "Rust", "limit": 10})).reply("ok")
     ada = {"user_id": "u-ada", "session_id": "s-ada", "groups": "g-eden"}
     client.chat.completions.create(model="memory-gpt", messages=QUESTION, metadata=ada)
-    assert "salary" in upstream.chat_requests[3].body["messages"][-1]["content"]
+    answer = upstream.chat_requests[3].body["messages"][-1]["content"]
+    assert "Eden ships Rust" in answer and "salary" not in answer
 
 
 def test_streaming_with_the_callers_tool_call_streams_it_back(

@@ -308,3 +308,7 @@ def test_operators_tooling_through_the_client(
         assert admin.list_prompt_checks(agent_id=AGENT).items == []
         assert admin.usage(agent_id=AGENT).model_dump()
         assert admin.retrieval_health(agent_id=AGENT, days=1).model_dump()
+        assert admin.get_agent(agent_id=AGENT).memory_tool == "off"
+        turned = admin.update_agent(agent_id=AGENT, memory_tool="search_memory")
+        assert turned.memory_tool == "search_memory" and turned.id == AGENT
+        assert admin.get_agent(agent_id=AGENT).memory_tool == "search_memory"

@@ -144,6 +144,8 @@ class AsyncMemoryClient:
     update_webhook = async_op(admin.update_webhook)
     delete_webhook = async_op(admin.delete_webhook)
     list_deliveries = async_op(admin.list_deliveries)
+    get_agent = async_op(admin.get_agent)
+    update_agent = async_op(admin.update_agent)
     lift_tombstone = async_op(admin.lift_tombstone)
     usage = async_op(admin.usage)
     retrieval_health = async_op(admin.retrieval_health)

@@ -144,6 +144,8 @@ class MemoryClient:
     update_webhook = sync_op(admin.update_webhook)
     delete_webhook = sync_op(admin.delete_webhook)
     list_deliveries = sync_op(admin.list_deliveries)
+    get_agent = sync_op(admin.get_agent)
+    update_agent = sync_op(admin.update_agent)
     lift_tombstone = sync_op(admin.lift_tombstone)
     usage = sync_op(admin.usage)
     retrieval_health = sync_op(admin.retrieval_health)

@@ -184,6 +184,18 @@ class Decided(Model):
     undo_until: datetime | None = None
 
 
+class Agent(Model):
+    """An agent, its counters and its settings."""
+
+    id: str
+    scope_count: int = 0
+    observation_count: int = 0
+    pending_count: int = 0
+    created_at: datetime
+    last_activity_at: datetime
+    memory_tool: str = "off"
+
+
 class Raw(Model):
     """An answer this client has no narrower model for (e.g. an export document)."""
 

@@ -131,6 +131,17 @@ def list_deliveries(
     )
 
 
+def get_agent(*, agent_id: str) -> Call[m.Agent]:
+    return Call("GET", f"/api/v1/agents/{_seg(agent_id)}", m.Agent, idempotent=True)
+
+
+def update_agent(*, agent_id: str, memory_tool: str) -> Call[m.Agent]:
+    """The agent's settings: `memory_tool` is `off` or `search_memory` (the chat proxy
+    offers the model a memory search tool); the same value twice is the same answer."""
+    path = f"/api/v1/agents/{_seg(agent_id)}"
+    return Call("PATCH", path, m.Agent, json={"memory_tool": memory_tool}, idempotent=True)
+
+
 def lift_tombstone(*, agent_id: str, user_id: str, reason: str) -> Call[Any]:
     path = _agent(agent_id, f"tombstones/{_seg(user_id)}")
     return Call("DELETE", path, None, json={"reason": reason}, idempotent=True)
