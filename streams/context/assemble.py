@@ -214,7 +214,7 @@ def _recent_observations(
     by_scope: dict[str, list[Observation]] = {}
     now = utcnow()
     for o in store.observations.get_many(ids):
-        if not o.live or o.is_expired(now) or (o.private and o.scope_id in shared):
+        if not o.current or o.is_expired(now) or (o.private and o.scope_id in shared):
             continue
         by_scope.setdefault(o.scope_id, []).append(o)
     for found in by_scope.values():

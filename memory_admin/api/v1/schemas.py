@@ -276,6 +276,9 @@ class ScopePatchIn(InSchema):
 class ObservationListQuery(PageQuery):
     status: Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"] = "all"
     include_deleted: bool = False
+    include_superseded: bool = Field(
+        False, description="Also list superseded observations (`superseded_by` set)."
+    )
 
 
 ObservationContent = Annotated[
@@ -363,6 +366,27 @@ class ObservationOut(Schema):
         default_factory=list,
         description="Observations of the scope this one contradicts (same subject, another "
         "value), flagged on both sides; in a shared scope the newer waits for review.",
+    )
+    superseded_by: str | None = Field(
+        None,
+        description="The newer observation that replaced this one (a confirmed contradiction); "
+        "null while it is current. A superseded observation is in no context or search.",
+    )
+    valid_until: Time | None = Field(
+        None, description="When it stopped being true (the newer one's time); null: current."
+    )
+    superseded: bool = Field(False, description="Replaced by a newer observation.")
+
+
+class SupersedeIn(InSchema):
+    by: str = Field(
+        ..., pattern=r"^[0-9a-f]{24}$", description="The newer observation that replaces it."
+    )
+
+
+class SupersessionChainOut(Schema):
+    items: list[ObservationOut] = Field(
+        ..., description="Oldest first; each one superseded by the next (at most 50 each way)."
     )
 
 
@@ -600,7 +624,11 @@ ReviewNote = Annotated[str, StringConstraints(max_length=2000)]
 
 
 class ReviewDecisionIn(InSchema):
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "supersede"] = Field(
+        ...,
+        description="`supersede`: approve a waiting contradiction (`contradicts:<id>`) and "
+        "mark the older observation it contradicts superseded by it.",
+    )
     content: ObservationContent | None = Field(
         None, description="Approve with this text instead (at most 50 words)."
     )
