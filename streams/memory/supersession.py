@@ -156,3 +156,15 @@ def supersede_replaced(
         done.append(supersede_write(store=store, older=older, newer=newer, session=session, now=now))
         stored.pop(older_id)  # superseded now: a second pair naming it waits
     return done
+
+
+def replaced_on_page(*, store: MemoryStore, observations: list[Observation]) -> dict[str, list]:
+    """Per observation of a log page, the ones it replaced (oldest first): the scope page
+    shows each current fact's chain under it. One indexed read per page."""
+    ids = [ObjectId(o.id) for o in observations if not o.deleted]
+    replaced: dict[str, list[Observation]] = {}
+    for older in store.observations.superseded_by_ids(ids, limit=8 * max(1, len(ids))):
+        replaced.setdefault(str(older.superseded_by), []).append(older)
+    for chain in replaced.values():
+        chain.sort(key=lambda o: o.observed_at)
+    return replaced

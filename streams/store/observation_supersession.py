@@ -98,12 +98,16 @@ class SupersessionQueries:
         return result.matched_count == 1
 
     def superseded_by_ids(
-        self, newer_ids: list[ObjectId], *, session: ClientSession | None = None
+        self,
+        newer_ids: list[ObjectId],
+        *,
+        limit: int = MAX_CHAIN,
+        session: ClientSession | None = None,
     ) -> list[Observation]:
-        """The observations these replaced (one step of a chain, back in time)."""
+        """The observations these replaced (one step of a chain, back in time), bounded."""
         if not newer_ids:
             return []
         cursor = self.collection.find(
-            {"superseded_by": {"$in": newer_ids}}, limit=MAX_CHAIN, session=session
+            {"superseded_by": {"$in": newer_ids}}, limit=limit, session=session
         )
         return [Observation.from_mongo(d) for d in cursor]

@@ -33,6 +33,7 @@ class Entry:
     forgotten_at: int | None = None
     replaced: bool = False  # a pin list that a later PUT replaced
     edited: bool = False  # its text was changed (the new text is an entry of its own)
+    superseded_at: int | None = None  # replaced by a newer one (kept, not current) at this step
     # Users an observation stays about after a move (it keeps `related_user_ids`): forgetting
     # any of them removes it, as forgetting its owner does.
     about: set[str] = field(default_factory=set)
