@@ -35,6 +35,11 @@ if not all(
     raise ValueError(
         "MEMORY_INSTRUCTION_POLICY must be mark, withhold or review, or own=...,shared=..."
     )
+# Explicit forget ("forget what I said about X"): "review" holds a proposal to delete the
+# matching observations of the user's own scope for a person; "apply" deletes them at once.
+MEMORY_FORGET_REQUESTS = env_str("MEMORY_FORGET_REQUESTS", "review")
+if MEMORY_FORGET_REQUESTS not in ("review", "apply"):
+    raise ValueError("MEMORY_FORGET_REQUESTS must be review or apply")
 # Consolidation by age: a scope whose oldest pending observation waited this many days is
 # consolidated below its threshold. One number for every scope (0: off), or per kind:
 # "individual=7,group=14,collective=30,shard=30"; a scope's consolidate_after_days wins.

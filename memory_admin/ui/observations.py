@@ -28,8 +28,8 @@ from streams.core.documents import Job, Observation, Scope
 from streams.core.exceptions import InvalidInput, MemoryServiceError
 from streams.memory.observations import observation_get, observation_list
 from streams.memory.provenance import cited_lines
-from streams.memory.supersession import replaced_on_page
 from streams.memory.scopes import scope_get
+from streams.memory.supersession import replaced_on_page
 from streams.memory.text_history import observation_history
 
 LOG_PAGE_SIZE = 25

@@ -8,10 +8,12 @@ from __future__ import annotations
 from bson import ObjectId
 
 from streams.actions.base import Actor
+from streams.actions.forget_requests import forget_deletes
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
 from streams.core.exceptions import Conflict, InvalidInput
 from streams.guard.review import BulkResult, Decided, review_decide, review_decide_bulk
+from streams.memory.forget_requests import delete_targets
 from streams.memory.observation_changes import (
     observation_update_plan,
     observation_update_write,
@@ -52,12 +54,23 @@ def do_review_decide(
             decided=decided,
         )
         _apply_edits(store, tx, decided, actor)
+        _apply_forgets(store, tx, decided)
         _record(tx, decided, jobs)
         if older_id:
             _supersede(store, tx, older_id=older_id, newer=result)
         return result
 
     return run_action(store, actor, write, follow_ups=follow_ups)
+
+
+def _apply_forgets(store: MemoryStore, tx: ActionTx, decided: list[Decided]) -> None:
+    """Approved forget requests (`delete_of`): their targets deleted in the decision's
+    transaction, each audited."""
+    for one in decided:
+        ids = one.summary.get("delete_of")
+        if ids and one.action == "observation.review_approve":
+            targets = delete_targets(store, ids)
+            forget_deletes(store, tx, targets, review_id=one.observation.id)
 
 
 def _contradicted(observation: Observation) -> str:
@@ -116,6 +129,7 @@ def do_review_decide_bulk(
             decided=decided,
         )
         _apply_edits(store, tx, decided, actor)
+        _apply_forgets(store, tx, decided)
         _record(tx, decided, jobs)
         return result
 

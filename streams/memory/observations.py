@@ -10,7 +10,6 @@ from datetime import datetime
 from bson import ObjectId
 
 from streams.core.contradictions import first_contradicted
-from streams.memory.supersession import supersede_replaced
 from streams.core.documents import MAX_CONTENT_CHARS, Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
@@ -26,6 +25,7 @@ from streams.memory.add_writes import (
 )
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observation_changes import observation_update
+from streams.memory.supersession import supersede_replaced
 from streams.memory.window import WINDOWS
 from streams.records.webhooks import observations_changed
 from streams.search.dedup import SIMILAR_AT, text_key, token_set

@@ -27,7 +27,9 @@ from streams.search.dedup import text_key
 from streams.store import MemoryStore, StoreSession
 from streams.store.observation_supersession import MAX_CHAIN
 
-ENABLED = True  # the benchmark's switch (`python -m benchmarks retrieval_quality --no-supersession`)
+ENABLED = (
+    True  # the benchmark's switch (`python -m benchmarks retrieval_quality --no-supersession`)
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,10 @@ def supersede_write(
     valid_until = max(newer.observed_at, older.observed_at)
     scope_oid = ObjectId(older.scope_id)
     if not touched or not store.observations.mark_superseded(
-        ObjectId(older.id), scope_id=scope_oid, by=newer_oid, valid_until=valid_until,
+        ObjectId(older.id),
+        scope_id=scope_oid,
+        by=newer_oid,
+        valid_until=valid_until,
         session=session,
     ):
         raise Conflict("the observation is no longer current (deleted or superseded)")
@@ -153,7 +158,9 @@ def supersede_replaced(
             supersede_check(older=older, newer=newer)
         except (Conflict, InvalidInput, NotFound):
             continue
-        done.append(supersede_write(store=store, older=older, newer=newer, session=session, now=now))
+        done.append(
+            supersede_write(store=store, older=older, newer=newer, session=session, now=now)
+        )
         stored.pop(older_id)  # superseded now: a second pair naming it waits
     return done
 

@@ -259,7 +259,8 @@ def search_in_scopes(
     """The ranking stages over the union of `scopes`, every hit with its explanation;
     deleted observations never appear (they leave the index when deleted, and are
     checked again on fetch). Superseded ones stay in the index and are left out here
-    unless `include_superseded` (or, with `as_of`, they were still true then). `now`: the time of asking, that "last week" counts from;
+    unless `include_superseded` (or, with `as_of`, they were still true then). `now`: the
+    time of asking, that "last week" counts from;
     `expand`: terms added by feedback, each at its share of a term's weight.
 
     `exclude_ids` (what the caller shows already) rank like the rest and are only left
@@ -323,7 +324,10 @@ def search_in_scopes(
     visible = {s.id for s in scopes}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if not _usable(observation, include_superseded, as_of) or observation.scope_id not in visible:
+        if (
+            not _usable(observation, include_superseded, as_of)
+            or observation.scope_id not in visible
+        ):
             continue
         candidate = candidates[ObjectId(observation.id)]
         candidate.observation = observation

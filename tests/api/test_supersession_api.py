@@ -69,9 +69,9 @@ def test_the_older_is_superseded_and_leaves_search_and_pending(api, store, trait
     assert new["id"] in fresh.pending_observation_ids
     listed = api.get(f"{API}/scopes/{scope.id}/observations").json()["items"]
     assert [o["id"] for o in listed] == [new["id"]]
-    every = api.get(
-        f"{API}/scopes/{scope.id}/observations", {"include_superseded": "true"}
-    ).json()["items"]
+    every = api.get(f"{API}/scopes/{scope.id}/observations", {"include_superseded": "true"}).json()[
+        "items"
+    ]
     assert {o["id"]: o["superseded"] for o in every} == {new["id"]: False, old["id"]: True}
     chain = api.get(f"{API}/observations/{new['id']}/supersession").json()["items"]
     assert [o["id"] for o in chain] == [old["id"], new["id"]]
@@ -88,8 +88,7 @@ def test_undo_makes_it_current_again_and_is_audited(api, store, traits):
     again = post(api, f"/observations/{old['id']}/unsupersede")
     assert again.status_code == 409 and again.json()["error"]["code"] == "conflict"
     actions = [
-        e["action"]
-        for e in api.get(f"{API}/audit", {"object_id": old["id"]}).json()["items"]
+        e["action"] for e in api.get(f"{API}/audit", {"object_id": old["id"]}).json()["items"]
     ]
     assert "observation.unsupersede" in actions
     if scope.scope_type != "individual":

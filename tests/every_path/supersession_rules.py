@@ -41,7 +41,9 @@ class SupersessionRules(MachineBase):
         if entry is None:
             return
         self.begin("unsupersede", entry.scope_type)
-        status, answer = self.http.write("post", f"/observations/{entry.observation_id}/unsupersede")
+        status, answer = self.http.write(
+            "post", f"/observations/{entry.observation_id}/unsupersede"
+        )
         # 409: its words are current in another observation again, or it was deleted.
         assert status in (200, 409), answer
         if status == 200:

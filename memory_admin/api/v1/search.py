@@ -103,7 +103,8 @@ def search(
     """Best matches first (term weights, then people, session neighbours and dates), with
     their scores and the query terms each matched; `explain=true` adds why. Without
     `user_id` no individual memory is searched; an individual scope's `scope_id` needs its
-    own `user_id`. Deleted observations never appear; superseded ones only when asked. The hits count as an access.
+    own `user_id`. Deleted observations never appear; superseded ones only when asked
+    (`include_superseded`). The hits count as an access.
     """
     require_agent(request, agent_id)
     after, before = filters.observed_after, filters.observed_before

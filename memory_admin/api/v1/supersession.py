@@ -59,7 +59,9 @@ def unsupersede_observation(request: HttpRequest, observation_id: str) -> Observ
     )
     if scope_get(store=store, scope_id=observation.scope_id).scope_type != "individual":
         require_permission(request, "review")
-    return do_observation_unsupersede(store=store, actor=api_actor(request), observation=observation)
+    return do_observation_unsupersede(
+        store=store, actor=api_actor(request), observation=observation
+    )
 
 
 @router.get(
