@@ -49,3 +49,42 @@ class SupersessionRules(MachineBase):
         if status == 200:
             assert answer["superseded_by"] is None, answer
             entry.superseded_at = None
+
+    @rule(pick=picks)
+    @enabled("forget_request")
+    def forget_request(self, pick: int) -> None:
+        """A user's "forget what I said about ..." (review mode, the default): a proposal
+        waits for a person; nothing is deleted yet, and the proposal repeats no text."""
+        entry = self.pick(
+            pick,
+            where=lambda e: (
+                e.scope_type == "individual"
+                and e.text.kind == "plain"
+                and e.owner is not None
+                and e.superseded_at is None
+                and not e.private
+            ),
+        )
+        if entry is None:
+            return
+        self.begin("forget_request", entry.scope_type)
+        topic = entry.text.content.split(": ", 1)[1]  # "the team likes green tea number 7"
+        self.session += 1
+        body = {
+            "user_id": entry.owner,
+            "messages": [
+                {
+                    "id": f"f{self.session}",
+                    "role": "user",
+                    "content": f"Please forget what I said about {topic}.",
+                }
+            ],
+        }
+        status, answer = self.http.write(
+            "post", f"/agents/{self.agent}/sessions/f{self.session}/messages", body
+        )
+        assert status == 202, answer
+        forget = answer["forget_request"]
+        assert forget is not None and forget["status"] in ("proposed", "nothing_found"), answer
+        if forget["status"] == "proposed" and self.observation_id(entry):
+            assert entry.observation_id in forget["observation_ids"], (entry.describe(), forget)
