@@ -124,6 +124,7 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
+    replaced: list[tuple[Observation, str]] = []  # (new, stored id) contradiction pairs
     if origin != "import":
         if recent is None:
             window = WINDOWS.read(store=store, scope=scope, session=session)
