@@ -50,8 +50,10 @@ def removed_marker_appears_nowhere(entries: list[Entry], snap: Snapshot) -> list
             ]
         where += snap.webhooks_holding(e.text.marker, since=e.removed_at)
         if where:
+            shown = snap.excerpt(e.text.marker, where[0]) if where else ""
             broken.append(
                 f"{e.describe()}, removed by {e.removed_by} at step {e.removed_at}, in {where}"
+                f" (there: …{shown}…)"
             )
     return broken
 

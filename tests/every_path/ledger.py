@@ -86,6 +86,14 @@ class Snapshot:
             s.where for s in self.surfaces if needle in s.text and (s.shared or not shared_only)
         ]
 
+    def excerpt(self, needle: str, where: str, width: int = 160) -> str:
+        """The text around `needle` on the surface `where` (a failing check shows it)."""
+        for s in self.surfaces:
+            if s.where == where and needle in s.text:
+                at = s.text.index(needle)
+                return s.text[max(0, at - width) : at + width]
+        return ""
+
     def webhooks_holding(self, needle: str, *, since: float) -> list[str]:
         return [
             f"webhook body at step {n}"
