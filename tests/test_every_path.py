@@ -24,6 +24,7 @@ from memory_admin.models import ApiKey
 from tests.api.conftest import bearer_client
 from tests.every_path.machine import COVERAGE, EXAMPLES, SCOPE_TYPES, STEPS
 from tests.every_path.removal_rules import RemovalRules
+from tests.every_path.supersession_rules import SupersessionRules
 from tests.every_path.world import Http, Receiver, copying_model
 from tests.every_path.write_rules import WriteRules
 from tests.ui.people import create_user
@@ -31,7 +32,7 @@ from tests.ui.people import create_user
 pytestmark = pytest.mark.django_db
 
 
-class EveryPath(WriteRules, RemovalRules):
+class EveryPath(WriteRules, RemovalRules, SupersessionRules):
     """Every rule, on one agent per example."""
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from memory_admin.settings.env import env_bool, env_float, env_int, env_str
 from streams.core.consolidate_after import ConsolidateAfterDays
 
@@ -37,6 +39,14 @@ if not all(
     raise ValueError(
         "MEMORY_INSTRUCTION_POLICY must be mark, withhold or review, or own=...,shared=..."
     )
+# Explicit forget ("forget what I said about X"): "review" holds a proposal to delete the
+# matching observations of the user's own scope for a person; "apply" deletes them at once.
+_forget_requests = env_str("MEMORY_FORGET_REQUESTS", "review")
+if _forget_requests not in ("review", "apply"):
+    raise ValueError("MEMORY_FORGET_REQUESTS must be review or apply")
+MEMORY_FORGET_REQUESTS: Literal["review", "apply"] = (
+    "apply" if _forget_requests == "apply" else "review"
+)
 # Consolidation by age: a scope whose oldest pending observation waited this many days is
 # consolidated below its threshold. One number for every scope (0: off), or per kind:
 # "individual=7,group=14,collective=30,shard=30"; a scope's consolidate_after_days wins.

@@ -50,6 +50,7 @@ class ObservationFilterForm(forms.Form):
     status = forms.ChoiceField(choices=STATUSES, required=False)
     private = forms.ChoiceField(choices=PRIVACY, required=False)
     deleted = forms.BooleanField(required=False, label="Include deleted")
+    superseded = forms.BooleanField(required=False, label="Include superseded")
     text = forms.CharField(max_length=200, required=False)
 
 

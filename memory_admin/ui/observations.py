@@ -23,11 +23,13 @@ from streams.actions.observations import (
     do_observation_merge,
     do_observation_update,
 )
+from streams.actions.supersession import do_observation_unsupersede
 from streams.core.documents import Job, Observation, Scope
 from streams.core.exceptions import InvalidInput, MemoryServiceError, Refused
 from streams.memory.observations import observation_get, observation_list
 from streams.memory.provenance import cited_lines
 from streams.memory.scopes import scope_get
+from streams.memory.supersession import replaced_on_page
 from streams.memory.text_history import observation_history
 
 LOG_PAGE_SIZE = 25
@@ -51,10 +53,13 @@ def observation_log_context(
             text=filters.get("text") or None,
             cursor=param(request, "cursor"),
             limit=LOG_PAGE_SIZE,
+            include_superseded=bool(filters.get("superseded")),
         )
     except InvalidInput as exc:
         error = exc.message
-        page = observation_list(store=store, scope=scope, limit=LOG_PAGE_SIZE)
+        page = observation_list(
+            store=store, scope=scope, limit=LOG_PAGE_SIZE, include_superseded=False
+        )
     query = request.GET.copy()
     query.pop("cursor", None)
     query.pop("job", None)
@@ -62,6 +67,7 @@ def observation_log_context(
         "log_form": form,
         "log_page": page,
         "cited": cited_lines(store=store, observations=page.items),
+        "replaced": replaced_on_page(store=store, observations=page.items),
         "is_admin": _is_admin(request),
         "log_error": error,
         "log_query": query.urlencode(),
@@ -274,6 +280,21 @@ def observation_merge(request: HttpRequest, observation_id: str) -> HttpResponse
     else:
         note = " The consolidation that held it is being rebuilt." if jobs else ""
         messages.success(request, f"Merged: kept “{keep.content}”, deleted the other.{note}")
+    return redirect(_back(scope))
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def observation_unsupersede(request: HttpRequest, observation_id: str) -> HttpResponse:
+    """Undo a wrong supersession: the observation is current again (audited)."""
+    store = get_store()
+    observation, scope = _observation(store, observation_id)
+    try:
+        do_observation_unsupersede(store=store, actor=actor(request), observation=observation)
+    except MemoryServiceError as exc:
+        flash_error(request, exc)
+    else:
+        messages.success(request, f"“{observation.content}” is current again.")
     return redirect(_back(scope))
 
 

@@ -44,7 +44,9 @@ AGENT_CHOICES = 100
 
 
 class DecisionForm(forms.Form):
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject"), ("supersede", "Supersede older")]
+    )
     content = forms.CharField(required=False, max_length=4000)
     note = forms.CharField(required=False, max_length=MAX_NOTE_CHARS)
     next = forms.CharField(required=False, max_length=1000)
@@ -210,7 +212,9 @@ def review_decide_view(request: HttpRequest, observation_id: str) -> HttpRespons
     else:
         messages.success(
             request,
-            "Approved: it is pending and joins the next consolidation."
+            "Approved: it is pending and supersedes the older observation it contradicts."
+            if data["decision"] == "supersede"
+            else "Approved: it is pending and joins the next consolidation."
             if decided.status == "pending"
             else "Rejected: it is kept for the audit and used nowhere.",
         )

@@ -91,6 +91,11 @@ urlpatterns = [
         name="observation_merge",
     ),
     path(
+        "observations/<str:observation_id>/unsupersede/",
+        observation_views.observation_unsupersede,
+        name="observation_unsupersede",
+    ),
+    path(
         "observations/<str:observation_id>/history/",
         observation_views.observation_text_history,
         name="observation_history",

@@ -8,15 +8,19 @@ from __future__ import annotations
 from bson import ObjectId
 
 from streams.actions.base import Actor
+from streams.actions.forget_requests import forget_deletes
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
-from streams.core.exceptions import Conflict
+from streams.core.exceptions import Conflict, InvalidInput
 from streams.guard.review import BulkResult, Decided, review_decide, review_decide_bulk
+from streams.memory.forget_requests import delete_targets
 from streams.memory.observation_changes import (
     observation_update_plan,
     observation_update_write,
 )
 from streams.memory.review_undo import review_undo
+from streams.memory.supersession import supersede_write
+from streams.records.audit import content_digest
 from streams.store import MemoryStore
 
 
@@ -31,7 +35,10 @@ def do_review_decide(
     follow_ups: list[Job] | None = None,
 ) -> Observation:
     """One decision; `NotInReview` (409 `not_in_review`) when it is not waiting (any more).
-    With `follow_ups` its job is handed there instead of to the runner."""
+    With `follow_ups` its job is handed there instead of to the runner. `supersede`
+    (a contradiction's newer side, `contradicts:<id>`): approve it, and the older one
+    it contradicts is superseded by it (409 when that one is no longer current)."""
+    older_id = _contradicted(observation) if decision == "supersede" else None
 
     def write(tx: ActionTx) -> Observation:
         decided: list[Decided] = []
@@ -39,7 +46,7 @@ def do_review_decide(
         result = review_decide(
             store=store,
             observation=observation,
-            decision=decision,
+            decision="approve" if older_id else decision,
             actor=str(actor),
             content=content,
             note=note,
@@ -48,10 +55,53 @@ def do_review_decide(
             decided=decided,
         )
         _apply_edits(store, tx, decided, actor)
+        _apply_forgets(store, tx, decided)
         _record(tx, decided, jobs)
+        if older_id:
+            _supersede(store, tx, older_id=older_id, newer=result)
         return result
 
     return run_action(store, actor, write, follow_ups=follow_ups)
+
+
+def _apply_forgets(store: MemoryStore, tx: ActionTx, decided: list[Decided]) -> None:
+    """Approved forget requests (`delete_of`): their targets deleted in the decision's
+    transaction, each audited."""
+    for one in decided:
+        ids = one.summary.get("delete_of")
+        if ids and one.action == "observation.review_approve":
+            targets = delete_targets(store, ids)
+            forget_deletes(store, tx, targets, review_id=one.observation.id)
+
+
+def _contradicted(observation: Observation) -> str:
+    """The older observation a waiting contradiction names (`contradicts:<id>`)."""
+    for reason in (observation.review or {}).get("reasons") or []:
+        if isinstance(reason, str) and reason.startswith("contradicts:"):
+            return reason.split(":", 1)[1]
+    raise InvalidInput(
+        "only a contradiction waiting for review can supersede", details=[{"field": "decision"}]
+    )
+
+
+def _supersede(store: MemoryStore, tx: ActionTx, *, older_id: str, newer: Observation) -> None:
+    older = store.observations.get(ObjectId(older_id)) if ObjectId.is_valid(older_id) else None
+    if older is None:
+        raise Conflict("the observation it contradicts is gone")
+    done = supersede_write(store=store, older=older, newer=newer, session=tx.session)
+    tx.audit(
+        action="observation.supersede",
+        object_type="observation",
+        object_id=older.id,
+        agent_id=older.agent_id,
+        summary={
+            "superseded_by": newer.id,
+            "valid_until": done.valid_until.isoformat(),
+            "content": content_digest(older.content),
+            "newer_content": content_digest(newer.content),
+            "review": True,
+        },
+    )
 
 
 def do_review_decide_bulk(
@@ -80,6 +130,7 @@ def do_review_decide_bulk(
             decided=decided,
         )
         _apply_edits(store, tx, decided, actor)
+        _apply_forgets(store, tx, decided)
         _record(tx, decided, jobs)
         return result
 

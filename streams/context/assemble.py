@@ -216,7 +216,10 @@ def _recent_observations(
     by_scope: dict[str, list[Observation]] = {}
     now = utcnow()
     for o in store.observations.get_many(ids):
-        if memory_removal(o, now=now, shared_section=o.scope_id in shared) is not None:
+        if (
+            not o.current
+            or memory_removal(o, now=now, shared_section=o.scope_id in shared) is not None
+        ):
             continue
         by_scope.setdefault(o.scope_id, []).append(o)
     for found in by_scope.values():

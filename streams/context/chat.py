@@ -103,6 +103,9 @@ class ChatTurn:
     # The user's explicit request to remember or forget (`streams.search.memory_requests`):
     # a remember forms when the turn is filed, at any message count.
     memory_request: MemoryRequest | None = None
+    # A forget request's outcome (`streams.memory.forget_requests.ForgetOutcome.to_dict`):
+    # what was proposed for review or deleted, set by the proxy before it answers.
+    forget: dict[str, Any] | None = None
     started_at: datetime = field(default_factory=utcnow)
     actor: str = "api"  # who called, as the audit log names them ("api:<key name>")
     # The memory tool (`streams.context.chat_tool`): "off", "offered" (no call made),
@@ -327,7 +330,7 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
             "scores": [r["score"] for r in turn.retrieved],
         },
         "ingest_job_id": job.id if job else None,
-        "memory_request": _request_record(turn.memory_request),
+        "memory_request": _request_record(turn.memory_request, turn.forget),
         "context_call_id": turn.context_call_id,
         "dropped": turn.dropped,
         "memory_tool": turn.memory_tool,
@@ -337,11 +340,13 @@ def _call_record(turn: ChatTurn, outcome: ChatOutcome, job: Job | None) -> dict[
     }
 
 
-def _request_record(request: MemoryRequest | None) -> dict[str, Any] | None:
+def _request_record(
+    request: MemoryRequest | None, forget: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     if request is None:
         return None
     topic = None if request.topic is None else screened(request.topic)
-    return {"kind": request.kind, "topic": topic}
+    return {"kind": request.kind, "topic": topic, **({"forget": forget} if forget else {})}
 
 
 # -- the ingest job ----------------------------------------------------------------------

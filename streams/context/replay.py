@@ -91,6 +91,7 @@ def context_replay(
                 exclude_ids=frozenset(o.id for o in shown),
                 semantic=semantic,
                 observed_before=as_of,
+                as_of=as_of,
             )
             if h.observation.created_at <= as_of and not h.observation.private
         ][:RETRIEVED_LIMIT]
@@ -144,13 +145,18 @@ def _scope_then(*, store: MemoryStore, scope: Scope, as_of: datetime) -> tuple[S
 
 
 def _live_then(*, store: MemoryStore, ids: list[str], as_of: datetime) -> list[Observation]:
-    """Those created by `as_of` and never since deleted or made private, oldest first."""
+    """Those created by `as_of`, never since deleted or made private, and not superseded
+    by then, oldest first."""
     if not ids:
         return []
     found = store.observations.get_many([ObjectId(i) for i in ids if ObjectId.is_valid(i)])
     live = [
         o
         for o in found
-        if o.created_at <= as_of and not o.deleted and not o.private and not o.is_expired(as_of)
+        if o.created_at <= as_of
+        and not o.deleted
+        and not o.private
+        and not o.is_expired(as_of)
+        and (o.valid_until is None or o.valid_until > as_of)  # superseded later: true then
     ]
     return sorted(live, key=lambda o: (o.observed_at, o.seq))

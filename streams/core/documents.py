@@ -301,6 +301,12 @@ class Observation:
     # `model:<job>`), set at write; absent on older documents (`origin_of` infers it).
     origin: str | None = None
     added_by: str | None = None
+    # Supersession (`streams.memory.supersession`): a newer observation of the scope says
+    # the same thing with another value; this one was true until `valid_until`. Not
+    # removed (the log and `as_of` still show it), just not current: in no context,
+    # search (unless asked), consolidation or pending list.
+    superseded_by: str | None = None
+    valid_until: datetime | None = None
     id: str = field(default_factory=new_id)
     # Not stored: an add that matched a live observation answers with that one, so marked.
     duplicate: bool = field(default=False, compare=False)
@@ -322,6 +328,19 @@ class Observation:
     def live(self) -> bool:
         """What memory may use: pending or consolidated, not deleted."""
         return self.deleted_at is None and self.review_status is None
+
+    @property
+    def superseded(self) -> bool:
+        return self.superseded_by is not None
+
+    @property
+    def current(self) -> bool:
+        """Live and not superseded: what context, search and consolidation use."""
+        return self.live and self.superseded_by is None
+
+    def current_at(self, when: datetime) -> bool:
+        """Live, and not yet superseded at `when` (what `as_of` sees)."""
+        return self.live and (self.valid_until is None or self.valid_until > when)
 
     @property
     def held(self) -> bool:
@@ -363,6 +382,12 @@ class Observation:
             "contradicts": list(self.contradicts),
             **({"origin": self.origin} if self.origin else {}),
             **({"added_by": self.added_by} if self.added_by else {}),
+            # Absent when unset: the sparse index holds only superseded observations.
+            **(
+                {"superseded_by": ObjectId(self.superseded_by), "valid_until": self.valid_until}
+                if self.superseded_by
+                else {}
+            ),
             # Absent when unset: the sparse expiry indexes hold only observations that expire;
             # `expiry_due` is the sweep's to-do mark (unset once the expiry is handled).
             **(
@@ -402,6 +427,8 @@ class Observation:
             review_status=doc.get("review_status"),
             review=doc.get("review"),
             contradicts=[str(i) for i in doc.get("contradicts") or []],
+            superseded_by=_str(doc.get("superseded_by")),
+            valid_until=doc.get("valid_until"),
             expires_at=doc.get("expires_at"),
             expiry_swept=doc.get("expires_at") is not None and "expiry_due" not in doc,
             useful_count=doc.get("useful_count", 0),

@@ -349,7 +349,8 @@ def _decide_one(
     oid = ObjectId(observation.id)
     edit_of = (observation.review or {}).get("edit_of")
     decided: Observation | None
-    if decision == "approve" and edit_of:
+    delete_of = (observation.review or {}).get("delete_of")  # a user's forget request
+    if decision == "approve" and (edit_of or delete_of):
         # A held edit of another observation: approving applies its text there (the
         # review action does, in this transaction); the held copy itself leaves.
         text = observation.content if content is None else screen_text(content)[0]
@@ -394,6 +395,8 @@ def _decide_one(
     }
     if edit_of:
         summary["edit_of"] = edit_of
+    if delete_of:
+        summary["delete_of"] = list(delete_of)
     if decided.content != observation.content:
         summary["content"] = {
             "before": content_digest(observation.content),

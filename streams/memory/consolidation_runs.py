@@ -150,7 +150,10 @@ def consolidation_inputs(
     consolidation text: that text is the scope's summary, sent in every context.
     """
     observations = store.observations.get_many([ObjectId(i) for i in scope.pending_observation_ids])
-    live = sorted((o for o in observations if not o.deleted), key=lambda o: o.observed_at)
+    # Superseded ones left the pending list; one still there (a race) is not folded.
+    live = sorted(
+        (o for o in observations if not o.deleted and not o.superseded), key=lambda o: o.observed_at
+    )
     return live, [o for o in live if not o.private and not o.is_expired()]
 
 

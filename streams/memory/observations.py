@@ -30,6 +30,7 @@ from streams.memory.add_writes import (
 )
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observation_changes import observation_update
+from streams.memory.supersession import supersede_replaced
 from streams.memory.window import WINDOWS
 from streams.records.audit import AuditSink
 from streams.records.webhooks import observations_changed
@@ -131,14 +132,15 @@ def observations_append(
         duplicates.update(split.duplicates)
     if not split.fresh:
         return scope
+    replaced: list[tuple[Observation, str]] = []  # (new, stored id) contradiction pairs
     if origin != "import":
         if recent is None:
             window = WINDOWS.read(store=store, scope=scope, session=session)
             recent, sent = window.texts(), sent or window.sent
-        wrote = _mark_contradictions(
+        replaced = _mark_contradictions(
             store=store, scope=scope, fresh=split.fresh, recent=recent, session=session, now=now
         )
-        sent = sent or wrote
+        sent = sent or bool(replaced)
         _mark_similar(fresh=split.fresh, recent=recent)
     live = [o for o in split.fresh if not o.held]
     # The claim comes before the other writes: a sequence that moved on (a stale
@@ -166,6 +168,11 @@ def observations_append(
     except TextTaken as exc:  # a concurrent writer stored it since the check: retry
         raise Conflict("the same fact was stored concurrently; retry") from exc
     search_index_add(store=store, observations=live, session=session, writes=writes)
+    if scope.scope_type == "individual" and replaced:
+        # In a user's own scope the newer wins at once (`streams.memory.supersession`).
+        if writes is not None:
+            writes.flush()  # the claim first: superseding moves the log's revision
+        supersede_replaced(store=store, pairs=replaced, session=session, now=now)
     observations_changed(
         store=store, event="observation.created", observations=live, session=session
     )
@@ -257,19 +264,19 @@ def _mark_contradictions(
     recent: list[tuple[str, str]],
     session: StoreSession,
     now: datetime,
-) -> bool:
+) -> list[tuple[Observation, str]]:
     """Flag each new observation that contradicts one of the scope's newest
     `SIMILAR_WINDOW` (`recent`, `streams.core.contradictions`), and that one, with each other's
-    id; in a shared scope the new one waits for review (`contradicts:<id>`). True when it
-    wrote (the stored one's flag)."""
-    wrote = False
+    id; in a shared scope the new one waits for review (`contradicts:<id>`). The pairs
+    (new observation, stored one's id) it flagged: it wrote when there are any."""
+    wrote: list[tuple[Observation, str]] = []
     for observation in fresh:
         if observation.consolidated or observation.review_status == "rejected":
             continue
         other = first_contradicted(observation.content, recent)
         if other is None:
             continue
-        wrote = True
+        wrote.append((observation, other))
         observation.contradicts = [other]
         store.observations.add_contradiction(ObjectId(other), observation.id, session=session)
         if scope.scope_type == "individual":
@@ -452,8 +459,10 @@ def observation_list(
     text: str | None = None,
     cursor: str | None = None,
     limit: int | None = None,
+    include_superseded: bool = True,
 ) -> Page[Observation]:
-    """A scope's observations, newest first; `text` matches content, case-insensitively."""
+    """A scope's observations, newest first; `text` matches content, case-insensitively;
+    without `include_superseded`, only current ones (and the held, the removed if asked)."""
     items, next_before = store.observations.page(
         scope_id=require_object_id(scope.id, what="scope"),
         top_seq=scope.observation_seq,
@@ -463,5 +472,6 @@ def observation_list(
         include_deleted=include_deleted,
         private=private,
         text=text,
+        include_superseded=include_superseded,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))

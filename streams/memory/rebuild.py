@@ -296,6 +296,7 @@ def _rebuild(
         o
         for o in _absorbed_observations(store, scope, keep_ids)
         if not o.deleted
+        and not o.superseded  # a rebuild folds only the current facts
         and not o.private
         and not o.is_expired()
         and o.id not in removed

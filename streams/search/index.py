@@ -195,6 +195,7 @@ def search_observations(
     min_score: float | None = None,
     observed_after: datetime | None = None,
     observed_before: datetime | None = None,
+    include_superseded: bool = False,
     now: datetime | None = None,
     record_access: bool = True,
     ranking: Ranking = FINAL,
@@ -219,6 +220,7 @@ def search_observations(
         min_score=min_score,
         observed_after=observed_after,
         observed_before=observed_before,
+        include_superseded=include_superseded,
         ranking=ranking,
         now=now,
     )
@@ -227,6 +229,15 @@ def search_observations(
             [ObjectId(h.observation.id) for h in hits], now=now or utcnow()
         )
     return hits
+
+
+def _usable(observation: Observation, include_superseded: bool, as_of: datetime | None) -> bool:
+    """Live and not expired; current, or superseded where the caller asks for it."""
+    if not observation.live or observation.is_expired():
+        return False
+    if include_superseded or observation.superseded_by is None:
+        return True
+    return as_of is not None and observation.current_at(as_of)
 
 
 def search_in_scopes(
@@ -243,10 +254,14 @@ def search_in_scopes(
     ranking: Ranking = FINAL,
     now: datetime | None = None,
     expand: dict[str, float] | None = None,
+    include_superseded: bool = False,
+    as_of: datetime | None = None,
 ) -> list[SearchHit]:
     """The ranking stages over the union of `scopes`, every hit with its explanation;
     deleted observations never appear (they leave the index when deleted, and are
-    checked again on fetch). `now`: the time of asking, that "last week" counts from;
+    checked again on fetch). Superseded ones stay in the index and are left out here
+    unless `include_superseded` (or, with `as_of`, they were still true then). `now`: the
+    time of asking, that "last week" counts from;
     `expand`: terms added by feedback, each at its share of a term's weight.
 
     `exclude_ids` (what the caller shows already) rank like the rest and are only left
@@ -266,6 +281,8 @@ def search_in_scopes(
             observed_before=observed_before,
             ranking=ranking,
             now=now,
+            include_superseded=include_superseded,
+            as_of=as_of,
         )
     parsed = query_parse(query, ranking=ranking, now=now or utcnow(), expand=expand)
     limit = max(1, min(limit, MAX_LIMIT))
@@ -309,7 +326,10 @@ def search_in_scopes(
     shared = {s.id for s in scopes if s.scope_type != "individual"}
     kept: dict[ObjectId, Candidate] = {}
     for observation in fetched:
-        if observation.scope_id not in visible:
+        if (
+            not _usable(observation, include_superseded, as_of)
+            or observation.scope_id not in visible
+        ):
             continue
         if memory_removal(observation, shared_section=observation.scope_id in shared):
             continue  # the one rule (private ones only in their user's own scope)
@@ -338,7 +358,9 @@ def search_in_scopes(
                 known=[c.observation for c in kept.values()],
                 reach=ranking.reach,
             )
-            if _in_window(o, observed_after, observed_before) and memory_removal(o) is None
+            if _in_window(o, observed_after, observed_before)
+            and _usable(o, include_superseded, as_of)
+            and memory_removal(o) is None
         ]
         neighbour_stage(
             candidates=kept,

@@ -15,7 +15,7 @@ from pymongo.errors import BulkWriteError, DuplicateKeyError
 from streams.core.documents import Observation
 from streams.core.exceptions import Conflict
 from streams.core.screened import require_screened
-from streams.store import access_log, observation_states
+from streams.store import access_log, observation_states, observation_supersession
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 from streams.store.paging import page_by_seq
@@ -44,6 +44,7 @@ INDEXES: list[IndexSpec] = [
         options={"sparse": True},
     ),
     *observation_states.INDEXES,
+    *observation_supersession.INDEXES,
 ]
 
 FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
@@ -62,7 +63,11 @@ def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
     return any(e.get("code") == 11000 for e in errors)
 
 
-class ObservationRepository(observation_states.ReviewQueries, observation_states.ExpiryQueries):
+class ObservationRepository(
+    observation_states.ReviewQueries,
+    observation_states.ExpiryQueries,
+    observation_supersession.SupersessionQueries,
+):
     def __init__(self, db: Database, *, access_flush_seconds: float = 0.0) -> None:
         self.collection = db[COLLECTION]
         self.scopes = db[SCOPES]
@@ -117,13 +122,15 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
             return []
         cursor = self.collection.find(
             {"scope_id": scope_id, "seq": {"$gt": low_seq, "$lte": high_seq}},
-            {"content": 1, "deleted_at": 1, "seq": 1},
+            {"content": 1, "deleted_at": 1, "seq": 1, "superseded_by": 1},
             limit=high_seq - low_seq,
             session=session,
         )
         docs = sorted(cursor, key=lambda d: -d.get("seq", 0))
         return [
-            (d["seq"], str(d["_id"]), d["content"]) for d in docs if d.get("deleted_at") is None
+            (d["seq"], str(d["_id"]), d["content"])
+            for d in docs
+            if d.get("deleted_at") is None and d.get("superseded_by") is None
         ]
 
     def get(self, observation_id: ObjectId) -> Observation | None:
@@ -150,6 +157,7 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
         include_deleted: bool = False,
         private: bool | None = None,
         text: str | None = None,
+        include_superseded: bool = True,
     ) -> tuple[list[Observation], int | None]:
         """A page of the scope's log, newest first; filters (the text one included, a
         case-insensitive match on content) ride inside the bounded `seq` windows."""
@@ -163,6 +171,8 @@ class ObservationRepository(observation_states.ReviewQueries, observation_states
             base["deleted_at"] = None
         if private is not None:
             base["private"] = private
+        if not include_superseded:
+            base["superseded_by"] = None
         if text:
             base["content"] = re.compile(re.escape(text), re.IGNORECASE)
         page = page_by_seq(

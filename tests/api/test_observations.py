@@ -14,6 +14,7 @@ OBSERVATION_FIELDS = {
     "source_message_ids", "related_user_ids", "status", "private", "propagated_from",
     "access_count", "last_accessed_at", "deleted", "similar_to", "flags", "review",
     "expires_at", "expired", "useful_count", "useless_count", "contradicts", "origin", "added_by",
+    "superseded_by", "valid_until", "superseded",
 }  # fmt: skip
 
 

@@ -50,8 +50,10 @@ def removed_marker_appears_nowhere(entries: list[Entry], snap: Snapshot) -> list
             ]
         where += snap.webhooks_holding(e.text.marker, since=e.removed_at)
         if where:
+            shown = snap.excerpt(e.text.marker, where[0]) if where else ""
             broken.append(
                 f"{e.describe()}, removed by {e.removed_by} at step {e.removed_at}, in {where}"
+                f" (there: …{shown}…)"
             )
     return broken
 
@@ -89,6 +91,20 @@ def acknowledged_write_exists_once(entries: list[Entry], snap: Snapshot) -> list
     return broken
 
 
+def superseded_is_kept_not_current(entries: list[Entry], snap: Snapshot) -> list[str]:
+    """A superseded observation is not removed (`acknowledged_write_exists_once` still
+    finds it in the log, once) but not current: no search answer holds it (the context's
+    consolidation may, until the next consolidation folds the newer fact in)."""
+    broken = []
+    for e in entries:
+        if e.superseded_at is None or not e.live_observation:
+            continue
+        where = [w for w in snap.holding(e.text.marker) if w.startswith("search")]
+        if where:
+            broken.append(f"superseded {e.describe()} (step {e.superseded_at}) in {where}")
+    return broken
+
+
 INVARIANTS = {
     f.__name__: f
     for f in (
@@ -96,5 +112,6 @@ INVARIANTS = {
         removed_marker_appears_nowhere,
         forgotten_user_appears_nowhere,
         acknowledged_write_exists_once,
+        superseded_is_kept_not_current,
     )
 }

@@ -33,6 +33,7 @@ class Entry:
     forgotten_at: int | None = None
     replaced: bool = False  # a pin list that a later PUT replaced
     edited: bool = False  # its text was changed (the new text is an entry of its own)
+    superseded_at: int | None = None  # replaced by a newer one (kept, not current) at this step
     # Users an observation stays about after a move (it keeps `related_user_ids`): forgetting
     # any of them removes it, as forgetting its owner does.
     about: set[str] = field(default_factory=set)
@@ -84,6 +85,14 @@ class Snapshot:
         return [
             s.where for s in self.surfaces if needle in s.text and (s.shared or not shared_only)
         ]
+
+    def excerpt(self, needle: str, where: str, width: int = 160) -> str:
+        """The text around `needle` on the surface `where` (a failing check shows it)."""
+        for s in self.surfaces:
+            if s.where == where and needle in s.text:
+                at = s.text.index(needle)
+                return s.text[max(0, at - width) : at + width]
+        return ""
 
     def webhooks_holding(self, needle: str, *, since: float) -> list[str]:
         return [

@@ -187,7 +187,8 @@ class MachineBase(RuleBasedStateMachine):
         if entry.observation_id:
             return entry.observation_id
         status, page = self.http.read(
-            f"/scopes/{entry.scope_id}/observations", {"status": "all", "limit": 200}
+            f"/scopes/{entry.scope_id}/observations",
+            {"status": "all", "limit": 200, "include_superseded": "true"},
         )
         if status != 200:
             return None
@@ -226,3 +227,7 @@ class MachineBase(RuleBasedStateMachine):
     @invariant()
     def inv_acknowledged_write_exists_once(self) -> None:
         self.check("acknowledged_write_exists_once")
+
+    @invariant()
+    def inv_superseded_is_kept_not_current(self) -> None:
+        self.check("superseded_is_kept_not_current")

@@ -74,9 +74,13 @@ def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snap
         snap.pins[sid] = list(scope["pins"])
         history = list(walk_pages(http, f"/scopes/{sid}/consolidations", {}))
         snap.add(f"{label}: GET consolidations (history)", history)
-        observations = list(walk_pages(http, f"/scopes/{sid}/observations", {"status": "all"}))
+        observations = list(
+            walk_pages(
+                http, f"/scopes/{sid}/observations", {"status": "all", "include_superseded": "true"}
+            )
+        )
         snap.observations += observations
-        snap.add(f"{label}: GET observations?status=all", observations)
+        snap.add(f"{label}: GET observations?status=all&include_superseded", observations)
         status, export = http.read(f"/scopes/{sid}/export", {"format": "json"})
         snap.add(f"{label}: scope export", export)
         status, page = http.page(reverse("ui:scope_detail", args=[sid]))

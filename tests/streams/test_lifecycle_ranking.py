@@ -11,6 +11,7 @@ import pytest
 from bson import ObjectId
 
 from streams.core.documents import Observation, utcnow
+from streams.memory import supersession
 from streams.memory.observations import observation_add
 from streams.memory.scopes import scope_get
 from streams.search.index import search_in_scopes
@@ -80,7 +81,11 @@ def test_feedback_moves_a_fact_by_at_most_its_bound(store: MemoryStore, traits: 
     assert after[texts[0]] < before[texts[0]] and after[texts[1]] > before[texts[1]]
 
 
-def test_recency_adds_at_most_its_weight_and_favours_the_newer(store: MemoryStore) -> None:
+def test_recency_adds_at_most_its_weight_and_favours_the_newer(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both must stay current to compare their scores: supersession (issue 42) off here.
+    monkeypatch.setattr(supersession, "ENABLED", False)
     scope = ScopeFactory.create(store=store, agent_id="a1")
     now = utcnow()
     old = observation_add(

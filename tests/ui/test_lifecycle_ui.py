@@ -79,6 +79,10 @@ def test_an_individual_contradiction_shows_in_the_log_with_newer_wins(client_as,
     new = observation_add(
         store=store, scope=scope_get(store=store, scope_id=scope.id), content="Ada lives in Lisbon."
     )
-    page = client_as("viewer").get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
-    assert f'data-contradicts="{old.id}"' in page and f'data-contradicts="{new.id}"' in page
+    viewer = client_as("viewer")
+    page = viewer.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    # The older is superseded (issue 42): out of the current log, in the newer's chain.
+    assert f'data-contradicts="{old.id}"' in page and f'data-replaced="{old.id}"' in page
     assert "newer wins" in page
+    every = viewer.get(reverse("ui:scope_detail", args=[scope.id]), {"superseded": "on"})
+    assert f'data-contradicts="{new.id}"' in every.content.decode()

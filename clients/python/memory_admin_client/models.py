@@ -52,6 +52,7 @@ class Observation(Model):
     expires_at: datetime | None = None
     superseded_by: str | None = None
     valid_until: datetime | None = None
+    superseded: bool = False
 
 
 class BatchItem(Observation):
@@ -201,6 +202,10 @@ class Raw(Model):
 
 
 T = TypeVar("T", bound=BaseModel)
+
+
+class SupersessionChain(Model):
+    items: list[Observation]
 
 
 class Page(Model, Generic[T]):

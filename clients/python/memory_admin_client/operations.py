@@ -94,6 +94,7 @@ def search(
     min_score: float | None = None,
     observed_after: datetime | None = None,
     observed_before: datetime | None = None,
+    include_superseded: bool | None = None,
 ) -> Call[m.SearchResult]:
     params = {
         "q": q,
@@ -104,6 +105,7 @@ def search(
         "min_score": min_score,
         "observed_after": observed_after,
         "observed_before": observed_before,
+        "include_superseded": include_superseded,
     }
     path = f"/api/v1/agents/{_seg(agent_id)}/search"
     return Call("GET", path, m.SearchResult, params=params, idempotent=True)
@@ -258,6 +260,24 @@ def observation_feedback(
     body = _drop_none({"useful": useful, "context_call_id": context_call_id})
     path = f"/api/v1/observations/{_seg(observation_id)}/feedback"
     return Call("POST", path, m.Observation, json=body)
+
+
+def supersede_observation(*, observation_id: str, by: str) -> Call[m.Observation]:
+    """`observation_id` is replaced by the newer `by` (409 when either is not current)."""
+    path = f"/api/v1/observations/{_seg(observation_id)}/supersede"
+    return Call("POST", path, m.Observation, json={"by": by})
+
+
+def unsupersede_observation(*, observation_id: str) -> Call[m.Observation]:
+    """Undo a supersession: the observation is current again."""
+    path = f"/api/v1/observations/{_seg(observation_id)}/unsupersede"
+    return Call("POST", path, m.Observation, json={})
+
+
+def observation_supersession(*, observation_id: str) -> Call[m.SupersessionChain]:
+    """The chain through the observation, oldest first."""
+    path = f"/api/v1/observations/{_seg(observation_id)}/supersession"
+    return Call("GET", path, m.SupersessionChain, idempotent=True)
 
 
 def review_observation(

@@ -26,6 +26,7 @@ from memory_admin.api.v1 import (
     scopes,
     search,
     sessions,
+    supersession,
     usage,
     webhooks,
 )
@@ -43,6 +44,7 @@ document_common_errors(api)
 api.add_router("", health.router)
 api.add_router("", scopes.router)
 api.add_router("", observations.router)
+api.add_router("", supersession.router)
 api.add_router("", bulk.router)
 api.add_router("", consolidations.router)
 api.add_router("", sessions.router)

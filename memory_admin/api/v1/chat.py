@@ -24,6 +24,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Annotated, Any
 
 import httpx2 as httpx
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, Path, Router, Schema
 from pydantic import ConfigDict, StrictBool, StringConstraints
@@ -53,6 +54,7 @@ from memory_admin.embeddings import semantic_ranker
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
+from streams.actions.forget_requests import do_forget_request
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
 from streams.context.chat_tool import offer_tool
 from streams.core.documents import Job
@@ -117,6 +119,8 @@ def chat_completions(
 
     Response headers: `X-Memory-Remembered: queued` when the user asked to remember
     something (formed once the turn is filed, at any message count),
+    `X-Memory-Forget: proposed|applied|nothing_found; observations=N` when they asked to
+    forget (MEMORY_FORGET_REQUESTS: review holds a proposal, apply deletes at once),
     `X-Memory-Context: injected | empty | skipped` and
     `X-Memory-Call-Id` (the inspection record of this call), `X-Memory-Context-Call-Id`
     (the context log's record of the memory given; empty when the log is off).
@@ -173,6 +177,7 @@ def _answer(
     )
     if turn.memory_status == "skipped" and turn.user_text is not None:
         count_skipped_context()
+    _forget_request(request, turn)
     forwarded = _forwarded_body(body, turn)
     stream = bool(body.get("stream"))
 
@@ -364,8 +369,34 @@ def _memory_headers(response: HttpResponse | StreamingHttpResponse, turn: ChatTu
         response["X-Memory-Remembered"] = "queued"
     if turn.memory_tool != "off":  # offered, answered (the model called it), rounds_exceeded
         response["X-Memory-Tool"] = turn.memory_tool
+    if turn.forget is not None:  # "forget what I said about X": proposed, applied or none
+        count = len(turn.forget["observation_ids"])
+        response["X-Memory-Forget"] = f"{turn.forget['status']}; observations={count}"
     if turn.dropped:  # what `metadata.memory_max_tokens` left out (the log has the full list)
         response["X-Memory-Dropped"] = ", ".join(turn.dropped[:MAX_DROPPED_HEADER])
+
+
+def _forget_request(request: HttpRequest, turn: ChatTurn) -> None:
+    """The user's "forget that ..." acts before the answer, so the answer can say what it
+    did (`X-Memory-Forget`, the call record's `memory_request.forget`)."""
+    asked = turn.memory_request
+    store = _store_or_none()
+    if asked is None or asked.kind != "forget" or store is None:
+        return
+    try:
+        outcome = do_forget_request(
+            store=store,
+            actor=api_actor(request),
+            agent_id=turn.agent_id,
+            user_id=turn.memory.user_id,
+            session_id=turn.memory.session_id,
+            request=asked,
+            mode=settings.MEMORY_FORGET_REQUESTS,
+        )
+    except MemoryServiceError as exc:  # the answer goes on; the record says nothing was done
+        logger.warning("chat %s: the forget request failed: %s", turn.call_id, exc)
+        return
+    turn.forget = outcome.to_dict()
 
 
 def _json_response(

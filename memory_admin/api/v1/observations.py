@@ -51,7 +51,8 @@ router = Router(tags=["observations"])
 def list_observations(
     request: HttpRequest, scope_id: str, filters: Query[ObservationListQuery]
 ) -> Page[Observation]:
-    """The scope's observations, newest first; deleted ones only when asked for."""
+    """The scope's observations, newest first; deleted and superseded ones only when asked
+    for."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
     return observation_list(
@@ -59,6 +60,7 @@ def list_observations(
         scope=scope,
         status=filters.status,
         include_deleted=filters.include_deleted,
+        include_superseded=filters.include_superseded,
         cursor=filters.cursor,
         limit=filters.limit,
     )

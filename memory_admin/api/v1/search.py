@@ -46,6 +46,11 @@ class SearchQuery(Schema):
     observed_before: IsoTime | None = Field(
         None, description="Only observations observed before this time (with a zone)."
     )
+    include_superseded: bool = Field(
+        False,
+        description="Also find superseded observations (replaced by a newer fact); each "
+        "hit's observation says so (`superseded`, `superseded_by`, `valid_until`).",
+    )
 
 
 class ExplanationOut(Schema):
@@ -98,7 +103,8 @@ def search(
     """Best matches first (term weights, then people, session neighbours and dates), with
     their scores and the query terms each matched; `explain=true` adds why. Without
     `user_id` no individual memory is searched; an individual scope's `scope_id` needs its
-    own `user_id`. Deleted observations never appear. The hits count as an access.
+    own `user_id`. Deleted observations never appear; superseded ones only when asked
+    (`include_superseded`). The hits count as an access.
     """
     require_agent(request, agent_id)
     after, before = filters.observed_after, filters.observed_before
@@ -116,6 +122,7 @@ def search(
         min_score=filters.min_score,
         observed_after=after,
         observed_before=before,
+        include_superseded=filters.include_superseded,
     )
     scopes = {
         s.id: s

@@ -11,10 +11,12 @@ from ninja import Path, Router, Status
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.tasks import formation_settings
+from streams.actions.forget_requests import do_forget_request
 from streams.actions.sessions import do_messages_ingest, do_session_form
 from streams.core.exceptions import InvalidInput
+from streams.memory.forget_requests import ForgetOutcome, forget_request_in
 from streams.memory.formation import IncomingMessage
 
 router = Router(tags=["sessions"])
@@ -66,9 +68,14 @@ def ingest_messages(
         ],
         settings=formation_settings(),
     )
+    forget = None
+    if result.accepted:
+        forget = _forget_request(request, store, agent_id, session_id, payload)
     return Status(
         202,
         {
+            # "forget what I said about X": what was proposed or deleted (null: no request).
+            "forget_request": forget.to_dict() if forget is not None else None,
             "session_id": session_id,
             "accepted": result.accepted,
             "duplicates": result.duplicates,
@@ -77,6 +84,25 @@ def ingest_messages(
             # A forgotten user's late messages are not stored (erasure tombstones).
             "refused": result.refused,
         },
+    )
+
+
+def _forget_request(
+    request: HttpRequest, store: MemoryStore, agent_id: str, session_id: str, payload: Any
+) -> ForgetOutcome | None:
+    asked = forget_request_in(
+        [(m.role, m.user_id, m.content) for m in payload.messages], user_id=payload.user_id
+    )
+    if asked is None:
+        return None
+    return do_forget_request(
+        store=store,
+        actor=api_actor(request),
+        agent_id=agent_id,
+        user_id=payload.user_id,
+        session_id=session_id,
+        request=asked,
+        mode=settings.MEMORY_FORGET_REQUESTS,
     )
 
 

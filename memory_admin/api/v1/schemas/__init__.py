@@ -55,6 +55,8 @@ from memory_admin.api.v1.schemas.observations import (
     ObservationPatchIn,
     ObservationWriteIn,
     ReviewOut,
+    SupersedeIn,
+    SupersessionChainOut,
 )
 from memory_admin.api.v1.schemas.review import (
     DecidedOut,
@@ -76,6 +78,7 @@ from memory_admin.api.v1.schemas.scopes import (
     ScopePinsIn,
 )
 from memory_admin.api.v1.schemas.sessions import (
+    ForgetRequestOut,
     GroupIn,
     IngestIn,
     IngestOut,
@@ -90,6 +93,8 @@ __all__ = [
     "ConsolidationVersionOut",
     "DisplayName",
     "EarlierTextOut",
+    "SupersedeIn",
+    "SupersessionChainOut",
     "ErrorBody",
     "ErrorOut",
     "ExternalId",
@@ -100,6 +105,7 @@ __all__ = [
     "InSchema",
     "IngestIn",
     "IngestOut",
+    "ForgetRequestOut",
     "IsoTime",
     "JobIdOut",
     "JobOut",

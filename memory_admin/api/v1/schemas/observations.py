@@ -18,6 +18,9 @@ from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
 class ObservationListQuery(PageQuery):
     status: Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"] = "all"
     include_deleted: bool = False
+    include_superseded: bool = Field(
+        False, description="Also list superseded observations (`superseded_by` set)."
+    )
 
 
 ObservationContent = Annotated[
@@ -126,6 +129,28 @@ class ObservationOut(Schema):
         if isinstance(obj, Observation):
             return observation_origin(obj)
         return (obj.get("origin") if isinstance(obj, dict) else obj.origin) or "api"
+
+    superseded_by: str | None = Field(
+        None,
+        description="The newer observation that replaced this one (a confirmed contradiction); "
+        "null while it is current. A superseded observation is in no context or search.",
+    )
+    valid_until: Time | None = Field(
+        None, description="When it stopped being true (the newer one's time); null: current."
+    )
+    superseded: bool = Field(False, description="Replaced by a newer observation.")
+
+
+class SupersedeIn(InSchema):
+    by: str = Field(
+        ..., pattern=r"^[0-9a-f]{24}$", description="The newer observation that replaces it."
+    )
+
+
+class SupersessionChainOut(Schema):
+    items: list[ObservationOut] = Field(
+        ..., description="Oldest first; each one superseded by the next (at most 50 each way)."
+    )
 
 
 class EarlierTextOut(Schema):

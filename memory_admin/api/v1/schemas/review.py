@@ -21,7 +21,11 @@ ReviewNote = Annotated[str, StringConstraints(max_length=2000)]
 
 
 class ReviewDecisionIn(InSchema):
-    decision: Literal["approve", "reject"]
+    decision: Literal["approve", "reject", "supersede"] = Field(
+        ...,
+        description="`supersede`: approve a waiting contradiction (`contradicts:<id>`) and "
+        "mark the older observation it contradicts superseded by it.",
+    )
     content: ObservationContent | None = Field(
         None, description="Approve with this text instead (at most 50 words)."
     )

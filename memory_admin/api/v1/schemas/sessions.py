@@ -59,6 +59,12 @@ class RefusedOut(Schema):
     reason: str
 
 
+class ForgetRequestOut(Schema):
+    status: Literal["proposed", "applied", "nothing_found"]
+    observation_ids: list[str]
+    review_id: str | None
+
+
 class IngestOut(Schema):
     session_id: str
     accepted: int
@@ -66,6 +72,12 @@ class IngestOut(Schema):
     unformed_messages: int
     formation_job_id: str | None
     refused: list[RefusedOut] = Field(default_factory=list)
+    forget_request: ForgetRequestOut | None = Field(
+        None,
+        description='The user asked to forget ("forget what I said about X"): `proposed` '
+        "(waits for review, `review_id`), `applied` (deleted) or `nothing_found`, with the "
+        "observations named (MEMORY_FORGET_REQUESTS: review | apply).",
+    )
 
 
 class JobIdOut(Schema):
