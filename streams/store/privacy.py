@@ -128,7 +128,7 @@ class PrivacyRepository:
         transaction limit)."""
         result = self.consolidations.update_many(
             {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
-            {"$set": {"text": marker, "redacted_at": now, "fidelity": None}},
+            {"$set": {"text": marker, "redacted_at": now, "fidelity": None, "coverage": []}},
             session=session,
         )
         gone = set(forgotten)
