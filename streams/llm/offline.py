@@ -19,8 +19,8 @@ import math
 import re
 import time
 
-from streams.llm.contradiction_answer import answer_trailer, deterministic_pairs
 from streams.llm.answers_trailer import answers_trailer, offline_answers
+from streams.llm.contradiction_answer import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
 from streams.llm.offline_text import capitalise, clean, close_sentence, normalise
