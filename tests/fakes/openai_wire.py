@@ -252,7 +252,7 @@ QUESTIONS_HEADING = "# Questions the memory must answer"
 QUESTION_LINE = re.compile(r"^Q(\d+)\. (.+)$")
 ANSWER_LINE = re.compile(r"^Q(\d+): (.+)$")
 _QUESTION_WORDS = frozenset(
-    ["what", "which", "who", "when", "where", "how", "does", "is", "are", "the", "this", "that", "user", "users", "their", "they", "plan", "on", "of", "in", "a", "an", "do"]
+    re.findall(r"\w+", "what which who when where how does is are the this that user users their")
 )
 
 
