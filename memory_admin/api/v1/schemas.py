@@ -190,6 +190,11 @@ class ScopeOut(Schema):
         default_factory=list,
         description="Sentences every later consolidation version holds word for word.",
     )
+    questions: list[str] | None = Field(
+        None,
+        description="This scope's questions its memory must answer (at most 5); null: the "
+        "agent's default for its scope type (`/agents/{agent_id}/questions/{scope_kind}`).",
+    )
     review_mode: Literal["off", "propagated", "all"] = Field(
         description="Which new observations wait for a person: none, propagated copies, or "
         "everything from extraction, propagation and API keys"
@@ -259,6 +264,12 @@ class ScopePatchIn(InSchema):
         None,
         description="Consolidation by age: days a pending observation may wait below the "
         "threshold (0: never by age); null falls back to the scope type's default.",
+    )
+    questions: list[Any] | None = Field(
+        None,
+        description="Questions this scope's memory must answer, at most 5, each 1 to 200 "
+        "characters (a new version; the consolidation call answers them); null falls back "
+        "to the agent's default for the scope type.",
     )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
@@ -532,6 +543,16 @@ class FidelityOut(Schema):
     dropped_sentences: list[str]
 
 
+class CoverageOut(Schema):
+    question: str
+    answer: str | None = Field(description="As the consolidation call answered it; null "
+                               "when not stated, lost or unknown")
+    status: Literal["answered", "unanswered", "lost", "unknown"] = Field(
+        description="lost: the previous version answered it; unknown: the answer's "
+        "ANSWERS: trailer was malformed (nothing is guessed)"
+    )
+
+
 class ConsolidationVersionOut(Schema):
     version: int
     text: str
@@ -550,6 +571,13 @@ class ConsolidationVersionOut(Schema):
     # What the text no longer states: {"unstated_observation_ids", "dropped_sentences"}
     # (empty lists for versions written before it was recorded).
     fidelity: FidelityOut
+    # The scope's questions as this version answers them ([] when none were set).
+    coverage: list[CoverageOut] = Field(default_factory=list)
+    loses_answer: bool = Field(False, description="true: a question this version no longer answers")
+
+    @staticmethod
+    def resolve_loses_answer(obj: Any) -> bool:
+        return any(c.get("status") == "lost" for c in getattr(obj, "coverage", None) or [])
 
     @staticmethod
     def resolve_fidelity(obj: Any) -> dict[str, list[str]]:
@@ -619,3 +647,22 @@ class ReviewBulkOut(Schema):
     approved: int
     rejected: int
     skipped: list[str]
+
+
+# -- questions memory must answer ----------------------------------------------------------
+
+
+class QuestionsIn(InSchema):
+    questions: list[Any] | None = Field(
+        ...,
+        description="At most 5 questions, each 1 to 200 characters; null removes the "
+        "default (scopes of this kind then ask none unless they set their own).",
+    )
+
+
+class QuestionsOut(Schema):
+    scope_kind: Literal["individual", "group", "collective", "shard"]
+    questions: list[str]
+    version: int = Field(description="0: never saved")
+    author: str | None = None
+    created_at: Time | None = None
