@@ -172,9 +172,11 @@ def _coverage(
     if not run.questions:
         return []
     previous = store.consolidations.get(scope_oid, expected_version) if expected_version else None
+    # An answer quotes the model's memory: it passes the screen like the text itself.
+    answers = None if run.answers is None else [screened(a) if a else None for a in run.answers]
     return version_coverage(
         questions=list(run.questions),
-        answers=None if run.answers is None else list(run.answers),
+        answers=answers,
         previous=previous.coverage if previous else [],
     )
 

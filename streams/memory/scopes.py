@@ -13,8 +13,8 @@ from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.pins import pins_checked
 from streams.memory.user_names import user_name_record
-from streams.prompts.questions import questions_save, validate_questions
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
+from streams.prompts.questions import questions_save, validate_questions
 from streams.store import MemoryStore, StoreSession
 
 
