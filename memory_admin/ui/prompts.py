@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
+from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
@@ -60,6 +61,7 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
     agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = param(request, "agent") or (agents[0].id if agents else None)
     rows = []
+    questions: list[dict[str, Any]] = []
     shards: list[dict[str, Any]] = []
     collective = None
     if agent_id:
@@ -71,10 +73,12 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
             guidance = level_part(store, agent_id, "extraction", shard)
             shards.append({"scope": shard, "part": guidance})
         collective = shard_find(store=store, agent_id=agent_id, name=None)
+        questions = defaults_context(store, agent_id)
     context = {
         "agents": agents,
         "agent_id": agent_id,
         "rows": rows,
+        "questions": questions,
         "shards": shards,
         "collective": collective,
         "collective_part": level_part(store, agent_id, "extraction", collective)
