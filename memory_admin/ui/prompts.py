@@ -18,10 +18,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
+from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
 from streams.core.documents import PROMPT_KINDS, PromptKind, Scope
