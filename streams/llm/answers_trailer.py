@@ -105,16 +105,35 @@ def content_stems(text: str) -> set[str]:
     return {stem(w) for w in significant_words(text, extra_stopwords=QUESTION_WORDS)}
 
 
-def offline_answers(memory: str, questions: list[str]) -> list[str | None]:
+COMMON_SHARE = 0.5  # a stem in more of the memory's sentences than this says nothing
+COMMON_MIN_SENTENCES = 4
+
+
+def offline_answers(
+    memory: str, questions: list[str], *, discount_common: bool = True
+) -> list[str | None]:
     """Each question's answer in `memory`: the sentence sharing most of its content stems,
-    when it shares at least half of them (the earliest on a tie); else not stated."""
+    when it shares at least half of them (the earliest on a tie); else not stated.
+
+    With `discount_common`, a stem most of the memory's sentences hold (the user's name
+    in an individual memory) is not counted, unless it is all the question has: "What
+    pet does Caroline have?" must match "pet", not just "Caroline"."""
     sentences = split_sentences(memory)
+    stems = [content_stems(s) for s in sentences]
+    common: set[str] = set()
+    if discount_common and len(sentences) >= COMMON_MIN_SENTENCES:
+        counts: dict[str, int] = {}
+        for held in stems:
+            for one in held:
+                counts[one] = counts.get(one, 0) + 1
+        common = {w for w, n in counts.items() if n > COMMON_SHARE * len(sentences)}
     found: list[str | None] = []
     for question in questions:
         wanted = content_stems(question)
+        wanted = (wanted - common) or wanted
         best, best_share = None, 0.0
-        for sentence in sentences:
-            share = len(wanted & content_stems(sentence)) / len(wanted) if wanted else 0.0
+        for sentence, held in zip(sentences, stems, strict=True):
+            share = len(wanted & held) / len(wanted) if wanted else 0.0
             if share > best_share:
                 best, best_share = sentence, share
         found.append(best.strip() if best is not None and best_share >= 0.5 else None)
