@@ -225,8 +225,8 @@ def prompt_edit(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
-    """Save a new version; an extraction draft that fails checks the prompt in effect
-    passes is shown with those checks and saved only when the operator confirms."""
+    """Save a new version; a draft (any kind) that fails checks of its kind the prompt in
+    effect passes is shown with those checks and saved only when the operator confirms."""
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
     form = PromptForm(request.POST)
@@ -236,7 +236,7 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
     if form.is_valid():
         text = form.cleaned_data["text"]
         try:
-            if kind == "extraction" and not request.POST.get("confirm"):
+            if not request.POST.get("confirm"):
                 runs = check_runs(store, agent_id, kind, scope, text)
                 regressions = [c for c in runs if c.regressed]
             if regressions:
@@ -289,7 +289,7 @@ def check_runs(
     """The agent's checks on the draft (validated first) and on the prompt in effect."""
     draft = Draft(validate_prompt(cast(PromptKind, kind), scope, text), scope.id if scope else None)
     return checks_run(
-        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=scope
+        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=scope, kind=kind
     )
 
 

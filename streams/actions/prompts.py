@@ -96,6 +96,7 @@ def do_prompt_check_create(
     user_name: str,
     expectations: list[dict[str, Any]],
     scope_id: str | None = None,
+    kind: str = "extraction",
 ) -> PromptCheck:
     """Save a check (InvalidInput naming the field when anything is off)."""
 
@@ -109,6 +110,7 @@ def do_prompt_check_create(
             expectations=expectations,
             author=str(actor),
             scope_id=scope_id,
+            kind=kind,
             session=tx.session,
         )
         tx.audit(
@@ -118,6 +120,7 @@ def do_prompt_check_create(
             agent_id=agent_id,
             summary={
                 "name": check.name,
+                "kind": check.kind,
                 "expectations": [e.describe() for e in check.expectations],
             },
         )

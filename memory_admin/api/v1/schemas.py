@@ -271,6 +271,11 @@ class ScopePatchIn(InSchema):
         "characters (a new version; the consolidation call answers them); null falls back "
         "to the agent's default for the scope type.",
     )
+    save_anyway: StrictBool = Field(
+        False,
+        description="Save a consolidation or propagation prompt even when it fails prompt "
+        "checks of its kind that the prompt in effect passes (else 422 naming the field).",
+    )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[arg-type]
         description="A hand edit of the consolidation text; needs `expected_version`.",
@@ -545,8 +550,9 @@ class FidelityOut(Schema):
 
 class CoverageOut(Schema):
     question: str
-    answer: str | None = Field(description="As the consolidation call answered it; null "
-                               "when not stated, lost or unknown")
+    answer: str | None = Field(
+        description="As the consolidation call answered it; null when not stated, lost or unknown"
+    )
     status: Literal["answered", "unanswered", "lost", "unknown"] = Field(
         description="lost: the previous version answered it; unknown: the answer's "
         "ANSWERS: trailer was malformed (nothing is guessed)"
