@@ -177,7 +177,7 @@ def editor_context(
         "form": PromptForm(initial={"text": text, "expected_version": version}),
         "dry_run_form": DryRunForm(initial={"scope": scope_id or "", "user_name": "User"}),
         "check_form": CheckForm(),
-        "checks": check_list(store=store, agent_id=agent_id) if kind == "extraction" else [],
+        "checks": [c for c in check_list(store=store, agent_id=agent_id) if c.kind == kind],
         "sessions": recent_sessions(store=store, agent_id=agent_id) if kind == "extraction" else [],
         "expectation_types": EXPECTATION_TYPES,
         "offline": get_llm_provider().name == "offline",
