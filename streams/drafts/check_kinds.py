@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streams.core.documents import Scope
 from streams.drafts.dry_run import DryRunResult
@@ -34,8 +34,9 @@ from streams.memory.requests import consolidation_request, propagation_request
 from streams.prompts import Draft, resolve_template
 from streams.store import MemoryStore
 
-if TYPE_CHECKING:
-    from streams.drafts.prompt_checks import PromptCheck
+# A check (`streams.drafts.prompt_checks.PromptCheck`: kind, agent_id, conversation,
+# expectations), typed loosely here so the two modules do not import each other.
+PromptCheck = Any
 
 EXPECTATIONS_BY_KIND: dict[str, dict[str, str]] = {
     "extraction": {

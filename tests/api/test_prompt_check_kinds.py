@@ -43,8 +43,11 @@ PROPAGATION_CHECK = {
     "name": "copies nothing personal",
     "kind": "propagation",
     "conversation": f"{EMAIL}\n{DEPLOY}",
-    "expectations": [{"type": "nothing_personal", "value": "Gene"}, {"type": "lands_in", "value": "collective"}],
-}  # fmt: skip
+    "expectations": [
+        {"type": "nothing_personal", "value": "Gene"},
+        {"type": "lands_in", "value": "collective"},
+    ],
+}
 
 
 def responder(request):
