@@ -21,6 +21,8 @@ INDEXES: list[IndexSpec] = [
     # One version number per level: concurrent saves of one number give one winner. It
     # serves "latest", one version and a history page (versions are dense).
     index(COLLECTION, "agent_id", "scope_kind", "scope_id", "version", unique=True),
+    # A scope's own versions go with the scope (forgetting a user: `PrivacyRepository`).
+    index(COLLECTION, "scope_id"),
 ]
 
 

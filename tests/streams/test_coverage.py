@@ -207,3 +207,20 @@ def test_versions_and_clearing_fall_back_to_the_default(store: MemoryStore) -> N
     assert cleared is not None and cleared.version == 2 and cleared.cleared
     fresh = scope_get(store=store, scope_id=scope.id)
     assert questions_in_effect(store=store, scope=fresh).questions == ["A?"]
+
+
+def test_forgetting_the_user_removes_the_scopes_own_questions(store: MemoryStore) -> None:
+    from streams.people.privacy import forget_user_request, forget_user_run
+
+    scope = _scope(store, "individual")
+    questions_save(
+        store=store, agent_id=AGENT, scope_kind="individual", questions=["What plan is u1 on?"],
+        author="op", scope=scope,
+    )  # fmt: skip
+    job = forget_user_request(store=store, agent_id=AGENT, user_id="u1", actor="op")
+    run_job(store=store, job_id=job.id, work=lambda r: forget_user_run(store=store, run=r))
+    settle(store)
+    left = store.questions.latest(
+        agent_id=AGENT, scope_kind="individual", scope_id=ObjectId(scope.id)
+    )
+    assert left is None
