@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
@@ -124,8 +124,6 @@ def prompt_checks_run(request: HttpRequest, agent_id: str, kind: str) -> HttpRes
     """Every check of the agent on the draft in the editor and on the prompt in effect."""
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
-    if kind != "extraction":
-        raise Http404("prompt checks cover extraction")
     form = PromptForm({"text": request.POST.get("text", ""), "expected_version": 0})
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     if not form.is_valid():
@@ -204,6 +202,9 @@ def prompt_check_delete(
 
 
 def _checks_context(store: MemoryStore, context: dict[str, Any]) -> dict[str, Any]:
-    context["checks"] = check_list(store=store, agent_id=context["agent_id"])
+    kind = context.get("kind", "extraction")
+    context["checks"] = [
+        c for c in check_list(store=store, agent_id=context["agent_id"]) if c.kind == kind
+    ]
     context["can_edit"] = True
     return context

@@ -21,6 +21,7 @@ from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
+from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
 from streams.core.documents import PROMPT_KINDS, PromptKind, Scope
@@ -60,6 +61,7 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
     agents = agents_page(store=store, limit=AGENT_CHOICES)
     agent_id = param(request, "agent") or (agents[0].id if agents else None)
     rows = []
+    questions: list[dict[str, Any]] = []
     shards: list[dict[str, Any]] = []
     collective = None
     if agent_id:
@@ -71,10 +73,12 @@ def prompt_index(request: HttpRequest) -> HttpResponse:
             guidance = level_part(store, agent_id, "extraction", shard)
             shards.append({"scope": shard, "part": guidance})
         collective = shard_find(store=store, agent_id=agent_id, name=None)
+        questions = defaults_context(store, agent_id)
     context = {
         "agents": agents,
         "agent_id": agent_id,
         "rows": rows,
+        "questions": questions,
         "shards": shards,
         "collective": collective,
         "collective_part": level_part(store, agent_id, "extraction", collective)
@@ -173,7 +177,7 @@ def editor_context(
         "form": PromptForm(initial={"text": text, "expected_version": version}),
         "dry_run_form": DryRunForm(initial={"scope": scope_id or "", "user_name": "User"}),
         "check_form": CheckForm(),
-        "checks": check_list(store=store, agent_id=agent_id) if kind == "extraction" else [],
+        "checks": [c for c in check_list(store=store, agent_id=agent_id) if c.kind == kind],
         "sessions": recent_sessions(store=store, agent_id=agent_id) if kind == "extraction" else [],
         "expectation_types": EXPECTATION_TYPES,
         "offline": get_llm_provider().name == "offline",
@@ -221,8 +225,8 @@ def prompt_edit(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
-    """Save a new version; an extraction draft that fails checks the prompt in effect
-    passes is shown with those checks and saved only when the operator confirms."""
+    """Save a new version; a draft (any kind) that fails checks of its kind the prompt in
+    effect passes is shown with those checks and saved only when the operator confirms."""
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
     form = PromptForm(request.POST)
@@ -232,7 +236,7 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
     if form.is_valid():
         text = form.cleaned_data["text"]
         try:
-            if kind == "extraction" and not request.POST.get("confirm"):
+            if not request.POST.get("confirm"):
                 runs = check_runs(store, agent_id, kind, scope, text)
                 regressions = [c for c in runs if c.regressed]
             if regressions:
@@ -285,7 +289,7 @@ def check_runs(
     """The agent's checks on the draft (validated first) and on the prompt in effect."""
     draft = Draft(validate_prompt(cast(PromptKind, kind), scope, text), scope.id if scope else None)
     return checks_run(
-        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=scope
+        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=scope, kind=kind
     )
 
 

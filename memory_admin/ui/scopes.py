@@ -21,6 +21,7 @@ from memory_admin.ui.flagged import flagged_context
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
+from memory_admin.ui.questions import coverage_marks, questions_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from memory_admin.ui.usage import scope_usage_context
 from streams.actions.consolidations import do_consolidation_trigger
@@ -232,6 +233,9 @@ def history_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
         "returning": restore_preview(versions, scope.pending_observation_ids),
         # "drops N facts" per version: what its text no longer states (issue 38).
         "drops": {v.version: _drops(v.fidelity) for v in versions},
+        # Question coverage per version, a lost answer marked (issue 38, item 2).
+        "coverage": coverage_marks(versions),
+        **questions_context(store, scope),
         "rebuild_job": rebuild,
         # Sentences of the current text an operator can pin (those not pinned yet).
         "pin_choices": [s for s in sentences(scope.consolidation or "") if s not in scope.pins],

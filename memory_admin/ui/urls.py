@@ -17,6 +17,7 @@ from memory_admin.ui import people as people_views
 from memory_admin.ui import playground as playground_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
+from memory_admin.ui import questions as question_views
 from memory_admin.ui import review as review_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
@@ -42,6 +43,11 @@ urlpatterns = [
         name="consolidation_edit",
     ),
     path("scopes/<str:scope_id>/pins/", scope_views.scope_pin, name="scope_pin"),
+    path(
+        "scopes/<str:scope_id>/questions/",
+        question_views.scope_questions,
+        name="scope_questions",
+    ),
     path(
         "scopes/<str:scope_id>/consolidation/compare/",
         history_views.consolidation_compare,
@@ -101,6 +107,11 @@ urlpatterns = [
         name="observation_history",
     ),
     path("prompts/", prompt_views.prompt_index, name="prompts"),
+    path(
+        "prompts/<str:agent_id>/questions/<str:kind>/",
+        question_views.agent_questions,
+        name="agent_questions",
+    ),
     path("prompts/<str:agent_id>/<str:kind>/", prompt_views.prompt_edit, name="prompt_edit"),
     path(
         "prompts/<str:agent_id>/<str:kind>/save/",

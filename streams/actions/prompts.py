@@ -8,6 +8,7 @@ from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import PromptVersion
 from streams.drafts.prompt_checks import PromptCheck, check_create, check_delete
+from streams.prompts.questions import QuestionVersion, questions_save
 from streams.prompts.versions import SAVE_ATTEMPTS, prompt_revert, prompt_save
 from streams.store import MemoryStore
 
@@ -95,6 +96,7 @@ def do_prompt_check_create(
     user_name: str,
     expectations: list[dict[str, Any]],
     scope_id: str | None = None,
+    kind: str = "extraction",
 ) -> PromptCheck:
     """Save a check (InvalidInput naming the field when anything is off)."""
 
@@ -108,6 +110,7 @@ def do_prompt_check_create(
             expectations=expectations,
             author=str(actor),
             scope_id=scope_id,
+            kind=kind,
             session=tx.session,
         )
         tx.audit(
@@ -117,6 +120,7 @@ def do_prompt_check_create(
             agent_id=agent_id,
             summary={
                 "name": check.name,
+                "kind": check.kind,
                 "expectations": [e.describe() for e in check.expectations],
             },
         )
@@ -141,3 +145,38 @@ def do_prompt_check_delete(
         )
 
     run_action(store, actor, write)
+
+
+def do_questions_default_save(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    agent_id: str,
+    scope_kind: str,
+    questions: list[str] | None,
+) -> QuestionVersion | None:
+    """The next version of the agent's questions for a scope kind (None removes them)."""
+
+    def write(tx: ActionTx) -> QuestionVersion | None:
+        entry = questions_save(
+            store=store,
+            agent_id=agent_id,
+            scope_kind=scope_kind,
+            questions=questions,
+            author=str(actor),
+            session=tx.session,
+        )
+        tx.audit(
+            action="questions.save",
+            object_type="questions",
+            object_id=f"{agent_id}:{scope_kind}",
+            agent_id=agent_id,
+            summary={
+                "scope_kind": scope_kind,
+                "version": entry.version if entry else 0,
+                "questions": entry.questions if entry else [],
+            },
+        )
+        return entry
+
+    return run_action(store, actor, write, attempts=SAVE_ATTEMPTS)

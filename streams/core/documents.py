@@ -106,6 +106,9 @@ class Scope:
     rebuild_observation_ids: list[str] = field(default_factory=list)
     # Sentences every consolidation version holds word for word (`streams.memory.pins`).
     pins: list[str] = field(default_factory=list)
+    # Questions this scope's memory must answer (`streams.prompts.questions`), mirrored from
+    # the scope's latest question version; None: the agent's default for its scope type.
+    questions: list[str] | None = None
 
     # Which new observations wait for a person: none ("off"), propagated copies, or all.
     review_mode: ReviewMode = "off"
@@ -198,6 +201,7 @@ class Scope:
             "groups": self.groups,
             "rebuild_observation_ids": [ObjectId(i) for i in self.rebuild_observation_ids],
             "pins": list(self.pins),
+            "questions": None if self.questions is None else list(self.questions),
             "review_mode": self.review_mode,
             "propagation_blocked": dict(self.propagation_blocked),
             **({"max_observations": self.max_observations} if self.max_observations else {}),
@@ -238,6 +242,7 @@ class Scope:
             groups=list(doc.get("groups") or []),
             rebuild_observation_ids=[str(i) for i in doc.get("rebuild_observation_ids") or []],
             pins=list(doc.get("pins") or []),
+            questions=doc.get("questions"),
             review_mode=doc.get("review_mode") or "off",
             propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             max_observations=doc.get("max_observations"),
@@ -489,6 +494,9 @@ class ConsolidationVersion:
     # What this text no longer states (`streams.memory.fidelity`), computed at commit:
     # {"unstated_observation_ids": [...], "dropped_sentences": [...]}; None before it was.
     fidelity: dict[str, list[str]] | None = None
+    # The questions' answers (`streams.memory.coverage`): [{"question", "answer", "status"}],
+    # status answered|unanswered|lost|unknown; [] when no questions were asked.
+    coverage: list[dict[str, Any]] = field(default_factory=list)
 
     def to_mongo(self) -> dict[str, Any]:
         return {
@@ -509,6 +517,7 @@ class ConsolidationVersion:
             "warning": self.warning,
             "created_at": self.created_at,
             "fidelity": self.fidelity,
+            "coverage": list(self.coverage),
         }
 
     @classmethod
@@ -532,6 +541,7 @@ class ConsolidationVersion:
             redacted=doc.get("redacted_at") is not None,
             created_at=doc["created_at"],
             fidelity=doc.get("fidelity"),
+            coverage=list(doc.get("coverage") or []),
         )
 
 

@@ -7,7 +7,8 @@ extracted. Before a prompt is saved the editor runs every check of the agent on 
 draft and on the prompt in effect; a check the current prompt passes and the draft
 fails is a regression, and saving over one needs a confirmation. The API runs them
 too, so teams can put them in their CI. Checks cover extraction (templates and
-guidance): what they assert is where observations go.
+guidance): what they assert is where observations go. Consolidation and propagation
+checks (`check_kind`) run the same way (`streams.drafts.check_kinds`).
 """
 
 from __future__ import annotations
@@ -21,18 +22,30 @@ from bson import ObjectId
 from streams.core.documents import Scope, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.ids import require_object_id
+from streams.drafts.check_kinds import (
+    CHECK_KINDS,
+    EXPECTATIONS_BY_KIND,
+    VALUE_OPTIONAL,
+    input_lines,
+    run_kind,
+)
 from streams.drafts.dry_run import DryRunResult, dry_run_extraction, parse_conversation
 from streams.llm.port import LLMProvider
 from streams.prompts import Draft
 from streams.store import MemoryStore, StoreSession
 
-ExpectationType = Literal["lands_in", "contains", "not_contains", "nothing"]
-EXPECTATION_TYPES: dict[str, str] = {
-    "lands_in": "an observation lands in",
-    "contains": "some observation contains",
-    "not_contains": "no observation contains",
-    "nothing": "nothing is extracted",
-}
+ExpectationType = Literal[
+    "lands_in",
+    "contains",
+    "not_contains",
+    "nothing",
+    "keeps",
+    "answers",
+    "within_words",
+    "nothing_personal",
+]
+EXPECTATION_TYPES: dict[str, str] = EXPECTATIONS_BY_KIND["extraction"]
+CheckKind = Literal["extraction", "consolidation", "propagation"]
 MAX_CHECKS = 20  # each run costs two LLM calls per check
 MAX_EXPECTATIONS = 10
 MAX_NAME_CHARS = 120
@@ -44,9 +57,10 @@ MAX_CONVERSATION_CHARS = 20_000
 class Expectation:
     type: ExpectationType
     value: str = ""
+    kind: CheckKind = "extraction"
 
     def describe(self) -> str:
-        words = EXPECTATION_TYPES[self.type]
+        words = EXPECTATIONS_BY_KIND[self.kind][self.type]
         return f"{words} {self.value!r}" if self.value else words
 
     def met_by(self, items: list[dict[str, str]]) -> bool:
@@ -68,6 +82,9 @@ class PromptCheck:
     expectations: list[Expectation]
     author: str
     scope_id: str | None = None  # the context it runs in (an individual's groups, a group)
+    # Which prompt it checks: extraction (a conversation), consolidation or propagation
+    # (`conversation` then holds observations, one per line: `streams.drafts.check_kinds`).
+    kind: CheckKind = "extraction"
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=lambda: str(ObjectId()))
 
@@ -81,19 +98,22 @@ class PromptCheck:
             "expectations": [{"type": e.type, "value": e.value} for e in self.expectations],
             "author": self.author,
             "scope_id": self.scope_id,
+            "kind": self.kind,
             "created_at": self.created_at,
         }
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> PromptCheck:
+        kind = cast(CheckKind, doc.get("kind") or "extraction")
         return cls(
+            kind=kind,
             id=str(doc["_id"]),
             agent_id=doc["agent_id"],
             name=doc["name"],
             conversation=doc["conversation"],
             user_name=doc.get("user_name") or "User",
             expectations=[
-                Expectation(cast(ExpectationType, e["type"]), e.get("value", ""))
+                Expectation(cast(ExpectationType, e["type"]), e.get("value", ""), kind)
                 for e in doc.get("expectations", [])
             ],
             author=doc.get("author", ""),
@@ -131,10 +151,15 @@ def check_create(
     expectations: list[dict[str, Any]],
     author: str,
     scope_id: str | None = None,
+    kind: str = "extraction",
     session: StoreSession | None = None,
 ) -> PromptCheck:
     """Save a check (in the calling action's transaction `session`, which audits it);
     InvalidInput naming the field when anything is off."""
+    if kind not in CHECK_KINDS:
+        raise InvalidInput(
+            f"kind must be one of {', '.join(CHECK_KINDS)}", details=[{"field": "kind"}]
+        )
     name = (name or "").strip()
     if not name or len(name) > MAX_NAME_CHARS:
         raise InvalidInput(
@@ -146,7 +171,13 @@ def check_create(
             f"the conversation is longer than {MAX_CONVERSATION_CHARS} characters",
             details=[{"field": "conversation"}],
         )
-    parse_conversation(conversation)
+    if kind == "extraction":
+        parse_conversation(conversation)
+    elif not input_lines(conversation):
+        raise InvalidInput(
+            "give the observations the check folds in, one per line",
+            details=[{"field": "conversation"}],
+        )
     if scope_id:
         scope = store.scopes.get(require_object_id(scope_id, what="scope"))
         if scope is None or scope.agent_id != agent_id:
@@ -161,9 +192,10 @@ def check_create(
         name=name,
         conversation=conversation,
         user_name=(user_name or "User").strip()[:128] or "User",
-        expectations=_expectations(expectations),
+        expectations=_expectations(expectations, cast(CheckKind, kind)),
         author=author,
         scope_id=scope_id or None,
+        kind=cast(CheckKind, kind),
     )
     store.prompt_checks.insert(check.to_mongo(), session=session)
     return check
@@ -190,14 +222,18 @@ def checks_run(
     agent_id: str,
     draft: Draft | None = None,
     level: Scope | None = None,
+    kind: str = "extraction",
 ) -> list[CheckComparison]:
-    """Every check of the agent on the prompt in effect and, given one, on the draft.
+    """Every check of the agent for prompts of `kind`, on the prompt in effect and, given
+    one, on the draft.
 
     A check runs in the context of the scope it was saved from; without one, in the
     context of the level being edited (so a group's guidance draft meets its group).
     """
     comparisons = []
     for check in check_list(store=store, agent_id=agent_id):
+        if check.kind != kind:
+            continue
         context = level
         if check.scope_id:
             context = store.scopes.get(ObjectId(check.scope_id)) or level
@@ -214,6 +250,9 @@ def _outcome(
     draft: Draft | None,
     level: Scope | None,
 ) -> CheckOutcome:
+    if check.kind != "extraction":
+        ran, failures = run_kind(store=store, llm=llm, check=check, draft=draft, level=level)
+        return CheckOutcome(not failures, failures, ran)
     result = dry_run_extraction(
         store=store,
         llm=llm,
@@ -229,7 +268,9 @@ def _outcome(
     return CheckOutcome(not failures, failures, result)
 
 
-def _expectations(raw: list[dict[str, Any]]) -> list[Expectation]:
+def _expectations(raw: list[dict[str, Any]], kind: CheckKind = "extraction") -> list[Expectation]:
+    check_kind = kind
+    types = EXPECTATIONS_BY_KIND[check_kind]
     if not isinstance(raw, list) or not raw:
         raise InvalidInput(
             "a check needs at least one expectation", details=[{"field": "expectations"}]
@@ -241,17 +282,22 @@ def _expectations(raw: list[dict[str, Any]]) -> list[Expectation]:
         )
     expectations = []
     for item in raw:
-        kind = item.get("type") if isinstance(item, dict) else None
+        found = item.get("type") if isinstance(item, dict) else None
         value = item.get("value") if isinstance(item, dict) else None
         value = (value or "").strip() if isinstance(value, str) or value is None else None
-        if kind not in EXPECTATION_TYPES or value is None:
+        if found not in types or value is None:
             raise InvalidInput(
-                f"an expectation is one of {', '.join(EXPECTATION_TYPES)} with a text value",
+                f"an expectation of a {check_kind} check is one of {', '.join(types)} "
+                "with a text value",
                 details=[{"field": "expectations"}],
             )
-        if kind != "nothing" and not value:
+        if found not in VALUE_OPTIONAL and not value:
             raise InvalidInput(
-                f'"{EXPECTATION_TYPES[kind]} ..." needs a value',
+                f'"{types[found]} ..." needs a value', details=[{"field": "expectations"}]
+            )
+        if found == "within_words" and not (value.isdigit() and 1 <= int(value) <= 5000):
+            raise InvalidInput(
+                "within_words needs a whole number of words (1 to 5000)",
                 details=[{"field": "expectations"}],
             )
         if len(value) > MAX_VALUE_CHARS:
@@ -260,6 +306,38 @@ def _expectations(raw: list[dict[str, Any]]) -> list[Expectation]:
                 details=[{"field": "expectations"}],
             )
         expectations.append(
-            Expectation(cast(ExpectationType, kind), "" if kind == "nothing" else value)
+            Expectation(
+                cast(ExpectationType, found), "" if found == "nothing" else value, check_kind
+            )
         )
     return expectations
+
+
+def draft_refusal(
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    scope: Scope,
+    kind: str,
+    text: str,
+    field: str,
+) -> None:
+    """InvalidInput naming `field` when the draft fails checks of its kind that the prompt
+    in effect passes (an API save of that draft is refused unless `save_anyway`)."""
+    draft = Draft(text, scope.id)
+    runs = checks_run(
+        store=store, llm=llm, agent_id=scope.agent_id, draft=draft, level=scope, kind=kind
+    )
+    regressed = [r for r in runs if r.regressed]
+    if regressed:
+        raise InvalidInput(
+            f"the draft fails {len(regressed)} {kind} check(s) the prompt in effect passes; "
+            "send save_anyway: true to save it anyway",
+            details=[
+                {
+                    "field": field,
+                    "checks": [r.check.name for r in regressed],
+                    "failures": [r.draft.failures if r.draft else [] for r in regressed],
+                }
+            ],
+        )

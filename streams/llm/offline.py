@@ -19,6 +19,7 @@ import math
 import re
 import time
 
+from streams.llm.answers_trailer import answers_trailer, offline_answers
 from streams.llm.contradiction_answer import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
@@ -80,7 +81,10 @@ class OfflineProvider:
         elif request.task == "consolidation" and isinstance(context, ConsolidationContext):
             # It reports what the deterministic check finds among the new observations.
             pairs = deterministic_pairs([(o.id, o.content) for o in context.observations])
-            text = consolidate(context) + answer_trailer(pairs)
+            memory = consolidate(context)
+            text = memory + answer_trailer(pairs)
+            if context.questions:
+                text += answers_trailer(offline_answers(memory, context.questions))
         elif request.task == "propagation" and isinstance(context, PropagationContext):
             text = _json({"observations": propagate(context)})
         else:

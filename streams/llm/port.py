@@ -67,6 +67,8 @@ class ConsolidationContext:
     current: str | None
     observations: list[DatedObservation]  # oldest first
     max_words: int
+    # Questions the memory must answer (`streams.prompts.questions`): the answer's trailer.
+    questions: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

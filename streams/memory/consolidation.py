@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from bson import ObjectId
 
@@ -21,6 +22,7 @@ from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, decode_cursor, encode_cursor
 from streams.guard.screening import WriteOrigin, screen_scope_text, screened
 from streams.memory.consolidation_jobs import consolidation_due
+from streams.memory.coverage import version_coverage
 from streams.memory.fidelity import consolidation_fidelity
 from streams.memory.pins import with_pins
 from streams.records.activity import activity_record
@@ -52,6 +54,12 @@ class RunDetails:
     contradictions: tuple[tuple[str, str], ...] = ()
     # Reported pairs whose texts share no subject (`pair_shares_subject`): not flagged.
     contradictions_rejected: int = 0
+    # The questions asked (`streams.prompts.questions`) and the trailer's answers (None
+    # per question: not stated); `answers` None with `answers_error`: the trailer was
+    # malformed, so coverage is unknown (`streams.memory.coverage`).
+    questions: tuple[str, ...] = ()
+    answers: tuple[str | None, ...] | None = ()
+    answers_error: str | None = None
 
 
 def consolidation_commit(
@@ -96,6 +104,7 @@ def consolidation_commit(
     fidelity = version_fidelity(
         store=store, scope=scope, text=text, absorbed=absorbed, rebuild=not absorbed_were_pending
     )
+    coverage = _coverage(store, scope_oid, expected_version, run)
     entry = ConsolidationVersion(
         scope_id=scope.id,
         agent_id=scope.agent_id,
@@ -113,6 +122,7 @@ def consolidation_commit(
         warning=warning,
         created_at=now,
         fidelity=fidelity,
+        coverage=coverage,
     )
 
     def commit(session: StoreSession) -> None:
@@ -153,6 +163,22 @@ def consolidation_commit(
             scope.agent_id, now=now, pending=-len(absorbed), session=session
         )
     return entry
+
+
+def _coverage(
+    store: MemoryStore, scope_oid: ObjectId, expected_version: int, run: RunDetails
+) -> list[dict[str, Any]]:
+    """The questions' coverage; "lost" against the version this one follows."""
+    if not run.questions:
+        return []
+    previous = store.consolidations.get(scope_oid, expected_version) if expected_version else None
+    # An answer quotes the model's memory: it passes the screen like the text itself.
+    answers = None if run.answers is None else [screened(a) if a else None for a in run.answers]
+    return version_coverage(
+        questions=list(run.questions),
+        answers=answers,
+        previous=previous.coverage if previous else [],
+    )
 
 
 def version_fidelity(

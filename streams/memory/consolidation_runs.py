@@ -14,13 +14,14 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from bson import ObjectId
 
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.jobs import JobRun, job_create, scope_lease_take
+from streams.llm.answers_trailer import answers_split
 from streams.llm.contradiction_answer import answer_split
 from streams.llm.port import (
     ConsolidationContext,
@@ -37,8 +38,10 @@ from streams.memory.answer_checks import (
 )
 from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
 from streams.memory.consolidation_contradictions import contradictions_flag
+from streams.memory.coverage import coverage_lost, coverage_summary
 from streams.memory.requests import consolidation_request, consolidation_retry
 from streams.prompts import Draft, resolve_template
+from streams.prompts.questions import questions_in_effect
 from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
@@ -127,6 +130,7 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) ->
         "prompt_tokens": details.prompt_tokens,
         "completion_tokens": details.completion_tokens,
         "prompt_version": details.prompt_version or 0,  # v0: the code default
+        **_coverage_result(entry.coverage, details),
     }
     if _propagates(scope, live):
         run.follow_ups.append(
@@ -139,6 +143,19 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) ->
                 payload={"version": entry.version},
             )
         )
+
+
+def _coverage_result(coverage: list[dict[str, Any]], details: RunDetails) -> dict[str, Any]:
+    """What the job's result says of the questions: counts, the lost ones, and "unknown"
+    with why when the trailer was malformed (nothing is guessed)."""
+    if not coverage:
+        return {}
+    found: dict[str, Any] = {"coverage": coverage_summary(coverage)}
+    if details.answers is None:
+        found["coverage_unknown"] = details.answers_error or "the trailer was malformed"
+    if lost := coverage_lost(coverage):
+        found["coverage_lost"] = lost
+    return found
 
 
 def consolidation_inputs(
@@ -226,24 +243,28 @@ def consolidation_fold(
     template = resolve_template(
         store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
     )
+    questions = questions_in_effect(store=store, scope=scope).questions
     context = ConsolidationContext(
         scope_description=describe_scope(scope),
         current=current,
         observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
         max_words=scope.consolidation_max_words,
+        questions=questions,
     )
     request = consolidation_request(template=template.text, context=context)
     limit = scope.consolidation_max_words
     offered = [o.id for o in observations]
     sent = asked if asked is not None else []
     answers = [_ask(llm, request, sent)]
-    memory, pairs = answer_split(answers[0].text, offered)
+    read = answers_split(answers[0].text, len(questions))
+    memory, pairs = answer_split(read.memory, offered)
     words = word_count(memory)
     if words > limit:
         # Once more, with the overshoot stated; then cut at the last sentence that fits.
         retry = consolidation_retry(request, words=words, limit=limit)
         answers.append(_ask(llm, retry, sent))
-        memory, pairs = answer_split(answers[-1].text, offered)
+        read = answers_split(answers[-1].text, len(questions))
+        memory, pairs = answer_split(read.memory, offered)
     text, warning = within_words(memory, limit)
     try:
         consolidation_answer_check(
@@ -268,6 +289,9 @@ def consolidation_fold(
         warning=warning,
         contradictions=tuple(about_one_thing),
         contradictions_rejected=len(pairs) - len(about_one_thing),
+        questions=tuple(questions),
+        answers=None if read.answers is None else tuple(read.answers),
+        answers_error=read.error,
     )
 
 

@@ -12,6 +12,7 @@ for the JSON, the labels and the ids), so a looping model stops, and a truncated
 
 from __future__ import annotations
 
+from streams.llm.answers_trailer import MAX_ANSWER_CHARS, questions_block
 from streams.llm.contradiction_answer import MAX_PAIRS
 from streams.llm.port import ConsolidationContext, LLMRequest, PropagationContext
 from streams.llm.schemas import extraction_schema, propagation_schema
@@ -23,6 +24,7 @@ TOKENS_PER_WORD = 2
 JSON_ITEM_TOKENS = 96  # a scope label, an `about` list, a few source ids, the braces
 ANSWER_TOKENS = 64  # the envelope, and a line of prose a model adds anyway
 PAIR_TOKENS = 30  # one "[<id>] [<id>]" line of the contradiction trailer
+ANSWER_LINE_TOKENS = MAX_ANSWER_CHARS // 4 + 4  # one "Q<n>: <answer>" line of ANSWERS:
 OVERSHOOT = (
     "Your previous answer had {words} words; the limit is {limit}. "
     "Write the consolidated memory again in at most {limit} words."
@@ -58,15 +60,26 @@ def extraction_request(plan: ExtractionPlan) -> LLMRequest:
 
 def consolidation_request(*, template: str, context: ConsolidationContext) -> LLMRequest:
     """A consolidation call: prose (the memory text, then the optional contradiction
-    trailer), so no schema; room for the word limit and the pairs it may report."""
+    trailer, then the answers to the scope's questions), so no schema; room for the word
+    limit, the pairs it may report and one line per question.
+
+    The questions are added after the template (any template, an operator's too), so the
+    trailer is asked for whatever the template says; without questions nothing is added.
+    """
     pairs = min(MAX_PAIRS, len(context.observations))
+    prompt = render_consolidation(template, context)
+    if context.questions:
+        prompt += questions_block(context.questions)
     return LLMRequest(
         task="consolidation",
-        prompt=render_consolidation(template, context),
+        prompt=prompt,
         context=context,
         json_output=False,
         tier="slow",
-        max_tokens=ANSWER_TOKENS + TOKENS_PER_WORD * context.max_words + PAIR_TOKENS * pairs,
+        max_tokens=ANSWER_TOKENS
+        + TOKENS_PER_WORD * context.max_words
+        + PAIR_TOKENS * pairs
+        + ANSWER_LINE_TOKENS * len(context.questions),
     )
 
 

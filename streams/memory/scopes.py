@@ -14,6 +14,7 @@ from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.pins import pins_checked
 from streams.memory.user_names import user_name_record
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
+from streams.prompts.questions import questions_save, validate_questions
 from streams.store import MemoryStore, StoreSession
 
 
@@ -219,6 +220,7 @@ SETTING_FIELDS = frozenset(
         "max_observations",
         "consolidate_after_days",
         "review_mode",
+        "questions",
     }
 )
 
@@ -280,6 +282,8 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
                     details=[{"field": name}],
                 )
             checked[name] = value
+        elif name == "questions":
+            checked[name] = None if value is None else validate_questions(value)
         else:
             checked[name] = _checked_prompt(scope, name, value)
     return checked
@@ -326,6 +330,16 @@ def scope_update(
             text=text,
             author=actor,
             scope_id=scope.id,
+            session=session,
+        )
+    if "questions" in checked:  # a new version; it mirrors itself onto the scope
+        questions_save(
+            store=store,
+            agent_id=scope.agent_id,
+            scope_kind=scope.kind,
+            questions=checked.pop("questions"),
+            author=actor,
+            scope=scope,
             session=session,
         )
     if checked and not store.scopes.update_fields(oid, checked, session=session):

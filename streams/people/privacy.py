@@ -122,6 +122,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         "memory_scopes": 0,
         "memory_observations": 0,
         "memory_consolidations": 0,
+        "memory_questions": 0,
         "memory_messages": 0,
         "memory_session_buffers": 0,
         "memory_chat_calls": 0,

@@ -41,6 +41,7 @@ from streams.store import (
     privacy,
     prompt_checks,
     prompts,
+    questions,
     recount,
     rescans,
     scopes,
@@ -72,6 +73,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *sessions.INDEXES,
     *prompts.INDEXES,
     *prompt_checks.INDEXES,
+    *questions.INDEXES,
     *session_samples.INDEXES,
     *agent_days.INDEXES,
     *audit.INDEXES,
@@ -147,6 +149,7 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
+        self.questions = questions.QuestionRepository(self.db)
         self.session_samples = session_samples.SessionSampleRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)
         self.embeddings = embeddings.EmbeddingRepository(self.db)

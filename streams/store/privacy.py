@@ -17,7 +17,7 @@ from pymongo.client_session import ClientSession
 from pymongo.database import Database
 
 from streams.core.documents import Observation
-from streams.store import consolidations, observations, scopes, search, sessions
+from streams.store import consolidations, observations, questions, scopes, search, sessions
 from streams.store.indexes import IndexSpec, index
 from streams.store.lookups import find_in_parts
 
@@ -38,6 +38,7 @@ class PrivacyRepository:
         self.scopes = db[scopes.COLLECTION]
         self.observations = db[observations.COLLECTION]
         self.consolidations = db[consolidations.COLLECTION]
+        self.questions = db[questions.COLLECTION]
         self.messages = db[sessions.MESSAGES]
         self.buffers = db[sessions.BUFFERS]
         self.search_terms = db[search.COLLECTION]
@@ -128,7 +129,7 @@ class PrivacyRepository:
         transaction limit)."""
         result = self.consolidations.update_many(
             {"scope_id": scope_id, "version": {"$gte": low_version, "$lte": high_version}},
-            {"$set": {"text": marker, "redacted_at": now, "fidelity": None}},
+            {"$set": {"text": marker, "redacted_at": now, "fidelity": None, "coverage": []}},
             session=session,
         )
         gone = set(forgotten)
@@ -232,6 +233,10 @@ class PrivacyRepository:
                 {"scope_id": scope_id}, session=session
             ).deleted_count,
             "memory_consolidations": self.consolidations.delete_many(
+                {"scope_id": scope_id}, session=session
+            ).deleted_count,
+            # A scope's own questions may name its user ("What plan is Gene on?").
+            "memory_questions": self.questions.delete_many(
                 {"scope_id": scope_id}, session=session
             ).deleted_count,
             "memory_scopes": self.scopes.delete_one(

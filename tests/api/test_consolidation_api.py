@@ -11,7 +11,7 @@ from tests.factories import ObservationFactory, ScopeFactory
 VERSION_FIELDS = {
     "version", "text", "trigger", "actor", "absorbed_observation_ids", "prompt_version", "model",
     "prompt_tokens", "completion_tokens", "duration_ms", "restored_from", "warning",
-    "redacted", "created_at", "fidelity",
+    "redacted", "created_at", "fidelity", "coverage", "loses_answer",
 }  # fmt: skip
 CONSOLIDATION_TEMPLATE = (
     "Fold these into the memory of {scope}.\nMemory: {consolidation}\n"

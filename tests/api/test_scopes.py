@@ -14,7 +14,7 @@ SCOPE_FIELDS = {
     "consolidation", "consolidation_version", "consolidation_updated_at", "pending_count",
     "observation_count", "consolidation_threshold", "consolidation_max_words",
     "extraction_prompt", "consolidation_prompt", "propagation_prompt", "created_at",
-    "last_activity_at", "pins", "review_mode", "max_observations", "retention_purged",
+    "last_activity_at", "pins", "questions", "review_mode", "max_observations", "retention_purged",
     "consolidate_after_days",
 }  # fmt: skip
 

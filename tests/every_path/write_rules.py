@@ -211,6 +211,21 @@ class WriteRules(MachineBase):
         status, answer = self.http.write("post", f"/scopes/{sid}/consolidate")
         assert status in (202, 409), answer
 
+    @rule(scope_type=scope_types, which=st.sampled_from(["phone", "key", "none"]))
+    @enabled("questions")
+    def questions(self, scope_type: str, which: str) -> None:
+        """Questions whose answers quote memory (a phone, a key): each version's coverage
+        is a surface, so what was removed or redacted must not stay in an answer."""
+        self.begin("questions", scope_type)
+        asked = {
+            "phone": ["What is Pat's phone?", "What does the team like?"],
+            "key": ["What is the deploy key?"],
+            "none": None,
+        }[which]
+        path = f"/agents/{self.agent}/questions/{scope_type}"
+        status, answer = self.http.write("put", path, {"questions": asked})
+        assert status == 200, answer
+
     @rule(scope_type=scope_types, user=users, back=picks)
     @enabled("restore")
     def restore(self, scope_type: str, user: str, back: int) -> None:

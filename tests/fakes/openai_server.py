@@ -345,9 +345,12 @@ class FakeOpenAI:
 def _refused_sources(handler: _Handler, recorded: RecordedRequest, text: str) -> bool:
     """Refuse (500, no retry) an extraction answer citing ids its prompt does not show, a
     consolidation answer reporting a contradiction between ids its prompt does not list,
-    or an answer outside the request's JSON schema (a strict server cannot produce one)."""
+    or an answer outside the request's JSON schema or without the `ANSWERS:` trailer its
+    prompt asks for (a strict server cannot produce one; `Reply(strict=False)` sends it)."""
     unknown = wire.unknown_sources(recorded, text) + wire.unknown_contradiction_ids(recorded, text)
     outside = openai_schema.answer_problems(recorded.body or {}, text)
+    if not outside and (trailer := wire.trailer_problems(recorded, text)):
+        outside = [f"the ANSWERS: trailer the prompt asks for: {trailer}"]
     if outside and not unknown:
         error = wire.error_body(500, f"fake answer does not follow the schema: {outside}")
         _send(handler, 500, error, {"x-should-retry": "false"})

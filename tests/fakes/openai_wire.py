@@ -224,8 +224,8 @@ def contradiction_responder(*pairs: tuple[str, str], memory: str = DEFAULT_TEXT)
             if a and b:
                 reported.append(f"[{a[0]}] [{b[0]}]")
         if not reported:
-            return memory
-        return memory + "\n\nCONTRADICTIONS:\n" + "\n".join(reported)
+            return with_answers(request, memory)
+        return with_answers(request, memory + "\n\nCONTRADICTIONS:\n" + "\n".join(reported))
 
     return respond
 
@@ -253,10 +253,70 @@ def extraction_responder(*items: dict[str, Any]) -> Responder:
 
 def default_responder(request: RecordedRequest) -> str:
     """A fixed text, or an empty extraction result when the request asked for JSON; a
-    consolidation prompt listing observations gets a faithful memory (`faithful_memory`)."""
+    consolidation prompt listing observations gets a faithful memory (`faithful_memory`),
+    with the answers to the questions its prompt lists (`with_answers`)."""
     if request.task == "consolidation" and consolidation_lines(request):
-        return faithful_memory(request)
+        return with_answers(request, faithful_memory(request))
     return DEFAULT_JSON_TEXT if request.wants_json else DEFAULT_TEXT
+
+
+QUESTIONS_HEADING = "# Questions the memory must answer"
+QUESTION_LINE = re.compile(r"^Q(\d+)\. (.+)$")
+ANSWER_LINE = re.compile(r"^Q(\d+): (.+)$")
+_QUESTION_WORDS = frozenset(
+    re.findall(r"\w+", "what which who when where how does is are the this that user users their")
+)
+
+
+def prompt_questions(request: RecordedRequest) -> list[str]:
+    """The questions a consolidation prompt lists (`Q<n>. <question>`), in order."""
+    found = []
+    for line in _section(prompt_text(request), QUESTIONS_HEADING):
+        match = QUESTION_LINE.match(line.strip())
+        if match:
+            found.append(match[2])
+    return found
+
+
+def answer_from(memory: str, question: str) -> str | None:
+    """The fake's reading: the first sentence of `memory` that holds a word of the question
+    (four letters or more, question words aside); None when none does."""
+    wanted = {
+        w
+        for w in re.findall(r"[a-z0-9]+", question.lower())
+        if len(w) >= 4 and w not in _QUESTION_WORDS
+    }
+    for sentence in re.split(r"(?<=[.!?])\s+", memory):
+        if wanted & set(re.findall(r"[a-z0-9]+", sentence.lower())):
+            return sentence.strip()
+    return None
+
+
+def with_answers(request: RecordedRequest, memory: str) -> str:
+    """`memory` and, when the prompt lists questions, the trailer exactly as it asks:
+    `ANSWERS:` then `Q<n>: <answer>` or `Q<n>: NOT STATED` per question."""
+    questions = prompt_questions(request)
+    if not questions:
+        return memory
+    lines = [f"Q{n}: {answer_from(memory, q) or 'NOT STATED'}" for n, q in enumerate(questions, 1)]
+    return memory + "\n\nANSWERS:\n" + "\n".join(lines)
+
+
+def trailer_problems(request: RecordedRequest, text: str) -> str | None:
+    """Why a consolidation answer does not give the trailer its prompt asks for (a line
+    `ANSWERS:`, then exactly `Q1:` .. `Q<n>:` in order), or None."""
+    questions = prompt_questions(request) if request.task == "consolidation" else []
+    if not questions:
+        return None
+    lines = text.splitlines()
+    if "ANSWERS:" not in [line.strip() for line in lines]:
+        return "no ANSWERS: line"
+    after = lines[[line.strip() for line in lines].index("ANSWERS:") + 1 :]
+    numbered = [ANSWER_LINE.match(line.strip()) for line in after if line.strip()]
+    numbers = [int(m[1]) for m in numbered if m]
+    if numbers[: len(questions)] != list(range(1, len(questions) + 1)):
+        return f"answers {numbers} for {len(questions)} questions"
+    return None
 
 
 def one_fact_responder(content: str, scope: str = "individual:u1") -> Responder:

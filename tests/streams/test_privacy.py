@@ -255,6 +255,7 @@ def test_forgetting_leaves_nothing_of_the_user(store, world, fake_openai):
         "memory_scopes": 1,
         "memory_observations": 2 + 4,  # individual; group (own + copy), collective, shard
         "memory_consolidations": 1,
+        "memory_questions": 0,
         "memory_messages": 1,
         "memory_session_buffers": 1,
         "memory_chat_calls": 0,

@@ -156,5 +156,7 @@ class AsyncMemoryClient:
     create_prompt_check = async_op(admin.create_prompt_check)
     run_prompt_checks = async_op(admin.run_prompt_checks)
     delete_prompt_check = async_op(admin.delete_prompt_check)
+    get_questions = async_op(admin.get_questions)
+    set_questions = async_op(admin.set_questions)
     iter_webhooks = async_pages(admin.list_webhooks)
     iter_deliveries = async_pages(admin.list_deliveries)

@@ -156,5 +156,7 @@ class MemoryClient:
     create_prompt_check = sync_op(admin.create_prompt_check)
     run_prompt_checks = sync_op(admin.run_prompt_checks)
     delete_prompt_check = sync_op(admin.delete_prompt_check)
+    get_questions = sync_op(admin.get_questions)
+    set_questions = sync_op(admin.set_questions)
     iter_webhooks = sync_pages(admin.list_webhooks)
     iter_deliveries = sync_pages(admin.list_deliveries)

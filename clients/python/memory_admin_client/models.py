@@ -254,6 +254,12 @@ class PromptCheck(Model):
     scope_id: str | None = None
 
 
+class Questions(Model):
+    scope_kind: str
+    questions: list[str]
+    version: int
+
+
 class PromptCheckList(Model):
     items: list[PromptCheck]
 

@@ -177,6 +177,20 @@ def run_prompt_checks(
     )
 
 
+def get_questions(*, agent_id: str, scope_kind: str) -> Call[m.Questions]:
+    """The questions every scope of this kind must answer (the agent's default)."""
+    path = _agent(agent_id, f"questions/{_seg(scope_kind)}")
+    return Call("GET", path, m.Questions, idempotent=True)
+
+
+def set_questions(
+    *, agent_id: str, scope_kind: str, questions: list[str] | None
+) -> Call[m.Questions]:
+    """A new version of the default for a scope kind (None clears it)."""
+    path = _agent(agent_id, f"questions/{_seg(scope_kind)}")
+    return Call("PUT", path, m.Questions, json={"questions": questions}, idempotent=True)
+
+
 def delete_prompt_check(*, agent_id: str, check_id: str) -> Call[Any]:
     path = _agent(agent_id, f"prompt-checks/{_seg(check_id)}")
     return Call("DELETE", path, None, idempotent=True)

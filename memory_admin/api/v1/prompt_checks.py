@@ -23,7 +23,21 @@ ShortText = Annotated[str, StringConstraints(max_length=200)]
 
 
 class ExpectationIO(InSchema):
-    type: Literal["lands_in", "contains", "not_contains", "nothing"]
+    type: Literal[
+        "lands_in",
+        "contains",
+        "not_contains",
+        "nothing",
+        "keeps",
+        "answers",
+        "within_words",
+        "nothing_personal",
+    ] = Field(
+        ...,
+        description="extraction: lands_in, contains, not_contains, nothing; consolidation: "
+        "keeps, not_contains, answers (a question), within_words (a number); propagation: "
+        "nothing_personal (optionally a text no copy may hold), lands_in (a target).",
+    )
     value: ShortText = ""
 
 
@@ -37,6 +51,11 @@ class CheckIn(InSchema):
         None, description="An individual scope whose groups the conversation runs with."
     )
     expectations: list[ExpectationIO] = Field(..., min_length=1, max_length=10)
+    kind: Literal["extraction", "consolidation", "propagation"] = Field(
+        "extraction",
+        description="The prompt it checks; consolidation and propagation checks take "
+        "observations, one per line, in `conversation`.",
+    )
 
 
 class CheckOut(Schema):
@@ -47,6 +66,7 @@ class CheckOut(Schema):
     scope_id: str | None
     expectations: list[dict[str, str]]
     author: str
+    kind: str = "extraction"
 
 
 class CheckListOut(Schema):
@@ -54,7 +74,9 @@ class CheckListOut(Schema):
 
 
 class RunIn(InSchema):
-    kind: Literal["extraction"] = "extraction"
+    kind: Literal["extraction", "consolidation", "propagation"] = Field(
+        "extraction", description="Which prompt's checks run (each check has a kind)."
+    )
     scope_id: Annotated[str, StringConstraints(max_length=24)] | None = Field(
         None, description="The level the draft is for: none (agent default) or a scope."
     )
@@ -66,6 +88,7 @@ class RunIn(InSchema):
 class OutcomeOut(Schema):
     passed: bool
     failures: list[str]
+    text: str | None = None
     items: list[dict[str, str]]
 
 
@@ -110,6 +133,7 @@ def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: Chec
         user_name=payload.user_name,
         expectations=[e.model_dump() for e in payload.expectations],
         scope_id=payload.scope_id,
+        kind=payload.kind,
     )
     return Status(201, _check(check))
 
@@ -132,7 +156,12 @@ def run_checks(request: HttpRequest, agent_id: Path[ExternalId], payload: RunIn)
             validate_prompt(payload.kind, level, payload.text), level.id if level else None
         )
     runs = checks_run(
-        store=store, llm=get_llm_provider(), agent_id=agent_id, draft=draft, level=level
+        store=store,
+        llm=get_llm_provider(),
+        agent_id=agent_id,
+        draft=draft,
+        level=level,
+        kind=payload.kind,
     )
     results = [
         {
@@ -174,8 +203,14 @@ def _check(check: PromptCheck) -> dict[str, Any]:
         "scope_id": check.scope_id,
         "expectations": [{"type": e.type, "value": e.value} for e in check.expectations],
         "author": check.author,
+        "kind": check.kind,
     }
 
 
 def _outcome(outcome: CheckOutcome) -> dict[str, Any]:
-    return {"passed": outcome.passed, "failures": outcome.failures, "items": outcome.result.items}
+    return {
+        "passed": outcome.passed,
+        "failures": outcome.failures,
+        "items": outcome.result.items,
+        "text": outcome.result.text,
+    }

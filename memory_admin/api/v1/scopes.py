@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpRequest
 from ninja import Path, Query, Router, Status
 
@@ -17,11 +19,13 @@ from memory_admin.api.v1.schemas import (
     ScopePatchIn,
     error_responses,
 )
-from memory_admin.stores import get_store
+from memory_admin.llm import get_llm_provider
+from memory_admin.stores import MemoryStore, get_store
 from streams.actions.scopes import do_scope_create, do_scope_update
 from streams.core.documents import Scope
 from streams.core.pagination import Page
-from streams.memory.scopes import ScopeKey, scope_get, scope_list, shard_page
+from streams.drafts.prompt_checks import draft_refusal
+from streams.memory.scopes import ScopeKey, scope_changes_check, scope_get, scope_list, shard_page
 
 router = Router(tags=["scopes"])
 
@@ -115,6 +119,8 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
         require_permission(request, "review")
     text = changes.pop("consolidation", None)
     expected_version = changes.pop("expected_version", None)
+    if not changes.pop("save_anyway", False):
+        _refuse_regressions(store, scope, changes)
     return do_scope_update(
         store=store,
         actor=api_actor(request),
@@ -123,3 +129,24 @@ def update_scope(request: HttpRequest, scope_id: str, payload: ScopePatchIn) -> 
         text=text,
         expected_version=expected_version,
     )
+
+
+CHECKED_PROMPTS = {"consolidation_prompt": "consolidation", "propagation_prompt": "propagation"}
+
+
+def _refuse_regressions(store: MemoryStore, scope: Scope, changes: dict[str, Any]) -> None:
+    """A consolidation or propagation prompt that fails checks of its kind the prompt in
+    effect passes is refused (422 naming the field), as the editor asks "Save anyway"."""
+    wanted = {name: changes[name] for name in CHECKED_PROMPTS if changes.get(name) is not None}
+    if not wanted:
+        return
+    checked = scope_changes_check(scope=scope, changes=wanted)  # invalid: its own 422 first
+    for name, text in checked.items():
+        draft_refusal(
+            store=store,
+            llm=get_llm_provider(),
+            scope=scope,
+            kind=CHECKED_PROMPTS[name],
+            text=text,
+            field=name,
+        )

@@ -31,7 +31,10 @@ from memory_admin.api.v1.schemas.common import (
 from memory_admin.api.v1.schemas.consolidations import (
     ConsolidationPageOut,
     ConsolidationVersionOut,
+    CoverageOut,
     FidelityOut,
+    QuestionsIn,
+    QuestionsOut,
 )
 from memory_admin.api.v1.schemas.health import (
     HealthOut,
@@ -99,6 +102,9 @@ __all__ = [
     "ErrorOut",
     "ExternalId",
     "FidelityOut",
+    "CoverageOut",
+    "QuestionsIn",
+    "QuestionsOut",
     "GroupIn",
     "GroupScopeIn",
     "HealthOut",

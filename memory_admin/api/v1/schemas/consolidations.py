@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
-from ninja import Schema
+from ninja import Field, Schema
 
-from memory_admin.api.v1.schemas.common import Time
+from memory_admin.api.v1.schemas.common import InSchema, Time
 
 
 class FidelityOut(Schema):
     unstated_observation_ids: list[str]
     dropped_sentences: list[str]
+
+
+class CoverageOut(Schema):
+    question: str
+    answer: str | None = Field(
+        description="As the consolidation call answered it; null when not stated, lost or unknown"
+    )
+    status: Literal["answered", "unanswered", "lost", "unknown"] = Field(
+        description="lost: the previous version answered it; unknown: the answer's "
+        "ANSWERS: trailer was malformed (nothing is guessed)"
+    )
 
 
 class ConsolidationVersionOut(Schema):
@@ -32,6 +43,13 @@ class ConsolidationVersionOut(Schema):
     # What the text no longer states: {"unstated_observation_ids", "dropped_sentences"}
     # (empty lists for versions written before it was recorded).
     fidelity: FidelityOut
+    # The scope's questions as this version answers them ([] when none were set).
+    coverage: list[CoverageOut] = Field(default_factory=list)
+    loses_answer: bool = Field(False, description="true: a question this version no longer answers")
+
+    @staticmethod
+    def resolve_loses_answer(obj: Any) -> bool:
+        return any(c.get("status") == "lost" for c in getattr(obj, "coverage", None) or [])
 
     @staticmethod
     def resolve_fidelity(obj: Any) -> dict[str, list[str]]:
@@ -45,3 +63,22 @@ class ConsolidationVersionOut(Schema):
 class ConsolidationPageOut(Schema):
     items: list[ConsolidationVersionOut]
     next_cursor: str | None
+
+
+# -- questions memory must answer ----------------------------------------------------------
+
+
+class QuestionsIn(InSchema):
+    questions: list[Any] | None = Field(
+        ...,
+        description="At most 5 questions, each 1 to 200 characters; null removes the "
+        "default (scopes of this kind then ask none unless they set their own).",
+    )
+
+
+class QuestionsOut(Schema):
+    scope_kind: Literal["individual", "group", "collective", "shard"]
+    questions: list[str]
+    version: int = Field(description="0: never saved")
+    author: str | None = None
+    created_at: Time | None = None

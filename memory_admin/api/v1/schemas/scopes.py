@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import StrictBool, StrictInt, StringConstraints
@@ -75,6 +75,11 @@ class ScopeOut(Schema):
         default_factory=list,
         description="Sentences every later consolidation version holds word for word.",
     )
+    questions: list[str] | None = Field(
+        None,
+        description="This scope's questions its memory must answer (at most 5); null: the "
+        "agent's default for its scope type (`/agents/{agent_id}/questions/{scope_kind}`).",
+    )
     review_mode: Literal["off", "propagated", "all"] = Field(
         description="Which new observations wait for a person: none, propagated copies, or "
         "everything from extraction, propagation and API keys"
@@ -144,6 +149,17 @@ class ScopePatchIn(InSchema):
         None,
         description="Consolidation by age: days a pending observation may wait below the "
         "threshold (0: never by age); null falls back to the scope type's default.",
+    )
+    questions: list[Any] | None = Field(
+        None,
+        description="Questions this scope's memory must answer, at most 5, each 1 to 200 "
+        "characters (a new version; the consolidation call answers them); null falls back "
+        "to the agent's default for the scope type.",
+    )
+    save_anyway: StrictBool = Field(
+        False,
+        description="Save a consolidation or propagation prompt even when it fails prompt "
+        "checks of its kind that the prompt in effect passes (else 422 naming the field).",
     )
     consolidation: Annotated[str, StringConstraints(max_length=20_000, pattern=NOT_BLANK)] = Field(
         None,  # type: ignore[assignment]  # may be left out, never null
