@@ -29,9 +29,12 @@ run: install ## Set up (migrate, indexes, demo data, demo login) and serve on em
 	$(PY) manage.py prepare --url http://$(HOST):$(PORT)/
 	$(PY) manage.py runserver --skip-checks $(HOST):$(PORT)
 
+# The suite runs on pytest-xdist workers, each with its own embedded store, Redis database
+# and ports (docs/testing.md); `make test PYTEST_ARGS=-n0` runs it in one process.
+PYTEST_ARGS ?= -n 2
 test: install ## The layer contracts, then the whole test suite (browser, PostgreSQL, Redis when present)
 	$(VENV)/bin/lint-imports --no-logo
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install ## ruff check and format check, and the layer contracts (docs/architecture.md)
 	$(VENV)/bin/ruff check .
