@@ -33,11 +33,14 @@ run: install ## Set up (migrate, indexes, demo data, demo login) and serve on em
 # .mypy_cache makes a second run seconds. PYTHONPATH: the Django plugin imports this tree's
 # settings, not those of whichever tree the venv was installed from.
 MYPY := PYTHONPATH=$(CURDIR) $(VENV)/bin/mypy
+# The suite runs on pytest-xdist workers, each with its own embedded store, Redis database
+# and ports (docs/testing.md); `make test PYTEST_ARGS=-n0` runs it in one process.
+PYTEST_ARGS ?= -n 2
 
 test: install ## The layer contracts and types, then the whole test suite (browser, PostgreSQL, Redis when present)
 	$(VENV)/bin/lint-imports --no-logo
 	$(MYPY)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install ## ruff check and format check, the layer contracts (docs/architecture.md), mypy
 	$(VENV)/bin/ruff check .

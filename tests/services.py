@@ -18,7 +18,12 @@ REQUIRE_SERVICES = os.environ.get("MEMORY_TEST_REQUIRE_SERVICES", "") == "1"
 POSTGRES_URL = os.environ.get(
     "MEMORY_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-REDIS_URL = os.environ.get("MEMORY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# Each pytest-xdist worker its own Redis database (15, 14, 13, 11, ...; 12 is the broker
+# re-run's, tests/integration/side_runs.py), so workers share no queue and no key.
+_REDIS_BASE = os.environ.get("MEMORY_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+_REDIS_DBS = [db for db in range(int(_REDIS_BASE.rsplit("/", 1)[1]), 0, -1) if db != 12]
+REDIS_URL = _REDIS_BASE.rsplit("/", 1)[0] + f"/{_REDIS_DBS[_WORKER % len(_REDIS_DBS)]}"
 CHROMIUM_PATH = os.environ.get("MEMORY_TEST_CHROMIUM", "/usr/bin/chromium")
 NGINX_PATH = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
 
