@@ -63,6 +63,9 @@ NOT_MEMORY_TEXT: dict[str, str] = {
     "audit.py:AuditRepository.insert": "entries hold digests of memory text, never the text",
     "prompt_checks.py:PromptCheckRepository.insert": "an operator's prompt check, not memory",
     "prompts.py:PromptRepository.insert": "a prompt template, not memory",
+    "questions.py:QuestionRepository.insert": (
+        "an operator's questions memory must answer, not memory (the answers pass the screen)"
+    ),
     "usage.py:UsageRepository.top_replace": "counts",
     "webhooks.py:WebhookRepository.insert": "event bodies made from stored (screened) memory",
     "webhooks.py:WebhookRepository.record_attempt": "a delivery attempt's status",

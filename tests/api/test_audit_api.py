@@ -59,6 +59,9 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
         for i in range(2)
     ]
     assert all(o.review_status == "in_review" for o in held)
+    # Two unrelated facts of the user's own scope: one superseded by the other by hand.
+    older = observation_add(store=store, scope=scope, content="Gene plays chess on Sundays.")
+    newer = observation_add(store=store, scope=scope, content="Gene swims before work.")
 
     def export_document() -> dict:
         """The individual scope's export as it is when the import step runs (its `scope.export`
@@ -188,6 +191,17 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
     step("POST", "/agents/{agent_id}/review/decisions", "/agents/a1/review/decisions",
          {"ids": [held[1].id], "decision": "reject"}, 200,
          "observation.review_reject")  # fmt: skip
+    step("POST", "/observations/{observation_id}/review/undo",
+         f"/observations/{held[1].id}/review/undo", None, 200,
+         "observation.review_undo")  # fmt: skip
+    step("POST", "/observations/{observation_id}/supersede",
+         f"/observations/{older.id}/supersede", {"by": newer.id}, 200,
+         "observation.supersede")  # fmt: skip
+    step("POST", "/observations/{observation_id}/unsupersede",
+         f"/observations/{older.id}/unsupersede", None, 200,
+         "observation.unsupersede")  # fmt: skip
+    step("PUT", "/agents/{agent_id}/questions/{scope_kind}", "/agents/a1/questions/group",
+         {"questions": ["What plan is the team on?"]}, 200, "questions.save")  # fmt: skip
     step("POST", "/agents/{agent_id}/import", "/agents/a1/import",
          export_document, 200, "agent.import")  # fmt: skip
     # Matches the approved (now pending) phone line: a real run queues its `bulk` job.
