@@ -26,8 +26,8 @@ bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
 # Threaded workers: a streamed chat answer (`stream: true`) holds its thread, not its worker.
 # gunicorn's gthread, with its own error answers (431, 400) in the API's JSON envelope and
-# `Connection: close` on the app's early refusals (memory_admin/gunicorn_worker.py).
-worker_class = "memory_admin.gunicorn_worker.EnvelopeThreadWorker"
+# `Connection: close` on the app's early refusals (memory_admin/runtime/gunicorn_worker.py).
+worker_class = "memory_admin.runtime.gunicorn_worker.EnvelopeThreadWorker"
 threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = 60
 graceful_timeout = 30

@@ -46,7 +46,7 @@ from streams.prompts.defaults import CONSOLIDATION
 from streams.store import MemoryStore
 
 TEAM = {"id": "eden-team", "name": "Eden Team"}
-DEMO = [  # Gene's support conversation, from the demo's lines (memory_admin/demo_data.py)
+DEMO = [  # Gene's support conversation, from the demo's lines (memory_admin/demo/data.py)
     [
         "Please give me answers as short numbered steps.",
         "I'm in the Eden Team and I manage the billing settings for our account.",
@@ -219,7 +219,7 @@ def run(
     args = parser.parse_args(argv or [])
     from django.conf import settings
 
-    from memory_admin.llm import get_llm_provider
+    from memory_admin.integrations.llm import get_llm_provider
 
     if not settings.OPENAI_BASE_URL and not os.environ.get("OPENAI_BASE_URL"):
         print("check_real_model: set OPENAI_BASE_URL (and the model settings) first")

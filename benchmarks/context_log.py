@@ -27,7 +27,7 @@ from pymongo.database import Database
 
 from benchmarks.harness import embedded_server, print_row, print_table, summary_ms
 from benchmarks.seed import seed
-from memory_admin.heap import freeze_startup_heap
+from memory_admin.runtime.heap import freeze_startup_heap
 from streams.context.assemble import context_assemble
 from streams.context.replay import context_replay
 from streams.core.documents import utcnow

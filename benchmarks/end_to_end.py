@@ -197,7 +197,7 @@ def provider(*, model: bool) -> tuple[LLMProvider, str]:
         return OfflineProvider(), "offline provider (pipeline)"
     from django.conf import settings
 
-    from memory_admin.llm import get_llm_provider
+    from memory_admin.integrations.llm import get_llm_provider
 
     settings.MEMORY_LLM_PROVIDER = "openai"
     return get_llm_provider(), f"model {settings.MEMORY_LLM_MODEL_FAST} (pipeline)"

@@ -19,7 +19,7 @@ from typing import Any
 
 from pymongo import monitoring
 
-from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from memory_admin.runtime.embedded_store import EmbeddedServer, start_server, stop_server
 from streams.jobs import JobRun
 
 

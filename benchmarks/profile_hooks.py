@@ -109,7 +109,7 @@ def install() -> None:
     except ImportError:  # a tree from before the batch
         pass
     try:
-        import memory_admin.inprocess as inprocess
+        import memory_admin.jobs.inprocess as inprocess
 
         timed(inprocess, "submit", "in-process pool hand-off")
     except ImportError:

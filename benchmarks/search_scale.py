@@ -13,7 +13,7 @@ candidates, their neighbours), the index's size, and recall@5 when every chunk o
 every term is read (`READ_ALL`): what the cut of common terms costs, apart from what
 the distractors themselves cost.
 
-Searches run as in a web worker, whose startup heap is frozen (`memory_admin.heap`): a
+Searches run as in a web worker, whose startup heap is frozen (`memory_admin.runtime.heap`): a
 full collection walking it was most of the p95. `SEARCH_SCALE_STAGES=0` leaves out the
 query-understanding table (text-only latency alone: `SEARCH_SCALE_STAGES=0 python -m
 benchmarks search_scale --sizes 100000`). With BENCH_DATA_DIR set, a second run on the
@@ -39,7 +39,7 @@ from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
-from memory_admin.heap import freeze_startup_heap
+from memory_admin.runtime.heap import freeze_startup_heap
 from streams.context.assemble import context_assemble
 from streams.core.documents import Observation, Scope
 from streams.memory.scopes import ScopeKey, scope_get_or_create

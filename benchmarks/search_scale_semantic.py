@@ -25,7 +25,7 @@ from pymongo import MongoClient
 from benchmarks.harness import embedded_server, print_table
 from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
 from benchmarks.search_scale import BATCH, SIZES, seeded_observations
-from memory_admin.heap import freeze_startup_heap
+from memory_admin.runtime.heap import freeze_startup_heap
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import search_index_build, search_observations
 from streams.search.local_embeddings import LOCAL_MODEL, LocalEmbedder, local_available

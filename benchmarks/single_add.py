@@ -222,7 +222,7 @@ def usage(server: Server, *, settled: bool = False) -> Usage:
             last = now
     from pymongo import MongoClient
 
-    from memory_admin.embedded_store import embedded_server_uri
+    from memory_admin.runtime.embedded_store import embedded_server_uri
 
     client: MongoClient[dict[str, Any]] = MongoClient(embedded_server_uri(data_dir=server.data_dir))
     with client:

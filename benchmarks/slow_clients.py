@@ -25,8 +25,8 @@ PROBE_EVERY = 2.0
 PROBE_TIMEOUT = 10.0
 PROBE_REQUEST = b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
 VARIANTS = {
-    "before: read on the thread": "memory_admin.gunicorn_worker.UnbufferedThreadWorker",
-    "after: buffered first": "memory_admin.gunicorn_worker.EnvelopeThreadWorker",
+    "before: read on the thread": "memory_admin.runtime.gunicorn_worker.UnbufferedThreadWorker",
+    "after: buffered first": "memory_admin.runtime.gunicorn_worker.EnvelopeThreadWorker",
 }
 
 

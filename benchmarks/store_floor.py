@@ -59,7 +59,7 @@ class CommandCount(monitoring.CommandListener):
 
 
 def run() -> None:
-    from memory_admin.embedded_store import start_server, stop_server
+    from memory_admin.runtime.embedded_store import start_server, stop_server
     from streams.actions.base import Actor
     from streams.memory.scopes import ScopeKey, scope_get_or_create
     from streams.store import MemoryStore

@@ -47,7 +47,7 @@ class _Receivers:
 
 def _case(store, receivers: _Receivers, *, pooled: bool, loaded: bool) -> list[str]:
     from benchmarks.harness import percentile
-    from memory_admin import webhooks
+    from memory_admin.integrations import webhooks
     from streams.records.webhooks import webhook_create, webhook_outbox_add
 
     store.db["memory_webhooks"].delete_many({})

@@ -49,7 +49,7 @@ from benchmarks.harness import (
     web_process,
 )
 from benchmarks.seed import WORDS, seed
-from memory_admin.embedded_store import oplog_args
+from memory_admin.runtime.embedded_store import oplog_args
 from streams.memory.observation_batch import BatchItem, observation_batch_add
 from streams.memory.observations import observation_add
 from streams.store import MemoryStore

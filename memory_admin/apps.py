@@ -11,19 +11,19 @@ if TYPE_CHECKING:
 
 
 def dispatch_jobs(jobs: list[Job]) -> None:
-    """The domain's dispatcher: the task queue (`memory_admin.tasks.enqueue_all`), imported
+    """The domain's dispatcher: the task queue (`memory_admin.jobs.tasks.enqueue_all`), imported
     on the first job, not at start-up: a quick command such as `create_api_key` queues no
     job and would pay for Celery, the formation code and the store client (issue 40)."""
-    from memory_admin.tasks import enqueue_all
+    from memory_admin.jobs.tasks import enqueue_all
 
     enqueue_all(jobs)
 
 
 @contextmanager
 def large_work_slot(size: int) -> Iterator[None]:
-    """The large-work gate (`memory_admin.large_requests.large_job_slot`), imported on the
+    """The large-work gate (`memory_admin.web.large_requests.large_job_slot`), imported on the
     first large write, for the same reason."""
-    from memory_admin.large_requests import large_job_slot
+    from memory_admin.web.large_requests import large_job_slot
 
     with large_job_slot(size):
         yield

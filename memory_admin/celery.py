@@ -24,4 +24,4 @@ if _started_by_celery_cli() and not os.environ.get("DJANGO_DEBUG", "").strip():
 
 app = Celery("memory_admin")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["memory_admin"])
+app.autodiscover_tasks(["memory_admin.jobs"])

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 
-from memory_admin.chat_upstream import Upstream, forward, passed_headers, read_all
+from memory_admin.integrations.chat_upstream import Upstream, forward, passed_headers, read_all
 from streams.context.chat import ChatTurn
 from streams.context.chat_tool import answer_tool_call, split_tool_calls
 from streams.core.exceptions import NotFound

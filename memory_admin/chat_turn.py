@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memory_admin.chat_tools import memory_tool_on, run_tool_rounds
-from memory_admin.chat_upstream import (
+from memory_admin.integrations.chat_upstream import (
     UpstreamUnreachable,
     answer_text,
     forward,
@@ -28,8 +28,8 @@ from memory_admin.chat_upstream import (
     upstream_error,
     upstream_model,
 )
-from memory_admin.embeddings import semantic_ranker
-from memory_admin.tasks import dispatch_now
+from memory_admin.integrations.embeddings import semantic_ranker
+from memory_admin.jobs.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare
 from streams.context.chat_tool import MAX_QUERY_CHARS, TOOL_NAME, answer_tool_call, offer_tool

@@ -102,7 +102,7 @@ class ApiKey(models.Model):
 class PasswordChangeRequired(models.Model):
     """A person whose password was set by someone else (an admin's one-time password)
     and who must choose their own before using the admin. The row is the flag; it goes
-    when they change it (memory_admin.middleware.PasswordChangeRequiredMiddleware)."""
+    when they change it (memory_admin.web.middleware.PasswordChangeRequiredMiddleware)."""
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL,

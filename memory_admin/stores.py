@@ -12,7 +12,7 @@ import threading
 
 from django.conf import settings
 
-from memory_admin import store_supervisor
+from memory_admin.runtime import supervisor as store_supervisor
 from streams.core.consolidate_after import ConsolidateAfterDays
 from streams.core.exceptions import IndexesMissing, Unavailable
 from streams.core.instruction_policy import InstructionPolicy

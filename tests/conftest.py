@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.embedded_store import EmbeddedServer, start_server, stop_server
+from memory_admin.runtime.embedded_store import EmbeddedServer, start_server, stop_server
 from streams.memory import window
 from streams.store import DECLARED_INDEXES, MemoryStore
 from streams.store.client import close_clients, get_client
@@ -62,8 +62,8 @@ def memory_db(
     # Background work still writing (a chat turn being filed, a pooled job) would race
     # the drop, and the embedded store can deadlock on a drop that meets an open
     # transaction: wait for it first.
-    from memory_admin import inprocess
     from memory_admin.api.v1.chat import after_send_drain
+    from memory_admin.jobs import inprocess
 
     after_send_drain()
     inprocess.shutdown()  # the pool's threads and job-runner children end here

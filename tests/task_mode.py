@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from memory_admin.inprocess import shipped_settings
+from memory_admin.jobs.inprocess import shipped_settings
 from streams.core import exceptions as domain_exceptions
 from streams.llm import port as llm_port
 from streams.store import MemoryStore
@@ -84,8 +84,8 @@ def run_job(*, store: MemoryStore, job_id: str, work: Callable[[Any], None]) -> 
     Broker mode returns the job's recorded result (None if it had finished before) and
     raises the recorded error as its own type when the job failed.
     """
-    from memory_admin.llm import get_llm_provider
-    from memory_admin.tasks import TASKS_BY_KIND
+    from memory_admin.integrations.llm import get_llm_provider
+    from memory_admin.jobs.tasks import TASKS_BY_KIND
     from streams.jobs import job_execute, job_get
 
     if not BROKER:

@@ -19,7 +19,7 @@ import pytest
 from bson import ObjectId
 from pymongo import MongoClient
 
-from memory_admin.tasks import formation_settings
+from memory_admin.jobs.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions import tx as action_tx
 from streams.actions.bulk import do_observations_bulk

@@ -28,7 +28,7 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
         ("streams/store/planted.py", "from streams.memory import scopes\n"),
         ("streams/context/planted.py", "from streams.actions.sessions import do_messages_ingest\n"),
         ("streams/core/planted.py", "def late():\n    from streams.store import MemoryStore\n"),
-        ("streams/actions/planted.py", "import memory_admin.tasks\n"),
+        ("streams/actions/planted.py", "import memory_admin.jobs.tasks\n"),
     ],
     "no-django-in-streams": [
         ("streams/memory/planted.py", "from django import http\n"),
@@ -40,7 +40,7 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
     ],
     "interfaces-call-actions": [
         ("memory_admin/ui/planted.py", "from streams.store.jobs import JobRepository\n"),
-        ("memory_admin/api/planted.py", "from memory_admin.tasks import dispatch_now\n"),
+        ("memory_admin/api/planted.py", "from memory_admin.jobs.tasks import dispatch_now\n"),
         ("memory_admin/ui/planted.py", "from streams.records.audit import audit_record\n"),
     ],
     "acyclic": [

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 
-from memory_admin.chat_upstream import SseAnswer, answer_text, upstream_config, upstream_model
+from memory_admin.integrations.chat_upstream import (
+    SseAnswer,
+    answer_text,
+    upstream_config,
+    upstream_model,
+)
 
 
 def _event(content: str) -> bytes:

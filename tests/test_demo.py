@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
 
-from memory_admin.demo_data import AGENTS, PROMPT_CHECK
+from memory_admin.demo.data import AGENTS, PROMPT_CHECK
 from streams.context.chat import chat_session_page
 from streams.core.documents import utcnow
 from streams.drafts.dry_run import recent_sessions

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory_admin.embedded_store import _pid_alive, embedded_server_uri, stop_embedded_server
+from memory_admin.runtime.embedded_store import (
+    _pid_alive,
+    embedded_server_uri,
+    stop_embedded_server,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,7 +24,7 @@ def test_one_server_per_data_directory_reused_across_processes(tmp_path):
                 sys.executable,
                 "-c",
                 "from pathlib import Path; import sys;"
-                "from memory_admin.embedded_store import embedded_server_uri;"
+                "from memory_admin.runtime.embedded_store import embedded_server_uri;"
                 f"print(embedded_server_uri(data_dir=Path({str(tmp_path)!r})))",
             ],
             cwd=ROOT,
@@ -62,7 +66,7 @@ def test_the_store_runs_without_an_oplog_and_transactions_still_conflict(monkeyp
     from pymongo.read_concern import ReadConcern
     from pymongo.write_concern import WriteConcern
 
-    from memory_admin.embedded_store import oplog_args
+    from memory_admin.runtime.embedded_store import oplog_args
 
     monkeypatch.delenv("MEMORY_STORE_OPLOG", raising=False)
     assert oplog_args() == ["--standalone"]
@@ -99,7 +103,7 @@ def test_the_oplog_is_bounded_by_settings(monkeypatch, tmp_path):
     import pytest
     from django.core.exceptions import ImproperlyConfigured
 
-    from memory_admin.embedded_store import oplog_args
+    from memory_admin.runtime.embedded_store import oplog_args
 
     monkeypatch.setenv("MEMORY_STORE_OPLOG", "on")
     monkeypatch.delenv("MEMORY_STORE_OPLOG_SECONDS", raising=False)
@@ -130,7 +134,7 @@ def test_restart_if_dead_replaces_a_dead_server_but_not_a_stopped_one(tmp_path):
     import os
     import signal
 
-    from memory_admin.embedded_store import restart_if_dead
+    from memory_admin.runtime.embedded_store import restart_if_dead
 
     assert restart_if_dead(data_dir=tmp_path) is None  # never started: left alone
     uri = embedded_server_uri(data_dir=tmp_path)
@@ -148,7 +152,7 @@ def test_restart_if_dead_replaces_a_dead_server_but_not_a_stopped_one(tmp_path):
 
 
 def test_the_supervised_uri_follows_a_server_another_process_started(tmp_path):
-    from memory_admin import store_supervisor
+    from memory_admin.runtime import supervisor as store_supervisor
 
     first = store_supervisor.supervised_uri(data_dir=tmp_path, start_timeout=60)
     try:

@@ -11,7 +11,11 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from pymongo import MongoClient
 
-from memory_admin.embedded_store import _free_port, embedded_server_uri, stop_embedded_server
+from memory_admin.runtime.embedded_store import (
+    _free_port,
+    embedded_server_uri,
+    stop_embedded_server,
+)
 
 
 def _write_something(uri: str) -> None:

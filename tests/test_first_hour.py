@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from memory_admin.demo_data import AGENTS
+from memory_admin.demo.data import AGENTS
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.eventually import eventually
 from tests.http_client import HttpClient
 from tests.test_production import ROOT, manage, production_env

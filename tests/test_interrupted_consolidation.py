@@ -15,8 +15,8 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from memory_admin import inprocess
-from memory_admin.tasks import retry_failed_jobs, run_consolidation
+from memory_admin.jobs import inprocess
+from memory_admin.jobs.tasks import retry_failed_jobs, run_consolidation
 from streams.core.documents import utcnow
 from streams.core.exceptions import Conflict
 from streams.jobs import job_create, job_get
@@ -25,7 +25,9 @@ from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.scopes import scope_get
 from tests.eventually import eventually
 from tests.factories import ObservationFactory, ScopeFactory
-from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
+from tests.streams.memory.test_consolidation_runs import (
+    assert_each_observation_pending_or_absorbed_once,
+)
 from tests.task_mode import BROKER, run_job
 
 pytestmark = pytest.mark.django_db  # the sweep queues its tasks on the transaction's commit

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx2 as httpx
 import pytest
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.http_client import HttpClient
 from tests.services import NGINX_PATH, needs_nginx
 from tests.test_nginx import nginx_conf

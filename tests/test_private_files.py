@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin import private_files
+from memory_admin.runtime import private_files
 
 ROOT = Path(__file__).resolve().parent.parent
 

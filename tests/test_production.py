@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.http_client import HttpClient
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.http_client import HttpClient
 
 ROOT = Path(__file__).resolve().parent.parent

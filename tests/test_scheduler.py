@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from memory_admin import scheduler
 from memory_admin.celery import app
+from memory_admin.jobs import scheduler
 
 
 @pytest.fixture
@@ -36,6 +36,6 @@ def test_a_periodic_sweep_runs_without_celerys_success_line(sweep_task, caplog):
 
 def test_a_failing_sweep_is_logged_and_does_not_raise(sweep_task, caplog):
     scheduler.run_periodic_task(app, "tests.scheduler_failing_sweep")
-    failures = [r for r in caplog.records if r.name == "memory_admin.scheduler"]
+    failures = [r for r in caplog.records if r.name == "memory_admin.jobs.scheduler"]
     assert failures and "tests.scheduler_failing_sweep" in failures[0].getMessage()
     assert failures[0].exc_info and "store unreachable" in str(failures[0].exc_info[1])

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.http_client import HttpClient
 from tests.test_production import ROOT, manage, production_env
 

@@ -14,7 +14,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.errors import OperationFailure
 
-from memory_admin.embedded_store import (
+from memory_admin.runtime.embedded_store import (
     AUTH_MARKER,
     CREDENTIALS_FILE,
     LOG_FILE,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
-from memory_admin.embedded_store import embedded_server_uri, stop_embedded_server
-from memory_admin.store_compaction import compact_data_dir
+from memory_admin.runtime.compaction import compact_data_dir
+from memory_admin.runtime.embedded_store import embedded_server_uri, stop_embedded_server
 from streams.jobs import job_execute
 from streams.llm.offline import OfflineProvider
 from streams.memory.formation import FormationSettings, IncomingMessage, messages_ingest

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.embedded_store import _free_port, _pid_alive, stop_embedded_server
+from memory_admin.runtime.embedded_store import _free_port, _pid_alive, stop_embedded_server
 from tests.http_client import HttpClient
 
 ROOT = Path(__file__).resolve().parent.parent

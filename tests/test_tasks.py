@@ -7,7 +7,12 @@ from datetime import timedelta
 import pytest
 from bson import ObjectId
 
-from memory_admin.tasks import enqueue, formation_settings, retry_failed_jobs, sweep_cold_sessions
+from memory_admin.jobs.tasks import (
+    enqueue,
+    formation_settings,
+    retry_failed_jobs,
+    sweep_cold_sessions,
+)
 from streams.core.documents import utcnow
 from streams.jobs import job_create, job_get
 from streams.memory.formation import IncomingMessage, messages_ingest

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from memory_admin import webhooks
-from memory_admin.tasks import deliver_webhooks
+from memory_admin.integrations import webhooks
+from memory_admin.jobs.tasks import deliver_webhooks
 from streams.records.webhooks import webhook_create, webhook_outbox_add
 from streams.store import MemoryStore
 from tests.eventually import eventually

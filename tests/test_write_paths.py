@@ -22,8 +22,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from memory_admin.jobs.tasks import formation_settings
 from memory_admin.models import ApiKey
-from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions.exchange import do_user_export_document
 from streams.actions.observations import do_observation_add_batch

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.test import Client
 
+from memory_admin.jobs.tasks import formation_settings
 from memory_admin.stores import get_store
-from memory_admin.tasks import formation_settings
 from streams.actions import Actor
 from streams.actions.sessions import do_session_form
 from streams.core.documents import Job, Observation, Scope, utcnow

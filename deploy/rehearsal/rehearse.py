@@ -69,7 +69,7 @@ def wait_port(host: str, port: int, within: float) -> None:
 
 def store_host(host: Host, work: Path, env: dict[str, str]) -> str:
     """Provision the store user on a server without auth, then serve with --auth."""
-    from memory_admin.embedded_store import server_argv
+    from memory_admin.runtime.embedded_store import server_argv
     from streams.store.client import provision_root_user
 
     storage = work / "store"

@@ -22,7 +22,7 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory_admin.api.auth import PermissionDenied
 from memory_admin.api.ratelimit import RateLimited
-from memory_admin.connection import close_connection
+from memory_admin.runtime.connection import close_connection
 from memory_admin.stores import store_unreachable
 from streams.core.exceptions import (
     Busy,

@@ -19,7 +19,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse, HttpResponseBase
 
 from memory_admin.api.errors import error_response, payload_too_large_response
-from memory_admin.connection import close_connection
+from memory_admin.runtime.connection import close_connection
 
 logger = logging.getLogger("memory_admin.api")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import dj_database_url
 
-from memory_admin.private_files import private_dir, private_sqlite_file
+from memory_admin.runtime.private_files import private_dir, private_sqlite_file
 from memory_admin.settings.env import env_bool, env_list, env_str, load_dotenv_file
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -50,8 +50,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Before anything reads the body: large bodies wait for a host-wide slot.
-    "memory_admin.large_requests.LargeRequestGateMiddleware",
-    "memory_admin.security.ContentSecurityPolicyMiddleware",
+    "memory_admin.web.large_requests.LargeRequestGateMiddleware",
+    "memory_admin.web.security.ContentSecurityPolicyMiddleware",
     # Static files under gunicorn (hashed and compressed when DEBUG is off).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "memory_admin.api.middleware.ApiErrorEnvelopeMiddleware",
@@ -64,7 +64,7 @@ MIDDLEWARE = [
     "memory_admin.accounts.password.PasswordChangeRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "memory_admin.middleware.StoreUnavailableMiddleware",
+    "memory_admin.web.middleware.StoreUnavailableMiddleware",
     # Last, as django-axes asks: answers a locked-out sign-in with its lockout page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -1,7 +1,7 @@
 """The chat proxy (`POST /api/v1/agents/{id}/chat/completions`): where it forwards to.
 
 Unset, the upstream falls back to the LLM settings (`OPENAI_BASE_URL`, `OPENAI_API_KEY`);
-the fallback is resolved per request in `memory_admin.chat_upstream`.
+the fallback is resolved per request in `memory_admin.integrations.chat_upstream`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ MEMORY_CHAT_UPSTREAM_API_KEY: str | None = env_optional("MEMORY_CHAT_UPSTREAM_AP
 MEMORY_CHAT_MODEL_MAP: str = env_str("MEMORY_CHAT_MODEL_MAP", "")
 MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS = env_float("MEMORY_CHAT_UPSTREAM_TIMEOUT_SECONDS", 120.0)
 # Chat calls waiting on the upstream at once, per web process and per API key in a
-# process (memory_admin.chat_limits): past them 503 / 429 with Retry-After, so a slow
+# process (memory_admin.integrations.chat_limits): past them 503 / 429 with Retry-After, so a slow
 # upstream can never hold every web thread. Default: half the process's threads
 # (GUNICORN_THREADS, 4 by default → 2), leaving the rest to context and ingest; 0 = no cap.
 _CHAT_DEFAULT = max(1, env_int("GUNICORN_THREADS", 4) // 2)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from dotenv import load_dotenv
 
-from memory_admin.private_files import close_to_others, read_or_create_secret
+from memory_admin.runtime.private_files import close_to_others, read_or_create_secret
 
 
 def load_dotenv_file(path: Path) -> None:
@@ -50,7 +50,7 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def dev_secret_key(data_dir: Path) -> str:
     """A development key generated once per data directory, so sessions survive restarts.
 
-    Created 0600 from the start (`memory_admin.private_files`).
+    Created 0600 from the start (`memory_admin.runtime.private_files`).
     """
     path = data_dir / "dev-secret-key"
     close_to_others(path)

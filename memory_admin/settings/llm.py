@@ -21,7 +21,7 @@ MEMORY_LLM_TASK_TIMEOUTS: dict[str, float] = {
     if env_optional(f"MEMORY_LLM_TIMEOUT_{task.upper()}_SECONDS")
 }
 MEMORY_EMBEDDING_MODEL: str | None = env_optional("MEMORY_EMBEDDING_MODEL")
-# auto | api | local | off (memory_admin/embeddings.py): auto takes the API model when
+# auto | api | local | off (memory_admin/integrations/embeddings.py): auto takes the API model when
 # set, else the local model when the `local-embeddings` extra is installed, else none.
 MEMORY_EMBEDDINGS = env_str("MEMORY_EMBEDDINGS", "auto")
 if MEMORY_EMBEDDINGS not in ("auto", "api", "local", "off"):

@@ -18,7 +18,7 @@ from memory_admin.settings.env import env_int, env_str
 
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out sign-in before the password is checked.
-    "memory_admin.login_throttle.LoginThrottleBackend",
+    "memory_admin.web.login_throttle.LoginThrottleBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
@@ -28,9 +28,9 @@ AXES_FAILURE_LIMIT = env_int("MEMORY_LOGIN_FAILURE_LIMIT", 5)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("MEMORY_LOGIN_LOCKOUT_MINUTES", 15))
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
-AXES_LOCKOUT_CALLABLE = "memory_admin.login_throttle.lockout_response"  # 429, Retry-After
+AXES_LOCKOUT_CALLABLE = "memory_admin.web.login_throttle.lockout_response"  # 429, Retry-After
 AXES_VERBOSE = False
-AXES_CLIENT_IP_CALLABLE = "memory_admin.login_throttle.client_ip"
+AXES_CLIENT_IP_CALLABLE = "memory_admin.web.login_throttle.client_ip"
 MEMORY_TRUSTED_PROXIES = [
     part.strip()
     for part in env_str("MEMORY_TRUSTED_PROXIES", "127.0.0.1,::1").split(",")

@@ -23,7 +23,7 @@ SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
 # Only the app's own scripts and styles (htmx is vendored under static/): no inline
-# code, no eval, no other origin. `memory_admin.security.ContentSecurityPolicyMiddleware`.
+# code, no eval, no other origin. `memory_admin.web.security.ContentSecurityPolicyMiddleware`.
 CONTENT_SECURITY_POLICY = env_str(
     "DJANGO_CONTENT_SECURITY_POLICY",
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

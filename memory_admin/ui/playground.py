@@ -19,7 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET, require_POST
 
 from memory_admin.chat_turn import play_turn
-from memory_admin.chat_upstream import upstream_config
+from memory_admin.integrations.chat_upstream import upstream_config
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor
 from memory_admin.ui.htmx import render_page

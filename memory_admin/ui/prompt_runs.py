@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
 
-from memory_admin.llm import get_llm_provider
+from memory_admin.integrations.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, form_errors, found
 from memory_admin.ui.diff import side_by_side

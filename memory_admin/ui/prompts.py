@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from memory_admin.llm import get_llm_provider
+from memory_admin.integrations.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side

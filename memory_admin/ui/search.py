@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from memory_admin.embeddings import semantic_ranker
+from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from memory_admin.ui.forms import SearchForm
 from memory_admin.ui.htmx import render_page

@@ -5,7 +5,7 @@ Each kind says what the review queue calls it (`label`), what it is and how it i
 (`severity`) and whether a copy carrying it may be propagated. The detectors
 (`streams.guard.detectors`) raise them; the screen, propagation, the UI, the API schema,
 the docs table (`manage.py kinds_docs`) and the detector benchmarks read this table, so a
-new kind is a detector and a row here (`tests/streams/test_kinds_registry.py` checks both
+new kind is a detector and a row here (`tests/streams/core/test_kinds_registry.py` checks both
 ways).
 """
 

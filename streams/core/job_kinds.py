@@ -2,8 +2,8 @@
 
 `JobKind` is the type (a `Literal`, so mypy checks every `Job(kind=...)`); `JOB_KINDS`
 says what each kind does, for the API schema and docs/kinds.md (`manage.py kinds_docs`).
-A new kind is a name in both and its runner (`memory_admin.tasks.TASKS_BY_KIND`);
-`tests/streams/test_kinds_registry.py` checks the three agree.
+A new kind is a name in both and its runner (`memory_admin.jobs.tasks.TASKS_BY_KIND`);
+`tests/streams/core/test_kinds_registry.py` checks the three agree.
 """
 
 from __future__ import annotations

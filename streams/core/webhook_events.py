@@ -4,7 +4,7 @@
 emitted and, for a removal, the only fields its data keeps (ids and times, never the
 removed words: `streams.records.webhooks.webhook_outbox_add` applies it on every path).
 The API schema and docs/kinds.md (`manage.py kinds_docs`) read this table;
-`tests/streams/test_kinds_registry.py` checks that every emitted event is declared here.
+`tests/streams/core/test_kinds_registry.py` checks that every emitted event is declared here.
 """
 
 from __future__ import annotations

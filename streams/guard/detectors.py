@@ -37,7 +37,7 @@ from streams.guard.instructions import instruction_spans
 from streams.guard.normalise import normalise
 
 # The kinds each `Span(...)` below raises are declared in `streams.core.flag_kinds` (label,
-# description, severity, propagation); `tests/streams/test_kinds_registry.py` checks that
+# description, severity, propagation); `tests/streams/core/test_kinds_registry.py` checks that
 # the two name the same kinds.
 REDACTED = "[redacted secret]"
 # National formats tried besides international (+...) numbers.

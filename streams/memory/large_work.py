@@ -2,7 +2,7 @@
 
 Formation stores what a session said; for a session of a few maximum-size messages that
 commit is as heavy for the store as the ingest that brought them. The web tier makes
-large requests take a host-wide slot (`memory_admin.large_requests`); a background job's
+large requests take a host-wide slot (`memory_admin.web.large_requests`); a background job's
 large commit takes the same slot, so on a small host the heavy writes of requests and
 jobs run one at a time and short reads keep the store's other core. The domain cannot
 import Django, so the gate is injected; without one (scripts, tests of the domain) large

@@ -12,7 +12,7 @@ backoff (30 s doubling, at most an hour apart) for a day, then `failed`. Each at
 is kept on the entry (the delivery log). A hook made inactive stops: its waiting
 entries are marked `stopped` when their turn comes.
 
-`memory_admin.webhooks` runs the attempts on a pool of their own, so one agent's slow
+`memory_admin.integrations.webhooks` runs the attempts on a pool of their own, so one agent's slow
 receivers hold only that agent's share of it, never the periodic sweeps;
 `webhook_deliver_due` is both steps in the caller's thread (tests, one-off passes).
 """

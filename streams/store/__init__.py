@@ -251,7 +251,7 @@ class MemoryStore:
         """A write conflict that outlasted the window: `Busy` (503, Retry-After), not a
         500 after pymongo's two minutes. What holds the documents is most likely a
         transaction whose client died, which the store aborts once it idles past its
-        transaction lifetime (`memory_admin.embedded_store`)."""
+        transaction lifetime (`memory_admin.runtime.embedded_store`)."""
         if (
             isinstance(exc, PyMongoError)
             and not isinstance(exc, ConnectionFailure)

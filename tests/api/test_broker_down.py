@@ -12,7 +12,7 @@ import logging
 import pytest
 from kombu.exceptions import OperationalError
 
-from memory_admin import inprocess, tasks
+from memory_admin.jobs import inprocess, tasks
 from streams.jobs import job_get
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +34,7 @@ def test_a_job_the_broker_refuses_is_a_202_and_stays_queued(
     )
     assert ingest.status_code == 202, ingest.content
     with (
-        caplog.at_level(logging.WARNING, logger="memory_admin.tasks"),
+        caplog.at_level(logging.WARNING, logger="memory_admin.jobs.tasks"),
         django_capture_on_commit_callbacks(execute=True) as sent,
     ):
         formed = api.post("/api/v1/agents/a1/sessions/s1/form")

@@ -16,7 +16,7 @@ import pytest
 from bson import ObjectId
 from pymongo import MongoClient
 
-from memory_admin.chat_upstream import skipped_contexts
+from memory_admin.integrations.chat_upstream import skipped_contexts
 from streams.context.chat import turn_message_id
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.scopes import scope_get

@@ -89,7 +89,7 @@ def test_upstream_errors_become_ours_without_the_upstreams_text(
 
 
 def test_an_upstream_error_code_that_could_carry_a_key_is_not_passed_on():
-    from memory_admin.chat_upstream import upstream_error
+    from memory_admin.integrations.chat_upstream import upstream_error
 
     body = {"error": {"message": "m", "type": "sk-Secret-123", "param": None, "code": "sk-Se"}}
     status, error = upstream_error(400, json.dumps(body).encode(), "sk-Secret-123")

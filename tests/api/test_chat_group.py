@@ -20,8 +20,8 @@ from streams.store import MemoryStore
 from tests.chat_support import AGENT, chat_clients, chat_key, upstream
 from tests.eventually import eventually
 from tests.fakes.openai_server import FakeOpenAI
-from tests.streams.test_privacy import every_memory_document
-from tests.streams.test_speakers import form, observations
+from tests.streams.memory.test_speakers import form, observations
+from tests.streams.people.test_privacy import every_memory_document
 from tests.task_mode import run_job, settle
 
 __all__ = ["chat_clients", "chat_key", "upstream"]  # fixtures, imported for this module

@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 
+from memory_admin.jobs.tasks import enqueue, sweep_aged_pending
 from memory_admin.stores import get_store
-from memory_admin.tasks import enqueue, sweep_aged_pending
 from streams.core.consolidate_after import ConsolidateAfterDays
 from streams.core.documents import utcnow
 from streams.memory.consolidation_age import aged_consolidations_sweep

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_admin.tasks import enqueue
+from memory_admin.jobs.tasks import enqueue
 from streams.jobs import job_retry
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.scopes import scope_get

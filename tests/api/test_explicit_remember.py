@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_admin.tasks import formation_settings
+from memory_admin.jobs.tasks import formation_settings
 from streams.jobs import job_get
 from streams.memory.formation import IncomingMessage, messages_ingest
 from tests.api.conftest import API

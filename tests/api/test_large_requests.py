@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 
-from memory_admin.large_requests import host_slot
+from memory_admin.web.large_requests import host_slot
 from tests.api.conftest import API, assert_error
 
 SESSION = f"{API}/agents/agent-1/sessions/s1"
@@ -105,7 +105,7 @@ def test_a_ui_form_finding_no_slot_gets_a_page_not_json(admin_client, settings, 
 
 
 def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings, tmp_path):
-    from memory_admin.large_requests import large_job_slot
+    from memory_admin.web.large_requests import large_job_slot
 
     gate(settings, tmp_path, wait=0)
     with large_job_slot(5_000), host_slot(tmp_path / "slots", 1, 0) as taken:
@@ -117,10 +117,10 @@ def test_a_large_job_write_holds_a_slot_and_goes_ahead_when_none_frees(settings,
 
 
 def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(store, fake_openai):
-    from memory_admin.tasks import formation_settings
+    from memory_admin.jobs.tasks import formation_settings
     from streams.memory import large_work
     from streams.memory.formation import formation_run
-    from tests.streams.test_formation import ingest as ingest_messages
+    from tests.streams.memory.test_formation import ingest as ingest_messages
     from tests.task_mode import run_job
 
     sizes: list[int] = []
@@ -147,7 +147,7 @@ def test_formation_commits_inside_the_large_work_gate_with_its_messages_size(sto
             work=lambda run: formation_run(store=store, run=run, settings=formation_settings()),
         )
     finally:
-        from memory_admin.large_requests import large_job_slot
+        from memory_admin.web.large_requests import large_job_slot
 
         large_work.register_large_work_gate(large_job_slot)
     assert sizes == [4 * len("I like tea. " * 100)]

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from memory_admin.api.v1.schemas import iso_utc
-from memory_admin.tasks import lifecycle_sweep
+from memory_admin.jobs.tasks import lifecycle_sweep
 from streams.core.documents import utcnow
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory

@@ -12,8 +12,8 @@ from datetime import timedelta
 
 import pytest
 
-from memory_admin import inprocess
-from memory_admin.tasks import formation_settings, retry_failed_jobs
+from memory_admin.jobs import inprocess
+from memory_admin.jobs.tasks import formation_settings, retry_failed_jobs
 from streams.core.documents import utcnow
 from streams.jobs import job_create, job_execute
 from streams.memory.formation import formation_run
@@ -96,7 +96,7 @@ def test_a_running_formation_renews_its_lease(api, store, settings, fake_openai)
     ingest(api, [msg(1)])
     job_id = api.post(f"{SESSION}/form").json()["job_id"]
     fake_openai.delay(2.0, then=TEA)
-    from memory_admin.llm import get_llm_provider
+    from memory_admin.integrations.llm import get_llm_provider
 
     worker = threading.Thread(
         target=job_execute,
@@ -254,7 +254,7 @@ def test_the_pool_and_its_child_are_ready_before_the_first_job(
     """The first job after a start waited seconds in the queue while the pool started its
     child (Django, the store, its indexes). The WSGI module's start-up now starts the pool,
     and each child opens the store before any job arrives; the first job runs in it."""
-    from memory_admin import scheduler
+    from memory_admin.jobs import scheduler
 
     started: list[bool] = []
     monkeypatch.setattr(scheduler, "_started", threading.Event())

@@ -97,7 +97,7 @@ def test_a_session_held_by_a_killed_writer_answers_503_then_recovers(api, store,
 
 
 def test_a_page_whose_write_is_busy_answers_503_with_retry_after(rf):
-    from memory_admin.middleware import StoreUnavailableMiddleware
+    from memory_admin.web.middleware import StoreUnavailableMiddleware
     from streams.core.exceptions import Busy
 
     middleware = StoreUnavailableMiddleware(lambda request: None)

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from memory_admin.api import ratelimit
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.api.conftest import API
 
 LIMIT = 60

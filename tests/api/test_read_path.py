@@ -9,8 +9,8 @@ import pytest
 from bson import ObjectId
 from django.test import Client
 
-from memory_admin.llm import get_llm_provider
-from memory_admin.tasks import compute_embeddings
+from memory_admin.integrations.llm import get_llm_provider
+from memory_admin.jobs.tasks import compute_embeddings
 from streams.core.documents import utcnow
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.observation_changes import observation_delete

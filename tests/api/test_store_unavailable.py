@@ -7,7 +7,7 @@ import time
 import pytest
 from django.test import Client
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.api.conftest import API, assert_error
 
 

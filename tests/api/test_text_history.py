@@ -13,7 +13,7 @@ from streams.memory.scopes import scope_get
 from streams.records.audit import audit_page
 from tests.api.conftest import API, assert_error
 from tests.factories import ScopeFactory
-from tests.streams.test_privacy import every_memory_document
+from tests.streams.people.test_privacy import every_memory_document
 
 
 def patch(api: Any, oid: str, text: str) -> Any:

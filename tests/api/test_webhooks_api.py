@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from memory_admin.webhooks import deliver_due
+from memory_admin.integrations.webhooks import deliver_due
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.store import MemoryStore

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory_admin.tasks import run_consolidation
+from memory_admin.jobs.tasks import run_consolidation
 from streams.core.documents import Job
 from streams.jobs import job_create
 from tests.browser.test_journeys import _sign_in

@@ -16,8 +16,8 @@ from streams.memory.observations import observation_add, observation_list
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium
-from tests.streams.test_privacy import AGENT
-from tests.streams.test_speakers import form, say
+from tests.streams.memory.test_speakers import form, say
+from tests.streams.people.test_privacy import AGENT
 
 pytestmark = [pytest.mark.browser, needs_chromium]
 

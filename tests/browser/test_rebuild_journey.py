@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_admin.tasks import TASKS_BY_KIND
+from memory_admin.jobs.tasks import TASKS_BY_KIND
 from streams.core.documents import Job
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.scopes import scope_get

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from memory_admin.demo import AGENTS, seed_demo
+from memory_admin.demo.seed import AGENTS, seed_demo
 from memory_admin.ui import dashboard
 from tests.browser.test_journeys import _sign_in
 from tests.services import needs_chromium

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from bson import ObjectId
 
-from memory_admin.tasks import run_consolidation
+from memory_admin.jobs.tasks import run_consolidation
 from streams.core.documents import Job
 from streams.memory.observations import observation_list
 from streams.prompts import prompt_save

@@ -219,7 +219,7 @@ class RemovalRules(MachineBase):
         )
         deliver_webhooks(self.receiver, step=self.step - 0.5)  # its creation, before it expired
         time.sleep(max(0.0, (expires - datetime.now(UTC)).total_seconds()) + 0.05)
-        from memory_admin.tasks import lifecycle_sweep
+        from memory_admin.jobs.tasks import lifecycle_sweep
 
         with self.http.tasks():
             lifecycle_sweep()

@@ -45,8 +45,8 @@ def memory_tool_answer(agent_id: str, user_id: str, name: str) -> str:
 
 def deliver_webhooks(receiver: Receiver, *, step: float) -> None:
     """Send the deliveries due now; the receiver files what arrives under `step`."""
+    from memory_admin.integrations.webhooks import deliver_due
     from memory_admin.stores import get_store
-    from memory_admin.webhooks import deliver_due
 
     receiver.step = step
     for _ in range(3):  # a delivery can make another due (a retry); bounded

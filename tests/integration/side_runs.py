@@ -68,12 +68,12 @@ BROKER_TEST = (
     "test_the_write_path_suite_passes_with_a_real_worker_through_redis"
 )
 WRITE_PATH_SUITE = [
-    "tests/streams/test_formation.py",
-    "tests/streams/test_consolidation_runs.py",
+    "tests/streams/memory/test_formation.py",
+    "tests/streams/memory/test_consolidation_runs.py",
     "tests/api/test_ingest.py",
     "tests/api/test_consolidation_api.py",
     "tests/test_tasks.py",
-    "tests/streams/test_derived_memory.py",
+    "tests/streams/memory/test_derived_memory.py",
 ]
 BROKER_REDIS_URL = REDIS_URL.rsplit("/", 1)[0] + "/12"  # runs are kept apart by their queue
 

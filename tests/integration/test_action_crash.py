@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from bson import ObjectId
 
-from memory_admin.tasks import retry_failed_jobs
+from memory_admin.jobs.tasks import retry_failed_jobs
 from streams.actions import Actor
 from streams.actions.sessions import do_messages_ingest
 from streams.core.exceptions import Busy

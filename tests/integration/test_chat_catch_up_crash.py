@@ -19,8 +19,8 @@ from streams.jobs import job_list
 from streams.store import MemoryStore
 from tests.integration.test_action_crash import _killed_at
 from tests.integration.test_follow_up_crash import _sweep_until_settled
-from tests.streams.test_chat_calls_scrub import QUESTION, _prepare, _stored
-from tests.streams.test_derived_memory import AGENT, SECRET, act, seed_secret, world
+from tests.streams.context.test_chat_calls_scrub import QUESTION, _prepare, _stored
+from tests.streams.memory.test_derived_memory import AGENT, SECRET, act, seed_secret, world
 
 __all__ = ["world"]  # a fixture, imported for this module
 pytestmark = pytest.mark.django_db  # the recovery sweep queues its tasks on commit

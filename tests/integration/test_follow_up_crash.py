@@ -8,7 +8,7 @@ recovery sweep then sends the job, and the removed text leaves the copies, the
 consolidations and the logged calls. Before the outbox these follow-ups ran in the
 process after the commit, and a kill there left the text in all three for good.
 
-The world is tests/streams/test_derived_memory.py's (the fake model echoes its prompt, so
+The world is tests/streams/memory/test_derived_memory.py's (the fake model echoes its prompt, so
 the text is in every version that absorbed it, and propagation copies it up).
 """
 
@@ -17,14 +17,14 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
-from memory_admin.tasks import retry_failed_jobs
+from memory_admin.jobs.tasks import retry_failed_jobs
 from streams.context.assemble import context_assemble
 from streams.context.log import context_calls_page
 from streams.jobs import job_list
 from streams.memory.scopes import scope_get
 from streams.store import MemoryStore, write_behind
 from tests.integration.test_action_crash import _killed_at
-from tests.streams.test_derived_memory import AGENT, OLD, add, seed_secret, world
+from tests.streams.memory.test_derived_memory import AGENT, OLD, add, seed_secret, world
 
 __all__ = ["world"]  # a fixture, imported for this module
 pytestmark = pytest.mark.django_db  # the recovery sweep queues its tasks on commit

@@ -16,7 +16,7 @@ import uuid
 
 from celery import Celery
 
-from memory_admin.tasks import formation_settings
+from memory_admin.jobs.tasks import formation_settings
 from streams.jobs import job_get
 from streams.memory.formation import IncomingMessage, formation_request, messages_ingest
 from tests.integration.workers import kill_worker, start_worker, wait_for

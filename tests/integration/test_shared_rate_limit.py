@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from memory_admin.embedded_store import _free_port
+from memory_admin.runtime.embedded_store import _free_port
 from tests.http_client import HttpClient
 from tests.services import REDIS_URL, needs_redis
 from tests.test_production import ROOT, manage, production_env

@@ -21,7 +21,9 @@ from tests.factories import ObservationFactory, ScopeFactory
 from tests.fakes.openai_wire import faithful_memory
 from tests.integration.workers import kill_worker, start_worker, wait_for
 from tests.services import REDIS_URL, needs_redis
-from tests.streams.test_consolidation_runs import assert_each_observation_pending_or_absorbed_once
+from tests.streams.memory.test_consolidation_runs import (
+    assert_each_observation_pending_or_absorbed_once,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,6 +1,6 @@
 """A labelled table of messages: does the user ask the memory to remember, to forget, or
 neither? Labels are a person's judgement; the forget rows name the topic to drop (None:
-"the last thing said"). `tests/streams/test_memory_requests.py` measures the rules on it."""
+"the last thing said"). `tests/streams/search/test_memory_requests.py` measures the rules on it."""
 
 from __future__ import annotations
 

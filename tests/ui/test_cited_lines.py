@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
-from tests.streams.test_privacy import AGENT
-from tests.streams.test_speakers import form, say
+from tests.streams.memory.test_speakers import form, say
+from tests.streams.people.test_privacy import AGENT
 
 
 def test_cited_lines_on_the_users_page_and_in_the_log(client_as, store, settings):

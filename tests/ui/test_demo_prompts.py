@@ -7,7 +7,7 @@ from bson import ObjectId
 from django.core.management import call_command
 from django.urls import reverse
 
-from memory_admin.demo_data import SHARDS
+from memory_admin.demo.data import SHARDS
 from streams.memory.scopes import ScopeKey
 from streams.prompts import prompt_history
 

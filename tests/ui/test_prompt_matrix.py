@@ -14,7 +14,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from memory_admin.tasks import formation_settings
+from memory_admin.jobs.tasks import formation_settings
 from streams.actions.jobs import do_propagation_run
 from streams.core.exceptions import InvalidInput
 from streams.jobs import job_create

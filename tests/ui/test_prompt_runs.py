@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from memory_admin.tasks import formation_settings
+from memory_admin.jobs.tasks import formation_settings
 from streams.drafts.prompt_checks import check_create, check_list
 from streams.memory.consolidation import consolidation_commit
 from streams.memory.formation import IncomingMessage, messages_ingest

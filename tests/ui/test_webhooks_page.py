@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.urls import reverse
 
+from memory_admin.integrations.webhooks import deliver_due
 from memory_admin.stores import get_store
-from memory_admin.webhooks import deliver_due
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.records.webhooks import webhook_create

@@ -3,7 +3,7 @@
 An agent that uses the `openai` package points its base URL at
 `/api/v1/agents/{agent_id}` and its key at one of ours. Each call: memory context
 for the last user message, injected as a system message (`streams.context.chat`); the
-request forwarded to the configured upstream (`memory_admin.chat_upstream`); the
+request forwarded to the configured upstream (`memory_admin.integrations.chat_upstream`); the
 upstream's answer returned unchanged (JSON, or SSE chunks relayed as they arrive);
 then, after the answer is sent, the call recorded and the turn queued for ingest.
 
@@ -33,9 +33,9 @@ from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.errors import error_response
 from memory_admin.api.v1.schemas import ExternalId, error_responses
-from memory_admin.chat_limits import RETRY_AFTER_SECONDS, Refusal, chat_slots
 from memory_admin.chat_tools import completion_as_sse, memory_tool_on, run_tool_rounds
-from memory_admin.chat_upstream import (
+from memory_admin.integrations.chat_limits import RETRY_AFTER_SECONDS, Refusal, chat_slots
+from memory_admin.integrations.chat_upstream import (
     SseAnswer,
     Upstream,
     UpstreamUnreachable,
@@ -50,9 +50,9 @@ from memory_admin.chat_upstream import (
     upstream_error,
     upstream_model,
 )
-from memory_admin.embeddings import semantic_ranker
+from memory_admin.integrations.embeddings import semantic_ranker
+from memory_admin.jobs.tasks import dispatch_now
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.tasks import dispatch_now
 from streams.actions.chat import do_chat_turn_finish
 from streams.actions.forget_requests import do_forget_request
 from streams.context.chat import ChatMemory, ChatOutcome, ChatTurn, chat_prepare

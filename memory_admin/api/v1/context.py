@@ -22,7 +22,7 @@ from memory_admin.api.v1.schemas import (
     PageQuery,
     error_responses,
 )
-from memory_admin.embeddings import semantic_ranker
+from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.context.assemble import ContextResult, context_assemble
 from streams.context.log import context_calls_page

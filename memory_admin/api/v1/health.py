@@ -11,7 +11,7 @@ from ninja import Router
 from memory_admin.api.errors import error_response, with_retry_after
 from memory_admin.api.ratelimit import rate_limit_mode
 from memory_admin.api.v1.schemas import HealthOut, error_responses
-from memory_admin.llm import llm_server_terms
+from memory_admin.integrations.llm import llm_server_terms
 from memory_admin.stores import get_store, store_mode, store_unreachable
 from streams.core.exceptions import IndexesMissing, Unavailable
 

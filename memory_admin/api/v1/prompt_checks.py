@@ -11,7 +11,7 @@ from pydantic import StringConstraints
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, InSchema, Prompt, error_responses
-from memory_admin.llm import get_llm_provider
+from memory_admin.integrations.llm import get_llm_provider
 from memory_admin.stores import get_store
 from streams.actions.prompts import do_prompt_check_create, do_prompt_check_delete
 from streams.drafts.prompt_checks import CheckOutcome, PromptCheck, check_list, checks_run

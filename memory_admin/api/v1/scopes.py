@@ -19,7 +19,7 @@ from memory_admin.api.v1.schemas import (
     ScopePatchIn,
     error_responses,
 )
-from memory_admin.llm import get_llm_provider
+from memory_admin.integrations.llm import get_llm_provider
 from memory_admin.stores import MemoryStore, get_store
 from streams.actions.scopes import do_scope_create, do_scope_update
 from streams.core.documents import Scope

@@ -16,7 +16,7 @@ from memory_admin.api.v1.schemas import (
     ObservationOut,
     error_responses,
 )
-from memory_admin.embeddings import semantic_ranker
+from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.core.documents import ScopeType
 from streams.core.exceptions import InvalidInput

@@ -11,8 +11,8 @@ from ninja import Path, Router, Status
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent
 from memory_admin.api.v1.schemas import ExternalId, IngestIn, IngestOut, JobIdOut, error_responses
+from memory_admin.jobs.tasks import formation_settings
 from memory_admin.stores import MemoryStore, get_store
-from memory_admin.tasks import formation_settings
 from streams.actions.forget_requests import do_forget_request
 from streams.actions.sessions import do_messages_ingest, do_session_form
 from streams.core.exceptions import InvalidInput

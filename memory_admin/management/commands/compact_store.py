@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_admin.store_compaction import compact_data_dir
+from memory_admin.runtime.compaction import compact_data_dir
 
 
 class Command(BaseCommand):

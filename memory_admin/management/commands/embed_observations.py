@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory_admin.embeddings import semantic_ranker
+from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.search.embeddings import embeddings_backfill
 

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from memory_admin.private_files import close_to_others, read_or_create_secret
+from memory_admin.runtime.private_files import close_to_others, read_or_create_secret
 
 DEMO_USERS = (("admin", "admin"), ("operator", "operator"), ("viewer", "viewer"))
 

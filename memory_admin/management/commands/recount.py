@@ -6,8 +6,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from memory_admin.jobs.tasks import formation_settings
 from memory_admin.stores import get_store
-from memory_admin.tasks import formation_settings
 from streams.records.recount import recount
 
 

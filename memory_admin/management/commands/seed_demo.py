@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from memory_admin.demo import demo_present, seed_demo
+from memory_admin.demo.seed import demo_present, seed_demo
+from memory_admin.jobs.tasks import formation_settings
 from memory_admin.stores import get_store
-from memory_admin.tasks import formation_settings
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from memory_admin.embedded_store import stop_embedded_server
+from memory_admin.runtime.embedded_store import stop_embedded_server
 
 
 class Command(BaseCommand):

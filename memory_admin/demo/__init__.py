@@ -1,0 +1,1 @@
+"""The demo world (data) and its seeding through the app's services (seed)."""
