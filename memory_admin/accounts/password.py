@@ -22,7 +22,7 @@ from django.urls import reverse, reverse_lazy
 
 from memory_admin.accounts.actions import user_password_changed
 from memory_admin.models import PasswordChangeRequired
-from memory_admin.ui.common import actor
+from streams.actions import Actor
 
 
 def must_change_password(user: Any) -> bool:
@@ -42,7 +42,7 @@ class PasswordChangeView(auth_views.PasswordChangeView):
 
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
         response = super().form_valid(form)
-        user_password_changed(actor=actor(self.request), user=form.user)
+        user_password_changed(actor=Actor.ui(self.request.user.get_username()), user=form.user)
         messages.success(self.request, "Your password was changed.")
         return response
 

@@ -1,5 +1,6 @@
-"""Asking the server to close a connection after this response (see
-memory_admin.runtime.gunicorn_worker).
+"""Asking the server to close a connection after this response.
+
+See `memory_admin.runtime.gunicorn_worker`.
 
 A WSGI app may not send `Connection` itself; under the repo's gunicorn worker this
 flag makes gunicorn send `Connection: close` and close; elsewhere it does nothing.

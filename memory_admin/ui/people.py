@@ -26,11 +26,11 @@ from memory_admin.accounts.actions import (
     user_set_role,
     user_unlock,
 )
+from memory_admin.accounts.lockouts import locked_out
 from memory_admin.models import DEFAULT_PERMISSIONS, PERMISSIONS, ApiKey
 from memory_admin.stores import get_store
 from memory_admin.ui.common import actor, flash_error, form_errors
 from memory_admin.ui.roles import Role, role_required
-from memory_admin.web.login_throttle import locked_out
 from streams.core.exceptions import Conflict, InvalidInput
 from streams.selectors import agents_page
 

@@ -63,22 +63,6 @@ def client_ip(request: Any) -> str | None:
     return peer
 
 
-def locked_out(usernames: list[str]) -> dict[str, int]:
-    """Of these names, those locked out now: name -> the number of addresses."""
-    from axes.models import AccessAttempt
-    from django.utils import timezone
-
-    since = timezone.now() - settings.AXES_COOLOFF_TIME
-    counts: dict[str, int] = {}
-    for name in AccessAttempt.objects.filter(
-        username__in=usernames,
-        failures_since_start__gte=settings.AXES_FAILURE_LIMIT,
-        attempt_time__gte=since,
-    ).values_list("username", flat=True):
-        counts[name] = counts.get(name, 0) + 1
-    return counts
-
-
 def lockout_response(request: Any, original_response: Any, credentials: Any) -> HttpResponse:
     """429 with the sign-in page's look, how long the lockout lasts, and Retry-After."""
     cool_off: timedelta = settings.AXES_COOLOFF_TIME
