@@ -8,6 +8,7 @@ from datetime import datetime
 from statistics import fmean
 
 from benchmarks.harness import print_table
+from benchmarks.locomo import AGENT, USER
 from benchmarks.retrieval_loo import Dev, recall_at
 from streams.context.assemble import context_assemble
 from streams.search.ranking import FINAL
@@ -81,8 +82,6 @@ def _context(
     """What `POST /context` retrieves for the question (nothing when it does not fire),
     and the recent turns it found in its top 5 (shown as recent, not repeated)."""
     from bson import ObjectId
-
-    from benchmarks.retrieval_quality import AGENT, USER  # it imports this module
 
     def rank(question: str) -> tuple[list[str], list[str]]:
         result = context_assemble(

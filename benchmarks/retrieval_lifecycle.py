@@ -12,8 +12,7 @@ from typing import Any
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_table
-from benchmarks.retrieval_loo import Dev
-from benchmarks.retrieval_quality import (
+from benchmarks.locomo import (
     AGENT,
     CATEGORIES,
     DATA,
@@ -22,6 +21,7 @@ from benchmarks.retrieval_quality import (
     _row,
     _turns,
 )
+from benchmarks.retrieval_loo import Dev
 from streams.search.index import search_observations
 from streams.search.ranking import FINAL, Ranking
 from streams.store import MemoryStore

@@ -22,11 +22,10 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from benchmarks.locomo import AGENT, KS, USER
 from streams.search.index import search_in_scopes, search_scopes
 from streams.search.ranking import FINAL, Ranking
 from streams.store import MemoryStore
-
-KS = (1, 5, 10)
 
 
 class Memo:
@@ -108,8 +107,6 @@ def hit_at(question: dict, ranked: list[str], k: int) -> float:
 
 
 def dev_load(client: Any, path: Path, *, load: Any, turns_of: Any, categories: Any) -> Dev:
-    from benchmarks.retrieval_quality import AGENT, USER
-
     conversation = json.loads(path.read_text())
     turns = turns_of(conversation)
     questions = [q for q in conversation["qa"] if q.get("category") in categories]

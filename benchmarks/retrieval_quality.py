@@ -25,15 +25,21 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from statistics import fmean
-from typing import Any
 
 from pymongo import MongoClient
 from rank_bm25 import BM25Okapi
 
 from benchmarks.harness import embedded_server, print_table
+from benchmarks.locomo import (
+    CATEGORIES,
+    DEV,
+    _load,
+    _ours,
+    _turns,
+)
 from benchmarks.retrieval_context import context_rows
 from benchmarks.retrieval_loo import (
     KS,
@@ -46,10 +52,6 @@ from benchmarks.retrieval_loo import (
     recall_at,
     switch_effects,
 )
-from streams.core.documents import Observation
-from streams.memory.observations import append_in_transaction
-from streams.memory.scopes import ScopeKey, scope_get_or_create
-from streams.search.index import search_observations
 from streams.search.ranking import (
     FINAL,
     LAST_WAVE,
@@ -59,14 +61,8 @@ from streams.search.ranking import (
     SHORT_K1,
     Ranking,
 )
-from streams.store import MemoryStore
 from tests.streams.retrieval_cases import CASES, confusion
 
-DATA = Path("/work/shared/data/locomo-dev/conv-26.json")
-DEV = sorted(DATA.parent.glob("conv-*.json"))  # the dev conversations (lifecycle stages)
-AGENT = "bench-agent"
-USER = "locomo-user"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 WORD = re.compile(r"\w+")
 
 
@@ -327,23 +323,6 @@ def _baseline_ranked(d: Dev) -> list[list[str]]:
     return [rank(q["question"]) for q in d.questions]
 
 
-def _turns(conversation: dict) -> list[tuple[str, str, datetime]]:
-    """(turn id, text, session time) of every turn, in order."""
-    turns = []
-    n = 1
-    while f"session_{n}" in conversation:
-        when = datetime.strptime(
-            conversation[f"session_{n}_date_time"], "%I:%M %p on %d %B, %Y"
-        ).replace(tzinfo=UTC)
-        for turn in conversation[f"session_{n}"]:
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
-                text += f" [image: {turn['blip_caption']}]"
-            turns.append((turn["dia_id"], text, when))
-        n += 1
-    return turns
-
-
 def _baseline(turns: list[tuple[str, str, datetime]]) -> Callable[[str], list[str]]:
     bm25 = BM25Okapi([WORD.findall(text.lower()) for _, text, _ in turns])
     ids = [turn_id for turn_id, _, _ in turns]
@@ -354,86 +333,6 @@ def _baseline(turns: list[tuple[str, str, datetime]]) -> Callable[[str], list[st
         return [ids[i] for i in order[: max(KS)]]
 
     return rank
-
-
-def turn_observations(
-    scope_id: str, turns: list[tuple[str, str, datetime]], **extra: Any
-) -> list[Observation]:
-    """One observation per conversation turn, keeping its session and turn id."""
-    return [
-        Observation(
-            scope_id=scope_id,
-            agent_id=AGENT,
-            content=text,
-            observed_at=when,
-            created_at=when,
-            source_session_id=turn_id.split(":")[0],  # "D3:5": turn 5 of session 3
-            source_message_ids=[turn_id],
-            related_user_ids=[USER],
-            **extra,
-        )
-        for turn_id, text, when in turns
-    ]
-
-
-def _load(store: MemoryStore, turns: list[tuple[str, str, datetime]]) -> None:
-    store.ensure_indexes()
-    scope, _ = scope_get_or_create(store=store, key=ScopeKey.individual(AGENT, USER))
-    observations = turn_observations(scope.id, turns)
-    for start in range(0, len(observations), 25):
-        batch = observations[start : start + 25]
-        append_in_transaction(
-            store=store, scope_id=scope.id, observations=batch, now=batch[0].created_at
-        )
-
-
-def _ours(
-    store: MemoryStore,
-    ranking: Ranking,
-    timings: list[float] | None = None,
-    now: datetime | None = None,
-) -> Callable[[str], list[str]]:
-    def rank(question: str) -> list[str]:
-        started = time.perf_counter()
-        hits = search_observations(
-            store=store,
-            agent_id=AGENT,
-            user_id=USER,
-            query=question,
-            limit=max(KS),
-            record_access=False,
-            ranking=ranking,
-            now=now,
-        )
-        if timings is not None:
-            timings.append((time.perf_counter() - started) * 1000)
-        return [h.observation.source_message_ids[0] for h in hits]
-
-    return rank
-
-
-def _row(
-    name: str,
-    category: int | None,
-    chosen: list[int],
-    questions: list[dict],
-    ranked: dict[int, list[str]],
-) -> list[object]:
-    def recall(i: int, k: int) -> float:
-        evidence = set(questions[i]["evidence"])
-        return len(evidence & set(ranked[i][:k])) / len(evidence) if evidence else 0.0
-
-    def hit(i: int, k: int) -> float:
-        return 1.0 if set(questions[i]["evidence"]) & set(ranked[i][:k]) else 0.0
-
-    label = "all" if category is None else f"{category} {CATEGORIES[category]}"
-    return [
-        name,
-        label,
-        len(chosen),
-        *(f"{fmean(recall(i, k) for i in chosen):.3f}" for k in KS),
-        f"{fmean(hit(i, 5) for i in chosen):.3f}",
-    ]
 
 
 def lifecycle_at_scale(distractors: int) -> None:

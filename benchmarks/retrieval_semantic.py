@@ -28,7 +28,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_table
-from benchmarks.retrieval_quality import AGENT, CATEGORIES, DEV, USER, _load, _row, _turns
+from benchmarks.locomo import AGENT, CATEGORIES, DEV, USER, _load, _row, _turns
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.search.embeddings import SemanticRanker, embeddings_backfill
 from streams.search.index import search_observations

@@ -38,7 +38,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import CommandCounter, embedded_server, print_row, print_table
-from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
+from benchmarks.locomo import AGENT, CATEGORIES, DATA, USER, _turns, turn_observations
 from memory_admin.runtime.heap import freeze_startup_heap
 from streams.context.assemble import context_assemble
 from streams.core.documents import Observation, Scope

@@ -47,6 +47,18 @@ WORDS = [
     "budget",
     "euros",
 ]
+
+# Contents: 12 words drawn Zipf-like from the seed's words followed by 3,000 rarer ones, so
+# a batch shares its common terms (as real text does) but not all of them.
+VOCABULARY = [*WORDS, *(f"topic{n}" for n in range(3_000))]
+
+
+def content(rng: random.Random) -> str:
+    """Rank r drawn with probability about 1/r (log-uniform): Zipf's law of word use."""
+    picks = (int(len(VOCABULARY) ** rng.random()) - 1 for _ in range(12))
+    return " ".join(VOCABULARY[i] for i in picks).capitalize() + "."
+
+
 BATCH = 5000
 PROGRESS_EVERY = 100_000  # a line per this many, for long seeds
 

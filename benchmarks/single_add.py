@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import ROOT, _free_port, _wait_for_port, percentile, print_table
+from benchmarks.seed import content
 
 ADDS = int(os.environ.get("BENCH_SINGLE_ADDS", "300"))
 AGENT = "bench-agent"
@@ -169,8 +170,6 @@ def _client(request: dict) -> dict[str, list[float]]:
 
 
 def contents_for(n: int, salt: str) -> list[str]:
-    from benchmarks.write_throughput import content
-
     rng = random.Random(salt)
     return [content(rng) for _ in range(n)]
 

@@ -48,7 +48,7 @@ from benchmarks.harness import (
     summary_ms,
     web_process,
 )
-from benchmarks.seed import WORDS, seed
+from benchmarks.seed import content, seed
 from memory_admin.runtime.embedded_store import oplog_args
 from streams.memory.observation_batch import BatchItem, observation_batch_add
 from streams.memory.observations import observation_add
@@ -59,16 +59,7 @@ SINGLES = 150
 BATCHES = 8
 BATCH = 100
 AGENT = "bench-agent"
-# Contents: 12 words drawn Zipf-like from the seed's words followed by 3,000 rarer ones, so
-# a batch shares its common terms (as real text does) but not all of them.
-VOCABULARY = [*WORDS, *(f"topic{n}" for n in range(3_000))]
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def content(rng: random.Random) -> str:
-    """Rank r drawn with probability about 1/r (log-uniform): Zipf's law of word use."""
-    picks = (int(len(VOCABULARY) ** rng.random()) - 1 for _ in range(12))
-    return " ".join(VOCABULARY[i] for i in picks).capitalize() + "."
 
 
 def cpu_seconds(pid: int) -> float:
