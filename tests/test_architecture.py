@@ -29,6 +29,14 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
         ("streams/context/planted.py", "from streams.actions.sessions import do_messages_ingest\n"),
         ("streams/core/planted.py", "def late():\n    from streams.store import MemoryStore\n"),
         ("streams/actions/planted.py", "import memory_admin.jobs.tasks\n"),
+        ("memory_admin/planted.py", "def late():\n    from benchmarks import harness\n"),
+    ],
+    "rooms": [
+        # the arrow issue 41 removed: a view in accounts took the actor from the UI
+        ("memory_admin/accounts/planted.py", "from memory_admin.ui.common import actor\n"),
+        ("memory_admin/runtime/planted.py", "def late():\n    import memory_admin.jobs.tasks\n"),
+        ("memory_admin/api/planted.py", "from memory_admin.ui import common\n"),  # independent
+        ("memory_admin/ui/planted.py", "from memory_admin.web.login_throttle import client_ip\n"),
     ],
     "no-django-in-streams": [
         ("streams/memory/planted.py", "from django import http\n"),
@@ -50,6 +58,13 @@ PLANTED: dict[str, list[tuple[str, str]]] = {
             "def late():\n    from streams.memory import consolidation\n",
         ),
         ("streams/search/planted.py", "def late():\n    from streams.memory import scopes\n"),
+    ],
+    "acyclic-rooms": [
+        # inside one room: the pool reaching back for the runner that imports it
+        ("memory_admin/jobs/inprocess.py", "def late():\n    import memory_admin.jobs.runner\n"),
+        # the shape of the benchmarks' cycles issue 41 broke
+        ("benchmarks/locomo.py", "def late():\n    from benchmarks import retrieval_quality\n"),
+        ("benchmarks/seed.py", "def late():\n    from benchmarks import write_throughput\n"),
     ],
 }
 
@@ -83,7 +98,7 @@ def test_every_contract_is_planted_a_violation():
 def test_a_planted_violation_breaks_its_contract(tmp_path, contract, path, text):
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__")
-    for package in ("streams", "memory_admin"):
+    for package in ("streams", "memory_admin", "benchmarks"):
         shutil.copytree(ROOT / package, copy / package, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     assert _lint_imports(copy, contract).returncode == 0  # the copy keeps it
