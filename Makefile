@@ -11,7 +11,7 @@ UV_VERSION := 0.13.8
 UV := $(VENV)/bin/uv
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint format bench every-path rehearsal check-real-model stop-store clean screenshots mem0-venv
+.PHONY: help install run test lint map format bench every-path rehearsal check-real-model stop-store clean screenshots mem0-venv
 
 help: ## List the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -42,11 +42,15 @@ test: install ## The layer contracts and types, then the whole test suite (brows
 	$(MYPY)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: install ## ruff check and format check, the layer contracts (docs/architecture.md), mypy
+lint: install ## ruff check and format check, the layer contracts, the map (docs/architecture.md), mypy
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(PY) -m benchmarks import_graph --check-docs
 	$(MYPY)
+
+map: install ## Rewrite docs/architecture.md's package lists, floors and figures from the code
+	$(PY) -m benchmarks import_graph --write-docs
 
 format: install ## Apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
