@@ -146,8 +146,8 @@ def score_raw_turns(
     store: MemoryStore, sessions: list[Session], questions: list[dict[str, Any]]
 ) -> Scores:
     """Today's figure: each turn an observation, the top 5 of the search the context."""
-    from benchmarks.retrieval_quality import AGENT as RAW_AGENT
-    from benchmarks.retrieval_quality import USER, _load
+    from benchmarks.locomo import AGENT as RAW_AGENT
+    from benchmarks.locomo import USER, _load
 
     turns = [(t.id, f"{t.user_name}: {t.text}", t.at) for s in sessions for t in s.turns]
     _load(store, turns)

@@ -25,6 +25,7 @@ import argparse
 import re
 import sys
 import tomllib
+from functools import partial
 from pathlib import Path
 
 import grimp
@@ -347,7 +348,7 @@ def run(argv: list[str] | None = None) -> int:
             return 1
         if found.group(2) != block:
             stale.append(name)
-            text = pattern.sub(lambda m, b=block: m.group(1) + b + m.group(3), text)
+            text = pattern.sub(partial(_framed, block), text)
     if args.write_docs:
         (root / DOCS).write_text(text)
         print(f"{DOCS}: rewrote {', '.join(stale) or 'nothing (already current)'}")
@@ -358,6 +359,11 @@ def run(argv: list[str] | None = None) -> int:
         fix = "python -m benchmarks import_graph --write-docs"
         print(f"{DOCS}: stale {', '.join(stale)}; run `{fix}`")
     return 1 if stale else 0
+
+
+def _framed(block: str, match: re.Match[str]) -> str:
+    """A marked block's new body between its unchanged markers."""
+    return match.group(1) + block + match.group(3)
 
 
 if __name__ == "__main__":

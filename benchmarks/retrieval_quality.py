@@ -28,6 +28,7 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from statistics import fmean
+from typing import Any
 
 from pymongo import MongoClient
 from rank_bm25 import BM25Okapi

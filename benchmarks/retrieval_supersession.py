@@ -31,7 +31,7 @@ MODES = {"off": False, "on": True}
 
 
 def run_modes(modes: list[str]) -> None:
-    from benchmarks.retrieval_quality import AGENT, CATEGORIES, DEV, USER, _load, _turns
+    from benchmarks.locomo import AGENT, CATEGORIES, DEV, USER, _load, _turns
 
     with embedded_server() as server:
         client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)

@@ -23,7 +23,7 @@ from bson import ObjectId
 from pymongo import MongoClient
 
 from benchmarks.harness import embedded_server, print_table
-from benchmarks.retrieval_quality import AGENT, CATEGORIES, DATA, USER, _turns
+from benchmarks.locomo import AGENT, CATEGORIES, DATA, USER, _turns
 from benchmarks.search_scale import BATCH, SIZES, seeded_observations
 from memory_admin.runtime.heap import freeze_startup_heap
 from streams.search.embeddings import SemanticRanker
