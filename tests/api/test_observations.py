@@ -14,8 +14,9 @@ OBSERVATION_FIELDS = {
     "source_message_ids", "related_user_ids", "status", "private", "propagated_from",
     "access_count", "last_accessed_at", "deleted", "similar_to", "flags", "review",
     "expires_at", "expired", "useful_count", "useless_count", "contradicts", "origin", "added_by",
-    "superseded_by", "valid_until", "superseded",
+    "superseded_by", "valid_until", "superseded", "scope_type", "scope_name",
 }  # fmt: skip
+BY_ID_NULL = {"scope_type": None, "scope_name": None}  # one observation by id: no scope read
 
 
 def add(client, scope_id: str, body: object):
@@ -39,7 +40,8 @@ def test_add_observation_201_goes_to_pending(api, store):
     assert (created["status"], created["private"], created["deleted"]) == ("pending", True, False)
     assert created["observed_at"].startswith("2024-05-01T08:00:00")
     assert created["related_user_ids"] == ["u1"]
-    assert api.get(f"{API}/observations/{created['id']}").json() == created
+    assert (created["scope_type"], created["scope_name"]) == ("individual", scope.display_name)
+    assert api.get(f"{API}/observations/{created['id']}").json() == {**created, **BY_ID_NULL}
     assert api.get(f"{API}/scopes/{scope.id}").json()["pending_count"] == 1
 
 
@@ -125,3 +127,26 @@ def test_observation_list_limit_and_cursor_are_validated(api, store):
     assert_error(
         api.get(f"{API}/scopes/{scope.id}/observations?cursor=%%%"), 422, "validation_error"
     )
+
+
+def test_list_and_batch_answers_carry_scope_names(api, store):
+    # The scope the endpoint read already names every item: no read per observation.
+    group = ScopeFactory.create(store=store, group=True, group_id="g1", display_name="Eden Team")
+    shard = ScopeFactory.create(store=store, shard=True, name="billing")
+    for i in range(3):
+        ObservationFactory.create(store=store, scope=group, content=f"fact {i}")
+    page = api.get(f"{API}/scopes/{group.id}/observations").json()
+    assert {(o["scope_type"], o["scope_name"]) for o in page["items"]} == {("group", "Eden Team")}
+    batch = add(api, shard.id, {"items": [{"client_id": "a", "content": "Invoices monthly"}]})
+    assert [(o["scope_type"], o["scope_name"]) for o in batch.json()["items"]] == [
+        ("shard", "billing")
+    ]
+
+
+def test_search_hits_observation_carries_scope_names(api, store):
+    shard = ScopeFactory.create(store=store, shard=True, name="billing")
+    ObservationFactory.create(store=store, scope=shard, content="Invoices are paid in euros")
+    hits = api.get(f"{API}/agents/{shard.agent_id}/search", {"q": "invoices"}).json()["items"]
+    assert [(h["observation"]["scope_type"], h["observation"]["scope_name"]) for h in hits] == [
+        ("shard", "billing")
+    ]

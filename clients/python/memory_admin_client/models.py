@@ -35,6 +35,8 @@ class Review(Model):
 class Observation(Model):
     id: str
     scope_id: str
+    scope_type: str | None = None  # filled by lists, adds and search hits; null by id
+    scope_name: str | None = None
     content: str | None
     observed_at: datetime
     created_at: datetime

@@ -23,6 +23,7 @@ from memory_admin.api.v1.schemas import (
     PageQuery,
     error_responses,
 )
+from memory_admin.api.v1.schemas.observations import named_scopes
 from memory_admin.stores import MemoryStore, get_store
 from streams.actions.observations import (
     do_observation_add,
@@ -55,6 +56,7 @@ def list_observations(
     for."""
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    named_scopes(request, [scope])
     return observation_list(
         store=store,
         scope=scope,
@@ -98,6 +100,7 @@ def add_observation(
     """
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
+    named_scopes(request, [scope])
     if isinstance(payload, ObservationBatchIn):
         return _add_batch(request, store=store, scope=scope, payload=payload)
     if payload.client_id is not None:
@@ -145,7 +148,9 @@ def _add_batch(
     items = [
         ObservationBatchItemOut.model_validate(
             {
-                **ObservationOut.model_validate(o, from_attributes=True).model_dump(),
+                **ObservationOut.model_validate(
+                    o, from_attributes=True, context={"request": request}
+                ).model_dump(),
                 "client_id": client_id,
                 "created": new,
                 "duplicate_of": duplicate_of,

@@ -16,6 +16,7 @@ from memory_admin.api.v1.schemas import (
     ObservationOut,
     error_responses,
 )
+from memory_admin.api.v1.schemas.observations import named_scopes
 from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
 from streams.core.documents import ScopeType
@@ -130,6 +131,7 @@ def search(
             store=get_store(), scope_ids=sorted({h.observation.scope_id for h in hits})
         )
     }
+    named_scopes(request, scopes.values())
     items = [
         {
             "observation": h.observation,

@@ -65,9 +65,52 @@ class ReviewOut(Schema):
     note: str | None = None
 
 
+SCOPES_ATTRIBUTE = "observation_scopes"
+
+
+def named_scopes(request: Any, scopes: Any) -> None:
+    """Lend the answer's resolvers the scopes the endpoint already read (no read per item)."""
+    known = getattr(request, SCOPES_ATTRIBUTE, None) or {}
+    setattr(request, SCOPES_ATTRIBUTE, {**known, **{s.id: s for s in scopes}})
+
+
+def _scope_of(obj: Any, context: Any) -> Any:
+    request = context.get("request") if isinstance(context, dict) else None
+    scopes = getattr(request, SCOPES_ATTRIBUTE, None) or {}
+    scope_id = obj.get("scope_id") if isinstance(obj, dict) else getattr(obj, "scope_id", None)
+    return scopes.get(scope_id)
+
+
 class ObservationOut(Schema):
     id: str
     scope_id: str
+    scope_type: Literal["individual", "group", "collective", "shard"] | None = Field(
+        None,
+        description="The scope's kind (`shard`: a named collective shard). Filled by the "
+        "scope's observation list, adds (single and batch) and search hits; null on "
+        "answers about one observation by id (get, edit, feedback), which would need one "
+        "more read.",
+    )
+    scope_name: str | None = Field(
+        None,
+        description="What a person calls the scope: the user's or group's display name "
+        "(else its id), the shard's name, or `collective`. Filled where `scope_type` is.",
+    )
+
+    @staticmethod
+    def resolve_scope_type(obj: Any, context: Any) -> str | None:
+        if isinstance(obj, dict) and obj.get("scope_type"):
+            return str(obj["scope_type"])
+        scope = _scope_of(obj, context)
+        return scope.kind if scope is not None else None
+
+    @staticmethod
+    def resolve_scope_name(obj: Any, context: Any) -> str | None:
+        if isinstance(obj, dict) and obj.get("scope_name"):
+            return str(obj["scope_name"])
+        scope = _scope_of(obj, context)
+        return scope.label if scope is not None else None
+
     content: str | None = Field(
         description="The text; null once the observation is removed (deleted or expired): "
         "removed text is on no surface (the one visibility rule)."
