@@ -19,6 +19,7 @@ from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.flagged import flagged_context
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
+from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.questions import coverage_marks, questions_context
@@ -62,20 +63,23 @@ def scope_browser(request: HttpRequest) -> HttpResponse:
     form = ScopeFilterForm(request.GET or None)
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
     agents = agents_page(store=store, limit=AGENT_CHOICES)
-    agent_id = filters.get("agent") or (agents[0].id if agents else None)
+    agent_id, agent_ids = agents_chosen(store, agents, filters.get("agent") or param(request, "agent"))
     page: Page[Scope] = Page(items=[], next_cursor=None)
     error = None if form.is_valid() or not request.GET else "Some filters were not valid."
-    if agent_id:
-        try:
+    try:
+        if agent_id == ALL_AGENTS:
+            page = _all_agents_page(store, agent_ids=agent_ids, filters=filters)
+        elif agent_id:
             page = _scope_page(
                 store, agent_id=agent_id, filters=filters, cursor=param(request, "cursor")
             )
-        except InvalidInput as exc:
-            error = exc.message
+    except InvalidInput as exc:
+        error = exc.message
     context = {
         "form": form,
         "agents": agents,
         "agent_id": agent_id,
+        "all_agents": agent_id == ALL_AGENTS,
         "page": page,
         "error": error,
         "query": _query_without(request, "cursor"),
@@ -108,6 +112,20 @@ def _scope_page(
         cursor=cursor,
         limit=PAGE_SIZE,
     )
+
+
+def _all_agents_page(
+    store: MemoryStore, *, agent_ids: list[str], filters: dict[str, Any]
+) -> Page[Scope]:
+    """The newest (or oldest) scopes across agents: each agent's first page, merged by
+    creation time, one page long. Each agent's list pages by its own sequence, so there
+    is no next page here: the page says to pick an agent to read further."""
+    merged: list[Scope] = []
+    for agent_id in agent_ids:
+        merged.extend(_scope_page(store, agent_id=agent_id, filters=filters, cursor=None).items)
+    oldest = filters.get("sort") == "oldest"
+    merged.sort(key=lambda s: s.created_at, reverse=not oldest)
+    return Page(items=merged[:PAGE_SIZE], next_cursor=None)
 
 
 def _query_without(request: HttpRequest, *names: str) -> str:
