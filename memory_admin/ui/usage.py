@@ -4,6 +4,7 @@ small panels the dashboard and the scope page show. Reads only the usage counter
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -11,17 +12,20 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from memory_admin.stores import MemoryStore, get_store
+from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import param
 from memory_admin.ui.roles import Role, role_required
 from streams.context.retrieval_health import retrieval_health
 from streams.core.documents import Scope, utcnow
 from streams.records.usage import (
     WINDOWS,
+    Usage,
     agent_usage,
     scope_health,
     scope_usage,
     top_scopes_by_backlog,
     top_scopes_by_cost,
+    usage_by_agent,
 )
 from streams.selectors import agents_page, scopes_by_ids
 
@@ -66,18 +70,35 @@ def scope_usage_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
 def usage_page(request: HttpRequest) -> HttpResponse:
     store = get_store()
     agents = agents_page(store=store, limit=AGENT_CHOICES)
-    agent_id = param(request, "agent") or (agents[0].id if agents else None)
+    agent_id, agent_ids = agents_chosen(store, agents, param(request, "agent"))
     days = int(param(request, "days") or 7) if (param(request, "days") or "7").isdigit() else 7
     days = days if days in WINDOWS else 7
-    context: dict[str, Any] = {
-        "agents": agents,
-        "agent_id": agent_id,
-        "days": days,
-        "windows": WINDOWS,
-        "usage": agent_usage(store=store, agent_id=agent_id, days=days, today=utcnow().date())
+    context: dict[str, Any] = {"agents": agents, "agent_id": agent_id, "days": days}
+    context["windows"] = WINDOWS
+    if agent_id == ALL_AGENTS:
+        context.update(_all_agents(store, agent_ids=agent_ids, days=days))
+        return render(request, "ui/usage.html", context)
+    context["usage"] = (
+        agent_usage(store=store, agent_id=agent_id, days=days, today=utcnow().date())
         if agent_id
-        else None,
-        **ranked_scopes(store, days=days, agent_id=agent_id),
-        "health": retrieval_health(store=store, agent_id=agent_id, days=days) if agent_id else None,
-    }
+        else None
+    )
+    context.update(ranked_scopes(store, days=days, agent_id=agent_id))
+    context["health"] = (
+        retrieval_health(store=store, agent_id=agent_id, days=days) if agent_id else None
+    )
     return render(request, "ui/usage.html", context)
+
+
+def _all_agents(store: MemoryStore, *, agent_ids: list[str], days: int) -> dict[str, Any]:
+    """One row per agent and their sum; the rankings are across agents already."""
+    rows = usage_by_agent(store=store, agent_ids=agent_ids, days=days, today=utcnow().date())
+    total = Usage()
+    for _, usage in rows:
+        total.add(asdict(usage))
+    return {
+        "all_agents": True,
+        "by_agent": rows,
+        "usage": {"total": total},
+        **ranked_scopes(store, days=days),
+    }

@@ -294,6 +294,24 @@ def agent_usage(*, store: MemoryStore, agent_id: str, days: int, today: date) ->
     return found
 
 
+def usage_by_agent(
+    *, store: MemoryStore, agent_ids: list[str], days: int, today: date
+) -> list[tuple[str, Usage]]:
+    """Each agent's totals over the last `days` days, costliest first (one read of at most
+    `days` documents per agent): the "All agents" rows, summed by the page."""
+    days = max(1, min(days, MAX_DAYS))
+    first, last = _first(today, days), today.isoformat()
+    rows: list[tuple[str, Usage]] = []
+    for agent_id in agent_ids:
+        total = Usage()
+        for doc in store.usage.for_agent(
+            agent_id=agent_id, dim="agent", first=first, last=last, limit=days
+        ):
+            total.add(doc)
+        rows.append((agent_id, total))
+    return sorted(rows, key=lambda row: (-row[1].cost_micro, row[0]))
+
+
 def scope_usage(*, store: MemoryStore, scope_id: str, today: date) -> dict[int, Usage]:
     """A scope's usage over 1, 7 and 30 days (one read of at most 30 documents)."""
     docs = store.usage.for_scope(

@@ -6,6 +6,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from streams.jobs import job_execute
+from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
+from streams.memory.consolidation_jobs import consolidation_request
+from streams.memory.consolidation_runs import consolidation_run
+from streams.memory.scopes import scope_get
 from tests.factories import ObservationFactory, ScopeFactory
 
 ALL_OPTION = '<option value="all" selected>All agents</option>'
@@ -36,3 +41,32 @@ def test_scopes_all_agents_lists_both_agents_scopes_each_named(client_as, two_ag
 def test_an_agent_that_is_none_is_a_404_page(client_as, two_agents, page, value):
     response = client_as("viewer").get(reverse(page), {"agent": value, "message": "invoices"})
     assert response.status_code == 404
+
+
+def _consolidate(store, scope) -> None:
+    job = consolidation_request(
+        store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="ui", actor="t"
+    )
+    job_execute(
+        store=store,
+        job_id=job.id,
+        llm=OfflineProvider(),
+        work=lambda run: consolidation_run(store=store, run=run),
+    )
+
+
+def test_usage_all_agents_has_a_row_per_agent_and_their_sum(client_as, store, settings, two_agents):
+    settings.MEMORY_LLM_PRICES = {OFFLINE_MODEL: (1000.0, 1000.0)}
+    store.prices = dict(settings.MEMORY_LLM_PRICES)
+    for scope in two_agents:
+        _consolidate(store, scope)
+    client = client_as("viewer")
+    html = client.get(reverse("ui:usage"), {"agent": "all", "days": "7"}).content.decode()
+    assert ALL_OPTION in html and "All agents, last 7 days" in html
+    rows = html.split('id="by-agent"')[1].split("</table>")[0]
+    assert 'data-agent="north-bot"' in rows and 'data-agent="south-bot"' in rows
+    total_jobs = html.split('id="usage-total"')[1].split("</dl>")[0]
+    assert "<dt>Jobs</dt><dd>2" in total_jobs
+    for scope in two_agents:  # the costliest scopes across agents, each naming its agent
+        row = html.split(f'data-scope-id="{scope.id}"')[1].split("</tr>")[0]
+        assert scope.agent_id in row
