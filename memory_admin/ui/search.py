@@ -14,6 +14,8 @@ from django.views.decorators.http import require_GET
 
 from memory_admin.integrations.embeddings import semantic_ranker
 from memory_admin.stores import get_store
+from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
+from memory_admin.ui.common import param
 from memory_admin.ui.forms import SearchForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, role_required
@@ -51,26 +53,23 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
     """
     store = get_store()
     agents = agents_page(store=store, limit=AGENT_CHOICES)
+    agent_ids: list[str] = []
+    if param(request, "agent"):  # an agent that is none is the 404 page
+        _, agent_ids = agents_chosen(store, agents, param(request, "agent"))
     form = SearchForm(request.GET or None)
     if not request.GET and agents:
         form = SearchForm(initial={"agent": agents[0].id})
     result: dict[str, Any] | None = None
     if request.GET and form.is_valid():
         data = form.cleaned_data
+        every = data["agent"] == ALL_AGENTS
         groups = parse_groups(data.get("groups") or "")
         user_id = data.get("user") or None
         semantic = semantic_ranker()
-        ranked = search_observations(
-            store=store,
-            agent_id=data["agent"],
-            query=data["message"],
-            user_id=user_id,
-            group_ids=[g for g, _ in groups] or None,
-            limit=RANKED_SHOWN,
-            semantic=semantic,
-            record_access=False,  # the operator's look; the context below counts as the agent's
-        )
+        ranked = _ranked(store, agent_ids, data, groups, semantic)
         context = None
+        if every:
+            user_id = None  # one agent's context only: the page says so
         if user_id:
             context = context_assemble(
                 store=store,
@@ -88,6 +87,7 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
                 store=store, agent_id=data["agent"], user_id=user_id, limit=CHAT_CALLS_SHOWN
             )
         result = {
+            "all_agents": every,
             "ranked": ranked,
             "context": context,
             "groups": groups,
@@ -104,8 +104,40 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
         request,
         page="ui/search.html",
         partial="ui/_search_result.html",
-        context={"form": form, "agents": agents, "result": result},
+        context={
+            "form": form,
+            "agents": agents,
+            "all_agents": param(request, "agent") == ALL_AGENTS,
+            "result": result,
+        },
     )
     if result is not None:
         response["HX-Push-Url"] = result["share_url"]  # the address bar shows the same link
     return response
+
+
+def _ranked(
+    store: Any,
+    agent_ids: list[str],
+    data: dict[str, Any],
+    groups: list[tuple[str, str | None]],
+    semantic: Any,
+) -> list[Any]:
+    """The top hits: one agent's, or each agent's top `RANKED_SHOWN` merged by score (the
+    picker's agents, each search as bounded as one agent's)."""
+    hits: list[Any] = []
+    for agent_id in agent_ids:
+        hits.extend(
+            search_observations(
+                store=store,
+                agent_id=agent_id,
+                query=data["message"],
+                user_id=data.get("user") or None,
+                group_ids=[g for g, _ in groups] or None,
+                limit=RANKED_SHOWN,
+                semantic=semantic,
+                record_access=False,  # the operator's look; the context counts as the agent's
+            )
+        )
+    hits.sort(key=lambda h: -h.score)
+    return hits[:RANKED_SHOWN]

@@ -70,3 +70,19 @@ def test_usage_all_agents_has_a_row_per_agent_and_their_sum(client_as, store, se
     for scope in two_agents:  # the costliest scopes across agents, each naming its agent
         row = html.split(f'data-scope-id="{scope.id}"')[1].split("</tr>")[0]
         assert scope.agent_id in row
+
+
+def test_search_all_agents_merges_each_agents_hits_by_score_each_named(client_as, store):
+    # Without a user only shared scopes are searched: a shard in each agent.
+    for agent_id, name in (("north-bot", "Nora"), ("south-bot", "Sami")):
+        shard = ScopeFactory.create(store=store, agent_id=agent_id, shard=True, name=name)
+        ObservationFactory.create(store=store, scope=shard, content=f"{name} invoices monthly")
+    client = client_as("viewer")
+    query = {"agent": "all", "message": "invoices", "user": "", "groups": ""}
+    html = client.get(reverse("ui:search"), query).content.decode()
+    assert ALL_OPTION in html and 'id="all-agents-note"' in html
+    for agent_id, name in (("north-bot", "Nora"), ("south-bot", "Sami")):
+        [hit] = [o for o in html.split("<tr data-observation-id=")[1:] if f"{name} invoices" in o]
+        assert f'<td class="agent-name">{agent_id}</td>' in hit
+    one = client.get(reverse("ui:search"), {**query, "agent": "south-bot"}).content.decode()
+    assert "Sami invoices" in one and "Nora invoices" not in one
