@@ -16,6 +16,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
 from memory_admin.stores import get_store
+from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import actor, param
 from memory_admin.ui.context_log import context_calls_context
 from memory_admin.ui.htmx import render_page
@@ -230,6 +231,10 @@ def _find_context(request: HttpRequest, store: Any, context: dict[str, Any]) -> 
     gets the same search as suggestions instead of an empty audit with Export and Forget."""
     text = param(request, "q")
     in_agent = param(request, "in") or None
+    if in_agent == ALL_AGENTS:
+        in_agent = None
+    elif in_agent:  # an agent that is none is the 404 page, not an empty find
+        agents_chosen(store, context["agents"], in_agent)
     if (
         text is None
         and context.get("audit") is not None

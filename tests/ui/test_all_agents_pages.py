@@ -86,3 +86,17 @@ def test_search_all_agents_merges_each_agents_hits_by_score_each_named(client_as
         assert f'<td class="agent-name">{agent_id}</td>' in hit
     one = client.get(reverse("ui:search"), {**query, "agent": "south-bot"}).content.decode()
     assert "Sami invoices" in one and "Nora invoices" not in one
+
+
+def test_users_find_in_all_agents_names_each_rows_agent(client_as, store):
+    for agent_id, user_id in (("north-bot", "cust-1"), ("south-bot", "cust-2")):
+        ScopeFactory.create(store=store, agent_id=agent_id, user_id=user_id)
+    client = client_as("viewer")
+    html = client.get(reverse("ui:user_audit"), {"q": "cust", "in": "all"}).content.decode()
+    assert '<option value="all" selected>All agents</option>' in html
+    assert 'data-user-id="cust-1" data-agent-id="north-bot"' in html
+    assert 'data-user-id="cust-2" data-agent-id="south-bot"' in html
+    one = client.get(reverse("ui:user_audit"), {"q": "cust", "in": "south-bot"}).content.decode()
+    assert "cust-2" in one and 'data-user-id="cust-1"' not in one
+    missing = client.get(reverse("ui:user_audit"), {"q": "cust", "in": "no-such-bot"})
+    assert missing.status_code == 404
