@@ -16,10 +16,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from memory_admin.stores import MemoryStore, get_store
+from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.flagged import flagged_context
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
-from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.questions import coverage_marks, questions_context
@@ -63,7 +63,9 @@ def scope_browser(request: HttpRequest) -> HttpResponse:
     form = ScopeFilterForm(request.GET or None)
     filters: dict[str, Any] = form.cleaned_data if form.is_valid() else {}
     agents = agents_page(store=store, limit=AGENT_CHOICES)
-    agent_id, agent_ids = agents_chosen(store, agents, filters.get("agent") or param(request, "agent"))
+    agent_id, agent_ids = agents_chosen(
+        store, agents, filters.get("agent") or param(request, "agent")
+    )
     page: Page[Scope] = Page(items=[], next_cursor=None)
     error = None if form.is_valid() or not request.GET else "Some filters were not valid."
     try:
