@@ -52,6 +52,7 @@ RECEIPT_LABELS = {
     "memory_webhook_deliveries": "webhook deliveries of these observations withdrawn",
     "memory_user_names": "findable names deleted",
     "memory_jobs": "jobs naming this user purged (or, still waiting, reduced to ids)",
+    "memory_questions": "questions this user's memory was set to answer deleted",
 }
 REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"
 

@@ -59,7 +59,14 @@ class ContextCallRepository:
             write_behind.write_now(self.collection, [doc])
 
     def get(self, *, agent_id: str, call_id: ObjectId) -> dict[str, Any] | None:
-        return self.collection.find_one({"_id": call_id, "agent_id": agent_id})
+        """The call; one still queued in this process is written first (the playground
+        links a turn's call the moment it answers)."""
+        query = {"_id": call_id, "agent_id": agent_id}
+        found = self.collection.find_one(query)
+        if found is None and self.flush_seconds > 0:
+            write_behind.flush()
+            found = self.collection.find_one(query)
+        return found
 
     def known(self, *, agent_id: str, call_id: ObjectId, now: datetime) -> bool:
         """Whether the agent made this call: stored, queued in this process (flushed to

@@ -41,6 +41,7 @@ def test_ingest_accepts_and_counts(api):
         "unformed_messages": 3,
         "formation_job_id": None,
         "refused": [],
+        "forget_request": None,
     }
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from bson import ObjectId
 
+from streams.actions import Actor
+from streams.actions.observations import do_observation_add, do_observation_add_batch
 from streams.core.documents import utcnow
 from streams.core.exceptions import NotFound
 from streams.memory.observation_batch import BatchItem, observation_batch_add
@@ -38,7 +40,10 @@ def test_an_add_with_an_actor_records_its_audit_entry_and_counters(store):
     scope = ScopeFactory.create(store=store, agent_id="a1")
     before = store.agents.get("a1")
 
-    observation = observation_add(store=store, scope=scope, content="Likes tea.", actor="api:k")
+    # Run as the API runs it: audit entries come from actions only (tests/test_audit_writers.py).
+    observation = do_observation_add(
+        store=store, actor=Actor.api("k"), scope=scope, content="Likes tea."
+    )
 
     entries = _audit(store, "observation.create")
     assert [(e["actor"], e["object_id"]) for e in entries] == [("api:k", observation.id)]
@@ -76,8 +81,8 @@ def test_a_batch_resent_records_one_audit_entry_and_counts_once(store):
     scope = ScopeFactory.create(store=store, agent_id="a1")
     items = [BatchItem(content=f"Fact {n}.", client_id=f"c{n}") for n in range(3)]
 
-    first = observation_batch_add(store=store, scope=scope, items=items, actor="api:k")
-    again = observation_batch_add(store=store, scope=scope, items=items, actor="api:k")
+    first = do_observation_add_batch(store=store, actor=Actor.api("k"), scope=scope, items=items)
+    again = do_observation_add_batch(store=store, actor=Actor.api("k"), scope=scope, items=items)
 
     assert first.created_count == 3 and again.created_count == 0
     entries = _audit(store, "observation.create_batch")
@@ -96,7 +101,9 @@ def test_concurrent_adds_to_one_agent_are_each_stored_and_counted_once(store):
 
     def add(n: int) -> str:
         scope = store.scopes.get(ObjectId(scopes[n % 3].id))
-        return observation_add(store=store, scope=scope, content=f"Fact {n}.", actor="t").id
+        return do_observation_add(
+            store=store, actor=Actor.api("t"), scope=scope, content=f"Fact {n}."
+        ).id
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         ids = list(pool.map(add, range(24)))

@@ -55,9 +55,14 @@ def text(rng: random.Random, tag: int) -> str:
     return " ".join([*words, f"n{tag}"]) + "."
 
 
-def brute_force(store: MemoryStore, scope_id: str, query: str) -> dict[str, float]:
-    """BM25 (the terms-only ranking) over the scope's live observations, from their text."""
+def brute_force(
+    store: MemoryStore, scope_id: str, query: str, *, shared: bool = False
+) -> dict[str, float]:
+    """BM25 (the terms-only ranking) over the scope's live observations, from their text;
+    in a shared scope the private ones count in the statistics (they are indexed) but are
+    never hits, as no shared search shows them (`visibility.memory_removal`)."""
     live = scope_live_observations(store=store, scope_id=scope_id)
+    hidden = {o.id for o in live if o.private} if shared else set()
     counts = {o.id: term_counts(o.content) for o in live}
     if not counts:
         return {}
@@ -71,14 +76,14 @@ def brute_force(store: MemoryStore, scope_id: str, query: str) -> dict[str, floa
             if term in c:
                 norm = k1 * (1 - b + b * sum(c.values()) / average)
                 scores[oid] = scores.get(oid, 0.0) + idf * c[term] * (k1 + 1) / (c[term] + norm)
-    return scores
+    return {oid: score for oid, score in scores.items() if oid not in hidden}
 
 
 def check_search(store: MemoryStore, scope_id: str, *, exact: bool, step: str) -> None:
     scope = store.scopes.get(ObjectId(scope_id))
     assert scope is not None
     for query in QUERIES:
-        expected = brute_force(store, scope_id, query)
+        expected = brute_force(store, scope_id, query, shared=scope.scope_type != "individual")
         hits = search_in_scopes(store=store, scopes=[scope], query=query, ranking=TERMS_ONLY)
         got = [(h.observation.id, h.score) for h in hits]
         for oid, score in got:  # every hit's score is exact, cut terms included
