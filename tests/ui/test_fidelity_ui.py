@@ -6,7 +6,7 @@ from __future__ import annotations
 from bson import ObjectId
 from django.urls import reverse
 
-from streams.core.documents import Job
+from streams.core.documents import Job, utcnow
 from streams.memory.consolidation import consolidation_commit, consolidation_edit
 from streams.memory.observations import observation_add
 from streams.memory.scopes import scope_get
@@ -66,6 +66,7 @@ def test_the_scope_page_says_why_an_answer_was_refused(client_as, store):
 def test_usage_shows_a_fidelity_rate_and_refusals_per_prompt_version(client_as, store):
     from streams.records.usage import usage_record
 
+    store.agents.ensure("a1", now=utcnow())  # the Usage page names agents that exist (404 else)
     consolidation = Job(kind="consolidation", agent_id="a1", trigger="manual")
     ok = {"prompt_version": 2, "fidelity_weighed": 4, "fidelity_unstated": 1}
     usage_record(store=store, job=consolidation, results=[], result=ok, failed=False)
