@@ -90,7 +90,7 @@ def context_assemble(
     group_ids = list(dict.fromkeys(g for g, _ in groups))
     group_names = {g: name for g, name in groups if name}
     scopes = [
-        s
+        _without_stale_consolidation(s)
         for s in store.visible_scopes.find(agent_id=agent_id, user_id=user_id, group_ids=group_ids)
         if s.is_active  # a paused scope (any type) is left out
     ]
@@ -284,6 +284,17 @@ def _log_call(
         write_behind.count_failure()
         logger.exception("context %s: the log record could not be queued", call_id)
     return str(call_id)
+
+
+def _without_stale_consolidation(scope: Scope) -> Scope:
+    """A consolidation that still holds text removed since (a delete, an edit, marking
+    private: its rebuild is pending) is left out of context until the rebuild writes the
+    version without it; the scope's observations still show. The multi-host rehearsal
+    found context serving a deleted observation's words for as long as the rebuild job
+    waited for a worker (docs/rehearsal.md)."""
+    if scope.needs_rebuild and scope.consolidation:
+        return replace(scope, consolidation=None)
+    return scope
 
 
 def _forgotten(store: MemoryStore, *, agent_id: str, user_id: str, scopes: list[Scope]) -> bool:
