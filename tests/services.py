@@ -47,3 +47,6 @@ needs_postgres = _needs(_port_open("127.0.0.1", 5432), "PostgreSQL on 127.0.0.1:
 needs_redis = _needs(_port_open("127.0.0.1", 6379), "Redis on 127.0.0.1:6379")
 needs_chromium = _needs(shutil.which(CHROMIUM_PATH) is not None, f"Chromium at {CHROMIUM_PATH}")
 needs_nginx = _needs(NGINX_PATH is not None, "nginx (Debian package `nginx`)")
+needs_redis_server = _needs(
+    shutil.which("redis-server") is not None, "redis-server (Debian package `redis-server`)"
+)

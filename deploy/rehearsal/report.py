@@ -81,11 +81,12 @@ def verify(api: Api, folder: Path, *, settle: float) -> dict[str, Any]:
     deleted = {e["marker"] for e in seen if e["e"] == "deleted"}
     jobs = {e["id"] for e in seen if e["e"] == "job"}
     waiting, deadline, statuses = set(jobs), time.monotonic() + settle, {}
+    bodies: dict[str, Any] = {}
     while waiting and time.monotonic() < deadline:
         for job in list(waiting):
             status, body = api.call("GET", f"/jobs/{job}")
             if status == 200:
-                statuses[job] = body["status"]
+                statuses[job], bodies[job] = body["status"], body
                 if body["status"] in ("succeeded", "failed"):
                     waiting.discard(job)
         if waiting:
@@ -107,7 +108,7 @@ def verify(api: Api, folder: Path, *, settle: float) -> dict[str, Any]:
         "lost": lost,
         "duplicated": doubled,
         "jobs": len(jobs),
-        "stuck": {j: statuses.get(j, "unknown") for j in waiting},
+        "stuck": {j: bodies.get(j, "unknown") for j in waiting},
         "failed_jobs": sum(1 for s in statuses.values() if s == "failed"),
         "removed_seen": [e for e in seen if e["e"] == "removed_seen"],
     }

@@ -15,6 +15,13 @@ class BeatEntry(TypedDict):
 
 
 CELERY_BROKER_URL: str | None = env_optional("CELERY_BROKER_URL")
+# A Redis broker through kombu's transport with one fix: a lost connection never ends the
+# worker (memory_admin/jobs/broker.py; the multi-host rehearsal's stuck jobs).
+CELERY_BROKER_TRANSPORT: str | None = (
+    "memory_admin.jobs.broker:Transport"
+    if (CELERY_BROKER_URL or "").startswith(("redis://", "rediss://"))
+    else None
+)
 CELERY_RESULT_BACKEND: str | None = env_optional("CELERY_RESULT_BACKEND")
 # In-process mode: tasks run eagerly, right after the request's transaction commits.
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None

@@ -19,8 +19,10 @@ def start_worker(
     app: str = "memory_admin",
     pool: tuple[str, ...] = ("--pool=solo",),
     log_path: Path | None = None,
+    heartbeat: bool = False,
 ) -> subprocess.Popen:
-    """One worker in its own process group (so SIGKILL reaches all of it)."""
+    """One worker in its own process group (so SIGKILL reaches all of it); `heartbeat`
+    keeps the broker heartbeat on, as `celery -A memory_admin worker` runs."""
     output = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115
     # The suite runs on the development settings; a worker defaults to DEBUG off.
     env = {"DJANGO_DEBUG": "true", **env}
@@ -37,7 +39,7 @@ def start_worker(
                 "--loglevel=WARNING",
                 "--without-gossip",
                 "--without-mingle",
-                "--without-heartbeat",
+                *(() if heartbeat else ("--without-heartbeat",)),
             ],
             cwd=ROOT,
             env=env,
