@@ -29,6 +29,7 @@ import time
 import urllib.parse
 from collections import Counter
 from pathlib import Path
+from subprocess import Popen
 
 sys.path.insert(1, str(Path(__file__).resolve().parents[2]))  # the app, after this folder
 
@@ -41,6 +42,7 @@ AGENT = "rehearsal"
 PG_SOCKET = "/var/run/postgresql"
 PG_DB = "memory_rehearsal"
 NGINX_PORT = 8080
+BASE = f"http://{GATEWAY}:{NGINX_PORT}/api/v1"
 LIMIT, BURST = 200, 800  # the rate-limit phase: a minute's allowance, requests sent
 KEYS_SCRIPT = """
 import json
@@ -174,15 +176,20 @@ def start_web(host: Host, env: dict[str, str]) -> None:
 PORTS = {"web1": 8000, "web2": 8000, "redis": 6379, "store": 27017}
 
 
-def faults(hosts: dict[str, Host], started: float, seconds: float, log: list[dict]) -> None:
-    """Kill each host in turn and start it again; what happened when goes into `log`
-    (`back`: when its port accepted connections again)."""
-    plan = [("web1", 0.12, 8.0), ("worker", 0.32, 8.0), ("redis", 0.52, 6.0), ("store", 0.72, 6.0)]
-    for name, at, down in plan:
-        time.sleep(max(0.0, started + at * seconds - time.time()))
+FAULTS = {"web1": 8.0, "worker": 8.0, "redis": 6.0, "store": 6.0}  # host: seconds down
+
+
+def faults(
+    hosts: dict[str, Host], started: float, seconds: float, log: list[dict], names: list[str]
+) -> None:
+    """Kill each named host in turn and start it again, spread over the run (12 %, 32 %,
+    52 %, 72 % with all four); what happened when goes into `log` (`back`: when its port
+    accepted connections again)."""
+    for index, name in enumerate(names):
+        time.sleep(max(0.0, started + (0.12 + 0.2 * index) * seconds - time.time()))
         killed = time.time()
         hosts[name].kill()
-        time.sleep(down)
+        time.sleep(FAULTS[name])
         hosts[name].start()
         restarted = time.time()
         if name in PORTS:
@@ -242,138 +249,129 @@ def rate_limit_phase(
     return results
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=120.0, help="how long the load runs")
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--work", type=Path, default=ROOT / "var" / "rehearsal")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help="the hosts killed during the load, in order (comma-separated; default all four)",
+    )
+    parser.add_argument("--settle", type=float, default=120.0, help="how long jobs may take after")
+    parser.add_argument(
+        "--no-rate-limit", action="store_true", help="skip the rate-limit phase (two minutes)"
+    )
+    args = parser.parse_args(argv)
+    args.fault_hosts = [n for n in args.faults.split(",") if n]
+    unknown = set(args.fault_hosts) - set(FAULTS)
+    if unknown:
+        parser.error(f"--faults: no host {', '.join(sorted(unknown))} (hosts: {', '.join(FAULTS)})")
+    return args
+
+
+def start_redis(redis: Host, env: dict[str, str]) -> None:
+    """Redis keeps nothing: a restart is an empty broker and an empty cache."""
+    argv = ["redis-server", "--bind", redis.address, "--port", "6379", "--save", ""]
+    redis.run([*argv, "--appendonly", "no", "--protected-mode", "no"], env)
+    wait_port(redis.address, 6379, 30)
+
+
+def start_worker_host(worker: Host, env: dict[str, str], work: Path) -> None:
+    """A Celery worker (the production flags) and beat, the sweeps' clock."""
+    celery = [PY, "-m", "celery", "-A", "memory_admin"]
+    worker.run(
+        [*celery, "worker", "--concurrency", "2", "--loglevel", "WARNING"]
+        + ["--without-mingle", "--without-gossip"],
+        env,
+    )
+    worker.run(
+        [*celery, "beat", "--loglevel", "WARNING", "--schedule", str(work / "beat-schedule")], env
+    )
+
+
+def set_up(args: argparse.Namespace, hosts: dict[str, Host]) -> tuple[dict, dict, Popen]:
+    """Every host started, the databases made, the keys created, nginx in front: the
+    app's environment, the keys by name, and nginx's process."""
+    work: Path = args.work
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
+    uri = store_host(hosts["store"], work, base_env)
+    start_redis(hosts["redis"], base_env)
+    sh("psql", "-h", PG_SOCKET, "-U", "postgres", "-qc", f"DROP DATABASE IF EXISTS {PG_DB}")
+    sh("psql", "-h", PG_SOCKET, "-U", "postgres", "-qc", f"CREATE DATABASE {PG_DB}")
+    env = app_env(work, uri, hosts["redis"], rate_limit=100_000)
+    for step in (("migrate", "--noinput", "-v0"), ("collectstatic", "--noinput", "-v0")):
+        manage(env, *step)
+    manage(env, "ensure_indexes")
+    names = [f"client-{n}" for n in range(args.clients)] + ["admin-check", "limit-a", "limit-b"]
+    keys = make_keys(env, names)
+    for name in ("web1", "web2"):
+        start_web(hosts[name], env)
+    start_worker_host(hosts["worker"], env, work)
+    conf = nginx_conf(work, [hosts["web1"], hosts["web2"]])
+    nginx = Popen(["nginx", "-p", str(work), "-c", str(conf), "-g", "daemon off;"])
+    Api(BASE, "").wait_until_up(within=120)
+    for name in ("web1", "web2"):
+        wait_port(hosts[name].address, 8000, 120)
+    return env, keys, nginx
+
+
+def load(args: argparse.Namespace, hosts: dict[str, Host], keys: dict[str, str]) -> tuple:
+    """The clients for `args.seconds`, the faults meanwhile: (started, the fault log)."""
+    started = time.time()
+    client = [PY, str(ROOT / "deploy/rehearsal/client.py"), "--base", BASE, "--agent", AGENT]
+    clients = [
+        Popen(
+            [*client, "--key", keys[f"client-{n}"], "--n", str(n)]
+            + ["--until", str(started + args.seconds)]
+            + ["--out", str(args.work / "clients" / f"{n}.jsonl")]
+        )
+        for n in range(args.clients)
+    ]
+    fault_log: list[dict] = []
+    faults(hosts, started, args.seconds, fault_log, args.fault_hosts)
+    for c in clients:
+        c.wait()
+    return started, fault_log
+
+
+def rehearse(args: argparse.Namespace, hosts: dict[str, Host]) -> dict:
+    """The run from set-up to report; what `verify` found, for the exit status."""
+    env, keys, nginx = set_up(args, hosts)
+    started, fault_log = load(args, hosts, keys)
+    checked = verify(Api(BASE, keys["admin-check"]), args.work / "clients", settle=args.settle)
+    (args.work / "checked.json").write_text(json.dumps({**checked, "faults": fault_log}, indent=1))
+    limits = [] if args.no_rate_limit else rate_limit_phase(hosts, keys, env, hosts["redis"])
+    text = report(
+        args.work / "clients", fault_log, checked, limits, started, args, os.getloadavg()[0]
+    )
+    (args.work / "report.md").write_text(text)
+    print(text)
+    nginx.terminate()
+    nginx.wait(10)
+    return checked
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Exit status 1 when an acknowledged write was lost or doubled, or a job stuck."""
+    args = parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("the rehearsal makes network namespaces: run it as root")
-    work: Path = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    (work / "logs").mkdir(parents=True)
-    (work / "clients").mkdir()
-    (work / "secret").write_text(secrets.token_urlsafe(50))
+    shutil.rmtree(args.work, ignore_errors=True)
+    (args.work / "logs").mkdir(parents=True)
+    (args.work / "clients").mkdir()
+    (args.work / "secret").write_text(secrets.token_urlsafe(50))
     network_up()
-    hosts = {n: Host(n, work / "logs") for n in ("web1", "web2", "worker", "redis", "store")}
+    hosts = {n: Host(n, args.work / "logs") for n in ("web1", "web2", "worker", "redis", "store")}
     try:
-        base_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORY_")}
-        uri = store_host(hosts["store"], work, base_env)
-        redis = hosts["redis"]
-        redis.run(
-            [
-                "redis-server",
-                "--bind",
-                redis.address,
-                "--port",
-                "6379",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--protected-mode",
-                "no",
-            ],
-            base_env,
-        )
-        wait_port(redis.address, 6379, 30)
-        sh("psql", "-h", PG_SOCKET, "-U", "postgres", "-qc", f"DROP DATABASE IF EXISTS {PG_DB}")
-        sh("psql", "-h", PG_SOCKET, "-U", "postgres", "-qc", f"CREATE DATABASE {PG_DB}")
-        env = app_env(work, uri, redis, rate_limit=100_000)
-        for step in (
-            ("migrate", "--noinput", "-v0"),
-            ("collectstatic", "--noinput", "-v0"),
-            ("ensure_indexes",),
-        ):
-            manage(env, *step)
-        names = [f"client-{n}" for n in range(args.clients)] + ["admin-check", "limit-a", "limit-b"]
-        keys = make_keys(env, names)
-        for name in ("web1", "web2"):
-            start_web(hosts[name], env)
-        worker = hosts["worker"]
-        worker.run(
-            [
-                PY,
-                "-m",
-                "celery",
-                "-A",
-                "memory_admin",
-                "worker",
-                "--concurrency",
-                "2",
-                "--loglevel",
-                "WARNING",
-                "--without-mingle",
-                "--without-gossip",
-            ],
-            env,
-        )
-        worker.run(
-            [
-                PY,
-                "-m",
-                "celery",
-                "-A",
-                "memory_admin",
-                "beat",
-                "--loglevel",
-                "WARNING",
-                "--schedule",
-                str(work / "beat-schedule"),
-            ],
-            env,
-        )
-        conf = nginx_conf(work, [hosts["web1"], hosts["web2"]])
-        nginx = subprocess.Popen(["nginx", "-p", str(work), "-c", str(conf), "-g", "daemon off;"])
-        base = f"http://{GATEWAY}:{NGINX_PORT}/api/v1"
-        Api(base, "").wait_until_up(within=120)
-        for name in ("web1", "web2"):
-            wait_port(hosts[name].address, 8000, 120)
-
-        started = time.time()
-        until = started + args.seconds
-        clients = [
-            subprocess.Popen(
-                [
-                    PY,
-                    str(ROOT / "deploy/rehearsal/client.py"),
-                    "--base",
-                    base,
-                    "--key",
-                    keys[f"client-{n}"],
-                    "--agent",
-                    AGENT,
-                    "--n",
-                    str(n),
-                    "--until",
-                    str(until),
-                    "--out",
-                    str(work / "clients" / f"{n}.jsonl"),
-                ]
-            )
-            for n in range(args.clients)
-        ]
-        fault_log: list[dict] = []
-        faults(hosts, started, args.seconds, fault_log)
-        for c in clients:
-            c.wait()
-        checked = verify(Api(base, keys["admin-check"]), work / "clients", settle=120)
-        (work / "checked.json").write_text(json.dumps({**checked, "faults": fault_log}, indent=1))
-        limits = rate_limit_phase(hosts, keys, env, redis)
-        load = os.getloadavg()[0]
-        text = report(work / "clients", fault_log, checked, limits, started, args, load)
-        (work / "report.md").write_text(text)
-        print(text)
-        nginx.terminate()
-        nginx.wait(10)
-        bad = checked["lost"] or checked["duplicated"]
+        checked = rehearse(args, hosts)
     finally:
         for h in hosts.values():
             h.kill()
         network_down()
-    raise SystemExit(1 if bad else 0)
+    return 1 if checked["lost"] or checked["duplicated"] or checked["stuck"] else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
