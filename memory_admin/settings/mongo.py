@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory_admin.settings.env import env_float, env_int, env_optional, env_str
+from streams.store.flavour import Flavour, parse_flavour
 
 MONGODB_URI: str | None = env_optional("MONGODB_URI")
 MONGODB_DB: str = env_str("MONGODB_DB", "memory")
@@ -19,3 +20,6 @@ MEMORY_STORE_RETRY_AFTER_SECONDS = 2
 # MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS, 10 by default; mongod after its
 # transactionLifetimeLimitSeconds, 60 by default).
 MEMORY_STORE_CONFLICT_SECONDS: float = env_float("MEMORY_STORE_CONFLICT_SECONDS", 5.0)
+# The one switch of the embedded store's workarounds (docs/store.md): `embedded` or
+# `mongodb`; unset, the server's buildInfo decides (SecantusDB names itself there).
+MEMORY_STORE_FLAVOUR: Flavour | None = parse_flavour(env_optional("MEMORY_STORE_FLAVOUR"))

@@ -146,7 +146,8 @@ def observations_append(
     # The claim comes before the other writes: a sequence that moved on (a stale
     # `read_before`, a concurrent append) misses before anything else is applied. It
     # joins the batch (one round trip fewer; a miss is the flush's Conflict) when a
-    # command went first: a batch is never the transaction's first command (`WriteBatch`).
+    # command went first: on the embedded store a batch is never the transaction's first
+    # command (`WriteBatch`); on mongod it may be (`streams.store.flavour`).
     claimed = store.scopes.reserve_observation_seqs(
         oid,
         expected_seq=scope.observation_seq,
@@ -156,7 +157,7 @@ def observations_append(
         # Read at a revision (kept or not), the window holds only while it stands.
         expected_log_rev=scope.log_rev if recent is not None else None,
         session=session,
-        writes=writes if sent else None,
+        writes=writes if sent or store.workarounds.batch_may_lead else None,
     )
     if not claimed:
         raise Conflict("the scope's log moved on; retry")

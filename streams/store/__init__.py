@@ -55,6 +55,7 @@ from streams.store import (
     visible_scopes,
     webhooks,
 )
+from streams.store.flavour import Flavour, Workarounds, choose_flavour, workarounds
 from streams.store.indexes import IndexSpec, apply_indexes
 from streams.store.write_batch import WriteBatch
 
@@ -112,8 +113,11 @@ class MemoryStore:
         instruction_policy: InstructionPolicy | None = None,
         consolidate_after: ConsolidateAfterDays | None = None,
         review_undo_seconds: int = 600,
+        flavour: Flavour | None = None,
     ) -> None:
         self.client = client
+        if flavour is not None:  # MEMORY_STORE_FLAVOUR; unset: the server's buildInfo says
+            choose_flavour(client, flavour)
         # How long a transaction that keeps meeting write conflicts is retried before
         # `Busy` (MEMORY_STORE_CONFLICT_SECONDS).
         self.conflict_seconds = (
@@ -188,6 +192,11 @@ class MemoryStore:
     def legacy_reader(self, db_name: str) -> legacy.LegacyReader:
         """The legacy collections of `db_name` on this store's server (the migration)."""
         return legacy.LegacyReader.open(self.client, db_name)
+
+    @property
+    def workarounds(self) -> Workarounds:
+        """The embedded store's workarounds on or off (`streams.store.flavour`)."""
+        return workarounds(self.client)
 
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES)

@@ -1,7 +1,9 @@
 """A scope's id lists (`pending_observation_ids`, `rebuild_observation_ids`): ids in and
 out without the embedded store's quadratic array operators. A `$pull` of `{$in: ids}`
 and an `$addToSet` with `$each` compare every id with every listed one (10,000 of each
-took minutes): past `PULL_INLINE` ids the list is read, changed here and `$set` whole."""
+took minutes): past `PULL_INLINE` ids the list is read, changed here and `$set` whole.
+On a real MongoDB (`streams.store.flavour`, MEMORY_STORE_FLAVOUR=mongodb) the operators
+take any number: they are linear there."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ from bson import ObjectId
 from pymongo.client_session import ClientSession
 from pymongo.collection import Collection
 
-PULL_INLINE = 64  # ids a `$pull {$in}` or `$addToSet {$each}` takes; more: read and `$set`
+from streams.store.flavour import EMBEDDED_LIST_INLINE, workarounds
+
+# Ids a `$pull {$in}` or `$addToSet {$each}` takes on the embedded store; more: read, `$set`.
+PULL_INLINE = EMBEDDED_LIST_INLINE
 
 
 class ScopeIdLists:
@@ -94,7 +99,7 @@ class ScopeIdLists:
         """Take observations out of the pending list; 1 when the list changed, else 0."""
         if not observation_ids:
             return 0
-        if len(observation_ids) <= PULL_INLINE:
+        if _inline(self.collection, observation_ids):
             result = self.collection.update_one(
                 {"_id": scope_id},
                 {"$pull": {"pending_observation_ids": {"$in": observation_ids}}},
@@ -136,7 +141,7 @@ def add_to_list(
     """
     if not ids:
         return
-    if len(ids) <= PULL_INLINE:
+    if _inline(collection, ids):
         collection.update_one(
             {"_id": scope_id}, {"$addToSet": {name: {"$each": ids}}}, session=session
         )
@@ -155,6 +160,12 @@ def add_to_list(
         if collection.update_one(query, {"$set": {name: after}}, session=session).matched_count:
             return
     raise RuntimeError("the scope's lists kept changing; retry")
+
+
+def _inline(collection: Collection, ids: list[ObjectId]) -> bool:
+    """Whether an array operator takes these ids at once (always on mongod)."""
+    limit = workarounds(collection.database.client).list_inline_max
+    return limit is None or len(ids) <= limit
 
 
 def _without(doc: dict[str, Any], drop: dict[str, set[ObjectId]]) -> dict[str, list[ObjectId]]:

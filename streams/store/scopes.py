@@ -15,6 +15,7 @@ from pymongo.errors import DuplicateKeyError
 
 from streams.core.documents import EPOCH, Scope, ScopeType
 from streams.core.screened import ScreenedText, require_screened
+from streams.store.flavour import workarounds
 from streams.store.indexes import IndexSpec, index
 from streams.store.paging import (
     page_by_seq,
@@ -324,8 +325,9 @@ class ScopeRepository(ScopeIdLists):
 
         The version in the filter makes a concurrent commit a miss (False), never a double;
         so do the `pins` the text was made to hold, when there are any (pins changed since).
-        The lists are set whole from a read of the scope (see `_lists_without`): a `$pull`
-        with an `$in` of 10,000 ids outlived the embedded store's transaction limit.
+        On the embedded store the lists are set whole from a read of the scope (see
+        `_lists_without`): a `$pull` with an `$in` of 10,000 ids outlived its transaction
+        limit. On mongod (`streams.store.flavour`) the `$pull` runs.
         """
         require_screened(text, what="consolidation text")
         update: dict[str, Any] = {
@@ -341,14 +343,19 @@ class ScopeRepository(ScopeIdLists):
             "pending_observation_ids": set(absorbed_ids),
             "rebuild_observation_ids": set(rebuilt_ids or []),
         }
-        read = self._lists_without(scope_id, drop, session=session)
-        if read is None:
-            return False
-        before, kept = read
-        update["$set"].update(kept)
         query: dict[str, Any] = {"_id": scope_id, "consolidation_version": expected_version}
-        if session is None:  # no snapshot: the lists must still be what was read
-            query.update({name: before[name] for name in kept})
+        if workarounds(self.collection.database.client).lists_set_whole:
+            read = self._lists_without(scope_id, drop, session=session)
+            if read is None:
+                return False
+            before, kept = read
+            update["$set"].update(kept)
+            if session is None:  # no snapshot: the lists must still be what was read
+                query.update({name: before[name] for name in kept})
+        else:  # mongod: one `$pull` per list, linear, under the version condition
+            pulls = {name: {"$in": list(ids)} for name, ids in drop.items() if ids}
+            if pulls:
+                update["$pull"] = pulls
         if pins:
             query["pins"] = list(pins)
         result = self.collection.update_one(query, update, session=session)

@@ -14,7 +14,8 @@ are given a batch; `flush` sends them in order. A duplicate key or a write confl
 a `Conflict`: the caller's transaction is aborted and retried whole, as when the
 writes went one by one. A batch is never a transaction's first command: pymongo sends
 the transaction's read concern with that one, and the embedded store refuses a read
-concern on `bulkWrite` (the add's conditional claim of the scope's log goes first).
+concern on `bulkWrite` (the add's conditional claim of the scope's log goes first); on a
+real MongoDB it may be (`streams.store.flavour`, MEMORY_STORE_FLAVOUR).
 
 A conditional update whose miss must undo the transaction (the add's claim of its place
 in the scope's log, when a read went first) joins with `must_match`: the batch then asks
