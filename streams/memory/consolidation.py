@@ -126,6 +126,8 @@ def consolidation_commit(
     )
 
     def commit(session: StoreSession) -> None:
+        if absorbed_were_pending:
+            _absorbed_still_live(store, absorbed, session=session)
         moved = not store.scopes.commit_consolidation(
             scope_oid,
             expected_version=expected_version,
@@ -163,6 +165,23 @@ def consolidation_commit(
             scope.agent_id, now=now, pending=-len(absorbed), session=session
         )
     return entry
+
+
+def _absorbed_still_live(
+    store: MemoryStore, absorbed: list[ObjectId], *, session: StoreSession
+) -> None:
+    """Conflict when an observation the run read while pending was deleted since: the
+    delete took it out of pending and flagged nothing (no version had absorbed it), so a
+    version stating it would keep its words with no rebuild to come (the multi-host
+    rehearsal's context quoted one). The job's retry folds what is pending then. A
+    delete committing after this read conflicts with the marking below: the whole
+    transaction is retried and reads it."""
+    gone = store.observations.deleted_among(absorbed, session=session)
+    if gone:
+        raise Conflict(
+            "an observation the run absorbed was deleted meanwhile; the job is retried",
+            details={"deleted": [str(i) for i in gone]},
+        )
 
 
 def _coverage(

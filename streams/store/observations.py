@@ -146,6 +146,18 @@ class ObservationRepository(
         by_id = {d["_id"]: d for d in find_in_parts(self.collection, "_id", observation_ids)}
         return [Observation.from_mongo(by_id[i]) for i in observation_ids if i in by_id]
 
+    def deleted_among(
+        self, observation_ids: list[ObjectId], *, session: ClientSession | None = None
+    ) -> list[ObjectId]:
+        """Those of these observations deleted (or gone): read in the caller's
+        transaction, a delete that commits after its snapshot is a write conflict there
+        once the transaction writes them (a consolidation marks them consolidated)."""
+        docs = find_in_parts(
+            self.collection, "_id", observation_ids, projection={"deleted_at": 1}, session=session
+        )
+        live = {d["_id"] for d in docs if d.get("deleted_at") is None}
+        return [i for i in observation_ids if i not in live]
+
     def page(
         self,
         *,
