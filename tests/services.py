@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 
 import pytest
 
@@ -49,4 +50,23 @@ needs_chromium = _needs(shutil.which(CHROMIUM_PATH) is not None, f"Chromium at {
 needs_nginx = _needs(NGINX_PATH is not None, "nginx (Debian package `nginx`)")
 needs_redis_server = _needs(
     shutil.which("redis-server") is not None, "redis-server (Debian package `redis-server`)"
+)
+
+
+def _can_make_namespaces() -> bool:
+    """Root, and `ip netns` answers (the multi-host rehearsal's hosts)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    done = subprocess.run(["ip", "netns", "list"], capture_output=True, check=False)
+    return done.returncode == 0
+
+
+needs_rehearsal = _needs(
+    _can_make_namespaces()
+    and NGINX_PATH is not None
+    and shutil.which("redis-server") is not None
+    and shutil.which("psql") is not None
+    and os.path.exists("/var/run/postgresql/.s.PGSQL.5432"),
+    "root with `ip netns`, nginx, redis-server and PostgreSQL's Unix socket "
+    "(the multi-host rehearsal, deploy/rehearsal/)",
 )

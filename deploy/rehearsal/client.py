@@ -10,7 +10,7 @@ careful caller would. Each line of the output file is one event (JSON):
 - `{"e": "req", "op", "t0", "t1", "status"}`: every request and its answer;
 - `{"e": "ack", "kind": "add", "id", "marker"}`: an acknowledged observation;
 - `{"e": "deleted", "id", "marker", "t"}`: an acknowledged delete;
-- `{"e": "removed_seen", "op", "marker", "t0"}`: an answer, asked after the
+- `{"e": "removed_seen", "op", "marker", "t0", "held"}`: an answer, asked after the
   delete was acknowledged, that still held the deleted text;
 - `{"e": "scope", "id"}`: the client's group scope, where its adds go;
 - `{"e": "job", "id"}`: a job id an answer named (formation), checked for being stuck.
@@ -188,7 +188,10 @@ class Client:
         answer = json.dumps(parsed)
         for marker, acked in self.removed:
             if acked < t0 and marker in answer:
-                self.api.emit(e="removed_seen", op=op, marker=marker, t0=t0)
+                at = answer.index(marker)  # what held it: an observation, a consolidation
+                self.api.emit(
+                    e="removed_seen", op=op, marker=marker, t0=t0, held=answer[at - 400 : at + 60]
+                )
 
     def run(self) -> None:
         self.set_up()

@@ -181,8 +181,19 @@ def report(
             f"| kill {row['host']} | {row['down_s']:.1f} | {row['requests']} | "
             f"{row['failed']} | {row['until_2xx_s']:.1f} |"
         )
-    lines += [
-        "",
+    lines += ["", *_promises(checked)]
+    if limits:
+        lines += ["", *_limits(limits)]
+    lines.append("")
+    lines.append(
+        f"lost {len(checked['lost'])}, duplicated {len(checked['duplicated'])}, "
+        f"stuck {len(checked['stuck'])}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _promises(checked: dict[str, Any]) -> list[str]:
+    return [
         "| promise | result |",
         "|---|---|",
         f"| acknowledged writes | {checked['acked']} ({checked['deleted']} deleted after) |",
@@ -192,10 +203,13 @@ def report(
         f"stuck {len(checked['stuck'])} |",
         f"| context/search answers holding text deleted before they were asked | "
         f"{len(checked['removed_seen'])} |",
-        "",
-        f"| rate limit: one key at {limits[0]['limit'] if limits else '-'}/min, "
-        "sent to both web hosts directly (2 hosts x 2 workers) | sent | allowed in one "
-        "minute | 429 | other |",
+    ]
+
+
+def _limits(limits: list[dict[str, Any]]) -> list[str]:
+    lines = [
+        f"| rate limit: one key at {limits[0]['limit']}/min, sent to both web hosts "
+        "directly (2 hosts x 2 workers) | sent | allowed in one minute | 429 | other |",
         "|---|---:|---:|---:|---:|",
     ]
     for row in limits:
@@ -203,6 +217,4 @@ def report(
             f"| {row['phase']} | {row['sent']} | {row['allowed']} | {row['limited']} | "
             f"{row['other']} |"
         )
-    lines.append("")
-    lines.append(f"lost {len(checked['lost'])}, duplicated {len(checked['duplicated'])}")
-    return "\n".join(lines) + "\n"
+    return lines
