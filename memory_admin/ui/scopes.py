@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memory_admin.integrations.llm import consolidation_estimate_shown
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
@@ -169,6 +170,7 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         "scope": scope,
         "job": job if job and job.scope_id == scope.id else None,
         "job_active": job is not None and job.status in ("queued", "running"),
+        "estimate": consolidation_estimate_shown(scope),
         **_pending(store, scope),
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
@@ -309,6 +311,7 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
         # The header's counts and the "Consolidate now" button follow a finished job too.
         active = scope_active_job(store=store, scope=scope, kind="consolidation")
         context = {"scope": scope, "can_edit": can_edit(request), "job_active": bool(active)}
+        context["estimate"] = consolidation_estimate_shown(scope)
         return render(request, "ui/_scope_head.html", context)
     context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
     if wants_partial(request):
