@@ -24,10 +24,11 @@ import math
 from dataclasses import dataclass, replace
 
 from streams.core.documents import Observation, Scope
+from streams.llm.contradiction_answer import MAX_PAIRS
 from streams.llm.offline import estimate_tokens
 from streams.llm.port import ConsolidationContext
 from streams.memory.consolidation import RunDetails
-from streams.memory.requests import consolidation_request
+from streams.memory.requests import PAIR_TOKENS, consolidation_request
 from streams.prompts import Draft, resolve_template
 from streams.prompts.questions import questions_in_effect
 from streams.store import MemoryStore
@@ -52,7 +53,7 @@ class ChunkPlan:
     fixed_tokens: int  # template, questions, the text so far (reserved): sent every call
     line_tokens: list[int]  # the observation lines, per chunk
     budget: int
-    max_completion_tokens: int  # per call: the request's `max_tokens`
+    max_completion_tokens: int  # every call's `max_tokens` (room for pairs too), summed
 
     @property
     def prompt_tokens(self) -> int:
@@ -107,7 +108,9 @@ def chunk_plan(
         fixed_tokens=fixed,
         line_tokens=sizes,
         budget=budget,
-        max_completion_tokens=bare.max_tokens or 0,
+        max_completion_tokens=sum(
+            (bare.max_tokens or 0) + PAIR_TOKENS * min(MAX_PAIRS, len(chunk)) for chunk in chunks
+        ),
     )
 
 

@@ -47,7 +47,7 @@ def consolidation_estimate(
     retry, a contradiction held for review): the estimate counts one call per chunk."""
     _live, folded = consolidation_inputs(store=store, scope=scope)
     plan = chunk_plan(store=store, scope=scope, observations=folded, budget=chunk_tokens)
-    completion = plan.max_completion_tokens * len(plan.chunks)
+    completion = plan.max_completion_tokens
     cost = price_of(prices, model, plan.prompt_tokens, completion)
     return ConsolidationEstimate(
         pending=len(scope.pending_observation_ids),

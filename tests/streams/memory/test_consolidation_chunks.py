@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from bson import ObjectId
 
 from benchmarks.consolidation_chunks import pending_fact, pending_seed
 from memory_admin.integrations.llm import get_llm_provider
@@ -129,6 +130,10 @@ def test_chunks_feed_each_other_and_commit_one_version(store, fake_openai, kind)
     assert sorted(offered) == sorted(scope.pending_observation_ids)  # each offered once
     for request in asked:  # what the model is sent fits the budget
         assert estimate_tokens(prompt_text(request)) <= budget
+    estimate = consolidation_estimate(
+        store=store, scope=scope, chunk_tokens=budget, model="gpt-4o", prices={}
+    )
+    assert estimate.max_completion_tokens == sum(r.body["max_tokens"] for r in asked)
     after, version = assert_one_version_absorbing_all(store, scope)
     assert after.consolidation == answers[-1]
     assert version.prompt_tokens == run.result["prompt_tokens"] > 0
@@ -316,3 +321,30 @@ def test_the_dry_run_shows_the_chunks_and_sends_what_the_run_sends(store, fake_o
         request.prompt in prompt_text(r)
         for request, r in zip(result.requests, fake_openai.chat_requests, strict=True)
     )
+
+
+def test_a_long_chunked_run_renews_its_lease_between_chunks(store, fake_openai):
+    scope = small_scope(store)
+    budget = budget_for(store, scope)
+    seen = []
+
+    def look(number: int) -> None:
+        seen.append(store.scopes.lease_holder(ObjectId(scope.id)))
+
+    job = new_job(store, scope)
+    job_execute(
+        store=store,
+        job_id=job.id,
+        llm=get_llm_provider(),
+        work=lambda run: consolidation_run(
+            store=store,
+            run=run,
+            lease=timedelta(microseconds=1),  # half of it is spent by the first chunk
+            chunk_tokens=budget,
+            after_chunk=look,
+        ),
+    )
+    assert len(seen) >= 3 and {owner for owner, _ in seen} == {job.id}
+    untils = [until for _, until in seen]
+    assert untils == sorted(untils) and len(set(untils)) == len(untils)
+    assert store.scopes.lease_holder(ObjectId(scope.id))[0] is None  # released at the end
