@@ -170,7 +170,6 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         "scope": scope,
         "job": job if job and job.scope_id == scope.id else None,
         "job_active": job is not None and job.status in ("queued", "running"),
-        "estimate": consolidation_estimate_shown(scope),
         **_pending(store, scope),
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
@@ -307,11 +306,15 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     if wants_partial(request) and request.GET.get("part") == "usage":
         context = {"scope": scope, **scope_usage_context(store, scope)}
         return render(request, "ui/_scope_usage.html", context)
+    if wants_partial(request) and request.GET.get("part") == "estimate":
+        # Loaded after the page: it reads every pending observation (5,000 take seconds).
+        estimate = consolidation_estimate_shown(scope)
+        context = {"scope": scope, "estimate": estimate, "loaded": True}
+        return render(request, "ui/_consolidation_estimate.html", context)
     if wants_partial(request) and request.GET.get("part") == "head":
         # The header's counts and the "Consolidate now" button follow a finished job too.
         active = scope_active_job(store=store, scope=scope, kind="consolidation")
         context = {"scope": scope, "can_edit": can_edit(request), "job_active": bool(active)}
-        context["estimate"] = consolidation_estimate_shown(scope)
         return render(request, "ui/_scope_head.html", context)
     context = {"scope": scope, "can_edit": can_edit(request), **history_context(store, scope)}
     if wants_partial(request):

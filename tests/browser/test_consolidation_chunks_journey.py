@@ -30,6 +30,7 @@ def test_the_estimate_before_consolidate_now_and_the_chunks_after(
     _sign_in(page, live_server, "olivia")
     page.wait_for_url(f"{live_server.url}/")
     page.goto(f"{live_server.url}/scopes/{scope.id}/")
+    page.locator("#consolidation-estimate[data-chunks]").wait_for()  # loaded after the page
     estimate = page.locator("#consolidation-estimate").inner_text()
     assert "600 to fold in 3 chunks" in estimate and "offline-rules" in estimate
     page.screenshot(path=str(artifacts_dir / "consolidation_chunks_before.png"))

@@ -53,14 +53,17 @@ def test_the_scope_page_shows_the_estimate_then_the_chunks_the_run_took(
     plan = chunk_plan(store=store, scope=scope, observations=folded, budget=budget)
     client = client_as("operator")
     page = client.get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
-    line = estimate_line(page)
+    part = reverse("ui:scope_consolidation", args=[scope.id]) + "?part=estimate"
+    assert f'hx-get="{part}" hx-trigger="load" hx-target="this"' in page  # after the page
+    line = estimate_line(client.get(part, **HTMX).content.decode())
     assert f"12 to fold in {len(plan.chunks)} chunks" in line
     assert f"≈ {plan.prompt_tokens} prompt tokens" in line
     assert "≤ $0.0000 (offline-rules)" in line
     head = client.get(
         reverse("ui:scope_consolidation", args=[scope.id]) + "?part=head", **HTMX
     ).content.decode()
-    assert estimate_line(head) == line  # the header's refresh keeps it
+    assert f'hx-get="{part}" hx-trigger="load"' in head  # the header's refresh loads it again
+    assert head.count('id="consolidate-button"') == page.count('id="consolidate-button"') == 1
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("ui:consolidate", args=[scope.id]))
@@ -68,6 +71,7 @@ def test_the_scope_page_shows_the_estimate_then_the_chunks_the_run_took(
     assert 'data-status="succeeded"' in page
     assert f'data-chunks="{len(plan.chunks)}"' in page and "12 observations absorbed" in page
     assert 'id="consolidation-estimate"' not in page  # nothing pending: no estimate
+    assert client.get(part, **HTMX).content.decode().strip() == ""  # and no loop of loads
 
 
 def test_a_viewer_sees_no_estimate_and_an_unpriced_model_says_so(client_as, store, settings):
@@ -76,7 +80,8 @@ def test_a_viewer_sees_no_estimate_and_an_unpriced_model_says_so(client_as, stor
     assert 'id="consolidation-estimate"' not in page  # no button, no estimate
     settings.MEMORY_LLM_PROVIDER = "openai"
     settings.MEMORY_LLM_MODEL_SLOW = "a-model-with-no-price"
-    page = client_as("operator").get(reverse("ui:scope_detail", args=[scope.id])).content.decode()
+    part = reverse("ui:scope_consolidation", args=[scope.id]) + "?part=estimate"
+    page = client_as("operator").get(part, **HTMX).content.decode()
     assert "a-model-with-no-price has no price" in estimate_line(page)
 
 
