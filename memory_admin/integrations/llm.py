@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 
 from memory_admin.stores import get_store
+from streams.core.documents import Scope
 from streams.llm.negotiation import ServerTerms, key_of, terms_for
-from streams.llm.offline import OfflineProvider
+from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
 from streams.llm.port import LLMProvider
+from streams.memory.consolidation_estimate import ConsolidationEstimate, consolidation_estimate
 from streams.store.llm_servers import LLMServerRepository
 
 if TYPE_CHECKING:
@@ -38,6 +40,31 @@ def get_llm_provider() -> LLMProvider:
         max_retries=int(settings.MEMORY_LLM_MAX_RETRIES),
         task_timeouts=_task_timeouts(),
     )
+
+
+def consolidation_model() -> str:
+    """The model a consolidation call names (the slow tier; the offline rules' name)."""
+    if settings.MEMORY_LLM_PROVIDER != "openai":
+        return OFFLINE_MODEL
+    return str(settings.MEMORY_LLM_MODEL_SLOW)
+
+
+def scope_consolidation_estimate(scope: Scope) -> ConsolidationEstimate:
+    """The scope's "Consolidate now" estimate at the configured chunk budget, model and
+    price table (`MEMORY_CONSOLIDATION_CHUNK_TOKENS`, `MEMORY_LLM_PRICES`)."""
+    store = get_store()
+    return consolidation_estimate(
+        store=store,
+        scope=scope,
+        chunk_tokens=int(settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS),
+        model=consolidation_model(),
+        prices=store.prices,
+    )
+
+
+def consolidation_estimate_shown(scope: Scope) -> ConsolidationEstimate | None:
+    """The estimate the scope page shows beside "Consolidate now"; None: nothing pending."""
+    return scope_consolidation_estimate(scope) if scope.pending_observation_ids else None
 
 
 def llm_server_terms() -> dict[str, object] | None:

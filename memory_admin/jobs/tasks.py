@@ -150,10 +150,13 @@ def run_consolidation(self, job_id: str) -> None:
     store = get_store()
     lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
     floor = settings.MEMORY_FIDELITY_FLOOR
+    chunk_tokens = settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS
     _execute(
         self,
         job_id,
-        lambda run: consolidation_run(store=store, run=run, lease=lease, fidelity_floor=floor),
+        lambda run: consolidation_run(
+            store=store, run=run, lease=lease, fidelity_floor=floor, chunk_tokens=chunk_tokens
+        ),
     )
 
 

@@ -56,6 +56,10 @@ ConsolidateAfterDays.parse(MEMORY_CONSOLIDATE_AFTER_DAYS)  # a bad value fails a
 # taken over (its worker died). Both only bound recovery time: safety comes from the
 # version check in the commit.
 MEMORY_CONSOLIDATION_LEASE_SECONDS = env_int("MEMORY_CONSOLIDATION_LEASE_SECONDS", 300)
+# Consolidation in chunks: each call's prompt at most this many (estimated) tokens; a
+# pending set beyond it folds chunk after chunk into one version. 6000 leaves room for
+# the answer in an 8k-context local model; a large-context model can take far more.
+MEMORY_CONSOLIDATION_CHUNK_TOKENS = max(1000, env_int("MEMORY_CONSOLIDATION_CHUNK_TOKENS", 6000))
 # A consolidation answer stating less than this share of the observations it absorbs
 # is not committed (`streams.memory.answer_checks`); 0 turns the floor off.
 MEMORY_FIDELITY_FLOOR = env_float("MEMORY_FIDELITY_FLOOR", 0.5)

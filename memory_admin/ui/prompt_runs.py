@@ -4,8 +4,10 @@ Nothing here stores a prompt, a job or an observation (saving a check is the one
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, cast
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_POST
@@ -91,7 +93,11 @@ def _dry_runs(
         raise InvalidInput(
             "pick a scope to dry-run on (its id, from its page)", details=[{"field": "scope"}]
         )
-    run = dry_run_consolidation if kind == "consolidation" else dry_run_propagation
+    run = dry_run_propagation
+    if kind == "consolidation":
+        run = partial(
+            dry_run_consolidation, chunk_tokens=settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS
+        )
     edited = run(store=store, llm=llm, scope=scope, draft=draft)
     current = run(store=store, llm=llm, scope=scope, draft=None)
     baseline = scope.consolidation or "" if kind == "consolidation" else None

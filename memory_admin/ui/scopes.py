@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from memory_admin.integrations.llm import consolidation_estimate_shown
 from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import actor, flash_error, form_errors, found, param
@@ -305,6 +306,11 @@ def scope_consolidation(request: HttpRequest, scope_id: str) -> HttpResponse:
     if wants_partial(request) and request.GET.get("part") == "usage":
         context = {"scope": scope, **scope_usage_context(store, scope)}
         return render(request, "ui/_scope_usage.html", context)
+    if wants_partial(request) and request.GET.get("part") == "estimate":
+        # Loaded after the page: it reads every pending observation (5,000 take seconds).
+        estimate = consolidation_estimate_shown(scope)
+        context = {"scope": scope, "estimate": estimate, "loaded": True}
+        return render(request, "ui/_consolidation_estimate.html", context)
     if wants_partial(request) and request.GET.get("part") == "head":
         # The header's counts and the "Consolidate now" button follow a finished job too.
         active = scope_active_job(store=store, scope=scope, kind="consolidation")

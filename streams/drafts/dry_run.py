@@ -17,8 +17,9 @@ from typing import Any
 from streams.core.documents import BufferedMessage, Scope, utcnow
 from streams.core.exceptions import InvalidInput
 from streams.llm.port import LLMError, LLMProvider, LLMRequest
+from streams.memory.consolidation_chunks import DEFAULT_CHUNK_TOKENS, chunk_plan
 from streams.memory.consolidation_contradictions import contradiction_holds
-from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
+from streams.memory.consolidation_runs import Chunking, consolidation_inputs, consolidation_pass
 from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
 from streams.memory.formation import FormationSettings
 from streams.memory.propagation import propagation_copies, propagation_plan
@@ -52,6 +53,9 @@ class DryRunResult:
     requests: list[LLMRequest] = field(default_factory=list)
     # Why an extraction would store nothing ("the model found no facts ...").
     why_nothing: list[str] = field(default_factory=list)
+    # A consolidation's folds in turn (`streams.memory.consolidation_chunks`): how many
+    # observations each chunk offered; one entry per chunk, its requests in `requests`.
+    chunks: list[int] = field(default_factory=list)
 
     @property
     def sent(self) -> list[dict[str, Any]]:
@@ -216,11 +220,17 @@ def _why_nothing(plan: ExtractionPlan, dropped: int) -> list[str]:
 
 
 def dry_run_consolidation(
-    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    scope: Scope,
+    draft: Draft | None,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
 ) -> DryRunResult:
     """What a consolidation run would write now from the scope's pending observations: the
-    run's own fold, overshoot retry and contradiction pass (what would be held for review
-    is only left out, never flagged); InvalidInput when nothing is pending."""
+    run's own folds chunk after chunk, overshoot retry and contradiction pass (what would
+    be held for review is only left out, never flagged); InvalidInput when nothing is
+    pending."""
     _live, folded = consolidation_inputs(store=store, scope=scope)
     if not folded:
         raise InvalidInput(
@@ -231,6 +241,10 @@ def dry_run_consolidation(
     )
     shared = scope.scope_type != "individual"
     asked: list[LLMRequest] = []
+    plan = chunk_plan(
+        store=store, scope=scope, observations=folded, budget=chunk_tokens, draft=draft
+    )
+    chunks = [len(chunk) for chunk in plan.chunks]
     try:
         text, details, _reported, _held = consolidation_pass(
             store=store,
@@ -240,11 +254,13 @@ def dry_run_consolidation(
             hold=lambda pairs: contradiction_holds(shared=shared, observations=folded, pairs=pairs),
             draft=draft,
             asked=asked,
+            chunking=Chunking(tokens=chunk_tokens),
         )
     except LLMError as exc:
         prompt = asked[0].prompt if asked else ""
+        error = f"The LLM call failed: {exc}"
         return DryRunResult(
-            prompt=prompt, part=template, error=f"The LLM call failed: {exc}", requests=asked
+            prompt=prompt, part=template, error=error, requests=asked, chunks=chunks
         )
     return DryRunResult(
         prompt=asked[0].prompt,
@@ -253,6 +269,7 @@ def dry_run_consolidation(
         model=details.model,
         duration_ms=details.duration_ms,
         requests=asked,
+        chunks=chunks,
     )
 
 

@@ -32,11 +32,29 @@ from streams.store import MemoryStore, StoreSession
 MAX_CONSOLIDATION_CHARS = 20_000
 HISTORY_CHUNK = 200
 WORD = re.compile(r"\S+")
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 def word_count(text: str) -> int:
     """Words as the limit counts them (and the editor's live counter): runs of non-space."""
     return len(WORD.findall(text))
+
+
+def within_words(text: str, limit: int) -> tuple[str, str | None]:
+    """`text` if it fits `limit` words; else cut at the last sentence end that fits (at
+    the limit itself when no sentence ends in time), with a warning saying so."""
+    text = text.strip()
+    words = word_count(text)
+    if words <= limit:
+        return text, None
+    spans = list(WORD.finditer(text))
+    head = text[: spans[limit - 1].end()]
+    ends = list(SENTENCE_END.finditer(head))
+    cut = head[: ends[-1].end()] if ends else head
+    return cut.strip(), (
+        f"the model answered {words} words twice (limit {limit}); "
+        f"stored cut to {word_count(cut)} words"
+    )
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,7 @@ class RunDetails:
     questions: tuple[str, ...] = ()
     answers: tuple[str | None, ...] | None = ()
     answers_error: str | None = None
+    chunks: int = 0  # folds in turn (`streams.memory.consolidation_chunks`); 0: no fold
 
 
 def consolidation_commit(

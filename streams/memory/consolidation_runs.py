@@ -10,15 +10,15 @@ and observations that arrive during a run stay pending for the next one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
+from functools import partial
 from typing import Any, Protocol
 
 from bson import ObjectId
 
-from streams.core.documents import Observation, Scope, utcnow
+from streams.core.documents import ConsolidationVersion, Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.llm.answers_trailer import answers_split
@@ -36,7 +36,13 @@ from streams.memory.answer_checks import (
     consolidation_answer_check,
     pair_shares_subject,
 )
-from streams.memory.consolidation import WORD, RunDetails, consolidation_commit, word_count
+from streams.memory.consolidation import (
+    RunDetails,
+    consolidation_commit,
+    within_words,
+    word_count,
+)
+from streams.memory.consolidation_chunks import DEFAULT_CHUNK_TOKENS, chunk_plan, chunks_merged
 from streams.memory.consolidation_contradictions import contradictions_flag
 from streams.memory.coverage import coverage_lost, coverage_summary
 from streams.memory.requests import consolidation_request, consolidation_retry
@@ -53,9 +59,14 @@ def consolidation_run(
     run: JobRun,
     lease: timedelta = LEASE,
     fidelity_floor: float = DEFAULT_FIDELITY_FLOOR,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    after_chunk: Callable[[int], None] | None = None,
 ) -> None:
     """The work of a consolidation job; an answer the checks refuse fails it
-    (`streams.memory.answer_checks`): nothing is committed, pending stays pending."""
+    (`streams.memory.answer_checks`): nothing is committed, pending stays pending.
+
+    A pending set beyond `chunk_tokens` folds in chunks into one version; `after_chunk`
+    is called with each chunk's number once it is folded (the lease is renewed there)."""
     job = run.job
     assert job.scope_id is not None
     scope_oid = ObjectId(job.scope_id)
@@ -63,6 +74,20 @@ def consolidation_run(
     # live run holds it: never `succeeded` for work it did not do.
     if not scope_lease_take(store=store, run=run, scope_id=job.scope_id, lease=lease):
         raise NotFound("scope not found")
+
+    taken = [utcnow()]
+
+    def chunk_folded(number: int) -> None:
+        # A long chunked run keeps its lease, renewed once half of it is spent (a write to
+        # a scope of 5,000 pending ids re-indexes them all: 1.5 s on the embedded store).
+        # Safety still comes from the commit's version check.
+        now = utcnow()
+        if now - taken[0] > lease / 2:
+            store.scopes.take_back_lease(scope_oid, owner=job.id, until=now + lease)
+            taken[0] = now
+        if after_chunk is not None:
+            after_chunk(number)
+
     try:
         scope = store.scopes.get(scope_oid)
         if scope is None:
@@ -70,12 +95,15 @@ def consolidation_run(
         if not scope.is_active:
             run.result = {"absorbed": 0, "note": "the scope is paused"}
             return
-        _consolidate(store, run, scope, fidelity_floor)
+        chunking = Chunking(tokens=chunk_tokens, after_chunk=chunk_folded)
+        _consolidate(store, run, scope, fidelity_floor, chunking)
     finally:
         store.scopes.release_lease(scope_oid, owner=job.id)
 
 
-def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) -> None:
+def _consolidate(
+    store: MemoryStore, run: JobRun, scope: Scope, floor: float, chunking: Chunking
+) -> None:
     pending_ids = list(scope.pending_observation_ids)
     if not pending_ids:
         run.result = {"absorbed": 0, "note": "nothing pending"}
@@ -93,7 +121,13 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) ->
 
     try:
         text, details, reported, held = consolidation_pass(
-            store=store, llm=run.llm, scope=scope, folded=folded, hold=hold, floor=floor
+            store=store,
+            llm=run.llm,
+            scope=scope,
+            folded=folded,
+            hold=hold,
+            floor=floor,
+            chunking=chunking,
         )
     except AnswerRefused as exc:
         # Counted per model and prompt version (`streams.records.usage`); the job's
@@ -117,7 +151,32 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) ->
         run=details,
         warning=details.warning,
     )
-    run.result = {
+    run.result = _run_result(entry, details, live, folded, reported, held, chunking)
+    if _propagates(scope, live):
+        run.follow_ups.append(
+            job_create(
+                store=store,
+                kind="propagation",
+                agent_id=scope.agent_id,
+                scope_id=scope.id,
+                trigger="consolidation",
+                payload={"version": entry.version},
+            )
+        )
+
+
+def _run_result(
+    entry: ConsolidationVersion,
+    details: RunDetails,
+    live: list[Observation],
+    folded: list[Observation],
+    reported: list[tuple[str, str]],
+    held: list[Observation],
+    chunking: Chunking,
+) -> dict[str, Any]:
+    """What the job's result says of a committed run: what it absorbed, in how many
+    chunks, at what cost, and what it found on the way."""
+    return {
         "absorbed": len(live),
         "contradictions": [list(pair) for pair in reported],
         "contradictions_rejected": details.contradictions_rejected,
@@ -130,19 +189,10 @@ def _consolidate(store: MemoryStore, run: JobRun, scope: Scope, floor: float) ->
         "prompt_tokens": details.prompt_tokens,
         "completion_tokens": details.completion_tokens,
         "prompt_version": details.prompt_version or 0,  # v0: the code default
+        "chunks": details.chunks,
+        "chunk_tokens": chunking.tokens,
         **_coverage_result(entry.coverage, details),
     }
-    if _propagates(scope, live):
-        run.follow_ups.append(
-            job_create(
-                store=store,
-                kind="propagation",
-                agent_id=scope.agent_id,
-                scope_id=scope.id,
-                trigger="consolidation",
-                payload={"version": entry.version},
-            )
-        )
 
 
 def _coverage_result(coverage: list[dict[str, Any]], details: RunDetails) -> dict[str, Any]:
@@ -174,6 +224,14 @@ def consolidation_inputs(
     return live, [o for o in live if not o.private and not o.is_expired()]
 
 
+@dataclass(frozen=True)
+class Chunking:
+    """How a pass cuts a large pending set (`streams.memory.consolidation_chunks`)."""
+
+    tokens: int = DEFAULT_CHUNK_TOKENS  # prompt tokens per call
+    after_chunk: Callable[[int], None] | None = None  # called with each chunk's number
+
+
 def consolidation_pass(
     *,
     store: MemoryStore,
@@ -184,38 +242,51 @@ def consolidation_pass(
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
     floor: float = DEFAULT_FIDELITY_FLOOR,
+    chunking: Chunking | None = None,
 ) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
-    """The fold, then the contradiction pass: the text, its details, the pairs the first
-    answer reported and the observations `hold` keeps out for a person.
-
-    The newer of a reported pair that waits is left out of this version: one more call
-    (what that answer reports is not raised again). The run's `hold` flags and holds;
-    the dry run's only says what would be held.
-    """
-    text, details = consolidation_fold(
-        store=store,
-        llm=llm,
-        scope=scope,
-        current=scope.consolidation,
-        observations=folded,
-        draft=draft,
-        asked=asked,
-        floor=floor,
+    """The folds, chunk after chunk, each into the text the one before left: the text,
+    the details of all (`chunks_merged`), the pairs the answers reported and the
+    observations `hold` keeps out for a person. Nothing is stored: a failed chunk leaves
+    the scope as it was, and the caller commits once."""
+    chunking = chunking or Chunking()
+    plan = chunk_plan(
+        store=store, scope=scope, observations=folded, budget=chunking.tokens, draft=draft
     )
+    text = scope.consolidation or ""
+    runs: list[RunDetails] = []
+    reported: list[tuple[str, str]] = []
+    held: list[Observation] = []
+    fold = partial(
+        consolidation_fold, store=store, llm=llm, scope=scope, draft=draft, asked=asked, floor=floor
+    )
+    for number, chunk in enumerate(plan.chunks, start=1):
+        text, details, pairs, waiting = _chunk_pass(fold, text or None, chunk, hold)
+        runs.append(details)
+        reported += pairs
+        held += waiting
+        if chunking.after_chunk is not None:
+            chunking.after_chunk(number)
+    return text, chunks_merged(runs), reported, held
+
+
+def _chunk_pass(
+    fold: Callable[..., tuple[str, RunDetails]],
+    current: str | None,
+    folded: list[Observation],
+    hold: Callable[[list[tuple[str, str]]], list[Observation]],
+) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
+    """One chunk's fold, then its contradiction pass. The newer of a reported pair that
+    waits is left out of this version: one more call (what that answer reports is not
+    raised again). The run's `hold` flags and holds; the dry run's only says what would
+    be held."""
+    text, details = fold(current=current, observations=folded)
     reported = list(details.contradictions)
     rejected = details.contradictions_rejected
     held = hold(reported)
     if held:
         waiting = {o.id for o in held}
-        text, details = consolidation_fold(
-            store=store,
-            llm=llm,
-            scope=scope,
-            current=scope.consolidation,
-            observations=[o for o in folded if o.id not in waiting],
-            draft=draft,
-            asked=asked,
-            floor=floor,
+        text, details = fold(
+            current=current, observations=[o for o in folded if o.id not in waiting]
         )
         details = replace(details, contradictions_rejected=rejected)
     return text, details, reported, held
@@ -281,6 +352,7 @@ def consolidation_fold(
     by_id = {o.id: o.content for o in observations}
     about_one_thing = [p for p in pairs if pair_shares_subject(by_id[p[0]], by_id[p[1]])]
     return text, RunDetails(
+        chunks=1,
         model=answers[-1].model,
         prompt_version=template.version,
         prompt_tokens=sum(a.prompt_tokens for a in answers),
@@ -295,9 +367,6 @@ def consolidation_fold(
     )
 
 
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
-
-
 class Completes(Protocol):
     """What a fold calls: a job's counting LLM, or the provider itself in a dry run."""
 
@@ -310,23 +379,6 @@ def _ask(llm: Completes, request: LLMRequest, sent: list[LLMRequest]) -> LLMResu
     if not answer.text.strip():
         raise LLMError("the consolidation answer is empty")
     return answer
-
-
-def within_words(text: str, limit: int) -> tuple[str, str | None]:
-    """`text` if it fits `limit` words; else cut at the last sentence end that fits (at
-    the limit itself when no sentence ends in time), with a warning saying so."""
-    text = text.strip()
-    words = word_count(text)
-    if words <= limit:
-        return text, None
-    spans = list(WORD.finditer(text))
-    head = text[: spans[limit - 1].end()]
-    ends = list(SENTENCE_END.finditer(head))
-    cut = head[: ends[-1].end()] if ends else head
-    return cut.strip(), (
-        f"the model answered {words} words twice (limit {limit}); "
-        f"stored cut to {word_count(cut)} words"
-    )
 
 
 def _propagates(scope: Scope, absorbed: list[Observation]) -> bool:

@@ -63,6 +63,10 @@ def _is_duplicate_key(exc: BulkWriteError | DuplicateKeyError) -> bool:
     return any(e.get("code") == 11000 for e in errors)
 
 
+# Ids per `$in` of a write over many observations (`mark_consolidated`).
+MARK_BATCH = 200
+
+
 class ObservationRepository(
     observation_states.ReviewQueries,
     observation_states.ExpiryQueries,
@@ -199,13 +203,19 @@ class ObservationRepository(
         value: bool = True,
         session: ClientSession | None = None,
     ) -> None:
-        """Absorbed (True), or back to pending after a restore (False)."""
+        """Absorbed (True), or back to pending after a restore (False).
+
+        In `MARK_BATCH`es: the embedded store's cost of one `$in` grows with its square
+        (measured: 100 ids 37 ms, 400 ids 770 ms, 5,000 ids 124 s, past its transaction
+        lifetime), so a chunked consolidation of 5,000 commits in seconds, not never."""
         fields: dict[str, Any] = {"consolidated": value}
         if not value:
             fields["restored_to_pending"] = True
-        if observation_ids:
+        for low in range(0, len(observation_ids), MARK_BATCH):
             self.collection.update_many(
-                {"_id": {"$in": observation_ids}}, {"$set": fields}, session=session
+                {"_id": {"$in": observation_ids[low : low + MARK_BATCH]}},
+                {"$set": fields},
+                session=session,
             )
 
     def update_fields(

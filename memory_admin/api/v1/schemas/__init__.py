@@ -29,6 +29,8 @@ from memory_admin.api.v1.schemas.common import (
     iso_utc,
 )
 from memory_admin.api.v1.schemas.consolidations import (
+    ConsolidateOut,
+    ConsolidationEstimateOut,
     ConsolidationPageOut,
     ConsolidationVersionOut,
     CoverageOut,
@@ -92,6 +94,8 @@ from memory_admin.api.v1.schemas.sessions import (
 
 __all__ = [
     "CollectiveShardIn",
+    "ConsolidateOut",
+    "ConsolidationEstimateOut",
     "ConsolidationPageOut",
     "ConsolidationVersionOut",
     "DisplayName",

@@ -82,3 +82,26 @@ class QuestionsOut(Schema):
     version: int = Field(description="0: never saved")
     author: str | None = None
     created_at: Time | None = None
+
+
+class ConsolidationEstimateOut(Schema):
+    """What "Consolidate now" would cost, estimated from the prompts' length (no call)."""
+
+    pending: int = Field(description="Observations waiting in the scope")
+    folded: int = Field(description="Those a fold reads (private and expired ones are not)")
+    chunks: int = Field(description="Calls in turn, each folding into the text the last left")
+    chunk_tokens: int = Field(description="Prompt tokens per call at most")
+    prompt_tokens: int = Field(description="Estimated prompt tokens of every chunk, summed")
+    max_completion_tokens: int = Field(description="At most: every call's max_tokens, summed")
+    model: str
+    cost_usd: float | None = Field(
+        description="Prompt tokens plus at most max_completion_tokens, at the price table "
+        "the Usage pages use; null when the model has no price"
+    )
+
+
+class ConsolidateOut(Schema):
+    job_id: str
+    estimate: ConsolidationEstimateOut = Field(
+        description="The estimate of the run just queued, read before it was queued"
+    )
