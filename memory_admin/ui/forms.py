@@ -3,7 +3,7 @@ errors are placed next to the field they name (`common.form_errors`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -153,8 +153,8 @@ class CheckForm(forms.Form):
         super().__init__(*args, **kwargs)
         if kind != "extraction":
             choices = list(EXPECTATIONS_BY_KIND[kind].items())
-            self.fields["expect_1"].choices = choices
-            self.fields["expect_2"].choices = [("", "(none)"), *choices]
+            cast(forms.ChoiceField, self.fields["expect_1"]).choices = choices
+            cast(forms.ChoiceField, self.fields["expect_2"]).choices = [("", "(none)"), *choices]
 
 
 class JobFilterForm(forms.Form):

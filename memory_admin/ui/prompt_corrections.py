@@ -6,6 +6,8 @@ is one click away, and it is saved only when it passes every check, or with "Sav
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -17,10 +19,11 @@ from memory_admin.ui.common import actor, flash_error, param
 from memory_admin.ui.forms import DryRunForm
 from memory_admin.ui.htmx import wants_partial
 from memory_admin.ui.prompts import corrections_context, editor_context, level_scope, level_url
-from memory_admin.ui.roles import Role, role_required
+from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.corrections import do_correction_check
 from streams.core.exceptions import InvalidInput, MemoryServiceError
 from streams.drafts.corrections import prompt_suggest
+from streams.memory.provenance import CitedLine
 
 
 @require_GET
@@ -31,9 +34,10 @@ def prompt_corrections(request: HttpRequest, agent_id: str, kind: str) -> HttpRe
     scope = level_scope(store, request, agent_id, kind)
     cursor = param(request, "cursor")
     if wants_partial(request):
-        context = {"agent_id": agent_id, "kind": kind, "scope": scope}
+        role = request_role(request)
+        context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
         context |= corrections_context(store, agent_id, kind, scope, cursor)
-        context["can_edit"] = True
+        context["can_edit"] = role is not None and role >= Role.OPERATOR
         return render(request, "ui/_corrections.html", context)
     context = editor_context(request, store, agent_id, kind, scope)
     return render(request, "ui/prompt_edit.html", context)
@@ -85,7 +89,7 @@ def prompt_suggest_view(request: HttpRequest, agent_id: str, kind: str) -> HttpR
     context = editor_context(request, store, agent_id, kind, scope, text=suggestion.text)
     context["suggestion"] = suggestion
     context["suggested"] = True
-    cited = next((s.lines for s in context["corrections"] if s.lines), [])
+    cited: list[CitedLine] = next((s.lines for s in context["corrections"] if s.lines), [])
     if kind == "extraction" and cited:  # the dry run, one click away, on a corrected case
         conversation = "\n".join(f"{line.role}: {line.text}" for line in cited)
         speaker = next((line.speaker for line in cited if line.role == "user"), "User")

@@ -151,9 +151,11 @@ def correction_check_spec(*, store: MemoryStore, correction: Correction) -> dict
     name = f"{c.what} {c.created_at:%Y-%m-%d} ({c.id[-6:]})"
     common = {"name": name, "correction_id": c.id, "user_ids": list(c.user_ids)}
     if c.prompt_kind == "extraction":
-        conversation, user_name = _source_conversation(store, c)
+        conversation, user_name, speakers = _source_conversation(store, c)
         return {
             **common,
+            # The check holds what they said: forgetting any speaker removes it.
+            "user_ids": sorted({*c.user_ids, *speakers}),
             "kind": "extraction",
             "conversation": conversation,
             "user_name": user_name,
@@ -204,8 +206,9 @@ def _propagation_expectation(c: Correction) -> dict[str, str]:
     raise _no_check(f"a propagation check cannot say what a copy's {c.what} means")
 
 
-def _source_conversation(store: MemoryStore, c: Correction) -> tuple[str, str]:
-    """The lines the observation was extracted from, as a check's conversation."""
+def _source_conversation(store: MemoryStore, c: Correction) -> tuple[str, str, set[str]]:
+    """The lines the observation was extracted from, as a check's conversation, its user's
+    name, and who spoke them."""
     messages = (
         store.sessions.messages_by_id(c.agent_id, c.session_id, c.message_ids)
         if c.session_id
@@ -215,7 +218,8 @@ def _source_conversation(store: MemoryStore, c: Correction) -> tuple[str, str]:
         raise _no_check("its source lines are no longer kept")
     conversation = "\n".join(f"{m.role}: {' '.join(m.content.split())}" for m in messages)
     user_name = next((m.user_name for m in messages if m.role == "user" and m.user_name), None)
-    return conversation, user_name or "User"
+    speakers = {m.user_id for m in messages if m.role == "user" and m.user_id}
+    return conversation, user_name or "User", speakers
 
 
 def _copied_from(store: MemoryStore, c: Correction) -> str:
