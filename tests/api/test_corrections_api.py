@@ -261,3 +261,18 @@ def test_suggest_refuses_without_corrections_and_reports_a_model_failure(
     failed = assert_error(_send(api, "post", path, {}), 503, "unavailable")
     assert failed["message"].startswith("the model could not suggest a change")
     assert store.prompts.collection.count_documents({"agent_id": AGENT}) == 0
+
+
+def test_forgetting_a_speaker_removes_a_check_holding_their_lines(
+    api, store, fake_openai, run_tasks, settings
+):
+    """A group observation is not about its speaker, but a check made of its correction
+    holds what they said: forgetting them removes the check."""
+    doc = formed(api, store, fake_openai, run_tasks, settings, "group")
+    assert api.delete(f"{API}/observations/{doc['_id']}?reason=wrong").status_code == 204
+    [one] = corrections(api, kind="extraction")["items"]
+    made = api.post(f"{API}/corrections/{one['id']}/check")
+    assert made.status_code == 201 and LINE in made.json()["conversation"]
+    with run_tasks():
+        assert api.delete(f"{API}/agents/{AGENT}/users/u1").status_code == 202
+    assert api.get(f"{API}/agents/{AGENT}/prompt-checks").json()["items"] == []
