@@ -81,13 +81,14 @@ def corrections_page(
         raise InvalidInput(f"limit is 1 to {MAX_PAGE}", details=[{"field": "limit"}])
     scope_oid = require_object_id(scope_id, what="scope") if scope_id else None
     position = decode_cursor(cursor, required_keys=("before",))
-    before = ObjectId(position["before"]) if position else None
-    docs = store.corrections.page(
+    before = position["before"] if position else None
+    if before is not None and not isinstance(before, int):
+        raise InvalidInput("cursor is not one this list handed out", details=[{"field": "cursor"}])
+    page = store.corrections.page(
         agent_id=agent_id, prompt_kind=kind, scope_id=scope_oid, before=before, limit=limit
     )
-    corrections = [Correction.from_mongo(d) for d in docs[:limit]]
-    more = len(docs) > limit
-    next_cursor = encode_cursor({"before": corrections[-1].id}) if more else None
+    corrections = [Correction.from_mongo(d) for d in page.docs]
+    next_cursor = encode_cursor({"before": page.next_before}) if page.next_before else None
     return Page(
         items=corrections_shown(store=store, corrections=corrections), next_cursor=next_cursor
     )
@@ -253,7 +254,7 @@ def prompt_suggest(
         scope_id=ObjectId(scope.id) if scope else None,
         before=None,
         limit=MAX_EXAMPLES,
-    )[:MAX_EXAMPLES]
+    ).docs
     corrections = [Correction.from_mongo(d) for d in docs]
     if not corrections:
         raise InvalidInput(

@@ -60,10 +60,12 @@ class Correction:
     user_ids: list[str] = field(default_factory=list)
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=new_id)
+    seq: int = 0  # its number among the agent's corrections of its prompt kind
 
     def to_mongo(self) -> dict[str, Any]:
         return {
             "_id": ObjectId(self.id),
+            "seq": self.seq,
             "agent_id": self.agent_id,
             "what": self.what,
             "observation_id": self.observation_id,
@@ -108,6 +110,7 @@ class Correction:
             target_label=doc.get("target_label"),
             user_ids=list(doc.get("user_ids") or []),
             created_at=doc["created_at"],
+            seq=doc.get("seq", 0),
         )
 
 
@@ -179,7 +182,15 @@ def correction_of(
 def correction_record(
     *, store: MemoryStore, corrections: list[Correction], session: StoreSession
 ) -> None:
-    """Write an action's corrections in its transaction (actions only)."""
+    """Write an action's corrections in its transaction (actions only), each numbered
+    among its agent's corrections of its prompt kind."""
+    by_kind: dict[tuple[str, str | None], list[Correction]] = {}
+    for c in corrections:
+        by_kind.setdefault((c.agent_id, c.prompt_kind), []).append(c)
+    for (agent_id, kind), group in sorted(by_kind.items(), key=lambda item: str(item[0])):
+        first = store.corrections.reserve_seqs(agent_id, kind, len(group), session=session)
+        for offset, c in enumerate(group):
+            c.seq = first + offset
     store.corrections.insert_many([c.to_mongo() for c in corrections], session=session)
 
 

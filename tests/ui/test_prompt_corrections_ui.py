@@ -46,7 +46,7 @@ def test_the_panel_lists_a_delete_without_its_words_and_makes_a_check(
     assert FACT not in panel and "Lisbon" not in panel  # its words and lines withheld
     [correction] = store.corrections.page(
         agent_id=AGENT, prompt_kind="extraction", scope_id=None, before=None, limit=5
-    )
+    ).docs
     make = reverse("ui:prompt_correction_check", args=[AGENT, "extraction", correction["_id"]])
     answer = client.post(make)
     assert answer.status_code == 302
@@ -66,7 +66,7 @@ def test_a_suggested_draft_opens_in_the_editor_and_saves_only_passing_every_chec
     client = client_as("operator")
     [correction] = store.corrections.page(
         agent_id=AGENT, prompt_kind="extraction", scope_id=None, before=None, limit=5
-    )
+    ).docs
     make = reverse("ui:prompt_correction_check", args=[AGENT, "extraction", correction["_id"]])
     assert client.post(make).status_code == 302  # a check: "no observation contains" FACT
     fake_openai.set_responder(suggestion_responder)

@@ -73,7 +73,7 @@ def test_a_hand_added_observation_is_corrected_under_no_prompt(store):
         assert corrections_page(store=store, agent_id=AGENT, kind=kind).items == []
     doc = store.corrections.page(
         agent_id=AGENT, prompt_kind=None, scope_id=None, before=None, limit=5
-    )
+    ).docs
     assert [d["what"] for d in doc] == ["delete"]
 
 
@@ -89,7 +89,7 @@ def test_a_bulk_action_records_its_corrections_a_dry_run_none(store, action):
     assert (
         store.corrections.page(
             agent_id=AGENT, prompt_kind=None, scope_id=None, before=None, limit=5
-        )
+        ).docs
         == []
     )
     outcome = do_observations_bulk(
@@ -99,7 +99,7 @@ def test_a_bulk_action_records_its_corrections_a_dry_run_none(store, action):
     assert outcome.job is not None
     docs = store.corrections.page(
         agent_id=AGENT, prompt_kind=None, scope_id=None, before=None, limit=5
-    )
+    ).docs
     assert sorted(d["what"] for d in docs) == [action] * 3
     assert all(d["user_ids"] == ["u1"] and d["actor"] == "ui:sam" for d in docs)
 
