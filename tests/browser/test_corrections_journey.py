@@ -95,3 +95,34 @@ def test_an_operator_turns_corrections_into_a_check_and_a_suggestion(
     assert page.locator("#experiment-slot").count() == 1
     page.locator("#suggestion").scroll_into_view_if_needed()
     page.screenshot(path=str(artifacts_dir / "corrections_suggestion.png"), full_page=True)
+
+
+@pytest.mark.parametrize(
+    ("prompt_kind", "expect", "value"),
+    [("consolidation", "keeps", "Pro plan"), ("propagation", "lands_in", "collective")],
+)
+def test_an_operator_creates_consolidation_and_propagation_checks_on_their_pages(
+    live_server, page, store, make_user, artifacts_dir: Path, settings, prompt_kind, expect, value
+):
+    settings.MEMORY_LLM_PROVIDER = "offline"
+    team = ScopeFactory.create(
+        store=store, agent_id=AGENT, group=True, group_id="eden", display_name="Eden Team"
+    )
+    make_user("operator", username="olivia")
+    _sign_in(page, live_server, "olivia")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/prompts/{AGENT}/{prompt_kind}/?scope={team.id}")
+    form = page.locator("#kind-check-form")
+    form.locator("#id_kind_check_name").fill(f"{prompt_kind} {expect}")
+    form.locator("#id_check_observations").fill(
+        "The account is on the Pro plan.\nThe team deploys on Fridays."
+    )
+    form.locator("#id_kind_expect_1").select_option(expect)
+    form.locator("#id_kind_value_1").fill(value)
+    form.locator("#save-kind-check").click()
+    page.get_by_text(f"Saved the check “{prompt_kind} {expect}”.").wait_for()
+    assert f"{prompt_kind} {expect}" in page.locator("#checks").inner_text()
+    page.locator("#run-checks").click()
+    page.locator(f'tr[data-check="{prompt_kind} {expect}"]').wait_for()
+    page.locator("#checks").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts_dir / f"checks_{prompt_kind}.png"), full_page=True)
