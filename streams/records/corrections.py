@@ -58,6 +58,9 @@ class Correction:
     # Who it is about (forget-user removes it): the observation's users and the owner of
     # its individual scope (or of the move's target).
     user_ids: list[str] = field(default_factory=list)
+    # The level whose prompt made the observation: its scope (extraction), or the scope
+    # a propagated copy came from (propagation: the source's prompt made the copy).
+    prompt_scope_id: str | None = None
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=new_id)
     seq: int = 0  # its number among the agent's corrections of its prompt kind
@@ -84,6 +87,7 @@ class Correction:
             "target_scope_id": self.target_scope_id,
             "target_label": self.target_label,
             "user_ids": list(self.user_ids),
+            "prompt_scope_id": ObjectId(self.prompt_scope_id or self.scope_id),
             "created_at": self.created_at,
         }
 
@@ -109,6 +113,7 @@ class Correction:
             target_scope_id=doc.get("target_scope_id"),
             target_label=doc.get("target_label"),
             user_ids=list(doc.get("user_ids") or []),
+            prompt_scope_id=str(doc.get("prompt_scope_id") or doc["scope_id"]),
             created_at=doc["created_at"],
             seq=doc.get("seq", 0),
         )
@@ -176,7 +181,17 @@ def correction_of(
         target_scope_id=target.id if target is not None else None,
         target_label=route_label(target) if target is not None else None,
         user_ids=sorted(set(users)),
+        prompt_scope_id=_prompt_scope(store, observation, kind) or scope.id,
     )
+
+
+def _prompt_scope(store: MemoryStore, observation: Observation, kind: str | None) -> str | None:
+    """A propagated copy's source scope (whose propagation prompt made it), else None."""
+    source_id = observation.propagated_from
+    if kind != "propagation" or not source_id or not ObjectId.is_valid(source_id):
+        return None
+    source = store.observations.get(ObjectId(source_id))
+    return source.scope_id if source is not None else None
 
 
 def correction_record(

@@ -26,8 +26,8 @@ COUNTERS = "memory_correction_counters"
 INDEXES: list[IndexSpec] = [
     # The prompt page: one agent's corrections of one prompt kind, newest first ...
     index(COLLECTION, "agent_id", "prompt_kind", "seq"),
-    # ... or of one scope.
-    index(COLLECTION, "agent_id", "prompt_kind", "scope_id", "seq"),
+    # ... or of what one level's prompt made (`prompt_scope_id`).
+    index(COLLECTION, "agent_id", "prompt_kind", "prompt_scope_id", "seq"),
     # Forget-user: every correction about the user.
     index(COLLECTION, "agent_id", "user_ids"),
 ]
@@ -81,7 +81,7 @@ class CorrectionRepository:
         top = self.counters.find_one({"_id": _counter_id(agent_id, prompt_kind)})
         query: dict[str, Any] = {"agent_id": agent_id, "prompt_kind": prompt_kind}
         if scope_id is not None:
-            query["scope_id"] = scope_id
+            query["prompt_scope_id"] = scope_id
         return page_by_seq(
             self.collection,
             base_filter=query,

@@ -29,7 +29,9 @@ Kind = Literal["extraction", "consolidation", "propagation"]
 class CorrectionQuery(PageQuery):
     kind: Kind = Field("extraction", description="The prompt kind whose corrections to list.")
     scope_id: Annotated[str, StringConstraints(max_length=24)] | None = Field(
-        None, description="Only this scope's corrections."
+        None,
+        description="Only what this scope's prompt made: observations of this scope "
+        "(extraction), copies made from its observations (propagation).",
     )
 
 

@@ -44,6 +44,13 @@ def test_a_deleted_copy_teaches_propagation_and_checks_its_source(store):
     )  # fmt: skip
     assert shown.before is None and shown.withheld == "deleted"
     assert corrections_page(store=store, agent_id=AGENT, kind="extraction").items == []
+    # Listed on the source scope's propagation page (its prompt made the copy).
+    by_source = corrections_page(store=store, agent_id=AGENT, kind="propagation", scope_id=gene.id)
+    assert [s.correction.id for s in by_source.items] == [c.id]
+    assert (
+        corrections_page(store=store, agent_id=AGENT, kind="propagation", scope_id=team.id).items
+        == []
+    )
     spec = correction_check_spec(store=store, correction=c)
     assert spec["kind"] == "propagation" and spec["conversation"] == SOURCE
     assert spec["expectations"] == [
