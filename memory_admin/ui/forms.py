@@ -3,9 +3,12 @@ errors are placed next to the field they name (`common.form_errors`)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 
 from streams.core.documents import MAX_CONTENT_CHARS
+from streams.drafts.check_kinds import EXPECTATIONS_BY_KIND
 from streams.memory.consolidation import MAX_CONSOLIDATION_CHARS
 from streams.memory.scopes import MAX_OBSERVATIONS_RANGE, MAX_WORDS_RANGE, THRESHOLD_RANGE
 from streams.prompts import MAX_TEMPLATE_CHARS
@@ -137,13 +140,21 @@ EXPECTATIONS += [("nothing", "nothing is extracted")]
 
 
 class CheckForm(forms.Form):
-    """A prompt check saved from the dry-run input: a name and up to two expectations."""
+    """A prompt check saved from the dry-run input (extraction) or typed observations
+    (consolidation, propagation): a name and up to two expectations of its kind."""
 
     check_name = forms.CharField(max_length=120, label="Check name")
     expect_1 = forms.ChoiceField(choices=EXPECTATIONS[1:], label="Expect")
     value_1 = forms.CharField(max_length=200, required=False, label="Value")
     expect_2 = forms.ChoiceField(choices=EXPECTATIONS, required=False, label="And expect")
     value_2 = forms.CharField(max_length=200, required=False, label="Value")
+
+    def __init__(self, *args: Any, kind: str = "extraction", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if kind != "extraction":
+            choices = list(EXPECTATIONS_BY_KIND[kind].items())
+            cast(forms.ChoiceField, self.fields["expect_1"]).choices = choices
+            cast(forms.ChoiceField, self.fields["expect_2"]).choices = [("", "(none)"), *choices]
 
 
 class JobFilterForm(forms.Form):

@@ -255,7 +255,10 @@ def observation_remove(request: HttpRequest, observation_id: str) -> HttpRespons
     store = get_store()
     observation, scope = _observation(store, observation_id)
     if request.method == "POST":
-        jobs = do_observation_delete(store=store, actor=actor(request), observation=observation)
+        reason = (request.POST.get("reason") or "").strip()[:500] or None
+        jobs = do_observation_delete(
+            store=store, actor=actor(request), observation=observation, reason=reason
+        )
         messages.success(request, _deleted_message(jobs))
         return redirect(_back(scope))
     return render(request, "ui/observation_delete.html", {"scope": scope, "o": observation})

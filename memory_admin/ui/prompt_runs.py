@@ -146,10 +146,11 @@ def prompt_checks_run(request: HttpRequest, agent_id: str, kind: str) -> HttpRes
 @require_POST
 @role_required(Role.OPERATOR)
 def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpResponse:
-    """Save the dry-run input in the editor as a check, with one or two expectations."""
+    """Save a check of this prompt kind, with one or two expectations: the dry-run input
+    (extraction), or the observations typed in the check form (consolidation, propagation)."""
     store = get_store()
     scope = level_scope(store, request, agent_id, kind)
-    form = CheckForm(request.POST)
+    form = CheckForm(request.POST, kind=kind)
     context: dict[str, Any] = {"agent_id": agent_id, "kind": kind, "scope": scope}
     status = 200
     if form.is_valid():
@@ -178,6 +179,7 @@ def prompt_check_create(request: HttpRequest, agent_id: str, kind: str) -> HttpR
                 user_name=user_name,
                 expectations=expectations,
                 scope_id=scope.id if scope and scope.scope_type == "individual" else None,
+                kind=kind,
             )
         except MemoryServiceError as exc:
             context["error"] = exc.message

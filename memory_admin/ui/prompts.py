@@ -26,6 +26,8 @@ from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
 from streams.core.documents import PROMPT_KINDS, PromptKind, Scope
 from streams.core.exceptions import Conflict, InvalidInput, MemoryServiceError
+from streams.drafts.check_kinds import EXPECTATIONS_BY_KIND
+from streams.drafts.corrections import corrections_page
 from streams.drafts.dry_run import recent_sessions
 from streams.drafts.prompt_checks import EXPECTATION_TYPES, CheckComparison, check_list, checks_run
 from streams.memory.scopes import scope_get
@@ -45,6 +47,7 @@ from streams.selectors import active_shards, agents_page, shard_find
 
 AGENT_CHOICES = 100
 HISTORY_SHOWN = 20
+CORRECTIONS_SHOWN = 10
 MAX_SHARDS = 50
 CONFLICT_MESSAGE = (
     "Not saved: someone saved a newer version while you were editing. Your text is kept "
@@ -184,7 +187,32 @@ def editor_context(
         "can_edit": user_role is not None and user_role >= Role.OPERATOR,
         "level_url": level_url(agent_id, kind, scope),
         "compare": _compare(request, store, agent_id, kind, scope),
-    }
+        "check_kind_types": EXPECTATIONS_BY_KIND[kind],
+        # The last check run's failures, on a save of a suggested draft (`suggested`).
+        "suggested": bool(request.POST.get("suggested")),
+    } | corrections_context(store, agent_id, kind, scope, param(request, "cursor"))
+
+
+def corrections_context(
+    store: MemoryStore, agent_id: str, kind: str, scope: Scope | None, cursor: str | None
+) -> dict[str, Any]:
+    """The corrections panel: one page of this level's corrections (an agent default
+    lists the whole agent's; a scope its own), through the visibility rule."""
+    scope_id = scope.id if scope else None
+    try:
+        page = corrections_page(
+            store=store,
+            agent_id=agent_id,
+            kind=kind,
+            scope_id=scope_id,
+            cursor=cursor,
+            limit=CORRECTIONS_SHOWN,
+        )
+    except InvalidInput:  # a cursor not handed out: the first page
+        page = corrections_page(
+            store=store, agent_id=agent_id, kind=kind, scope_id=scope_id, limit=CORRECTIONS_SHOWN
+        )
+    return {"corrections": page.items, "corrections_next": page.next_cursor, "cursor": cursor}
 
 
 def level_url(agent_id: str, kind: str, scope: Scope | None) -> str:
@@ -238,14 +266,9 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
         try:
             if not request.POST.get("confirm"):
                 runs = check_runs(store, agent_id, kind, scope, text)
-                regressions = [c for c in runs if c.regressed]
+                regressions = _blocking(runs, suggested=bool(request.POST.get("suggested")))
             if regressions:
-                form.add_error(
-                    "text",
-                    f"This draft fails {counted(len(regressions), 'check')} that the prompt in"
-                    " effect passes. Look at the checks below; save anyway only if that is what"
-                    " you want.",
-                )
+                form.add_error("text", _blocked_message(len(regressions), request))
             else:
                 entry = do_prompt_save(
                     store=store,
@@ -281,6 +304,28 @@ def prompt_save_view(request: HttpRequest, agent_id: str, kind: str) -> HttpResp
     context["regressions_runs"] = runs if regressions else None
     messages.error(request, f"The {kind} prompt was not saved: see the error below.")
     return render(request, "ui/prompt_edit.html", context, status=422)
+
+
+def _blocking(runs: list[CheckComparison], *, suggested: bool) -> list[CheckComparison]:
+    """What a save must confirm: the checks the draft fails that the prompt in effect
+    passes; for a draft suggested from corrections, every check it fails (the old ones
+    and the ones made from the corrections)."""
+    if suggested:
+        return [c for c in runs if c.draft is not None and not c.draft.passed]
+    return [c for c in runs if c.regressed]
+
+
+def _blocked_message(count: int, request: HttpRequest) -> str:
+    if request.POST.get("suggested"):
+        return (
+            f"This suggested draft fails {counted(count, 'check')}: a suggestion is saved "
+            "only when it passes every check. Look at the checks below; save anyway only if "
+            "that is what you want."
+        )
+    return (
+        f"This draft fails {counted(count, 'check')} that the prompt in effect passes. Look "
+        "at the checks below; save anyway only if that is what you want."
+    )
 
 
 def check_runs(

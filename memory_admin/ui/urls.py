@@ -15,6 +15,7 @@ from memory_admin.ui import jobs as job_views
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import people as people_views
 from memory_admin.ui import playground as playground_views
+from memory_admin.ui import prompt_corrections as prompt_correction_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import questions as question_views
@@ -142,6 +143,21 @@ urlpatterns = [
         "prompts/<str:agent_id>/<str:kind>/checks/<str:check_id>/delete/",
         prompt_run_views.prompt_check_delete,
         name="prompt_check_delete",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/corrections/",
+        prompt_correction_views.prompt_corrections,
+        name="prompt_corrections",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/corrections/<str:correction_id>/check/",
+        prompt_correction_views.prompt_correction_check,
+        name="prompt_correction_check",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/suggest/",
+        prompt_correction_views.prompt_suggest_view,
+        name="prompt_suggest",
     ),
     path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),

@@ -29,6 +29,7 @@ from streams.memory.observation_changes import (
 from streams.memory.observations import MarkPrivate, observation_add, observations_append
 from streams.memory.source_change import SourceChange
 from streams.records.audit import audit_changes, content_digest
+from streams.records.corrections import Correction, correction_of
 from streams.store import MemoryStore
 
 
@@ -118,6 +119,7 @@ def do_observation_update(
     content: str | None = None,
     private: bool | None = None,
     expires_at: datetime | None | Unset = UNSET,
+    reason: str | None = None,
 ) -> tuple[Observation, list[Job]]:
     """Correct the content and/or the private flag; the summary is the before/after of
     what changed (text as digests). The change, its entry and its follow-up job commit
@@ -125,7 +127,8 @@ def do_observation_update(
 
     A new text the scope's screen holds (flagged in a shared scope) is not applied: it
     waits for review as a held copy (`review.edit_of`, the entry's `held_for_review`),
-    and approving it applies it (`streams.actions.review`)."""
+    and approving it applies it (`streams.actions.review`). A new text or marking private
+    is a correction (`streams.records.corrections`), recorded with the change."""
     scope = store.scopes.get(ObjectId(observation.scope_id))
     if scope is None:
         raise NotFound("scope not found")
@@ -143,6 +146,7 @@ def do_observation_update(
             follow_up = observation_update_write(
                 store=store, plan=plan, actor=str(actor), session=tx.session
             )
+            tx.correct(_update_corrections(store, observation, scope, plan.fields, actor, reason))
         held: dict[str, str] = {}
         if plan.proposal is not None:
             held["held_for_review"] = _propose_edit(
@@ -167,6 +171,44 @@ def do_observation_update(
 
     rebuilds = run_action(store, actor, write)
     return observation_update_after(store=store, plan=plan), rebuilds
+
+
+def _update_corrections(
+    store: MemoryStore,
+    observation: Observation,
+    scope: Scope,
+    fields: dict[str, object],
+    actor: Actor,
+    reason: str | None,
+) -> list[Correction]:
+    """An applied new text is an edit; a flag turned on is a private correction."""
+    made = []
+    if "content" in fields:
+        after = str(fields["content"])
+        made.append(
+            correction_of(
+                store=store,
+                observation=observation,
+                scope=scope,
+                what="edit",
+                actor=str(actor),
+                after=after,
+                reason=reason,
+            )
+        )
+    if fields.get("private") is True:
+        made.append(
+            correction_of(
+                store=store,
+                observation=observation,
+                scope=scope,
+                what="private",
+                actor=str(actor),
+                after=str(fields.get("content", observation.content)),
+                reason=reason,
+            )
+        )
+    return made
 
 
 def _propose_edit(
@@ -207,16 +249,28 @@ def _propose_edit(
 
 
 def do_observation_delete(
-    *, store: MemoryStore, actor: Actor, observation: Observation
+    *, store: MemoryStore, actor: Actor, observation: Observation, reason: str | None = None
 ) -> list[Job]:
     """Soft delete (deleting twice is fine); returns the rebuilds it scheduled. The delete,
-    its entry and its follow-up job commit together; the rebuilds follow that job."""
+    its entry, its correction (the first delete only) and its follow-up job commit
+    together; the rebuilds follow that job."""
     was_deleted = observation.deleted
+    scope = None if was_deleted else store.scopes.get(ObjectId(observation.scope_id))
 
     def write(tx: ActionTx) -> list[Job]:
         deletion = observation_delete_write(
             store=store, observation=observation, session=tx.session, by=str(tx.actor)
         )
+        if scope is not None:
+            correction = correction_of(
+                store=store,
+                observation=observation,
+                scope=scope,
+                what="delete",
+                actor=str(actor),
+                reason=reason,
+            )
+            tx.correct([correction])
         tx.audit(
             action="observation.delete",
             object_type="observation",
@@ -225,6 +279,7 @@ def do_observation_delete(
             summary={
                 "content": content_digest(observation.content),
                 "already_deleted": was_deleted,
+                **({"reason": reason[:500]} if reason else {}),
             },
         )
         return _follow(tx, deletion.follow_up)

@@ -21,6 +21,7 @@ from streams.memory.observation_changes import (
 from streams.memory.review_undo import review_undo
 from streams.memory.supersession import supersede_write
 from streams.records.audit import content_digest
+from streams.records.corrections import Correction, correction_of
 from streams.store import MemoryStore
 
 
@@ -153,7 +154,10 @@ def do_review_undo(*, store: MemoryStore, actor: Actor, observation: Observation
 
 
 def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
+    """Each decision's audit entry; a rejection is a correction too (its note the reason)."""
     for one in decided:
+        if one.action == "observation.review_reject":
+            tx.correct(_rejection(tx, one))
         tx.audit(
             action=one.action,
             object_type="observation",
@@ -163,6 +167,21 @@ def _record(tx: ActionTx, decided: list[Decided], jobs: list[Job]) -> None:
         )
     for job in jobs:
         tx.schedule(job)
+
+
+def _rejection(tx: ActionTx, one: Decided) -> list[Correction]:
+    scope = tx.store.scopes.get(ObjectId(one.observation.scope_id), session=tx.session)
+    if scope is None:
+        return []
+    correction = correction_of(
+        store=tx.store,
+        observation=one.observation,
+        scope=scope,
+        what="reject",
+        actor=str(tx.actor),
+        reason=one.summary.get("note"),
+    )
+    return [correction]
 
 
 def _apply_edits(store: MemoryStore, tx: ActionTx, decided: list[Decided], actor: Actor) -> None:
@@ -187,5 +206,16 @@ def _apply_edits(store: MemoryStore, tx: ActionTx, decided: list[Decided], actor
         follow_up = observation_update_write(
             store=store, plan=plan, actor=str(actor), session=tx.session
         )
+        if "content" in plan.fields:
+            edit = correction_of(
+                store=store,
+                observation=target,
+                scope=scope,
+                what="edit",
+                actor=str(actor),
+                after=str(plan.fields["content"]),
+                reason=one.summary.get("note"),
+            )
+            tx.correct([edit])
         if follow_up is not None:
             tx.schedule(follow_up.job)

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from streams.actions.base import Actor, record, schedule
 from streams.core.documents import Job
 from streams.records.audit import AuditSink
+from streams.records.corrections import Correction, correction_record
 from streams.store import MemoryStore, StoreSession
 from streams.store.write_batch import WriteBatch
 
@@ -75,6 +76,10 @@ class ActionTx:
             writes=writes,
         )
         self.audited += 1
+
+    def correct(self, corrections: list[Correction]) -> None:
+        """The action's corrections (`streams.records.corrections`), in its transaction."""
+        correction_record(store=self.store, corrections=corrections, session=self.session)
 
     def enqueue(self, job: Job) -> Job:
         """Write a job the action built (queued) in the transaction; dispatched after commit."""

@@ -85,6 +85,10 @@ class PromptCheck:
     # Which prompt it checks: extraction (a conversation), consolidation or propagation
     # (`conversation` then holds observations, one per line: `streams.drafts.check_kinds`).
     kind: CheckKind = "extraction"
+    # Made from a correction (`streams.drafts.corrections`): which, and who it is about
+    # (forget-user removes the check with the user's corrections).
+    correction_id: str | None = None
+    user_ids: list[str] = field(default_factory=list)
     created_at: datetime = field(default_factory=utcnow)
     id: str = field(default_factory=lambda: str(ObjectId()))
 
@@ -99,6 +103,8 @@ class PromptCheck:
             "author": self.author,
             "scope_id": self.scope_id,
             "kind": self.kind,
+            "correction_id": self.correction_id,
+            "user_ids": list(self.user_ids),
             "created_at": self.created_at,
         }
 
@@ -118,6 +124,8 @@ class PromptCheck:
             ],
             author=doc.get("author", ""),
             scope_id=doc.get("scope_id"),
+            correction_id=doc.get("correction_id"),
+            user_ids=list(doc.get("user_ids") or []),
             created_at=doc["created_at"],
         )
 
@@ -153,6 +161,8 @@ def check_create(
     scope_id: str | None = None,
     kind: str = "extraction",
     session: StoreSession | None = None,
+    correction_id: str | None = None,
+    user_ids: list[str] | None = None,
 ) -> PromptCheck:
     """Save a check (in the calling action's transaction `session`, which audits it);
     InvalidInput naming the field when anything is off."""
@@ -196,6 +206,8 @@ def check_create(
         author=author,
         scope_id=scope_id or None,
         kind=cast(CheckKind, kind),
+        correction_id=correction_id,
+        user_ids=list(user_ids or []),
     )
     store.prompt_checks.insert(check.to_mongo(), session=session)
     return check

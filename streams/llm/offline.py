@@ -23,6 +23,7 @@ from streams.llm.answers_trailer import answers_trailer, offline_answers
 from streams.llm.contradiction_answer import answer_trailer, deterministic_pairs
 from streams.llm.offline_consolidation import consolidate
 from streams.llm.offline_extraction import extract_observations
+from streams.llm.offline_suggestion import suggest
 from streams.llm.offline_text import capitalise, clean, close_sentence, normalise
 from streams.llm.port import (
     ConsolidationContext,
@@ -31,6 +32,7 @@ from streams.llm.port import (
     LLMRequest,
     LLMResult,
     PropagationContext,
+    SuggestionContext,
     log_llm_call,
 )
 
@@ -87,6 +89,8 @@ class OfflineProvider:
                 text += answers_trailer(offline_answers(memory, context.questions))
         elif request.task == "propagation" and isinstance(context, PropagationContext):
             text = _json({"observations": propagate(context)})
+        elif request.task == "prompt_suggestion" and isinstance(context, SuggestionContext):
+            text = suggest(context)
         else:
             raise LLMError(
                 f"the offline provider cannot answer a {request.task} request "

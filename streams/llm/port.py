@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-LLMTask = Literal["extraction", "consolidation", "propagation"]
+LLMTask = Literal["extraction", "consolidation", "propagation", "prompt_suggestion"]
 ModelTier = Literal["fast", "slow"]
 
 
@@ -80,7 +80,28 @@ class PropagationContext:
     candidates: list[tuple[str, str]] = field(default_factory=list)
 
 
-LLMContext = ExtractionContext | ConsolidationContext | PropagationContext
+@dataclass(frozen=True)
+class CorrectionExample:
+    """One support correction shown to the model that suggests a prompt change."""
+
+    what: str  # edit | delete | private | move | reject
+    before: str | None
+    after: str | None
+    reason: str | None
+    target: str | None  # a move's target label
+    lines: list[str]  # the source lines, "speaker: text"
+
+
+@dataclass(frozen=True)
+class SuggestionContext:
+    """A prompt and the corrections of what it made: the metaprompt's input."""
+
+    kind: str  # the prompt kind: extraction | propagation (| consolidation)
+    template: str
+    examples: list[CorrectionExample]
+
+
+LLMContext = ExtractionContext | ConsolidationContext | PropagationContext | SuggestionContext
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,11 @@ def propagation_schema(*, targets: Iterable[str], candidate_ids: Iterable[str]) 
     return _closed({"observations": {"type": "array", "items": item}})
 
 
+def suggestion_schema() -> dict[str, Any]:
+    """A suggested prompt: the whole revised text, and why."""
+    return _closed({"prompt": {"type": "string"}, "why": {"type": "string"}})
+
+
 def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     """The `response_format` value of a request whose answer follows `schema`."""
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}

@@ -1,9 +1,10 @@
 """One request builder per model task: what the real run sends and the dry run shows.
 
-Formation, consolidation (its overshoot retry and its contradiction pass), propagation
-and every dry run and prompt check build their `LLMRequest` here, and nowhere else. So
-a dry run shows exactly what a run would send, and a retried request asks for the same
-thing: the same prompt, schema, `temperature` (0) and `max_tokens`.
+Formation, consolidation (its overshoot retry and its contradiction pass), propagation,
+the prompt suggestion from corrections, and every dry run and prompt check build their
+`LLMRequest` here, and nowhere else. So a dry run shows exactly what a run would send,
+and a retried request asks for the same thing: the same prompt, schema, `temperature`
+(0) and `max_tokens`.
 
 `max_tokens` is sized from the task's word limits (about two tokens a word, plus room
 for the JSON, the labels and the ids), so a looping model stops, and a truncated answer
@@ -14,8 +15,13 @@ from __future__ import annotations
 
 from streams.llm.answers_trailer import MAX_ANSWER_CHARS, questions_block
 from streams.llm.contradiction_answer import MAX_PAIRS
-from streams.llm.port import ConsolidationContext, LLMRequest, PropagationContext
-from streams.llm.schemas import extraction_schema, propagation_schema
+from streams.llm.port import (
+    ConsolidationContext,
+    LLMRequest,
+    PropagationContext,
+    SuggestionContext,
+)
+from streams.llm.schemas import extraction_schema, propagation_schema, suggestion_schema
 from streams.memory.extraction import ExtractionPlan
 from streams.prompts import render_consolidation, render_propagation
 from streams.prompts.templates import COLLECTIVE_TARGET
@@ -118,4 +124,60 @@ def propagation_request(*, template: str, context: PropagationContext) -> LLMReq
         tier="fast",
         schema=schema,
         max_tokens=ANSWER_TOKENS + rewritten,
+    )
+
+
+PROMPT_START = "<<<PROMPT"
+PROMPT_END = "PROMPT>>>"
+SUGGESTION_HEAD = (
+    "You improve one prompt of a memory system. Support staff corrected what it produced; "
+    "each correction below shows the source lines, the observation before and after, and "
+    "why. Revise the prompt so that it would not make these mistakes again."
+)
+SUGGESTION_RULES = (
+    'Answer with JSON: {"prompt": "<the whole revised prompt>", "why": "<one or two '
+    'sentences>"}. Keep every placeholder of the prompt (a name in braces) exactly as it '
+    "is, and its other braces as they are. Change only what the corrections show is "
+    "wrong, as general rules: never copy a correction's names, numbers or personal "
+    "details into the prompt."
+)
+WHAT_WORDS = {
+    "edit": "edited",
+    "delete": "deleted",
+    "private": "marked private",
+    "move": "moved",
+    "reject": "rejected in review",
+}
+
+
+def suggestion_request(context: SuggestionContext) -> LLMRequest:
+    """The one metaprompt call of "Suggest a change": the prompt in effect and the
+    corrections as examples; the answer is the whole revised prompt and why (a schema)."""
+    parts = [
+        SUGGESTION_HEAD,
+        f"# The {context.kind} prompt in effect\n{PROMPT_START}\n{context.template}\n{PROMPT_END}",
+        f"# Corrections ({len(context.examples)})",
+    ]
+    for n, e in enumerate(context.examples, 1):
+        lines = [f"## Correction {n}: {WHAT_WORDS.get(e.what, e.what)}"]
+        if e.lines:
+            lines.append("Source lines:\n" + "\n".join(f"- {line}" for line in e.lines))
+        lines.append(f"Observation before: {e.before or '(none)'}")
+        if e.what in ("edit", "private"):
+            lines.append(f"After: {e.after or '(none)'}")
+        if e.target:
+            lines.append(f"Moved to: {e.target}")
+        lines.append(f"Reason: {e.reason or '(none given)'}")
+        parts.append("\n".join(lines))
+    parts.append("# Your answer\n" + SUGGESTION_RULES)
+    prompt = "\n\n".join(parts)
+    template_tokens = len(context.template) // 4 + 1
+    return LLMRequest(
+        task="prompt_suggestion",
+        prompt=prompt,
+        context=context,
+        json_output=True,
+        tier="slow",
+        schema=suggestion_schema(),
+        max_tokens=ANSWER_TOKENS + 2 * template_tokens + 400,
     )

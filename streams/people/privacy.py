@@ -35,6 +35,7 @@ from streams.memory.pins import pin_quotes
 from streams.memory.rebuild import copies_closure, forget_in_search, rebuild_scope
 from streams.people.user_audit import check_user_ids, user_individual_scope
 from streams.records.context_scrub import context_log_forget_observations, removed_texts
+from streams.records.corrections import corrections_forget_user
 from streams.records.webhooks import webhook_outbox_add
 from streams.store import MemoryStore, StoreSession
 from streams.store.privacy import BATCH, PrivacyRepository
@@ -195,6 +196,10 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
     # The findable name (streams/people/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
+    # What support corrected about them holds their words (and checks made from it).
+    deleted["memory_corrections"] = corrections_forget_user(
+        store=store, agent_id=agent_id, user_id=user_id
+    )
     finished_at = utcnow().isoformat()
     run.result = {
         "agent_id": agent_id,

@@ -32,6 +32,7 @@ from streams.store import (
     client_ids,
     consolidations,
     context_calls,
+    corrections,
     embeddings,
     exchange,
     jobs,
@@ -74,6 +75,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *sessions.INDEXES,
     *prompts.INDEXES,
     *prompt_checks.INDEXES,
+    *corrections.INDEXES,
     *questions.INDEXES,
     *session_samples.INDEXES,
     *agent_days.INDEXES,
@@ -153,6 +155,8 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
+        # What support corrected (`streams.records.corrections`), written by actions only.
+        self.corrections = corrections.CorrectionRepository(self.db)
         self.questions = questions.QuestionRepository(self.db)
         self.session_samples = session_samples.SessionSampleRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)

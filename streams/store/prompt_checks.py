@@ -39,3 +39,8 @@ class PromptCheckRepository:
             {"_id": check_id, "agent_id": agent_id}, session=session
         )
         return result.deleted_count == 1
+
+    def forget_user(self, *, agent_id: str, user_id: str) -> int:
+        """Checks made from a forgotten user's corrections (`user_ids`)."""
+        result = self.collection.delete_many({"agent_id": agent_id, "user_ids": user_id})
+        return result.deleted_count

@@ -1,5 +1,6 @@
 """Read every surface of one agent after a step: API answers (scopes, consolidations and
-their history, observation lists, search, context), exports, UI pages, webhook bodies."""
+their history, observation lists, search, context, corrections), exports, UI pages
+(the prompt pages' corrections too), webhook bodies."""
 
 from __future__ import annotations
 
@@ -111,6 +112,12 @@ def collect(*, http: Http, agent_id: str, step: int, receiver: Receiver) -> Snap
         snap.add(f"export of {user_id}", export)
         status, page = http.page(reverse("ui:user_audit"), {"agent": agent_id, "user": user_id})
         snap.add(f"UI user page of {user_id}", page)
+    # Corrections hold memory text: the API list of each prompt kind and the prompt page.
+    for kind in ("extraction", "propagation"):
+        corrections = list(walk_pages(http, f"/agents/{agent_id}/corrections", {"kind": kind}))
+        snap.add(f"GET corrections ({kind})", corrections)
+        status, page = http.page(reverse("ui:prompt_edit", args=[agent_id, kind]))
+        snap.add(f"UI {kind} prompt page (corrections)", page)
     status, hits = http.read(f"/agents/{agent_id}/search", {"q": "remember", "limit": 50})
     snap.add("search of shared scopes", hits, shared=True)
     status, page = http.page(reverse("ui:review"), {"agent": agent_id})

@@ -15,6 +15,7 @@ from memory_admin.api.v1 import (
     chat,
     consolidations,
     context,
+    corrections,
     exchange,
     health,
     jobs,
@@ -56,6 +57,7 @@ api.add_router("", privacy.router)
 api.add_router("", exchange.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
+api.add_router("", corrections.router)
 api.add_router("", questions.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)

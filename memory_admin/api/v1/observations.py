@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Body, Query, Router, Status
+from ninja import Body, Field, Query, Router, Schema, Status
 
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, visible_agents
@@ -219,22 +219,32 @@ def update_observation(
         content=payload.content,
         private=payload.private,
         expires_at=payload.expires_at if "expires_at" in payload.model_fields_set else UNSET,
+        reason=payload.reason,
     )
     return updated
+
+
+class DeleteReason(Schema):
+    reason: str | None = Field(None, max_length=500, description="Why it is deleted.")
 
 
 @router.delete(
     "/observations/{observation_id}",
     auth=needs("write"),
-    response={204: None, **error_responses(401, 404)},
+    response={204: None, **error_responses(401, 404, 422)},
 )
-def delete_observation(request: HttpRequest, observation_id: str) -> Status[None]:
-    """Soft delete: out of every context, search and default list; deleting twice is fine."""
+def delete_observation(
+    request: HttpRequest, observation_id: str, reason: Query[DeleteReason]
+) -> Status[None]:
+    """Soft delete: out of every context, search and default list; deleting twice is fine.
+    `?reason=` is kept with the correction the delete records."""
     store = get_store()
     observation = observation_get(
         store=store, observation_id=observation_id, agent_ids=visible_agents(request)
     )
-    do_observation_delete(store=store, actor=api_actor(request), observation=observation)
+    do_observation_delete(
+        store=store, actor=api_actor(request), observation=observation, reason=reason.reason
+    )
     return Status(204, None)
 
 

@@ -114,7 +114,7 @@ class RunOut(Schema):
 def list_checks(request: HttpRequest, agent_id: Path[ExternalId]) -> dict[str, Any]:
     """The agent's checks, oldest first (an agent has at most `MAX_CHECKS`)."""
     require_agent(request, agent_id)
-    return {"items": [_check(c) for c in check_list(store=get_store(), agent_id=agent_id)]}
+    return {"items": [check_out(c) for c in check_list(store=get_store(), agent_id=agent_id)]}
 
 
 @router.post(
@@ -135,7 +135,7 @@ def create_check(request: HttpRequest, agent_id: Path[ExternalId], payload: Chec
         scope_id=payload.scope_id,
         kind=payload.kind,
     )
-    return Status(201, _check(check))
+    return Status(201, check_out(check))
 
 
 @router.post(
@@ -194,7 +194,7 @@ def delete_check(request: HttpRequest, agent_id: Path[ExternalId], check_id: str
     return Status(204, None)
 
 
-def _check(check: PromptCheck) -> dict[str, Any]:
+def check_out(check: PromptCheck) -> dict[str, Any]:
     return {
         "id": check.id,
         "name": check.name,

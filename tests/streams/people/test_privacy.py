@@ -262,6 +262,7 @@ def test_forgetting_leaves_nothing_of_the_user(store, world, fake_openai):
         "memory_context_calls": 0,
         "memory_webhook_deliveries": 0,
         "memory_user_names": 1,
+        "memory_corrections": 0,
         "memory_jobs": 0,
     }
     assert receipt["redacted_versions"] == 3

@@ -288,6 +288,9 @@ class ObservationFeedbackIn(InSchema):
 class ObservationPatchIn(InSchema):
     content: ObservationContent = None  # type: ignore[assignment]
     private: StrictBool = None  # type: ignore[assignment]
+    reason: Annotated[str, StringConstraints(max_length=500)] | None = Field(
+        None, description="Why (kept with the correction this change records)."
+    )
     expires_at: IsoTime | None = Field(
         None,
         description="Set the expiry (a past time expires it at once) or clear it with null; "
