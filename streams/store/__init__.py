@@ -40,6 +40,7 @@ from streams.store import (
     observations,
     privacy,
     prompt_checks,
+    prompt_experiments,
     prompts,
     questions,
     recount,
@@ -73,6 +74,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *sessions.INDEXES,
     *prompts.INDEXES,
     *prompt_checks.INDEXES,
+    *prompt_experiments.INDEXES,
     *questions.INDEXES,
     *session_samples.INDEXES,
     *agent_days.INDEXES,
@@ -149,6 +151,7 @@ class MemoryStore:
         self.sessions = sessions.SessionRepository(self.db)
         self.prompts = prompts.PromptRepository(self.db)
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
+        self.prompt_experiments = prompt_experiments.PromptExperimentRepository(self.db)
         self.questions = questions.QuestionRepository(self.db)
         self.session_samples = session_samples.SessionSampleRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)
