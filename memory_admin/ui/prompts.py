@@ -21,6 +21,7 @@ from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
+from memory_admin.ui.prompt_experiments import experiment_form_context
 from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
@@ -184,6 +185,7 @@ def editor_context(
         "can_edit": user_role is not None and user_role >= Role.OPERATOR,
         "level_url": level_url(agent_id, kind, scope),
         "compare": _compare(request, store, agent_id, kind, scope),
+        **experiment_form_context(store, agent_id, kind, scope_id),
     }
 
 
