@@ -114,6 +114,7 @@ def prompt_experiment_detail(request: HttpRequest, experiment_id: str) -> HttpRe
         "summary": summary,
         "summary_sides": _summary_sides(summary),
         "running": experiment["status"] in ("queued", "running"),
+        "folds": experiment["kind"] == "consolidation",  # words, not items routed
         "can_edit": user_role is not None and user_role >= Role.OPERATOR,
         "editor_url": reverse("ui:prompt_edit", args=[experiment["agent_id"], experiment["kind"]]),
     }

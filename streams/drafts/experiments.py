@@ -380,7 +380,7 @@ def _skipped(why: str) -> dict[str, Any]:
     }
 
 
-SUMMED = ("stored", "flags", "duplicates", "prompt_tokens", "completion_tokens", "calls")
+SUMMED = ("stored", "words", "flags", "duplicates", "prompt_tokens", "completion_tokens", "calls")
 
 
 def experiment_summary(
