@@ -279,3 +279,27 @@ def test_unknown_agent_scope_and_experiment_are_404(api, limited_api, store):
     for experiment_id in (missing, "not-an-id"):
         assert_error(api.get(f"{API}/prompt-experiments/{experiment_id}"), 404, "not_found")
         assert_error(api.post(f"{API}/prompt-experiments/{experiment_id}/rerun"), 404, "not_found")
+
+
+def test_duplicates_and_flags_are_counted_per_side(api, store, fake_openai, run_tasks):
+    scope = ScopeFactory.create(store=store, agent_id=AGENT, **TRAITS["individual"])
+    held = post(api, f"/scopes/{scope.id}/observations", {"content": PLAN})
+    assert held.status_code == 201, held.content
+    email = "Write to me at gene.hackman@example.com any time."
+    messages = [
+        {"id": "e-1", "role": "user", "content": PLAN},
+        {"id": "e-2", "role": "user", "content": email},
+    ]
+    body = {"user_id": "u1", "user_name": "Gene", "messages": messages}
+    assert post(api, f"/agents/{AGENT}/sessions/e1/messages", body).status_code == 202
+    fake_openai.set_responder(extraction_answer)
+    experiment = start(api, run_tasks, experiment_body(scope.id, sessions=1))
+    (unit,) = experiment["units"]
+    assert (unit["draft"]["stored"], unit["draft"]["duplicates"], unit["draft"]["flags"]) == (
+        1,
+        1,
+        0,
+    )
+    assert unit["in_effect"]["stored"] == 2 and unit["in_effect"]["duplicates"] == 1
+    assert unit["in_effect"]["flags"] >= 1  # the email address
+    assert experiment["summary"]["in_effect"]["flags"] == unit["in_effect"]["flags"]
