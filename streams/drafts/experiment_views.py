@@ -80,7 +80,9 @@ def experiment_shown(*, store: MemoryStore, doc: dict[str, Any]) -> dict[str, An
     """The experiment with its draft and its inputs, words withheld where a source went."""
     shown = experiment_row(doc) | {"draft": doc["draft"], "units": []}
     for unit in doc.get("units") or []:
-        if _sources_visible(store, doc["agent_id"], unit):
+        if unit.get("forgotten"):
+            shown["units"].append(unit | {"withheld": unit["forgotten"]})
+        elif _sources_visible(store, doc["agent_id"], unit):
             shown["units"].append(unit | {"withheld": None})
         else:
             shown["units"].append(

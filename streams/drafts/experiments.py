@@ -21,6 +21,7 @@ from bson import ObjectId
 from streams.core.documents import PromptKind, Scope, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.ids import require_object_id
+from streams.drafts.experiment_totals import experiment_summary, skipped_side
 from streams.drafts.experiment_units import (
     PendingSet,
     consolidation_requests,
@@ -66,10 +67,16 @@ class Unit:
     session_id: str | None = None
     version: int | None = None
     pending: PendingSet | None = None
+    # Whom its words are about (a session's speakers, its observations' people): forgetting
+    # one of them scrubs the input (`PromptExperimentRepository.forget_user`).
+    user_ids: tuple[str, ...] = ()
+    propagated: tuple[str, ...] = ()  # propagation: the observations it offers
 
     @property
     def source_ids(self) -> list[str]:
-        return [o.id for o in self.pending.observations] if self.pending else []
+        if self.pending:
+            return [o.id for o in self.pending.observations]
+        return list(self.propagated)
 
 
 def experiment_input(
@@ -123,7 +130,11 @@ def experiment_units(*, store: MemoryStore, scope: Scope, kind: str, limit: int)
     """The inputs, newest first, at most `limit`."""
     if kind == "extraction":
         return [
-            Unit(label=f"session {b['session_id']}", session_id=str(b["session_id"]))
+            Unit(
+                label=f"session {b['session_id']}",
+                session_id=str(b["session_id"]),
+                user_ids=_people(b.get("speaker_ids"), [b.get("user_id")]),
+            )
             for b in _recent_sessions(store, scope, limit)
         ]
     if kind == "consolidation":
@@ -131,11 +142,20 @@ def experiment_units(*, store: MemoryStore, scope: Scope, kind: str, limit: int)
     versions = store.consolidations.page(
         scope_id=ObjectId(scope.id), below_version=scope.consolidation_version + 1, limit=limit
     )
-    return [
-        Unit(label=f"version {v.version}", version=v.version)
-        for v in versions
-        if v.absorbed_observation_ids
-    ]
+    units = []
+    for v in versions:
+        offered = observations_by_id(store, v.absorbed_observation_ids)
+        if offered:
+            people = _people(*(o.related_user_ids for o in offered))
+            ids = tuple(o.id for o in offered)
+            label = f"version {v.version}"
+            units.append(Unit(label=label, version=v.version, user_ids=people, propagated=ids))
+    return units
+
+
+def _people(*groups: Any) -> tuple[str, ...]:
+    """The distinct user ids of `groups` (lists of ids, None left out), in order."""
+    return tuple(dict.fromkeys(str(u) for g in groups for u in g or [] if u))
 
 
 def _recent_sessions(store: MemoryStore, scope: Scope, limit: int) -> list[dict[str, Any]]:
@@ -165,7 +185,8 @@ def _pending_sets(store: MemoryStore, scope: Scope, limit: int) -> list[Unit]:
             previous_coverage=latest.coverage if latest else [],
         )
         if pending.observations:
-            units.append(Unit(label="pending now", pending=pending))
+            people = _people(*(o.related_user_ids for o in pending.observations))
+            units.append(Unit(label="pending now", pending=pending, user_ids=people))
     for entry in versions:
         before = by_version.get(entry.version - 1)
         if entry.version > 1 and (before is None or before.redacted):
@@ -181,7 +202,8 @@ def _pending_sets(store: MemoryStore, scope: Scope, limit: int) -> list[Unit]:
             observations=folded,
             previous_coverage=before.coverage if before else [],
         )
-        units.append(Unit(label=label, version=entry.version, pending=pending))
+        people = _people(*(o.related_user_ids for o in folded))
+        units.append(Unit(label=label, version=entry.version, pending=pending, user_ids=people))
     return units[:limit]
 
 
@@ -344,7 +366,7 @@ def _run_unit(
                 store=store, llm=llm, scope=scope, version=unit.version, draft=which
             )
         except (InvalidInput, NotFound) as exc:
-            return _skipped(exc.message)
+            return skipped_side(exc.message)
 
     ours, theirs = side(draft), side(None)
     tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in (ours, theirs))
@@ -353,71 +375,10 @@ def _run_unit(
         "session_id": unit.session_id,
         "version": unit.version,
         "source_ids": unit.source_ids,
+        "user_ids": list(unit.user_ids),
         "draft": ours,
         "in_effect": theirs,
         "routing_changes": routing_changes(ours, theirs),
         "tokens": tokens,
         "failed": bool(ours["error"] or theirs["error"]),
-    }
-
-
-def _skipped(why: str) -> dict[str, Any]:
-    return {
-        "text": None,
-        "error": why,
-        "items": [],
-        "stored": 0,
-        "flags": 0,
-        "duplicates": 0,
-        "words": 0,
-        "fidelity": None,
-        "coverage": None,
-        "prompt_tokens": 0,
-        "completion_tokens": 0,
-        "cost_micro_usd": None,
-        "model": None,
-        "calls": 0,
-    }
-
-
-SUMMED = ("stored", "words", "flags", "duplicates", "prompt_tokens", "completion_tokens", "calls")
-
-
-def experiment_summary(
-    outcomes: list[dict[str, Any]], *, planned: int, stopped: str | None, budget: int
-) -> dict[str, Any]:
-    """Per side totals over the inputs covered, and what the run covered of its plan."""
-
-    def total(which: str) -> dict[str, Any]:
-        sides = [o[which] for o in outcomes]
-        found: dict[str, Any] = {key: sum(s[key] for s in sides) for key in SUMMED}
-        found["errors"] = sum(1 for s in sides if s["error"])
-        costs = [s["cost_micro_usd"] for s in sides if s["calls"]]
-        found["cost_micro_usd"] = None if None in costs or not costs else sum(costs)
-        weighed = [s["fidelity"] for s in sides if s["fidelity"]]
-        found["fidelity"] = (
-            {
-                "weighed": sum(f["weighed"] for f in weighed),
-                "unstated": sum(f["unstated"] for f in weighed),
-                "dropped_sentences": sum(f["dropped_sentences"] for f in weighed),
-            }
-            if weighed
-            else None
-        )
-        counted = [s["coverage"] for s in sides if s["coverage"]]
-        found["coverage"] = (
-            {k: sum(c.get(k, 0) for c in counted) for k in counted[0]} if counted else None
-        )
-        return found
-
-    return {
-        "planned": planned,
-        "covered": len(outcomes),
-        "stopped": stopped,
-        "budget_tokens": budget,
-        "spent_tokens": sum(o["tokens"] for o in outcomes),
-        "failed_units": sum(1 for o in outcomes if o["failed"]),
-        "routing_changes": sum(o["routing_changes"] for o in outcomes),
-        "draft": total("draft"),
-        "in_effect": total("in_effect"),
     }

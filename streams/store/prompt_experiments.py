@@ -23,7 +23,11 @@ INDEXES: list[IndexSpec] = [
     index(COLLECTION, "agent_id", ("_id", DESCENDING)),
     # A prompt kind's experiments, newest first (the prompt's history links them).
     index(COLLECTION, "agent_id", "kind", ("_id", DESCENDING)),
+    # The experiments whose inputs hold a person's words (forgetting them scrubs those).
+    index(COLLECTION, "agent_id", "units.user_ids"),
 ]
+FORGET_ATTEMPTS = 5
+FORGOTTEN = "withheld: a person this input was about was forgotten"
 
 
 class PromptExperimentRepository:
@@ -70,3 +74,34 @@ class PromptExperimentRepository:
             {"$set": {"status": status, "summary": summary, "finished_at": now}},
             return_document=ReturnDocument.AFTER,
         )
+
+    def forget_user(self, *, agent_id: str, user_id: str, limit: int = 1000) -> int:
+        """Every input of the agent's experiments that was about `user_id` loses its words
+        and that id (its counts stay); how many inputs. Each document is replaced only if
+        its inputs did not change meanwhile (a running experiment adds them)."""
+        scrubbed = 0
+        query = {"agent_id": agent_id, "units.user_ids": user_id}
+        for _ in range(FORGET_ATTEMPTS):
+            docs = list(self.collection.find(query, {"units": 1}).limit(limit))
+            if not docs:
+                break
+            for doc in docs:
+                units = [_scrubbed(u, user_id) for u in doc["units"]]
+                result = self.collection.update_one(
+                    {"_id": doc["_id"], "units": doc["units"]}, {"$set": {"units": units}}
+                )
+                if result.modified_count:
+                    scrubbed += sum(user_id in (u.get("user_ids") or []) for u in doc["units"])
+        return scrubbed
+
+
+def _scrubbed(unit: dict[str, Any], user_id: str) -> dict[str, Any]:
+    if user_id not in (unit.get("user_ids") or []):
+        return unit
+    sides = {
+        name: unit[name] | {"text": None, "items": []}
+        for name in ("draft", "in_effect")
+        if isinstance(unit.get(name), dict)
+    }
+    others = [u for u in unit["user_ids"] if u != user_id]
+    return unit | sides | {"user_ids": others, "forgotten": FORGOTTEN}

@@ -303,3 +303,21 @@ def test_duplicates_and_flags_are_counted_per_side(api, store, fake_openai, run_
     assert unit["in_effect"]["stored"] == 2 and unit["in_effect"]["duplicates"] == 1
     assert unit["in_effect"]["flags"] >= 1  # the email address
     assert experiment["summary"]["in_effect"]["flags"] == unit["in_effect"]["flags"]
+
+
+def test_forgetting_a_person_scrubs_the_inputs_about_them(api, store, fake_openai, run_tasks):
+    scope = ScopeFactory.create(store=store, agent_id=AGENT, **TRAITS["collective"])
+    ingest_session(api, "s1")
+    fake_openai.set_responder(extraction_answer)
+    experiment = start(api, run_tasks, experiment_body(scope.id))
+    assert experiment["units"][0]["user_ids"] == ["u1"]
+    with run_tasks():
+        forgot = api.delete(f"{API}/agents/{AGENT}/users/u1")
+    assert forgot.status_code == 202, forgot.content
+    receipt = api.get(f"{API}/jobs/{forgot.json()['job_id']}").json()["result"]
+    assert receipt["deleted"]["memory_prompt_experiments"] == 1
+    kept = store.db["memory_prompt_experiments"].find_one({"agent_id": AGENT})
+    assert "Helix" not in json.dumps(kept, default=str) and "u1" not in kept["units"][0]["user_ids"]
+    shown = api.get(f"{API}/prompt-experiments/{experiment['id']}").json()
+    (unit,) = shown["units"]
+    assert "forgotten" in unit["withheld"] and unit["in_effect"]["stored"] == 2
