@@ -62,6 +62,10 @@ NOT_MEMORY_TEXT: dict[str, str] = {
     "agents.py:AgentRepository.set_counters": "counters",
     "audit.py:AuditRepository.insert": "entries hold digests of memory text, never the text",
     "prompt_checks.py:PromptCheckRepository.insert": "an operator's prompt check, not memory",
+    "prompt_experiments.py:PromptExperimentRepository.insert": (
+        "a prompt experiment: a draft and model answers kept as evidence, never memory (its "
+        "answers are shown only while their sources are visible)"
+    ),
     "prompts.py:PromptRepository.insert": "a prompt template, not memory",
     "questions.py:QuestionRepository.insert": (
         "an operator's questions memory must answer, not memory (the answers pass the screen)"

@@ -26,6 +26,7 @@ from streams.actions.chat import chat_catch_up_run
 from streams.actions.chat_ingest import chat_ingest_run
 from streams.actions.jobs import do_jobs_recover, do_propagation_run
 from streams.core.documents import Job, utcnow
+from streams.drafts.experiments import experiment_run
 from streams.jobs import JobRun, job_execute
 from streams.memory.bulk_job import bulk_run
 from streams.memory.consolidation_age import aged_consolidations_sweep
@@ -214,6 +215,14 @@ def run_chat_catch_up(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: chat_catch_up_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_prompt_experiment", **TASK_OPTIONS)
+def run_prompt_experiment(self, job_id: str) -> None:
+    """A draft prompt beside the prompt in effect over a scope's recent inputs, within
+    its budget; writes the experiment's document only."""
+    store = get_store()
+    _execute(self, job_id, lambda run: experiment_run(store=store, run=run))
+
+
 TASKS_BY_KIND = {
     "formation": run_formation,
     "consolidation": run_consolidation,
@@ -224,6 +233,7 @@ TASKS_BY_KIND = {
     "bulk": run_bulk,
     "source_change": run_source_change,
     "chat_catch_up": run_chat_catch_up,
+    "prompt_experiment": run_prompt_experiment,
 }
 
 

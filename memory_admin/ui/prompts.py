@@ -21,6 +21,7 @@ from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, counted, flash_error, form_errors, found, param
 from memory_admin.ui.diff import side_by_side
 from memory_admin.ui.forms import CheckForm, DryRunForm, PromptForm
+from memory_admin.ui.prompt_experiments import experiment_form_context
 from memory_admin.ui.questions import defaults_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from streams.actions.prompts import do_prompt_revert, do_prompt_save
@@ -213,6 +214,8 @@ def corrections_context(
             store=store, agent_id=agent_id, kind=kind, scope_id=scope_id, limit=CORRECTIONS_SHOWN
         )
     return {"corrections": page.items, "corrections_next": page.next_cursor, "cursor": cursor}
+        **experiment_form_context(store, agent_id, kind, scope_id),
+    }
 
 
 def level_url(agent_id: str, kind: str, scope: Scope | None) -> str:

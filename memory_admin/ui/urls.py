@@ -16,6 +16,7 @@ from memory_admin.ui import observations as observation_views
 from memory_admin.ui import people as people_views
 from memory_admin.ui import playground as playground_views
 from memory_admin.ui import prompt_corrections as prompt_correction_views
+from memory_admin.ui import prompt_experiments as experiment_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import questions as question_views
@@ -158,6 +159,24 @@ urlpatterns = [
         "prompts/<str:agent_id>/<str:kind>/suggest/",
         prompt_correction_views.prompt_suggest_view,
         name="prompt_suggest",
+        "prompts/<str:agent_id>/<str:kind>/experiments/estimate/",
+        experiment_views.prompt_experiment_estimate,
+        name="prompt_experiment_estimate",
+    ),
+    path(
+        "prompts/<str:agent_id>/<str:kind>/experiments/",
+        experiment_views.prompt_experiment_start,
+        name="prompt_experiment_start",
+    ),
+    path(
+        "prompt-experiments/<str:experiment_id>/",
+        experiment_views.prompt_experiment_detail,
+        name="prompt_experiment",
+    ),
+    path(
+        "prompt-experiments/<str:experiment_id>/rerun/",
+        experiment_views.prompt_experiment_rerun,
+        name="prompt_experiment_rerun",
     ),
     path("search/", search_views.search_inspector, name="search"),
     path("jobs/", job_views.job_index, name="jobs"),

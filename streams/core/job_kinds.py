@@ -21,6 +21,7 @@ JobKind = Literal[
     "bulk",
     "source_change",
     "chat_catch_up",
+    "prompt_experiment",
 ]
 
 
@@ -81,6 +82,12 @@ JOB_KINDS: tuple[JobKindInfo, ...] = (
         "chat catch-up",
         "a chat call filed after the answer: removals made meanwhile are scrubbed from "
         "it; carries ids and digests only",
+    ),
+    JobKindInfo(
+        "prompt_experiment",
+        "prompt experiment",
+        "a draft prompt and the prompt in effect run on a scope's recent sessions or "
+        "pending sets within a token budget; writes the experiment only, never memory",
     ),
 )
 

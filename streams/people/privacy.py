@@ -194,6 +194,10 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     # Other jobs that name them (the chat proxy's ingest holds their name and words).
     purged = store.jobs.forget_user(agent_id=agent_id, user_id=user_id, keep=ObjectId(job.id))
     deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
+    # Prompt experiments that ran on their sessions or observations keep counts only.
+    deleted["memory_prompt_experiments"] = store.prompt_experiments.forget_user(
+        agent_id=agent_id, user_id=user_id
+    )
     # The findable name (streams/people/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
     # What support corrected about them holds their words (and checks made from it).

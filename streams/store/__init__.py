@@ -41,6 +41,7 @@ from streams.store import (
     observations,
     privacy,
     prompt_checks,
+    prompt_experiments,
     prompts,
     questions,
     recount,
@@ -76,6 +77,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *prompts.INDEXES,
     *prompt_checks.INDEXES,
     *corrections.INDEXES,
+    *prompt_experiments.INDEXES,
     *questions.INDEXES,
     *session_samples.INDEXES,
     *agent_days.INDEXES,
@@ -157,6 +159,7 @@ class MemoryStore:
         self.prompt_checks = prompt_checks.PromptCheckRepository(self.db)
         # What support corrected (`streams.records.corrections`), written by actions only.
         self.corrections = corrections.CorrectionRepository(self.db)
+        self.prompt_experiments = prompt_experiments.PromptExperimentRepository(self.db)
         self.questions = questions.QuestionRepository(self.db)
         self.session_samples = session_samples.SessionSampleRepository(self.db)
         self.search_index = search.SearchIndexRepository(self.db)

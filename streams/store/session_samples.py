@@ -18,6 +18,9 @@ from streams.store.sessions import BUFFERS, MESSAGES
 INDEXES: list[IndexSpec] = [
     # An agent's sessions, latest message first.
     index(BUFFERS, "agent_id", "last_message_at"),
+    # A person's sessions and a group's, latest first (a prompt experiment's inputs).
+    index(BUFFERS, "agent_id", "speaker_ids", "last_message_at"),
+    index(BUFFERS, "agent_id", "groups.id", "last_message_at"),
 ]
 
 
@@ -33,6 +36,16 @@ class SessionSampleRepository:
             .limit(limit)
         )
         return list(cursor)
+
+    def recent_of_speaker(self, agent_id: str, user_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """The sessions `user_id` spoke in, latest message first."""
+        query = {"agent_id": agent_id, "speaker_ids": user_id}
+        return list(self.buffers.find(query).sort("last_message_at", DESCENDING).limit(limit))
+
+    def recent_of_group(self, agent_id: str, group_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """The sessions run with `group_id` among their groups, latest message first."""
+        query = {"agent_id": agent_id, "groups.id": group_id}
+        return list(self.buffers.find(query).sort("last_message_at", DESCENDING).limit(limit))
 
     def latest_messages(
         self, agent_id: str, session_id: str, *, limit: int

@@ -272,6 +272,41 @@ class PromptCheckRun(Model):
     results: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class PromptExperiment(Model):
+    """A draft beside the prompt in effect over a scope's recent inputs (its `units` and
+    `draft` only when read one by one)."""
+
+    id: str
+    agent_id: str
+    kind: str
+    scope_id: str
+    status: str  # queued, running, succeeded, failed
+    job_id: str | None = None
+    sessions: int
+    budget_tokens: int
+    estimate: dict[str, Any] = Field(default_factory=dict)
+    summary: dict[str, Any] | None = None
+    rerun_of: str | None = None
+    draft: str | None = None
+    units: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class PromptExperimentStarted(Model):
+    experiment: PromptExperiment
+    job: Job
+
+
+class PromptExperimentEstimate(Model):
+    units: int
+    calls: int
+    estimated_tokens: int
+    estimated_cost_micro_usd: int | None = None
+    budget_tokens: int
+    within_budget: bool
+    units_within_budget: int
+    per_unit: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class TextHistory(Model):
     items: list[dict[str, Any]]
     next_cursor: str | None = None

@@ -194,3 +194,41 @@ def set_questions(
 def delete_prompt_check(*, agent_id: str, check_id: str) -> Call[Any]:
     path = _agent(agent_id, f"prompt-checks/{_seg(check_id)}")
     return Call("DELETE", path, None, idempotent=True)
+
+
+def estimate_prompt_experiment(
+    *, agent_id: str, experiment: Mapping[str, Any]
+) -> Call[m.PromptExperimentEstimate]:
+    """What an experiment (`kind`, `scope_id`, `draft`, `sessions`, `budget_tokens`) would
+    cost at most, before any model call."""
+    path = _agent(agent_id, "prompt-experiments/estimate")
+    return Call("POST", path, m.PromptExperimentEstimate, json=dict(experiment), idempotent=True)
+
+
+def start_prompt_experiment(
+    *, agent_id: str, experiment: Mapping[str, Any]
+) -> Call[m.PromptExperimentStarted]:
+    path = _agent(agent_id, "prompt-experiments")
+    return Call("POST", path, m.PromptExperimentStarted, json=dict(experiment))
+
+
+def list_prompt_experiments(
+    *, agent_id: str, kind: str | None = None, limit: int | None = None, cursor: str | None = None
+) -> Call[m.Page[m.PromptExperiment]]:
+    return Call(
+        "GET",
+        _agent(agent_id, "prompt-experiments"),
+        m.Page[m.PromptExperiment],
+        params={"kind": kind, "limit": limit, "cursor": cursor},
+        idempotent=True,
+    )
+
+
+def get_prompt_experiment(*, experiment_id: str) -> Call[m.PromptExperiment]:
+    path = f"/api/v1/prompt-experiments/{_seg(experiment_id)}"
+    return Call("GET", path, m.PromptExperiment, idempotent=True)
+
+
+def rerun_prompt_experiment(*, experiment_id: str) -> Call[m.PromptExperimentStarted]:
+    path = f"/api/v1/prompt-experiments/{_seg(experiment_id)}/rerun"
+    return Call("POST", path, m.PromptExperimentStarted)

@@ -23,6 +23,7 @@ from memory_admin.api.v1 import (
     pins,
     privacy,
     prompt_checks,
+    prompt_experiments,
     questions,
     review,
     scopes,
@@ -58,6 +59,7 @@ api.add_router("", exchange.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", corrections.router)
+api.add_router("", prompt_experiments.router)
 api.add_router("", questions.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)

@@ -264,6 +264,7 @@ def test_forgetting_leaves_nothing_of_the_user(store, world, fake_openai):
         "memory_user_names": 1,
         "memory_corrections": 0,
         "memory_jobs": 0,
+        "memory_prompt_experiments": 0,
     }
     assert receipt["redacted_versions"] == 3
     assert {s["scope_id"] for s in receipt["reconsolidated_scopes"]} == {
