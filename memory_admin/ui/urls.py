@@ -18,6 +18,7 @@ from memory_admin.ui import playground as playground_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import questions as question_views
+from memory_admin.ui import ranking as ranking_views
 from memory_admin.ui import review as review_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
@@ -60,6 +61,7 @@ urlpatterns = [
     ),
     path("scopes/<str:scope_id>/consolidate/", scope_views.consolidate_now, name="consolidate"),
     path("scopes/<str:scope_id>/settings/", scope_views.scope_settings, name="scope_settings"),
+    path("scopes/<str:scope_id>/ranking/", ranking_views.scope_ranking, name="scope_ranking"),
     path("scopes/<str:scope_id>/active/", scope_state.scope_active, name="scope_active"),
     path(
         "scopes/<str:scope_id>/observations/add/",
@@ -185,6 +187,7 @@ urlpatterns = [
     path("agents/", agent_views.agent_list, name="agents"),
     path("agents/create/", agent_views.agent_create, name="agent_create"),
     path("agents/<str:agent_id>/settings/", agent_views.agent_settings, name="agent_settings"),
+    path("agents/<str:agent_id>/ranking/", ranking_views.agent_ranking, name="agent_ranking"),
     path("playground/", playground_views.playground, name="playground"),
     path("playground/turn/", playground_views.playground_turn, name="playground_turn"),
 ]

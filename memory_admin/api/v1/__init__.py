@@ -23,6 +23,7 @@ from memory_admin.api.v1 import (
     privacy,
     prompt_checks,
     questions,
+    ranking,
     review,
     scopes,
     search,
@@ -63,6 +64,7 @@ api.add_router("", pins.router)
 api.add_router("", webhooks.router)
 api.add_router("", review.router)
 api.add_router("", agents.router)
+api.add_router("", ranking.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]
