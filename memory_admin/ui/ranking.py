@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.common import actor, flash_error, found
 from memory_admin.ui.roles import Role, role_required
 from streams.actions.ranking import do_agent_ranking_update, do_scope_ranking_update
@@ -26,9 +26,9 @@ from streams.search.ranking_settings import (
     SWITCH_LABELS,
     ResolvedSwitch,
     resolve_switches,
+    scope_switches,
 )
 from streams.selectors import agent_get
-from streams.store import MemoryStore
 
 CHOICES = [("", "inherit"), ("on", "on"), ("off", "off")]
 VALUES: dict[str, bool | None] = {"": None, "on": True, "off": False}
@@ -64,10 +64,7 @@ def ranking_rows(switches: dict[str, ResolvedSwitch], *, inherited_from: str) ->
 
 def ranking_context(store: MemoryStore, scope: Scope) -> dict[str, Any]:
     """The scope page's ranking block."""
-    agent = store.agents.get(scope.agent_id)
-    switches = resolve_switches(
-        agent_ranking=agent.ranking if agent is not None else {}, scope_ranking=scope.ranking
-    )
+    switches = scope_switches(store=store, scope=scope)
     return {
         "ranking_rows": ranking_rows(switches, inherited_from="agent"),
         "ranking_measured_on": MEASURED_ON,

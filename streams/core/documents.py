@@ -465,6 +465,7 @@ ORIGINS = (
     "move",
     "migration",
     "edit",
+    "restore",
 )
 
 

@@ -110,6 +110,13 @@ def resolve_switches(
     return resolved
 
 
+def scope_switches(*, store: MemoryStore, scope: Scope) -> dict[str, ResolvedSwitch]:
+    """The scope's switches as they apply (its own over its agent's over the code's)."""
+    agent = store.agents.get(scope.agent_id)
+    agent_ranking = agent.ranking if agent is not None else {}
+    return resolve_switches(agent_ranking=agent_ranking, scope_ranking=scope.ranking)
+
+
 def ranking_for_scopes(
     *, store: MemoryStore, agent_id: str, scopes: list[Scope], base: Ranking = FINAL
 ) -> Ranking:
@@ -119,14 +126,14 @@ def ranking_for_scopes(
     agent = store.agents.get(agent_id)
     agent_ranking = agent.ranking if agent is not None else {}
     wide = resolve_switches(agent_ranking=agent_ranking)
-    ranking = replace(base, **{name: s.value for name, s in wide.items()})
+    ranking = _switched(base, wide)
     own: list[ScopeLifecycle] = []
     for scope in scopes:
         if not scope.ranking:
             continue
         mine = resolve_switches(agent_ranking=agent_ranking, scope_ranking=scope.ranking)
         if len(scopes) == 1:
-            return replace(base, **{name: s.value for name, s in mine.items()})
+            return _switched(base, mine)
         if mine["recency"].value != ranking.recency or mine["feedback"].value != ranking.feedback:
             own.append(
                 ScopeLifecycle(
@@ -136,3 +143,12 @@ def ranking_for_scopes(
                 )
             )
     return replace(ranking, scope_lifecycle=tuple(own))
+
+
+def _switched(base: Ranking, switches: dict[str, ResolvedSwitch]) -> Ranking:
+    return replace(
+        base,
+        recency=switches["recency"].value,
+        mmr=switches["mmr"].value,
+        feedback=switches["feedback"].value,
+    )

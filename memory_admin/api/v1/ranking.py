@@ -16,7 +16,7 @@ from memory_admin.api.v1.schemas import ExternalId, InSchema, error_responses
 from memory_admin.stores import get_store
 from streams.actions.ranking import do_agent_ranking_update, do_scope_ranking_update
 from streams.memory.scopes import scope_get
-from streams.search.ranking_settings import MEASURED_ON, resolve_switches
+from streams.search.ranking_settings import MEASURED_ON, resolve_switches, scope_switches
 from streams.selectors import agent_get
 
 router = Router(tags=["ranking"])
@@ -85,9 +85,7 @@ def update_agent_ranking(
 def _scope_out(scope_id: str, request: HttpRequest) -> dict[str, Any]:
     store = get_store()
     scope = scope_get(store=store, scope_id=scope_id, agent_ids=visible_agents(request))
-    agent = store.agents.get(scope.agent_id)
-    agent_ranking = agent.ranking if agent is not None else {}
-    return _out(resolve_switches(agent_ranking=agent_ranking, scope_ranking=scope.ranking))
+    return _out(scope_switches(store=store, scope=scope))
 
 
 @router.get(
