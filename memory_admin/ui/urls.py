@@ -24,6 +24,7 @@ from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
 from memory_admin.ui import tombstones as tombstone_views
+from memory_admin.ui import unused as unused_views
 from memory_admin.ui import usage as usage_views
 from memory_admin.ui import webhooks as webhook_views
 
@@ -150,6 +151,7 @@ urlpatterns = [
     path("jobs/<str:job_id>/", job_views.job_detail, name="job_detail"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
+    path("jobs/<str:job_id>/undo/", unused_views.bulk_undo_view, name="bulk_undo"),
     path("users/", audit_views.user_audit_view, name="user_audit"),
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
@@ -188,6 +190,7 @@ urlpatterns = [
     path("agents/create/", agent_views.agent_create, name="agent_create"),
     path("agents/<str:agent_id>/settings/", agent_views.agent_settings, name="agent_settings"),
     path("agents/<str:agent_id>/ranking/", ranking_views.agent_ranking, name="agent_ranking"),
+    path("agents/<str:agent_id>/unused/", unused_views.unused_report_page, name="unused"),
     path("playground/", playground_views.playground, name="playground"),
     path("playground/turn/", playground_views.playground_turn, name="playground_turn"),
 ]

@@ -20,7 +20,7 @@ resumes at the first batch not committed and no batch is applied twice.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -61,6 +61,18 @@ def undo_entries(*, store: MemoryStore, bulk: Job) -> list[list[str | int]]:
         back = [o for o in found if not o.deleted and o.scope_id == target]
     entries: list[list[str | int]] = [[o.scope_id, o.seq, o.id, home[o.id]] for o in back]
     return sorted(entries, key=lambda e: (str(e[3]), str(e[0]), int(e[1])))
+
+
+def bulk_undo_state(*, store: MemoryStore, job: Job) -> tuple[datetime | None, str | None]:
+    """For a bulk job's page: until when it can be undone (None: not now) and the job
+    that undid it (None: none did)."""
+    if job.kind != "bulk":
+        return None, None
+    undone_by = store.jobs.undo_job_of(ObjectId(job.id))
+    if undone_by is not None or job.status != "succeeded" or job.finished_at is None:
+        return None, undone_by
+    until = job.finished_at + timedelta(seconds=store.bulk_undo_seconds)
+    return (until if until > utcnow() else None), None
 
 
 def _batch_end(entries: list[list[Any]], start: int) -> int:
