@@ -79,8 +79,8 @@ def get_store() -> MemoryStore:
         instruction_policy=InstructionPolicy.parse(settings.MEMORY_INSTRUCTION_POLICY),
         consolidate_after=ConsolidateAfterDays.parse(settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
         review_undo_seconds=settings.MEMORY_REVIEW_UNDO_SECONDS,
-        bulk_undo_seconds=settings.MEMORY_BULK_UNDO_SECONDS,
     )
+    store.bulk_undo_seconds = settings.MEMORY_BULK_UNDO_SECONDS
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store
 

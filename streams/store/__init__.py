@@ -96,6 +96,10 @@ DECLARED_INDEXES: list[IndexSpec] = [
 class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
+    # A bulk action can be undone for this long after it finished (MEMORY_BULK_UNDO_SECONDS;
+    # `memory_admin.stores` sets it from the setting).
+    bulk_undo_seconds: int = 900
+
     def __init__(
         self,
         client: MongoClient,
@@ -112,7 +116,6 @@ class MemoryStore:
         instruction_policy: InstructionPolicy | None = None,
         consolidate_after: ConsolidateAfterDays | None = None,
         review_undo_seconds: int = 600,
-        bulk_undo_seconds: int = 900,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -131,8 +134,6 @@ class MemoryStore:
         self.collective_min_groups = collective_min_groups
         # A review decision can be undone for this long (MEMORY_REVIEW_UNDO_SECONDS).
         self.review_undo_seconds = review_undo_seconds
-        # A bulk action can be undone for this long after it finished (MEMORY_BULK_UNDO_SECONDS).
-        self.bulk_undo_seconds = bulk_undo_seconds
         # What the context and the write screen do with instruction-flagged text, per
         # scope kind (MEMORY_INSTRUCTION_POLICY).
         self.instruction_policy = instruction_policy or DEFAULT_INSTRUCTION_POLICY

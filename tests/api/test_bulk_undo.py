@@ -140,6 +140,9 @@ def test_unused_report_and_filter(api, store, world):  # noqa: F811
     rest = api.get(f"{API}/agents/{AGENT}/unused", {"days": 30, "cursor": page["next_cursor"]})
     assert len(rest.json()["items"]) == 3
 
+    listed = api.get(f"{API}/scopes/{world.group.id}/observations", {"unused_days": 30})
+    assert len(listed.json()["items"]) == 3
+    assert world.good[2].id not in {o["id"] for o in listed.json()["items"]}
     matched = bulk(
         api, {"filter": {"scope_id": world.group.id, "unused_days": 30}, "action": "delete"}
     )
@@ -151,6 +154,8 @@ def test_unused_report_and_filter(api, store, world):  # noqa: F811
 @pytest.mark.parametrize("days", ["0", "-3", "2.5", "many", "3651"])
 def test_unused_bad_days(api, world, days):  # noqa: F811
     assert_error(api.get(f"{API}/agents/{AGENT}/unused", {"days": days}), 422, "validation_error")
+    listed = api.get(f"{API}/scopes/{world.group.id}/observations", {"unused_days": days})
+    assert_error(listed, 422, "validation_error")
     body = {"filter": {"unused_days": days if not days.lstrip("-").isdigit() else int(days)},
             "action": "delete"}  # fmt: skip
     assert_error(bulk(api, body), 422, "validation_error")

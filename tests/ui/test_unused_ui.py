@@ -31,6 +31,13 @@ def test_the_report_counts_per_scope_and_links_to_the_bulk_filter(client_as, sto
     fresh = client.get(reverse("ui:unused", args=["agent-1"]), {"days": 30}).content.decode()
     assert 'data-col="unused">0<' in fresh.split(f'data-scope-id="{scope.id}"')[1]
 
+    log = client.get(reverse("ui:scope_detail", args=[scope.id]), {"unused_days": 7})
+    assert log.content.decode().count("Old note about") >= 3
+    none = client.get(
+        reverse("ui:scope_detail", args=[scope.id]), {"unused_days": 30}, HTTP_HX_REQUEST="true"
+    )
+    assert "Old note about" not in none.content.decode()
+
     operator = client_as("operator")
     preview = operator.get(
         reverse("ui:observation_bulk", args=[scope.id]), {"unused_days": 7, "action": "delete"}

@@ -21,6 +21,12 @@ class ObservationListQuery(PageQuery):
     include_superseded: bool = Field(
         False, description="Also list superseded observations (`superseded_by` set)."
     )
+    unused_days: int | None = Field(
+        None,
+        ge=1,
+        le=3650,
+        description="Only those no context or search retrieved in this many days (and older).",
+    )
 
 
 ObservationContent = Annotated[
