@@ -210,14 +210,20 @@ def leave_one_out(devs: list[Dev]) -> list[Fold]:
     return [Fold(held_out=d, fitted=fit([o for o in devs if o is not d])) for d in devs]
 
 
+def _switched(ranking: Ranking, name: str, on: bool) -> Ranking:
+    """`ranking` with one boolean switch set (by name)."""
+    values: dict[str, Any] = {name: on}
+    return replace(ranking, **values)
+
+
 def switch_effects(folds: list[Fold]) -> dict[str, list[float]]:
     """Per switch, per fold: held-out recall@5 of the fitted ranking with the switch on,
     less with it off (the other constants as fitted)."""
     effects: dict[str, list[float]] = {}
     for name in SWITCHES:
         effects[name] = [
-            f.held_out.recall(replace(f.fitted, **{name: True}))
-            - f.held_out.recall(replace(f.fitted, **{name: False}))
+            f.held_out.recall(_switched(f.fitted, name, True))
+            - f.held_out.recall(_switched(f.fitted, name, False))
             for f in folds
         ]
     return effects

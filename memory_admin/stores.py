@@ -81,6 +81,7 @@ def get_store() -> MemoryStore:
         review_undo_seconds=settings.MEMORY_REVIEW_UNDO_SECONDS,
         flavour=settings.MEMORY_STORE_FLAVOUR,
     )
+    store.bulk_undo_seconds = settings.MEMORY_BULK_UNDO_SECONDS
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store
 

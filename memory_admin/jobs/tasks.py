@@ -29,6 +29,7 @@ from streams.core.documents import Job, utcnow
 from streams.drafts.experiments import experiment_run
 from streams.jobs import JobRun, job_execute
 from streams.memory.bulk_job import bulk_run
+from streams.memory.bulk_undo import bulk_undo_run
 from streams.memory.consolidation_age import aged_consolidations_sweep
 from streams.memory.consolidation_runs import consolidation_run
 from streams.memory.formation import FormationSettings, cold_sessions_sweep, formation_run
@@ -199,6 +200,13 @@ def run_bulk(self, job_id: str) -> None:
     _execute(self, job_id, lambda run: bulk_run(store=store, run=run))
 
 
+@shared_task(name="memory_admin.tasks.run_bulk_undo", **TASK_OPTIONS)
+def run_bulk_undo(self, job_id: str) -> None:
+    """A bulk action taken back, batch by batch; a retried job resumes at its progress."""
+    store = get_store()
+    _execute(self, job_id, lambda run: bulk_undo_run(store=store, run=run))
+
+
 @shared_task(name="memory_admin.tasks.run_source_change", **TASK_OPTIONS)
 def run_source_change(self, job_id: str) -> None:
     """What follows an edit, delete, merge or marking private: copies out, the context log
@@ -231,6 +239,7 @@ TASKS_BY_KIND = {
     "rebuild": run_rebuild,
     "chat_ingest": run_chat_ingest,
     "bulk": run_bulk,
+    "bulk_undo": run_bulk_undo,
     "source_change": run_source_change,
     "chat_catch_up": run_chat_catch_up,
     "prompt_experiment": run_prompt_experiment,

@@ -25,6 +25,8 @@ if MEMORY_REVIEW_MODE_SHARED not in ("off", "propagated", "all"):
 MEMORY_COLLECTIVE_MIN_GROUPS = max(1, env_int("MEMORY_COLLECTIVE_MIN_GROUPS", 2))
 # How long a review decision (approve, reject) can be undone; 0: never.
 MEMORY_REVIEW_UNDO_SECONDS = max(0, env_int("MEMORY_REVIEW_UNDO_SECONDS", 600))
+# How long after it finished a bulk action (delete, move, mark private) can be undone; 0: never.
+MEMORY_BULK_UNDO_SECONDS = max(0, env_int("MEMORY_BULK_UNDO_SECONDS", 900))
 # Memory is data: what the context does with instruction-flagged text ("mark": shown on
 # an element with flag="instruction"; "withhold": left out; "review": held for a person
 # at write). One value for every scope, or "own=mark,shared=review" (the default: a

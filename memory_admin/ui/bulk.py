@@ -22,7 +22,7 @@ from memory_admin.ui.roles import Role, role_required
 from streams.actions.bulk import BulkOutcome, do_observations_bulk
 from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput, NotFound
-from streams.memory.bulk import MAX_EXTERNAL_ID, MAX_QUERY_CHARS, BulkFilter
+from streams.memory.bulk import MAX_EXTERNAL_ID, MAX_QUERY_CHARS, UNUSED_DAYS_RANGE, BulkFilter
 from streams.memory.scopes import scope_get, scope_list
 
 ACTIONS = [("delete", "Delete"), ("private", "Mark private"), ("move", "Move to another scope")]
@@ -48,6 +48,12 @@ class BulkForm(forms.Form):
     observed_after = forms.DateField(required=False, label="Observed from", widget=_DATE)
     observed_before = forms.DateField(required=False, label="Observed before", widget=_DATE)
     status = forms.ChoiceField(choices=STATUSES, required=False)
+    unused_days = forms.IntegerField(
+        min_value=UNUSED_DAYS_RANGE[0],
+        max_value=UNUSED_DAYS_RANGE[1],
+        required=False,
+        label="Not retrieved in (days)",
+    )
     action = forms.ChoiceField(choices=ACTIONS)
     target_scope_id = forms.ChoiceField(choices=[("", "—")], required=False, label="Move to")
 
@@ -69,6 +75,7 @@ class BulkForm(forms.Form):
             observed_after=_day(data.get("observed_after")),
             observed_before=_day(data.get("observed_before")),
             status=data.get("status") or None,
+            unused_days=data.get("unused_days") or None,
         )
 
 
@@ -152,5 +159,6 @@ def _applied_message(action: str, outcome: BulkOutcome) -> str:
     verb = {"delete": "deletion", "private": "marking private", "move": "move"}[action]
     return (
         f"Bulk {verb} of {counted(outcome.matched, 'observation')} "
-        "started: it runs in batches; consolidations that held them are rebuilt once."
+        "started: it runs in batches; consolidations that held them are rebuilt once. "
+        "Its job page can undo it for a while."
     )

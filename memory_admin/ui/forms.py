@@ -55,6 +55,7 @@ class ObservationFilterForm(forms.Form):
     deleted = forms.BooleanField(required=False, label="Include deleted")
     superseded = forms.BooleanField(required=False, label="Include superseded")
     text = forms.CharField(max_length=200, required=False)
+    unused_days = forms.IntegerField(min_value=1, max_value=3650, required=False)
 
 
 class ObservationForm(forms.Form):

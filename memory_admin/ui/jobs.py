@@ -16,6 +16,7 @@ from memory_admin.ui.common import actor, flash_error, found, param
 from memory_admin.ui.forms import JobFilterForm
 from memory_admin.ui.htmx import render_page
 from memory_admin.ui.roles import Role, request_role, role_required
+from memory_admin.ui.unused import bulk_undo_context
 from streams.actions.jobs import do_job_retry
 from streams.core.documents import Job, Scope
 from streams.core.exceptions import Conflict, InvalidInput
@@ -99,6 +100,7 @@ def job_detail(request: HttpRequest, job_id: str) -> HttpResponse:
         "job": job,
         "active": job.status in ("queued", "running"),
         "can_edit": role is not None and role >= Role.OPERATOR,
+        **bulk_undo_context(get_store(), job),
     }
     return render(request, "ui/job_detail.html", context)
 

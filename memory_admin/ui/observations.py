@@ -54,6 +54,7 @@ def observation_log_context(
             cursor=param(request, "cursor"),
             limit=LOG_PAGE_SIZE,
             include_superseded=bool(filters.get("superseded")),
+            unused_days=filters.get("unused_days") or None,
         )
     except InvalidInput as exc:
         error = exc.message

@@ -24,6 +24,7 @@ from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeS
 from memory_admin.ui.htmx import render_page, wants_partial
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.questions import coverage_marks, questions_context
+from memory_admin.ui.ranking import ranking_context
 from memory_admin.ui.roles import Role, request_role, role_required
 from memory_admin.ui.usage import scope_usage_context
 from streams.actions.consolidations import do_consolidation_trigger
@@ -173,6 +174,7 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         **_pending(store, scope),
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
+        **ranking_context(store, scope),
         "can_edit": can_edit(request),
         **history_context(store, scope),
         **scope_usage_context(store, scope),

@@ -20,11 +20,13 @@ from memory_admin.ui import prompt_experiments as experiment_views
 from memory_admin.ui import prompt_runs as prompt_run_views
 from memory_admin.ui import prompts as prompt_views
 from memory_admin.ui import questions as question_views
+from memory_admin.ui import ranking as ranking_views
 from memory_admin.ui import review as review_views
 from memory_admin.ui import scopes as scope_views
 from memory_admin.ui import search as search_views
 from memory_admin.ui import sessions as session_views
 from memory_admin.ui import tombstones as tombstone_views
+from memory_admin.ui import unused as unused_views
 from memory_admin.ui import usage as usage_views
 from memory_admin.ui import webhooks as webhook_views
 
@@ -62,6 +64,7 @@ urlpatterns = [
     ),
     path("scopes/<str:scope_id>/consolidate/", scope_views.consolidate_now, name="consolidate"),
     path("scopes/<str:scope_id>/settings/", scope_views.scope_settings, name="scope_settings"),
+    path("scopes/<str:scope_id>/ranking/", ranking_views.scope_ranking, name="scope_ranking"),
     path("scopes/<str:scope_id>/active/", scope_state.scope_active, name="scope_active"),
     path(
         "scopes/<str:scope_id>/observations/add/",
@@ -183,6 +186,7 @@ urlpatterns = [
     path("jobs/<str:job_id>/", job_views.job_detail, name="job_detail"),
     path("jobs/<str:job_id>/status/", job_views.job_status, name="job_status"),
     path("jobs/<str:job_id>/retry/", job_views.job_retry_view, name="job_retry"),
+    path("jobs/<str:job_id>/undo/", unused_views.bulk_undo_view, name="bulk_undo"),
     path("users/", audit_views.user_audit_view, name="user_audit"),
     path("users/export/", audit_views.user_export_view, name="user_export"),
     path("users/forget/", audit_views.user_forget_view, name="user_forget"),
@@ -220,6 +224,8 @@ urlpatterns = [
     path("agents/", agent_views.agent_list, name="agents"),
     path("agents/create/", agent_views.agent_create, name="agent_create"),
     path("agents/<str:agent_id>/settings/", agent_views.agent_settings, name="agent_settings"),
+    path("agents/<str:agent_id>/ranking/", ranking_views.agent_ranking, name="agent_ranking"),
+    path("agents/<str:agent_id>/unused/", unused_views.unused_report_page, name="unused"),
     path("playground/", playground_views.playground, name="playground"),
     path("playground/turn/", playground_views.playground_turn, name="playground_turn"),
 ]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+
+from bson import ObjectId
 
 from bson import ObjectId
 
@@ -12,6 +15,13 @@ from streams.core.documents import Job, Observation, Scope
 from streams.memory.bulk import DEFAULT_MAX, BulkAction, BulkFilter, bulk_match, bulk_target
 from streams.memory.bulk_job import DEFAULT_BATCH, bulk_payload
 from streams.records.corrections import Correction, correction_of
+from streams.core.documents import Job, Observation, utcnow
+from streams.core.exceptions import NotFound
+from streams.core.ids import parse_object_id
+from streams.memory.bulk import DEFAULT_MAX, BulkAction, BulkFilter, bulk_match, bulk_target
+from streams.memory.bulk_job import DEFAULT_BATCH, bulk_payload
+from streams.memory.bulk_undo import undo_entries
+from streams.memory.review_undo import UndoExpired, UndoUnavailable
 from streams.store import MemoryStore
 
 # A bulk action records a correction for each of its first observations: a thousand moves
@@ -127,3 +137,69 @@ def _bulk_corrections(
             )
         )
     return made
+def bulk_job_for_undo(
+    *, store: MemoryStore, bulk_job_id: str, visible_agents: frozenset[str] | None = None
+) -> Job:
+    """The finished bulk job an undo takes back. NotFound: unknown, not a bulk job, or of an
+    agent the caller may not see; 409: still running, failed, undone already, or its
+    window (`bulk_undo_seconds` after it finished) is over."""
+    oid = parse_object_id(bulk_job_id)
+    bulk = store.jobs.get(oid) if oid is not None else None
+    if bulk is None or bulk.kind != "bulk":
+        raise NotFound("bulk job not found")
+    if visible_agents is not None and bulk.agent_id not in visible_agents:
+        raise NotFound("bulk job not found")
+    if bulk.status != "succeeded" or bulk.finished_at is None:
+        raise UndoUnavailable(f"the bulk action is {bulk.status}: only a finished one is undone")
+    if store.jobs.undo_job_of(ObjectId(bulk.id)) is not None:
+        raise UndoUnavailable("the bulk action was undone already")
+    until = bulk.finished_at + timedelta(seconds=store.bulk_undo_seconds)
+    if utcnow() > until:
+        raise UndoExpired(
+            f"a bulk action can be undone for {store.bulk_undo_seconds} seconds after it "
+            f"finished; that time ended at {until.isoformat()}"
+        )
+    return bulk
+
+
+def do_bulk_undo(
+    *,
+    store: MemoryStore,
+    actor: Actor,
+    bulk_job_id: str,
+    visible_agents: frozenset[str] | None = None,
+) -> Job:
+    """Take a bulk action back as one `bulk_undo` job (`streams.memory.bulk_undo`): the
+    bulk job is marked undone, the job queued and the audit entry written in one
+    transaction; of two undos exactly one gets the job, the other a 409."""
+    bulk = bulk_job_for_undo(store=store, bulk_job_id=bulk_job_id, visible_agents=visible_agents)
+    action = bulk.payload["action"]
+    entries = undo_entries(store=store, bulk=bulk)
+    job = Job(
+        kind="bulk_undo",
+        agent_id=bulk.agent_id,
+        scope_id=bulk.scope_id,
+        trigger=f"undo_{action}",
+        actor=str(actor),
+        payload={
+            "bulk_job_id": bulk.id,
+            "action": action,
+            "target_scope_id": bulk.payload.get("target_scope_id"),
+            "entries": entries,
+        },
+    )
+
+    def write(tx: ActionTx) -> None:
+        if not store.jobs.claim_undo(ObjectId(bulk.id), ObjectId(job.id), session=tx.session):
+            raise UndoUnavailable("the bulk action was undone already")
+        tx.enqueue(job)
+        tx.audit(
+            action="observation.bulk_undo",
+            object_type="job",
+            object_id=bulk.id,
+            agent_id=bulk.agent_id,
+            summary={"action": action, "count": len(entries), "job_id": job.id},
+        )
+
+    run_action(store, actor, write)
+    return job

@@ -30,6 +30,7 @@ from streams.guard.erasure import erased_users, forgotten_call_record
 from streams.guard.screening import screened
 from streams.search.embeddings import SemanticRanker
 from streams.search.index import MAX_LIMIT, SearchHit, search_in_scopes
+from streams.search.ranking_settings import ranking_for_scopes
 from streams.search.retrieval import RetrievalDecision, retrieval_decide
 from streams.store import MemoryStore, write_behind
 
@@ -173,6 +174,9 @@ def _retrieve(
     context holds all of search's top hits). One ranking, as search ranks: the recent
     ones are left out after it, not before, so they do not shift the others."""
     shown = {o.id for o in recent}
+    agent_id = scopes[0].agent_id if scopes else ""
+    # The agent's and each scope's lifecycle switches, as search applies them.
+    ranking = ranking_for_scopes(store=store, agent_id=agent_id, scopes=scopes)
     ranked = search_in_scopes(
         store=store,
         scopes=scopes,
@@ -180,6 +184,7 @@ def _retrieve(
         limit=RETRIEVED_LIMIT + len(shown),
         semantic=semantic,
         now=now,
+        ranking=ranking,
     )
     hits = [h for h in ranked if h.observation.id not in shown][:RETRIEVED_LIMIT]
     if len(hits) < RETRIEVED_LIMIT and len(ranked) >= MAX_LIMIT:  # a great many shown
@@ -191,6 +196,7 @@ def _retrieve(
             exclude_ids=frozenset(shown),
             semantic=semantic,
             now=now,
+            ranking=ranking,
         )
     found = [h.observation.id for h in ranked[:RETRIEVED_LIMIT] if h.observation.id in shown]
     return hits, found

@@ -55,12 +55,16 @@ class Agent:
     last_activity_at: datetime = field(default_factory=utcnow)
     # The chat proxy offers `search_memory` as a function tool ("search_memory") or not ("off").
     memory_tool: str = "off"
+    # Lifecycle ranking switches set for the agent (`streams.search.ranking_settings`):
+    # a switch left out inherits the code's default.
+    ranking: dict[str, bool] = field(default_factory=dict)
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> Agent:
         return cls(
             id=doc["_id"],
             memory_tool=doc.get("memory_tool") or "off",
+            ranking=dict(doc.get("ranking") or {}),
             scope_seq=doc.get("scope_seq", 0),
             scope_count=doc.get("scope_count", 0),
             observation_count=doc.get("observation_count", 0),
@@ -120,6 +124,9 @@ class Scope:
     # Consolidation by age: this scope's days (None: its kind's MEMORY_CONSOLIDATE_AFTER_DAYS;
     # 0: never by age).
     consolidate_after_days: int | None = None
+    # Lifecycle ranking switches set on this scope (`streams.search.ranking_settings`);
+    # a switch left out inherits the agent's.
+    ranking: dict[str, bool] = field(default_factory=dict)
     retention_purged: int = 0
     retention_purged_at: datetime | None = None
     # A user's own scope whose user is being forgotten (set with the tombstone, in the
@@ -206,6 +213,7 @@ class Scope:
             "propagation_blocked": dict(self.propagation_blocked),
             **({"max_observations": self.max_observations} if self.max_observations else {}),
             "consolidate_after_days": self.consolidate_after_days,
+            **({"ranking": dict(self.ranking)} if self.ranking else {}),
             "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
@@ -247,6 +255,7 @@ class Scope:
             propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             max_observations=doc.get("max_observations"),
             consolidate_after_days=doc.get("consolidate_after_days"),
+            ranking=dict(doc.get("ranking") or {}),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
             forgotten_at=doc.get("forgotten_at"),
@@ -456,6 +465,7 @@ ORIGINS = (
     "move",
     "migration",
     "edit",
+    "restore",
 )
 
 

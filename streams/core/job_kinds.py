@@ -19,6 +19,7 @@ JobKind = Literal[
     "rebuild",
     "chat_ingest",
     "bulk",
+    "bulk_undo",
     "source_change",
     "chat_catch_up",
     "prompt_experiment",
@@ -70,6 +71,13 @@ JOB_KINDS: tuple[JobKindInfo, ...] = (
         "bulk action",
         "a bulk action by filter (delete, move, mark private), batch by batch, resumed "
         "at its progress when retried",
+    ),
+    JobKindInfo(
+        "bulk_undo",
+        "bulk undo",
+        "a bulk action taken back within MEMORY_BULK_UNDO_SECONDS: deleted observations "
+        "restored through the screen (never a forgotten user's), moved ones moved back, "
+        "private ones public again; one rebuild per scope touched",
     ),
     JobKindInfo(
         "source_change",

@@ -28,7 +28,7 @@ from streams.store import MemoryStore, StoreSession
 
 REASON = "forgotten"
 # The write origins (`streams.guard.screening.WriteOrigin`) `observations_append` checks.
-ERASURE_CHECKED = frozenset({"extraction", "propagation", "import", "migration"})
+ERASURE_CHECKED = frozenset({"extraction", "propagation", "import", "migration", "restore"})
 # A hand add (an API key's, a person's): refused whole, 409 `forgotten` (`Forgotten`).
 HAND_ADDS = frozenset({"api", "operator"})
 # What a tombstone blocks, as the forget receipt lists it.

@@ -38,7 +38,9 @@ from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, Instruct
 from streams.core.screened import ScreenedText
 from streams.guard.detectors import Detection, detect_and_redact
 
-WriteOrigin = Literal["extraction", "propagation", "api", "operator", "migration", "import", "move"]
+WriteOrigin = Literal[
+    "extraction", "propagation", "api", "operator", "migration", "import", "move", "restore"
+]
 SHARED_SCOPE_TYPES = frozenset({"group", "collective"})
 # What a shared scope refuses from a hand-written text (pins, hand edits) unless a person
 # confirms it (the UI's "Save anyway"): the kinds of severity "hold"

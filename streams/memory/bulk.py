@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.core.documents import Observation, Scope
+from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput, NotFound
 from streams.core.ids import parse_object_id
 from streams.store import MemoryStore
@@ -39,7 +39,9 @@ FILTER_FIELDS = (
     "observed_after",
     "observed_before",
     "status",
+    "unused_days",
 )
+UNUSED_DAYS_RANGE = (1, 3650)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,9 @@ class BulkFilter:
     observed_after: datetime | None = None
     observed_before: datetime | None = None
     status: BulkStatus | None = None
+    # Not retrieved (by a context or search) in this many days, and older than that
+    # (`streams.memory.unused`): what nobody has used lately.
+    unused_days: int | None = None
 
     def is_empty(self) -> bool:
         return all(
@@ -64,6 +69,7 @@ class BulkFilter:
                 self.q,
                 self.observed_after,
                 self.observed_before,
+                self.unused_days,
             )
         ) and self.status in (None, "all")
 
@@ -82,7 +88,7 @@ class BulkFilter:
         if self.is_empty():
             raise InvalidInput(
                 "the filter needs at least one field: scope_id, session_id, speaker_user_id, "
-                "q, observed_after, observed_before or status",
+                "q, observed_after, observed_before, status or unused_days",
                 details=[{"field": "filter"}],
             )
         if self.scope_id is not None and parse_object_id(self.scope_id) is None:
@@ -110,6 +116,8 @@ class BulkFilter:
                 "observed_after must be before observed_before",
                 details=[{"field": "observed_after"}],
             )
+        if self.unused_days is not None:
+            unused_days_check(self.unused_days)
         if self.status is not None and self.status not in ("pending", "consolidated", "all"):
             raise InvalidInput(
                 "status must be pending, consolidated or all", details=[{"field": "status"}]
@@ -133,7 +141,28 @@ class BulkFilter:
             query["observed_at"] = window
         if self.status in ("pending", "consolidated"):
             query["consolidated"] = self.status == "consolidated"
+        if self.unused_days is not None:
+            query.update(unused_query(days=self.unused_days, now=utcnow()))
         return query
+
+
+def unused_days_check(days: object) -> int:
+    """Days as a filter takes them: a whole number in `UNUSED_DAYS_RANGE`."""
+    low, high = UNUSED_DAYS_RANGE
+    if isinstance(days, bool) or not isinstance(days, int) or not low <= days <= high:
+        raise InvalidInput(
+            f"unused_days must be a whole number of days, {low}..{high}",
+            details=[{"field": "unused_days"}],
+        )
+    return days
+
+
+def unused_query(*, days: int, now: datetime) -> dict[str, Any]:
+    """Observations older than `days` that no context or search retrieved in that time
+    (never, or last before the cut). `$not` keeps it one query: a top-level `$or` is a
+    full scan on the embedded store."""
+    cut = now - timedelta(days=days)
+    return {"created_at": {"$lt": cut}, "last_accessed_at": {"$not": {"$gte": cut}}}
 
 
 def _storable(value: datetime) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from bson import ObjectId
 
@@ -28,6 +28,7 @@ from streams.memory.add_writes import (
     add_transaction,
     added,
 )
+from streams.memory.bulk import unused_days_check
 from streams.memory.lifecycle import expires_at_check
 from streams.memory.observation_changes import observation_update
 from streams.memory.supersession import supersede_replaced
@@ -461,9 +462,15 @@ def observation_list(
     cursor: str | None = None,
     limit: int | None = None,
     include_superseded: bool = True,
+    unused_days: int | None = None,
 ) -> Page[Observation]:
     """A scope's observations, newest first; `text` matches content, case-insensitively;
-    without `include_superseded`, only current ones (and the held, the removed if asked)."""
+    without `include_superseded`, only current ones (and the held, the removed if asked);
+    `unused_days`: only those no context or search retrieved in that many days (and older
+    than that: `streams.memory.unused`)."""
+    since = None
+    if unused_days is not None:
+        since = utcnow() - timedelta(days=unused_days_check(unused_days))
     items, next_before = store.observations.page(
         scope_id=require_object_id(scope.id, what="scope"),
         top_seq=scope.observation_seq,
@@ -474,5 +481,6 @@ def observation_list(
         private=private,
         text=text,
         include_superseded=include_superseded,
+        unused_since=since,
     )
     return Page(items=items, next_cursor=seq_cursor(next_before))

@@ -33,6 +33,7 @@ from streams.search.ranking import (
     Candidate,
     Query,
     Ranking,
+    ScopeLifecycle,
     TermWeights,
     best_by_bound,
     complete_terms,
@@ -46,6 +47,8 @@ from streams.search.ranking import (
     term_weights,
 )
 from streams.search.ranking_lifecycle import importance_stage, mmr_reorder, recency_stage
+from streams.search.ranking_settings import ranking_for_scopes
+from streams.search.relevance import score_at_relevance
 from streams.search.rerank import (
     date_stage,
     neighbour_seeds,
@@ -198,11 +201,13 @@ def search_observations(
     include_superseded: bool = False,
     now: datetime | None = None,
     record_access: bool = True,
-    ranking: Ranking = FINAL,
+    ranking: Ranking | None = None,
 ) -> list[SearchHit]:
     """The best `limit` observations for `query` in the scopes the caller may see, observed
-    in `[observed_after, observed_before)`, scoring at least `min_score`; they count as
-    an access (as in a context), unless `record_access` is off (benchmarks).
+    in `[observed_after, observed_before)`, of relevance at least `min_score` (0..1,
+    `streams.search.relevance`); they count as an access (as in a context), unless
+    `record_access` is off (benchmarks). `ranking`: the agent's and scopes' settings
+    (`streams.search.ranking_settings`) unless given (benchmarks).
 
     With `semantic` (an embedding model is configured) the observations nearest to the
     query's embedding join the text candidates, fused (`streams.search.vectors`) before the
@@ -211,13 +216,15 @@ def search_observations(
     scopes = search_scopes(
         store=store, agent_id=agent_id, user_id=user_id, group_ids=group_ids, scope_id=scope_id
     )
+    if ranking is None:
+        ranking = ranking_for_scopes(store=store, agent_id=agent_id, scopes=scopes)
     hits = search_in_scopes(
         store=store,
         scopes=scopes,
         query=query,
         limit=limit,
         semantic=semantic,
-        min_score=min_score,
+        min_score=None if min_score is None else score_at_relevance(min_score),
         observed_after=observed_after,
         observed_before=observed_before,
         include_superseded=include_superseded,
@@ -405,11 +412,29 @@ def search_in_scopes(
 
 
 def lifecycle_stages(*, candidates: dict[ObjectId, Candidate], ranking: Ranking) -> None:
-    """The bounded lifecycle stages (`streams.search.ranking_lifecycle`) the ranking switches on."""
-    if ranking.feedback or ranking.access:
-        importance_stage(candidates=candidates, feedback=ranking.feedback, access=ranking.access)
-    if ranking.recency:
-        recency_stage(candidates=candidates)
+    """The bounded lifecycle stages (`streams.search.ranking_lifecycle`) the ranking switches
+    on: search-wide, or per scope where a scope's settings differ (`scope_lifecycle`)."""
+    own = {s.scope_id: s for s in ranking.scope_lifecycle}
+    feedback = {scope_id: s.feedback for scope_id, s in own.items()}
+    if ranking.feedback or ranking.access or any(feedback.values()):
+        importance_stage(
+            candidates=candidates,
+            feedback=ranking.feedback,
+            access=ranking.access,
+            feedback_by_scope=feedback,
+        )
+    if ranking.recency or any(s.recency for s in own.values()):
+        recency_stage(candidates=candidates, only_scopes=_recency_scopes(candidates, ranking, own))
+
+
+def _recency_scopes(
+    candidates: dict[ObjectId, Candidate], ranking: Ranking, own: dict[str, ScopeLifecycle]
+) -> frozenset[str] | None:
+    """The scopes whose hits the recency stage lifts (None: every hit's)."""
+    if not own:
+        return None
+    scope_ids = {c.observation.scope_id for c in candidates.values() if c.observation is not None}
+    return frozenset(s for s in scope_ids if (own[s].recency if s in own else ranking.recency))
 
 
 def _neighbours(

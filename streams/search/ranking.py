@@ -70,6 +70,16 @@ WHEN_QUESTION = re.compile(
 
 
 @dataclass(frozen=True)
+class ScopeLifecycle:
+    """A searched scope whose own settings (`streams.search.ranking_settings`) switch the
+    per-hit lifecycle stages otherwise than the search's: its hits get these."""
+
+    scope_id: str
+    feedback: bool
+    recency: bool
+
+
+@dataclass(frozen=True)
 class Ranking:
     """Which mechanisms run; the benchmark switches them one at a time."""
 
@@ -99,6 +109,8 @@ class Ranking:
     access: bool = False
     recency: bool = False
     mmr: bool = False
+    # Scopes whose settings differ from the search-wide switches above (hashable: a tuple).
+    scope_lifecycle: tuple[ScopeLifecycle, ...] = ()
     # Tuned constants of the stages above, fields so the benchmark's leave-one-out grid
     # can fit them on two conversations and measure them on the third.
     people_boost: float = PEOPLE_BOOST

@@ -19,7 +19,7 @@ search inspector shows what it did; MMR only reorders.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TypeVar
 
@@ -62,23 +62,37 @@ def importance_prior(
 
 
 def importance_stage(
-    *, candidates: dict[ObjectId, Candidate], feedback: bool = True, access: bool = True
+    *,
+    candidates: dict[ObjectId, Candidate],
+    feedback: bool = True,
+    access: bool = True,
+    feedback_by_scope: Mapping[str, bool] | None = None,
 ) -> None:
+    """`feedback_by_scope`: a scope's own feedback switch, over `feedback`, for its hits."""
     for candidate in candidates.values():
         if candidate.observation is None:
             continue
-        prior = importance_prior(candidate.observation, feedback=feedback, access=access)
+        scoped = (feedback_by_scope or {}).get(candidate.observation.scope_id, feedback)
+        if not (scoped or access):
+            continue
+        prior = importance_prior(candidate.observation, feedback=scoped, access=access)
         if prior:
             candidate.mechanisms["importance"] = candidate.score * prior
 
 
-def recency_stage(*, candidates: dict[ObjectId, Candidate]) -> None:
+def recency_stage(
+    *, candidates: dict[ObjectId, Candidate], only_scopes: frozenset[str] | None = None
+) -> None:
+    """Age counted from the newest fetched candidate; with `only_scopes`, only their hits
+    gain (the newest is still the newest of all, so a scope's lift means the same)."""
     fetched = [c for c in candidates.values() if c.observation is not None]
     if len(fetched) < 2:
         return
     newest = max(c.observation.observed_at for c in fetched)  # type: ignore[union-attr]
     for candidate in fetched:
         assert candidate.observation is not None
+        if only_scopes is not None and candidate.observation.scope_id not in only_scopes:
+            continue
         age = (newest - candidate.observation.observed_at) / RECENCY_SCALE
         candidate.mechanisms["recency"] = (
             candidate.score * RECENCY_WEIGHT * math.exp(-max(age, 0.0))

@@ -101,6 +101,10 @@ DECLARED_INDEXES: list[IndexSpec] = [
 class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
+    # A bulk action can be undone for this long after it finished (MEMORY_BULK_UNDO_SECONDS;
+    # `memory_admin.stores` sets it from the setting).
+    bulk_undo_seconds: int = 900
+
     def __init__(
         self,
         client: MongoClient,

@@ -63,6 +63,14 @@ class AgentRepository:
             {"_id": agent_id}, {"$set": {"memory_tool": memory_tool}}, session=session
         )
 
+    def set_ranking(
+        self, agent_id: str, ranking: dict[str, bool], *, session: ClientSession | None = None
+    ) -> None:
+        """The agent's lifecycle ranking switches (only those set; the rest inherit)."""
+        self.collection.update_one(
+            {"_id": agent_id}, {"$set": {"ranking": dict(ranking)}}, session=session
+        )
+
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
         query = {"_id": {"$gt": after or ""}}
         return [

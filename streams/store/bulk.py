@@ -64,6 +64,11 @@ class BulkRepository:
         cursor = self.observations.find(query, MATCH_FIELDS).sort("_id", DESCENDING).limit(limit)
         return list(cursor)
 
+    def scope_count(self, scope_id: ObjectId, *, extra: dict[str, Any]) -> int:
+        """How many of the scope's observations match `extra` (the `(scope_id, seq)` index
+        leads; the report of unused memory counts one scope at a time)."""
+        return self.observations.count_documents({"scope_id": scope_id, **extra})
+
     def at_seqs(self, scope_id: ObjectId, seqs: list[int]) -> list[Observation]:
         """The observations at these places of one scope's log (the `(scope_id, seq)` index)."""
         if not seqs:
@@ -90,7 +95,12 @@ class BulkRepository:
             return 0
         result = self.observations.bulk_write(
             [
-                UpdateOne({"_id": oid, "deleted_at": None}, {"$set": {"deleted_at": now}})
+                # `text_key` is held by live observations only (as a single delete): left
+                # on, a later add of the same text found the deleted one as its duplicate.
+                UpdateOne(
+                    {"_id": oid, "deleted_at": None},
+                    {"$set": {"deleted_at": now}, "$unset": {"text_key": ""}},
+                )
                 for oid in observation_ids
             ],
             ordered=False,
@@ -114,6 +124,35 @@ class BulkRepository:
         result = self.observations.bulk_write(
             [
                 UpdateOne({"_id": oid, "private": False}, {"$set": {"private": True}})
+                for oid in observation_ids
+            ],
+            ordered=False,
+            session=session,
+        )
+        return result.modified_count
+
+    def release_text_keys(self, observation_ids: list[ObjectId], *, session: ClientSession) -> None:
+        """Deleted observations give up their `text_key` (a bulk delete before it did so
+        kept it, and the dedup of a restore would find them)."""
+        if observation_ids:
+            self.observations.bulk_write(
+                [
+                    UpdateOne(
+                        {"_id": oid, "deleted_at": {"$ne": None}}, {"$unset": {"text_key": ""}}
+                    )
+                    for oid in observation_ids
+                ],
+                ordered=False,
+                session=session,
+            )
+
+    def mark_public(self, observation_ids: list[ObjectId], *, session: ClientSession) -> int:
+        """A bulk mark-private taken back: those still private are public again."""
+        if not observation_ids:
+            return 0
+        result = self.observations.bulk_write(
+            [
+                UpdateOne({"_id": oid, "private": True}, {"$set": {"private": False}})
                 for oid in observation_ids
             ],
             ordered=False,

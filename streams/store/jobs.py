@@ -140,6 +140,24 @@ class JobRepository:
             },
         )
 
+    def claim_undo(
+        self, job_id: ObjectId, undo_job_id: ObjectId, *, session: ClientSession | None = None
+    ) -> bool:
+        """Mark a finished bulk job as undone by `undo_job_id`; False when it was already
+        (of two undos exactly one claims it)."""
+        result = self.collection.update_one(
+            {"_id": job_id, "kind": "bulk", "undo_job_id": None},
+            {"$set": {"undo_job_id": undo_job_id}},
+            session=session,
+        )
+        return result.modified_count == 1
+
+    def undo_job_of(self, job_id: ObjectId) -> str | None:
+        """The job that undid this bulk job, if one did."""
+        doc = self.collection.find_one({"_id": job_id}, {"undo_job_id": 1})
+        found = (doc or {}).get("undo_job_id")
+        return str(found) if found is not None else None
+
     def unset_payload(self, job_id: ObjectId, key: str) -> None:
         """Drop one payload field (e.g. message text a finished job no longer needs)."""
         self.collection.update_one({"_id": job_id}, {"$unset": {f"payload.{key}": ""}})

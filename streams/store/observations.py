@@ -174,9 +174,12 @@ class ObservationRepository(
         private: bool | None = None,
         text: str | None = None,
         include_superseded: bool = True,
+        unused_since: datetime | None = None,
     ) -> tuple[list[Observation], int | None]:
         """A page of the scope's log, newest first; filters (the text one included, a
-        case-insensitive match on content) ride inside the bounded `seq` windows."""
+        case-insensitive match on content) ride inside the bounded `seq` windows.
+        `unused_since`: only those created before it and not retrieved since (never, or
+        last before it; `$not` keeps it one condition, a top-level `$or` is a scan)."""
         base: dict[str, Any] = {"scope_id": scope_id}
         if status in HELD_STATUSES:
             base["review_status"] = status
@@ -191,6 +194,9 @@ class ObservationRepository(
             base["superseded_by"] = None
         if text:
             base["content"] = re.compile(re.escape(text), re.IGNORECASE)
+        if unused_since is not None:
+            base["created_at"] = {"$lt": unused_since}
+            base["last_accessed_at"] = {"$not": {"$gte": unused_since}}
         page = page_by_seq(
             self.collection, base_filter=base, top_seq=top_seq, before=before, limit=limit
         )

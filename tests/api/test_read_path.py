@@ -15,6 +15,7 @@ from streams.core.documents import utcnow
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.observation_changes import observation_delete
 from streams.search.embeddings import embeddings_compute
+from streams.search.relevance import relevance
 from streams.store import MemoryStore
 from tests.api.conftest import API, assert_error
 from tests.eventually import eventually
@@ -223,9 +224,16 @@ def test_search_explain_min_score_and_observed_window(api: Client, store: Memory
     )
     assert list(why["ranks"]) == ["terms", "people", "proximity", "neighbours", "dates", "when"]
 
-    top = plain[0]["score"]
-    strong = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": top})
+    # min_score is a relevance (0..1): each hit shows its own, the sigmoid of its score.
+    assert [i["relevance"] for i in plain] == [relevance(i["score"]) for i in plain]
+    assert all(0 < i["relevance"] < 1 for i in plain)
+    between = (plain[0]["relevance"] + plain[1]["relevance"]) / 2
+    strong = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": between})
     assert [i["observation"]["id"] for i in strong.json()["items"]] == [old.id]
+    everything = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": 0})
+    assert len(everything.json()["items"]) == 2
+    nothing = api.get(url, {"q": "rust lifetimes", "user_id": "u1", "min_score": 1})
+    assert nothing.json()["items"] == []
     cut = (utcnow() - timedelta(days=1)).isoformat()
     recent = api.get(url, {"q": "rust", "user_id": "u1", "observed_after": cut})
     assert [i["observation"]["id"] for i in recent.json()["items"]] == [new.id]
@@ -235,6 +243,9 @@ def test_search_explain_min_score_and_observed_window(api: Client, store: Memory
     for bad in [
         {"min_score": "-1"},
         {"min_score": "nan"},
+        {"min_score": "1.01"},  # a relevance: 0..1
+        {"min_score": "2.5"},
+        {"min_score": "high"},
         {"observed_after": "2024-01-01T00:00:00"},  # no time zone
         {"observed_after": "yesterday"},
         {"observed_after": "2024-02-01T00:00:00Z", "observed_before": "2024-01-01T00:00:00Z"},

@@ -51,6 +51,8 @@ class MachineBase(RuleBasedStateMachine):
         self.entries: list[Entry] = []
         self.exports: list[dict[str, Any]] = []
         self.forgotten: dict[str, int] = {}
+        # Bulk jobs (id, action, the entry it took, the step) a later step may undo.
+        self.bulk_jobs: list[tuple[str, str, Entry, int]] = []
         self.step = 0
         self.serial = 0
         self.session = 0

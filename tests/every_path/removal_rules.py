@@ -166,6 +166,34 @@ class RemovalRules(MachineBase):
             entry.removed_at, entry.removed_by = self.step, "bulk delete"
         elif answer["matched"]:
             entry.private = True
+        if answer["job_id"]:
+            self.bulk_jobs.append((answer["job_id"], action, entry, self.step))
+
+    @rule(pick=picks)
+    @enabled("bulk_undo")
+    def bulk_undo(self, pick: int) -> None:
+        """A bulk delete or mark-private taken back (its window is 15 minutes: always open
+        here): a deleted text is back, once, through the screen (held for review again
+        where the scope's rules hold it), unless its user was forgotten since (the forget
+        purged it); a second undo of the same job is a 409."""
+        if not self.bulk_jobs:
+            return
+        job_id, action, entry, step = self.bulk_jobs[pick % len(self.bulk_jobs)]
+        self.begin("bulk_undo", entry.scope_type)
+        status, answer = self.http.write("post", f"/bulk/{job_id}/undo")
+        assert status in (202, 409), answer
+        if status == 409:
+            assert answer["error"]["code"] == "undo_unavailable", answer
+            return
+        if action == "delete":
+            restored = (entry.removed_at, entry.removed_by) == (step, "bulk delete")
+            if restored and entry.forgotten_at is None:
+                entry.removed_at = entry.removed_by = None
+                entry.observation_id = entry.client_id = None  # a new observation
+                entry.approved = False  # screened again
+                entry.superseded_at = None
+        elif entry.private and entry.removed_at is None and entry.forgotten_at is None:
+            entry.private = False
 
     @rule(user=users)
     @enabled("forget")

@@ -25,6 +25,7 @@ from memory_admin.api.v1 import (
     prompt_checks,
     prompt_experiments,
     questions,
+    ranking,
     review,
     scopes,
     search,
@@ -67,6 +68,7 @@ api.add_router("", pins.router)
 api.add_router("", webhooks.router)
 api.add_router("", review.router)
 api.add_router("", agents.router)
+api.add_router("", ranking.router)
 document_permissions(api)  # after every router: it reads what each operation needs
 
 __all__ = ["api"]

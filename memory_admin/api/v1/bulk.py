@@ -6,8 +6,8 @@ from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Field, Path, Router, Schema
-from pydantic import StrictBool, StringConstraints
+from ninja import Field, Path, Query, Router, Schema, Status
+from pydantic import StrictBool, StrictInt, StringConstraints
 
 from memory_admin.api.audit_trail import api_actor
 from memory_admin.api.auth import needs, require_agent, visible_agents
@@ -16,12 +16,16 @@ from memory_admin.api.v1.schemas import (
     ExternalId,
     InSchema,
     IsoTime,
+    JobIdOut,
     ObservationOut,
+    PageQuery,
     error_responses,
 )
+from memory_admin.api.v1.search import ScopeNameOut
 from memory_admin.stores import get_store
-from streams.actions.bulk import do_observations_bulk
-from streams.memory.bulk import MAX_QUERY_CHARS, BulkFilter
+from streams.actions.bulk import do_bulk_undo, do_observations_bulk
+from streams.memory.bulk import MAX_QUERY_CHARS, UNUSED_DAYS_RANGE, BulkFilter
+from streams.memory.unused import unused_report
 
 router = Router(tags=["observations"])
 
@@ -41,6 +45,11 @@ class BulkFilterIn(InSchema):
     observed_after: IsoTime | None = Field(None, description="Observed at or after (inclusive).")
     observed_before: IsoTime | None = Field(None, description="Observed before (exclusive).")
     status: Literal["pending", "consolidated", "all"] | None = None
+    unused_days: Annotated[StrictInt, Field(ge=1, le=3650)] | None = Field(
+        None,
+        description="Only observations no context or search retrieved in this many days "
+        "(and older than that).",
+    )
 
 
 class BulkIn(InSchema):
@@ -90,3 +99,70 @@ def bulk_observations(
         "sample": outcome.sample,
         "job_id": outcome.job.id if outcome.job is not None else None,
     }
+
+
+@router.post(
+    "/bulk/{job_id}/undo",
+    auth=needs("write"),
+    response={202: JobIdOut, **error_responses(401, 404, 409)},
+)
+def undo_bulk(request: HttpRequest, job_id: str) -> Status[dict[str, str]]:
+    """Take a finished bulk action back within `MEMORY_BULK_UNDO_SECONDS` (default 900)
+    of its end, as one `bulk_undo` job: deleted observations are restored through the
+    screen (not those of a user forgotten since), moved ones moved back, private ones made
+    public; one rebuild per scope whose consolidation changes. 404: no such bulk job;
+    409: not finished, undone already (`undo_unavailable`), or too late (`undo_expired`)."""
+    job = do_bulk_undo(
+        store=get_store(),
+        actor=api_actor(request),
+        bulk_job_id=job_id,
+        visible_agents=visible_agents(request),
+    )
+    return Status(202, {"job_id": job.id})
+
+
+class UnusedQuery(PageQuery):
+    days: int = Field(
+        30,
+        ge=UNUSED_DAYS_RANGE[0],
+        le=UNUSED_DAYS_RANGE[1],
+        description="N: not retrieved in N days.",
+    )
+
+
+class UnusedScopeOut(Schema):
+    scope: ScopeNameOut
+    unused: int = Field(..., description="Live observations not retrieved in `days` days.")
+    observations: int = Field(..., description="Live observations in the scope.")
+
+
+class UnusedOut(Schema):
+    days: int
+    items: list[UnusedScopeOut]
+    next_cursor: str | None
+
+
+@router.get(
+    "/agents/{agent_id}/unused",
+    auth=needs("read"),
+    response={200: UnusedOut, **error_responses(401, 404, 422)},
+)
+def unused_memory(
+    request: HttpRequest, agent_id: Path[ExternalId], filters: Query[UnusedQuery]
+) -> dict[str, Any]:
+    """Per scope of the agent (newest first, paginated): how many live observations no
+    context or search retrieved in the last `days` days (and that are older than that).
+    The bulk filter `unused_days` takes the same observations."""
+    require_agent(request, agent_id)
+    page = unused_report(
+        store=get_store(),
+        agent_id=agent_id,
+        days=filters.days,
+        cursor=filters.cursor,
+        limit=filters.limit,
+    )
+    items = [
+        {"scope": row.scope, "unused": row.unused, "observations": row.observations}
+        for row in page.items
+    ]
+    return {"days": filters.days, "items": items, "next_cursor": page.next_cursor}

@@ -63,6 +63,7 @@ def list_observations(
         status=filters.status,
         include_deleted=filters.include_deleted,
         include_superseded=filters.include_superseded,
+        unused_days=filters.unused_days,
         cursor=filters.cursor,
         limit=filters.limit,
     )

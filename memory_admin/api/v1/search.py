@@ -22,6 +22,7 @@ from memory_admin.stores import get_store
 from streams.core.documents import ScopeType
 from streams.core.exceptions import InvalidInput
 from streams.search.index import MAX_LIMIT, search_observations
+from streams.search.relevance import relevance
 from streams.selectors import scopes_by_ids
 
 SearchText = Annotated[
@@ -39,7 +40,12 @@ class SearchQuery(Schema):
     limit: int = Field(10, ge=1, le=MAX_LIMIT)
     explain: bool = Field(False, description="Add each hit's score per term and mechanism.")
     min_score: float | None = Field(
-        None, ge=0, le=1e9, allow_inf_nan=False, description="Leave out weaker hits."
+        None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Leave out hits of lower relevance (0..1, each hit's `relevance`; the "
+        "seeds' threshold is 0.35).",
     )
     observed_after: IsoTime | None = Field(
         None, description="Only observations observed at or after this time (with a zone)."
@@ -81,7 +87,11 @@ class ScopeNameOut(Schema):
 class SearchHitOut(Schema):
     observation: ObservationOut
     scope: ScopeNameOut | None = Field(None, description="The scope the hit came from.")
-    score: float
+    score: float = Field(..., description="The raw score (BM25 and the stages' shares).")
+    relevance: float = Field(
+        ...,
+        description="The score on 0..1 (a sigmoid centred on 2.0; `min_score` compares it).",
+    )
     matched_terms: list[str]
     explanation: ExplanationOut | None = Field(None, description="Only with `explain=true`.")
 
@@ -137,6 +147,7 @@ def search(
             "observation": h.observation,
             "scope": scopes.get(h.observation.scope_id),
             "score": h.score,
+            "relevance": relevance(h.score),
             "matched_terms": h.matched_terms,
             "explanation": h.explanation if filters.explain else None,
         }

@@ -257,8 +257,9 @@ def test_round_trips_per_call_do_not_grow_with_the_data(
         counting.client.close()
     assert not quiet.decision.triggered and recall.decision.triggered and recall.hits
     assert without == 2  # scopes, recent observations (spec budget: at most 3)
-    # + search index, the best candidates, their session neighbours, one batched access update
-    assert with_retrieval == 6
+    # + the agent (its ranking settings, read only when retrieval runs), search index, the
+    # best candidates, their session neighbours, one batched access update
+    assert with_retrieval == 7
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,12 @@ class ObservationListQuery(PageQuery):
     include_superseded: bool = Field(
         False, description="Also list superseded observations (`superseded_by` set)."
     )
+    unused_days: int | None = Field(
+        None,
+        ge=1,
+        le=3650,
+        description="Only those no context or search retrieved in this many days (and older).",
+    )
 
 
 ObservationContent = Annotated[
@@ -153,13 +159,22 @@ class ObservationOut(Schema):
         "value), flagged on both sides; in a shared scope the newer waits for review.",
     )
     origin: Literal[
-        "extraction", "api", "operator", "import", "propagation", "move", "migration", "edit"
+        "extraction",
+        "api",
+        "operator",
+        "import",
+        "propagation",
+        "move",
+        "migration",
+        "edit",
+        "restore",
     ] = Field(
         "api",
         description="How it got here: formed from a conversation (extraction), added "
         "through the API (a key, the client, MCP), added by a person in the UI (operator), "
-        "imported, copied by propagation, moved from another scope, migrated, or an edit "
-        "held for review. Inferred for observations stored before the field existed.",
+        "imported, copied by propagation, moved from another scope, migrated, an edit "
+        "held for review, or restored by a bulk undo. Inferred for observations stored "
+        "before the field existed.",
     )
     added_by: str | None = Field(
         None,
