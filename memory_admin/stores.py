@@ -79,6 +79,11 @@ def get_store() -> MemoryStore:
         instruction_policy=InstructionPolicy.parse(settings.MEMORY_INSTRUCTION_POLICY),
         consolidate_after=ConsolidateAfterDays.parse(settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
         review_undo_seconds=settings.MEMORY_REVIEW_UNDO_SECONDS,
+        default_models={
+            "extraction": settings.MEMORY_LLM_MODEL_FAST,
+            "consolidation": settings.MEMORY_LLM_MODEL_SLOW,
+            "propagation": settings.MEMORY_LLM_MODEL_FAST,
+        },
     )
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))
     return store

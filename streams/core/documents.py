@@ -55,12 +55,18 @@ class Agent:
     last_activity_at: datetime = field(default_factory=utcnow)
     # The chat proxy offers `search_memory` as a function tool ("search_memory") or not ("off").
     memory_tool: str = "off"
+    # Limits and models (`streams.memory.scope_limits`): the extraction model (None: the
+    # code's), and per scope kind the defaults its scopes take ({kind: {field: value}}).
+    extraction_model: str | None = None
+    scope_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> Agent:
         return cls(
             id=doc["_id"],
             memory_tool=doc.get("memory_tool") or "off",
+            extraction_model=doc.get("extraction_model"),
+            scope_defaults=dict(doc.get("scope_defaults") or {}),
             scope_seq=doc.get("scope_seq", 0),
             scope_count=doc.get("scope_count", 0),
             observation_count=doc.get("observation_count", 0),
@@ -120,6 +126,12 @@ class Scope:
     # Consolidation by age: this scope's days (None: its kind's MEMORY_CONSOLIDATE_AFTER_DAYS;
     # 0: never by age).
     consolidate_after_days: int | None = None
+    # Limits and models of this scope (`streams.memory.scope_limits`); None: the agent's
+    # default for the scope's kind, else the code's.
+    item_words: int | None = None
+    item_cap: int | None = None
+    consolidation_model: str | None = None
+    propagation_model: str | None = None
     retention_purged: int = 0
     retention_purged_at: datetime | None = None
     # A user's own scope whose user is being forgotten (set with the tombstone, in the
@@ -206,6 +218,11 @@ class Scope:
             "propagation_blocked": dict(self.propagation_blocked),
             **({"max_observations": self.max_observations} if self.max_observations else {}),
             "consolidate_after_days": self.consolidate_after_days,
+            **{
+                name: value
+                for name in ("item_words", "item_cap", "consolidation_model", "propagation_model")
+                if (value := getattr(self, name)) is not None
+            },
             "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
@@ -247,6 +264,10 @@ class Scope:
             propagation_blocked=dict(doc.get("propagation_blocked") or {}),
             max_observations=doc.get("max_observations"),
             consolidate_after_days=doc.get("consolidate_after_days"),
+            item_words=doc.get("item_words"),
+            item_cap=doc.get("item_cap"),
+            consolidation_model=doc.get("consolidation_model"),
+            propagation_model=doc.get("propagation_model"),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
             forgotten_at=doc.get("forgotten_at"),

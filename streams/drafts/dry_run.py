@@ -19,7 +19,8 @@ from streams.core.exceptions import InvalidInput
 from streams.llm.port import LLMError, LLMProvider, LLMRequest
 from streams.memory.consolidation_contradictions import contradiction_holds
 from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
-from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
+from streams.memory.extraction import ExtractionPlan, plan_extraction
+from streams.memory.extraction_answer import parse_extraction
 from streams.memory.formation import FormationSettings
 from streams.memory.propagation import propagation_copies, propagation_plan
 from streams.memory.requests import extraction_request
@@ -177,13 +178,12 @@ def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
     result = _call(llm, extraction_request(plan), plan.resolved.template)
     if result.text is None:
         return result
-    settings = FormationSettings()
     try:
         stored, _dropped = parse_extraction(
             result.text,
             plan=plan,
-            max_items=settings.max_observations,
-            max_words=settings.max_words,
+            max_items=plan.context.max_observations,
+            max_words=plan.context.max_words,
         )
     except LLMError as exc:
         return _with(result, error=f"The answer would fail the formation: {exc}")
@@ -197,9 +197,8 @@ def _why_nothing(plan: ExtractionPlan, dropped: int) -> list[str]:
     if dropped:
         reasons.append(
             f"the model proposed {dropped} fact{'s' if dropped != 1 else ''}, and every one "
-            "was dropped (a scope label not offered, longer than "
-            f"{plan.context.max_words} words, past the limit of "
-            f"{plan.context.max_observations}, or repeated)"
+            "was dropped (a scope label not offered, longer than its place's word limit, "
+            "past its place's cap, or repeated)"
         )
     else:
         reasons.append("the model found no candidate facts in this conversation")

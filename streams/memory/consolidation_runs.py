@@ -40,8 +40,10 @@ from streams.memory.consolidation import WORD, RunDetails, consolidation_commit,
 from streams.memory.consolidation_contradictions import contradictions_flag
 from streams.memory.coverage import coverage_lost, coverage_summary
 from streams.memory.requests import consolidation_request, consolidation_retry
+from streams.memory.scope_limits import scope_limits
 from streams.prompts import Draft, resolve_template
 from streams.prompts.questions import questions_in_effect
+from streams.prompts.resolver import PromptPart
 from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
@@ -231,6 +233,7 @@ def consolidation_fold(
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
     floor: float = DEFAULT_FIDELITY_FLOOR,
+    model: str | None = None,
 ) -> tuple[str, RunDetails]:
     """One consolidation call: `observations` (oldest first) folded into `current`.
 
@@ -240,18 +243,11 @@ def consolidation_fold(
     """
     if not observations:
         return current or "", RunDetails()
-    template = resolve_template(
-        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
+    template, questions, request = _fold_request(
+        store=store, scope=scope, current=current, observations=observations, draft=draft
     )
-    questions = questions_in_effect(store=store, scope=scope).questions
-    context = ConsolidationContext(
-        scope_description=describe_scope(scope),
-        current=current,
-        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
-        max_words=scope.consolidation_max_words,
-        questions=questions,
-    )
-    request = consolidation_request(template=template.text, context=context)
+    if model is not None:  # a dry run's second model, side by side
+        request = replace(request, model=model)
     limit = scope.consolidation_max_words
     offered = [o.id for o in observations]
     sent = asked if asked is not None else []
@@ -280,7 +276,19 @@ def consolidation_fold(
         raise
     by_id = {o.id: o.content for o in observations}
     about_one_thing = [p for p in pairs if pair_shares_subject(by_id[p[0]], by_id[p[1]])]
-    return text, RunDetails(
+    return text, _run_details(answers, template, warning, pairs, about_one_thing, questions, read)
+
+
+def _run_details(
+    answers: list[LLMResult],
+    template: PromptPart,
+    warning: str | None,
+    pairs: list[tuple[str, str]],
+    about_one_thing: list[tuple[str, str]],
+    questions: list[str],
+    read: Any,
+) -> RunDetails:
+    return RunDetails(
         model=answers[-1].model,
         prompt_version=template.version,
         prompt_tokens=sum(a.prompt_tokens for a in answers),
@@ -293,6 +301,31 @@ def consolidation_fold(
         answers=None if read.answers is None else tuple(read.answers),
         answers_error=read.error,
     )
+
+
+def _fold_request(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    current: str | None,
+    observations: list[Observation],
+    draft: Draft | None,
+) -> tuple[PromptPart, list[str], LLMRequest]:
+    """The template, the questions and the request of one fold, with the scope's model."""
+    template = resolve_template(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
+    )
+    questions = questions_in_effect(store=store, scope=scope).questions
+    context = ConsolidationContext(
+        scope_description=describe_scope(scope),
+        current=current,
+        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
+        max_words=scope.consolidation_max_words,
+        questions=questions,
+    )
+    model = scope_limits(store=store, scope=scope).consolidation_model.named_model
+    request = consolidation_request(template=template.text, context=context, model=model)
+    return template, questions, request
 
 
 SENTENCE_END = re.compile(r"[.!?](?=\s|$)")

@@ -93,6 +93,13 @@ DECLARED_INDEXES: list[IndexSpec] = [
 ]
 
 
+DEFAULT_TASK_MODELS = {
+    "extraction": "gpt-4o-mini",
+    "consolidation": "gpt-4o",
+    "propagation": "gpt-4o-mini",
+}
+
+
 class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
@@ -112,6 +119,7 @@ class MemoryStore:
         instruction_policy: InstructionPolicy | None = None,
         consolidate_after: ConsolidateAfterDays | None = None,
         review_undo_seconds: int = 600,
+        default_models: dict[str, str] | None = None,
     ) -> None:
         self.client = client
         # How long a transaction that keeps meeting write conflicts is retried before
@@ -179,6 +187,9 @@ class MemoryStore:
         self.recount = recount.RecountRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
+        # The model each task uses when neither agent nor scope names one (the provider's
+        # MEMORY_LLM_MODEL_FAST / _SLOW): what the settings pages show as the code default.
+        self.default_models = {**DEFAULT_TASK_MODELS, **(default_models or {})}
 
     def write_batch(self, session: ClientSession) -> WriteBatch | None:
         """The transaction's writes as one round trip, or None where the server cannot

@@ -63,6 +63,20 @@ class AgentRepository:
             {"_id": agent_id}, {"$set": {"memory_tool": memory_tool}}, session=session
         )
 
+    def set_limits(
+        self, agent_id: str, fields: dict[str, Any], *, session: ClientSession | None = None
+    ) -> None:
+        """The agent's limit and model settings (`extraction_model`, `scope_defaults`):
+        a None value is removed (the code's default applies again)."""
+        unset = {name: "" for name, value in fields.items() if value is None}
+        update: dict[str, Any] = {}
+        if kept := {name: value for name, value in fields.items() if value is not None}:
+            update["$set"] = kept
+        if unset:
+            update["$unset"] = unset
+        if update:
+            self.collection.update_one({"_id": agent_id}, update, session=session)
+
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
         query = {"_id": {"$gt": after or ""}}
         return [
