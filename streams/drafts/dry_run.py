@@ -21,7 +21,7 @@ from streams.memory.consolidation_contradictions import contradiction_holds
 from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
 from streams.memory.extraction import ExtractionPlan, plan_extraction
 from streams.memory.extraction_answer import parse_extraction
-from streams.memory.formation import FormationSettings
+from streams.memory.formation import FormationSettings, weighted_tokens
 from streams.memory.propagation import propagation_copies, propagation_plan
 from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey
@@ -165,6 +165,7 @@ def extraction_plan(
             role=role,
             content=content,
             created_at=now - timedelta(seconds=len(lines) - i),
+            weighted_tokens=weighted_tokens(role, content),  # the cap grows with them
         )
         for i, (role, content) in enumerate(lines)
     ]
