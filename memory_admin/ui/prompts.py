@@ -184,6 +184,8 @@ def editor_context(
         "can_edit": user_role is not None and user_role >= Role.OPERATOR,
         "level_url": level_url(agent_id, kind, scope),
         "compare": _compare(request, store, agent_id, kind, scope),
+        # The dry run's second model: one of the price table (MEMORY_LLM_PRICES).
+        "price_models": sorted(store.prices),
     }
 
 

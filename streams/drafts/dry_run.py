@@ -78,6 +78,7 @@ def dry_run_extraction(
     draft: Draft | None,
     level: Scope | None = None,
     session_id: str | None = None,
+    model: str | None = None,
 ) -> DryRunResult:
     """What one formation would extract from a pasted conversation ("role: text" per line)
     or from a recent real session (its latest messages, its user and groups).
@@ -97,7 +98,7 @@ def dry_run_extraction(
             draft=draft,
             level=level,
         )
-    return run_extraction_plan(llm, plan)
+    return run_extraction_plan(llm, plan, model=model)
 
 
 def recent_sessions(*, store: MemoryStore, agent_id: str) -> list[dict[str, Any]]:
@@ -175,8 +176,11 @@ def extraction_plan(
     )
 
 
-def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
-    result = _call(llm, extraction_request(plan), plan.resolved.template)
+def run_extraction_plan(
+    llm: LLMProvider, plan: ExtractionPlan, *, model: str | None = None
+) -> DryRunResult:
+    """One extraction call of `plan` (with `model`: that model instead of the agent's)."""
+    result = _call(llm, extraction_request(plan, model=model), plan.resolved.template)
     if result.text is None:
         return result
     try:
@@ -216,7 +220,12 @@ def _why_nothing(plan: ExtractionPlan, dropped: int) -> list[str]:
 
 
 def dry_run_consolidation(
-    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    scope: Scope,
+    draft: Draft | None,
+    model: str | None = None,
 ) -> DryRunResult:
     """What a consolidation run would write now from the scope's pending observations: the
     run's own fold, overshoot retry and contradiction pass (what would be held for review
@@ -240,6 +249,7 @@ def dry_run_consolidation(
             hold=lambda pairs: contradiction_holds(shared=shared, observations=folded, pairs=pairs),
             draft=draft,
             asked=asked,
+            model=model,
         )
     except LLMError as exc:
         prompt = asked[0].prompt if asked else ""
@@ -257,7 +267,12 @@ def dry_run_consolidation(
 
 
 def dry_run_propagation(
-    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    scope: Scope,
+    draft: Draft | None,
+    model: str | None = None,
 ) -> DryRunResult:
     """What propagating the observations the scope's latest consolidation absorbed would copy,
     and where; InvalidInput when there is nothing to propagate."""
@@ -275,7 +290,8 @@ def dry_run_propagation(
             "or this scope has nowhere to propagate to",
             details=[{"field": "scope"}],
         )
-    result = _call(llm, plan.request, plan.template)
+    request = plan.request if model is None else replace(plan.request, model=model)
+    result = _call(llm, request, plan.template)
     if result.text is None:
         return result
     try:

@@ -186,13 +186,14 @@ def consolidation_pass(
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
     floor: float = DEFAULT_FIDELITY_FLOOR,
+    model: str | None = None,
 ) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
     """The fold, then the contradiction pass: the text, its details, the pairs the first
     answer reported and the observations `hold` keeps out for a person.
 
     The newer of a reported pair that waits is left out of this version: one more call
     (what that answer reports is not raised again). The run's `hold` flags and holds;
-    the dry run's only says what would be held.
+    the dry run's only says what would be held (and may ask another `model`).
     """
     text, details = consolidation_fold(
         store=store,
@@ -203,6 +204,7 @@ def consolidation_pass(
         draft=draft,
         asked=asked,
         floor=floor,
+        model=model,
     )
     reported = list(details.contradictions)
     rejected = details.contradictions_rejected
@@ -218,6 +220,7 @@ def consolidation_pass(
             draft=draft,
             asked=asked,
             floor=floor,
+            model=model,
         )
         details = replace(details, contradictions_rejected=rejected)
     return text, details, reported, held

@@ -9,10 +9,17 @@ from django.urls import reverse
 
 from streams.core.documents import utcnow
 from tests.factories import ScopeFactory
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_wire import default_responder, prompt_text
 
 FORM = {"is_active": "on", "consolidation_threshold": 10, "consolidation_max_words": 500}
 TRAITS = {"individual": {"user_id": "u1"}, "group": {"group": True}}
 TRAITS |= {"collective": {"collective": True}, "shard": {"shard": True}}
+AGENT = "agent-1"
+TALK = "user: I moved to Lisbon last month.\nassistant: Noted!"
+ANSWER = (
+    '{"observations": [{"content": "Gene moved to Lisbon.", "scope": "individual", "about": []}]}'
+)
 CODE_WORDS = {"individual": 25, "group": 30, "collective": 35, "shard": 35}
 
 
@@ -81,3 +88,28 @@ def test_only_admins_reach_the_agent_page(client_as, store):
     store.agents.ensure("a1", now=utcnow())
     response = client_as("operator").get(reverse("ui:agent_limits", args=["a1"]))
     assert response.status_code in (302, 403)
+
+
+def test_the_editor_compares_two_models_side_by_side(client_as, store, fake_openai: FakeOpenAI):
+    fake_openai.set_responder(lambda r: ANSWER if r.task == "extraction" else default_responder(r))
+    url = reverse("ui:prompt_dry_run", args=[AGENT, "extraction"])
+    client = client_as("operator")
+    editor = client.get(reverse("ui:prompt_edit", args=[AGENT, "extraction"])).content.decode()
+    assert 'name="compare_model"' in editor and "your edit with gpt-4.1" in editor
+    draft = "Remember facts from {conversation} as JSON."
+    response = client.post(
+        url,
+        {"text": draft, "conversation": TALK, "compare_model": "gpt-4.1"},
+        HTTP_HX_REQUEST="true",
+    )
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert "Your edit, gpt-4.1" in page and 'data-model="gpt-4.1"' in page
+    assert 'data-model="gpt-4o-mini"' in page  # the model in effect: MEMORY_LLM_MODEL_FAST
+    sent = fake_openai.chat_requests
+    assert [r.body["model"] for r in sent] == ["gpt-4.1", "gpt-4o-mini"]
+    assert all("Remember facts from" in prompt_text(r) for r in sent)  # the draft on both
+    bad = client.post(
+        url, {"text": draft, "conversation": TALK, "compare_model": "gpt-9"}, HTTP_HX_REQUEST="true"
+    )
+    assert bad.status_code == 422 and "not in the price table" in bad.content.decode()

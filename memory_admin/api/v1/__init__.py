@@ -22,6 +22,7 @@ from memory_admin.api.v1 import (
     pins,
     privacy,
     prompt_checks,
+    prompt_dry_runs,
     questions,
     review,
     scopes,
@@ -56,6 +57,7 @@ api.add_router("", privacy.router)
 api.add_router("", exchange.router)
 api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
+api.add_router("", prompt_dry_runs.router)
 api.add_router("", questions.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)
