@@ -52,11 +52,21 @@ def _model_choices(store: MemoryStore) -> list[tuple[str, str]]:
     return [("", "(the level below)"), *((m, m) for m in sorted(store.prices))]
 
 
-def _field(store: MemoryStore, name: str, effect: InEffect | None, *, fallback: str) -> Any:
-    """One setting's field; its help says what is in effect and from where."""
-    shown = f"In effect: {effect.value} ({effect.where})." if effect else ""
-    help_text = f"{shown} Empty: {fallback}.".strip()
-    if name == "item_cap":
+def _field(
+    store: MemoryStore,
+    name: str,
+    effect: InEffect,
+    *,
+    own: str,
+    fallback: str,
+    cap_note: bool = True,
+) -> Any:
+    """One setting's field; its help says what is in effect and from where, and, when this
+    level sets it (`own`), what emptying it gives."""
+    help_text = f"In effect: {effect.value} ({effect.where})."
+    if effect.source == own:
+        help_text += f" Empty: {fallback}."
+    if name == "item_cap" and cap_note:
         help_text = f"{help_text} {CAP_HELP}"
     if name in ("item_words", "item_cap"):
         low, high = ITEM_WORDS_RANGE if name == "item_words" else ITEM_CAP_RANGE
@@ -81,7 +91,7 @@ def scope_limits_form(store: MemoryStore, scope: Scope, data: Any = None) -> Sco
     )
     for name in _scope_fields(scope):
         fallback = f"{below.get(name).value} ({below.get(name).where})"
-        form.fields[name] = _field(store, name, limits.get(name), fallback=fallback)
+        form.fields[name] = _field(store, name, limits.get(name), own="scope", fallback=fallback)
     return form
 
 
@@ -107,7 +117,11 @@ def _agent_form(store: MemoryStore, agent_id: str, data: Any = None) -> forms.Fo
     form = forms.Form(data)
     effect = extraction_model(store=store, agent=agent)
     form.fields["extraction_model"] = _field(
-        store, "extraction_model", effect, fallback=f"{store.default_models['extraction']} (code)"
+        store,
+        "extraction_model",
+        effect,
+        own="agent",
+        fallback=f"{store.default_models['extraction']} (code default)",
     )
     form.initial["extraction_model"] = agent.extraction_model or ""
     for kind, limits in agent_limits(store=store, agent=agent).items():
@@ -115,7 +129,9 @@ def _agent_form(store: MemoryStore, agent_id: str, data: Any = None) -> forms.Fo
         for name in KIND_DEFAULT_FIELDS:
             key = f"{kind}__{name}"
             fallback = f"{code.get(name).value} (code default)"
-            form.fields[key] = _field(store, name, limits.get(name), fallback=fallback)
+            form.fields[key] = _field(
+                store, name, limits.get(name), own="agent", fallback=fallback, cap_note=False
+            )
             form.initial[key] = (agent.scope_defaults.get(kind) or {}).get(name) or ""
     return form
 
