@@ -32,6 +32,7 @@ from streams.memory.scope_limits import (
     ScopeLimits,
     agent_limits,
     extraction_model,
+    kind_defaults,
     kind_limits,
     scope_limits,
 )
@@ -85,7 +86,7 @@ class ScopeLimitsForm(forms.Form):
 
 def scope_limits_form(store: MemoryStore, scope: Scope, data: Any = None) -> ScopeLimitsForm:
     limits = scope_limits(store=store, scope=scope)
-    below = kind_limits(store=store, agent=store.agents.get(scope.agent_id), kind=scope.kind)
+    below = kind_defaults(store=store, scope=scope)
     form = ScopeLimitsForm(
         data, initial={name: getattr(scope, name) or "" for name in KIND_DEFAULT_FIELDS}
     )

@@ -96,6 +96,12 @@ def scope_limits(*, store: MemoryStore, scope: Scope) -> ScopeLimits:
     return kind_limits(store=store, agent=agent, kind=scope.kind, scope=scope)
 
 
+def kind_defaults(*, store: MemoryStore, scope: Scope) -> ScopeLimits:
+    """What the scope would take without its own values (what emptying a field gives)."""
+    agent = store.agents.get(scope.agent_id)
+    return kind_limits(store=store, agent=agent, kind=scope.kind)
+
+
 def extraction_model(*, store: MemoryStore, agent: Agent | None) -> InEffect:
     """The agent's extraction model, else the code's."""
     if agent is not None and agent.extraction_model:
@@ -213,6 +219,7 @@ __all__ = [
     "ScopeLimits",
     "agent_limits",
     "extraction_model",
+    "kind_defaults",
     "kind_limits",
     "limit_checked",
     "limits_changes_check",

@@ -64,13 +64,13 @@ class AgentRepository:
         )
 
     def set_limits(
-        self, agent_id: str, fields: dict[str, Any], *, session: ClientSession | None = None
+        self, agent_id: str, limits: dict[str, Any], *, session: ClientSession | None = None
     ) -> None:
         """The agent's limit and model settings (`extraction_model`, `scope_defaults`):
         a None value is removed (the code's default applies again)."""
-        unset = {name: "" for name, value in fields.items() if value is None}
+        unset = {name: "" for name, value in limits.items() if value is None}
         update: dict[str, Any] = {}
-        if kept := {name: value for name, value in fields.items() if value is not None}:
+        if kept := {name: value for name, value in limits.items() if value is not None}:
             update["$set"] = kept
         if unset:
             update["$unset"] = unset

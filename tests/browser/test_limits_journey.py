@@ -43,7 +43,8 @@ def test_set_limits_and_models_on_a_scope_and_its_agent(
     page.click("button:has-text('Save settings')")
     page.get_by_text("Settings saved.").wait_for()
     text = page.locator("#limits-fields").inner_text()
-    assert "In effect: 3 (scope override)." in text and "In effect: gpt-4.1 (scope override)." in text
+    assert "In effect: 3 (scope override)." in text
+    assert "In effect: gpt-4.1 (scope override)." in text
     fresh = store.scopes.get(ObjectId(scope.id))
     assert (fresh.item_cap, fresh.consolidation_model) == (3, "gpt-4.1")
     page.locator("#limits-fields").scroll_into_view_if_needed()
