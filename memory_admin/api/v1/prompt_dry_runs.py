@@ -61,7 +61,7 @@ class DryRunOut(Schema):
 @router.post(
     "/agents/{agent_id}/prompt-dry-runs",
     auth=needs("write"),
-    response={200: DryRunOut, **error_responses(401, 404, 422)},
+    response={200: DryRunOut, **error_responses(400, 401, 404, 422)},
 )
 def prompt_dry_run(
     request: HttpRequest, agent_id: Path[ExternalId], payload: DryRunIn
