@@ -80,6 +80,11 @@ def get_store() -> MemoryStore:
         consolidate_after=ConsolidateAfterDays.parse(settings.MEMORY_CONSOLIDATE_AFTER_DAYS),
         review_undo_seconds=settings.MEMORY_REVIEW_UNDO_SECONDS,
         flavour=settings.MEMORY_STORE_FLAVOUR,
+        default_models={
+            "extraction": settings.MEMORY_LLM_MODEL_FAST,
+            "consolidation": settings.MEMORY_LLM_MODEL_SLOW,
+            "propagation": settings.MEMORY_LLM_MODEL_FAST,
+        },
     )
     store.bulk_undo_seconds = settings.MEMORY_BULK_UNDO_SECONDS
     _ensure_indexes_once(store, (os.getpid(), uri, settings.MONGODB_DB))

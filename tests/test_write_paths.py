@@ -221,6 +221,19 @@ CASES = [
         ),
     ),
     Case(
+        "agent.limits",
+        "agent",
+        lambda w: w.agent_id,
+        lambda c, w: c.patch(
+            f"{API}/agents/{w.agent_id}", {"extraction_model": "gpt-4.1-mini"}, content_type=JSON
+        ),
+        _ui(
+            "agent_limits",
+            lambda w: w.agent_id,
+            data=lambda w: {"extraction_model": "gpt-4.1-mini"},
+        ),
+    ),
+    Case(
         "agent.import",
         "agent",
         lambda w: w.agent_id,
@@ -321,6 +334,7 @@ def test_every_write_action_of_both_interfaces_is_covered():
         "user.forget",
         "agent.import",
         "agent.update",
+        "agent.limits",
     }
     assert {c.action for c in CASES} == both
 

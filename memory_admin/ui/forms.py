@@ -130,6 +130,8 @@ class DryRunForm(forms.Form):
         required=False,
         help_text='One message per line, "user: ..." or "assistant: ...".',
     )
+    # Two models side by side: the draft with the model in effect and with this one.
+    compare_model = forms.CharField(max_length=100, required=False, label="Compare two models")
 
 
 EXPECTATIONS = [("", "(none)"), ("lands_in", "an observation lands in (scope label)")]

@@ -33,6 +33,7 @@ from streams.drafts.dry_run import (
     session_conversation,
 )
 from streams.drafts.prompt_checks import check_list
+from streams.memory.scope_limits import model_checked
 from streams.memory.scopes import scope_get
 from streams.prompts import Draft, validate_prompt
 
@@ -65,10 +66,16 @@ def _dry_runs(
     llm = get_llm_provider()
     text = validate_prompt(cast(PromptKind, kind), level, data["text"])
     draft = Draft(text, level.id if level else None)
+    # Two models: the draft on both sides, with the model in effect and with this one.
+    compare = model_checked(
+        store=store, field="compare_model", value=data.get("compare_model") or None
+    )
+    baseline_draft = draft if compare else None
     if kind == "extraction":
 
-        def extraction(draft: Draft | None) -> Any:
+        def extraction(draft: Draft | None, model: str | None = None) -> Any:
             return dry_run_extraction(
+                model=model,
                 draft=draft,
                 store=store,
                 llm=llm,
@@ -79,8 +86,8 @@ def _dry_runs(
                 session_id=data.get("session") or None,
             )
 
-        edited, current = extraction(draft), extraction(None)
-        results = _results(edited, current, level, llm.name, baseline=None)
+        edited, current = extraction(draft, compare), extraction(baseline_draft)
+        results = _results(edited, current, level, llm.name, baseline=None, compare=compare)
         # A guidance level's dry run compares guidance: say which is in effect, not the template.
         results["in_effect"] = level_part(store, agent_id, kind, level)
         return results
@@ -100,8 +107,11 @@ def _dry_runs(
         )
     edited = run(store=store, llm=llm, scope=scope, draft=draft)
     current = run(store=store, llm=llm, scope=scope, draft=None)
+    run = dry_run_consolidation if kind == "consolidation" else dry_run_propagation
+    edited = run(store=store, llm=llm, scope=scope, draft=draft, model=compare)
+    current = run(store=store, llm=llm, scope=scope, draft=baseline_draft)
     baseline = scope.consolidation or "" if kind == "consolidation" else None
-    return _results(edited, current, scope, llm.name, baseline=baseline)
+    return _results(edited, current, scope, llm.name, baseline=baseline, compare=compare)
 
 
 def _results(
@@ -111,8 +121,18 @@ def _results(
     provider: str,
     *,
     baseline: str | None,
+    compare: str | None = None,
 ) -> dict[str, Any]:
+    labels = {}
+    if compare:  # two models side by side, both with your edit
+        in_effect = current.requests[0].model if current.requests else None
+        labels = {
+            "left_label": f"Your edit, model in effect ({in_effect or 'the code default'})",
+            "right_label": f"Your edit, {compare}",
+        }
     return {
+        **labels,
+        "compare_model": compare,
         "edited": edited,
         "current": current,
         "in_effect": current.part,

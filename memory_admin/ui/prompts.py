@@ -215,6 +215,8 @@ def corrections_context(
         )
     return {"corrections": page.items, "corrections_next": page.next_cursor, "cursor": cursor}
         **experiment_form_context(store, agent_id, kind, scope_id),
+        # The dry run's second model: one of the price table (MEMORY_LLM_PRICES).
+        "price_models": sorted(store.prices),
     }
 
 

@@ -22,6 +22,7 @@ from memory_admin.ui.common import actor, flash_error, form_errors, found, param
 from memory_admin.ui.flagged import flagged_context
 from memory_admin.ui.forms import ConsolidationEditForm, ScopeFilterForm, ScopeSettingsForm
 from memory_admin.ui.htmx import render_page, wants_partial
+from memory_admin.ui.limits import scope_limits_changes, scope_limits_form
 from memory_admin.ui.observations import observation_log_context
 from memory_admin.ui.questions import coverage_marks, questions_context
 from memory_admin.ui.ranking import ranking_context
@@ -33,6 +34,7 @@ from streams.actions.scopes import do_consolidation_edit, do_scope_update
 from streams.core.documents import Scope
 from streams.core.exceptions import Conflict, InvalidInput, MemoryServiceError
 from streams.core.pagination import Page
+from streams.core.scope_limits import KIND_DEFAULT_FIELDS
 from streams.guard.review import review_counts
 from streams.guard.screening import Flagged
 from streams.memory.consolidation import consolidation_history, restore_preview
@@ -175,6 +177,7 @@ def scope_detail(request: HttpRequest, scope_id: str) -> HttpResponse:
         "prompts": _prompts_in_effect(store, scope),
         "settings_form": _settings_form(scope),
         **ranking_context(store, scope),
+        "limits_form": scope_limits_form(store, scope),
         "can_edit": can_edit(request),
         **history_context(store, scope),
         **scope_usage_context(store, scope),
@@ -423,22 +426,28 @@ def scope_settings(request: HttpRequest, scope_id: str) -> HttpResponse:
     store = get_store()
     scope = found(scope_get, store=store, scope_id=scope_id)
     form = _settings_form(scope, request.POST)
-    if form.is_valid():
+    limits_form = scope_limits_form(store, scope, request.POST)
+    if form.is_valid() and limits_form.is_valid():
         changes = {
             k: v
             for k, v in form.cleaned_data.items()
             if k in form.changed_data and not (k == "review_mode" and not v)
         }
+        changes.update(scope_limits_changes(limits_form))
         try:
             do_scope_update(store=store, actor=actor(request), scope=scope, changes=changes)
         except InvalidInput as exc:
-            form_errors(form, exc)
+            form_errors(limits_form if _names_limit(exc) else form, exc)
         else:
             messages.success(
                 request, "Settings saved." if changes else "Nothing changed in the settings."
             )
             return redirect("ui:scope_detail", scope_id=scope.id)
     messages.error(request, "The settings were not saved: see the errors below.")
-    return render(
-        request, "ui/scope_settings.html", {"scope": scope, "settings_form": form}, status=422
-    )
+    context = {"scope": scope, "settings_form": form, "limits_form": limits_form}
+    return render(request, "ui/scope_settings.html", context, status=422)
+
+
+def _names_limit(exc: InvalidInput) -> bool:
+    details = exc.details if isinstance(exc.details, list) else []
+    return any(isinstance(d, dict) and d.get("field") in KIND_DEFAULT_FIELDS for d in details)

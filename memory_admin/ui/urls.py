@@ -12,6 +12,7 @@ from memory_admin.ui import dashboard, review_decided, scope_state
 from memory_admin.ui import exchange as exchange_views
 from memory_admin.ui import history as history_views
 from memory_admin.ui import jobs as job_views
+from memory_admin.ui import limits as limits_views
 from memory_admin.ui import observations as observation_views
 from memory_admin.ui import people as people_views
 from memory_admin.ui import playground as playground_views
@@ -226,6 +227,7 @@ urlpatterns = [
     path("agents/<str:agent_id>/settings/", agent_views.agent_settings, name="agent_settings"),
     path("agents/<str:agent_id>/ranking/", ranking_views.agent_ranking, name="agent_ranking"),
     path("agents/<str:agent_id>/unused/", unused_views.unused_report_page, name="unused"),
+    path("agents/<str:agent_id>/limits/", limits_views.agent_limits_page, name="agent_limits"),
     path("playground/", playground_views.playground, name="playground"),
     path("playground/turn/", playground_views.playground_turn, name="playground_turn"),
 ]

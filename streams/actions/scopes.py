@@ -87,7 +87,7 @@ def do_scope_update(
             "a hand edit of the consolidation needs both consolidation and expected_version",
             details=[{"field": field}],
         )
-    scope_changes_check(scope=scope, changes=changes)
+    scope_changes_check(scope=scope, changes=changes, store=store)
     edited = text is not None
     fields = [*changes, *(EDIT_FIELDS if edited else [])]
     origin = origin_of(str(actor))

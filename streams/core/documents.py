@@ -58,6 +58,10 @@ class Agent:
     # Lifecycle ranking switches set for the agent (`streams.search.ranking_settings`):
     # a switch left out inherits the code's default.
     ranking: dict[str, bool] = field(default_factory=dict)
+    # Limits and models (`streams.memory.scope_limits`): the extraction model (None: the
+    # code's), and per scope kind the defaults its scopes take ({kind: {field: value}}).
+    extraction_model: str | None = None
+    scope_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_mongo(cls, doc: dict[str, Any]) -> Agent:
@@ -65,6 +69,8 @@ class Agent:
             id=doc["_id"],
             memory_tool=doc.get("memory_tool") or "off",
             ranking=dict(doc.get("ranking") or {}),
+            extraction_model=doc.get("extraction_model"),
+            scope_defaults=dict(doc.get("scope_defaults") or {}),
             scope_seq=doc.get("scope_seq", 0),
             scope_count=doc.get("scope_count", 0),
             observation_count=doc.get("observation_count", 0),
@@ -127,6 +133,12 @@ class Scope:
     # Lifecycle ranking switches set on this scope (`streams.search.ranking_settings`);
     # a switch left out inherits the agent's.
     ranking: dict[str, bool] = field(default_factory=dict)
+    # Limits and models of this scope (`streams.memory.scope_limits`); None: the agent's
+    # default for the scope's kind, else the code's.
+    item_words: int | None = None
+    item_cap: int | None = None
+    consolidation_model: str | None = None
+    propagation_model: str | None = None
     retention_purged: int = 0
     retention_purged_at: datetime | None = None
     # A user's own scope whose user is being forgotten (set with the tombstone, in the
@@ -214,6 +226,11 @@ class Scope:
             **({"max_observations": self.max_observations} if self.max_observations else {}),
             "consolidate_after_days": self.consolidate_after_days,
             **({"ranking": dict(self.ranking)} if self.ranking else {}),
+            **{
+                name: value
+                for name in ("item_words", "item_cap", "consolidation_model", "propagation_model")
+                if (value := getattr(self, name)) is not None
+            },
             "retention_purged": self.retention_purged,
             "seq": self.seq,
             "lease_owner": None,
@@ -256,6 +273,10 @@ class Scope:
             max_observations=doc.get("max_observations"),
             consolidate_after_days=doc.get("consolidate_after_days"),
             ranking=dict(doc.get("ranking") or {}),
+            item_words=doc.get("item_words"),
+            item_cap=doc.get("item_cap"),
+            consolidation_model=doc.get("consolidation_model"),
+            propagation_model=doc.get("propagation_model"),
             retention_purged=doc.get("retention_purged", 0),
             retention_purged_at=doc.get("retention_purged_at"),
             forgotten_at=doc.get("forgotten_at"),

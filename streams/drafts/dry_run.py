@@ -22,6 +22,10 @@ from streams.memory.consolidation_contradictions import contradiction_holds
 from streams.memory.consolidation_runs import Chunking, consolidation_inputs, consolidation_pass
 from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
 from streams.memory.formation import FormationSettings
+from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
+from streams.memory.extraction import ExtractionPlan, plan_extraction
+from streams.memory.extraction_answer import parse_extraction
+from streams.memory.formation import FormationSettings, weighted_tokens
 from streams.memory.propagation import propagation_copies, propagation_plan
 from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey
@@ -81,6 +85,7 @@ def dry_run_extraction(
     draft: Draft | None,
     level: Scope | None = None,
     session_id: str | None = None,
+    model: str | None = None,
 ) -> DryRunResult:
     """What one formation would extract from a pasted conversation ("role: text" per line)
     or from a recent real session (its latest messages, its user and groups).
@@ -100,7 +105,7 @@ def dry_run_extraction(
             draft=draft,
             level=level,
         )
-    return run_extraction_plan(llm, plan)
+    return run_extraction_plan(llm, plan, model=model)
 
 
 def recent_sessions(*, store: MemoryStore, agent_id: str) -> list[dict[str, Any]]:
@@ -168,6 +173,7 @@ def extraction_plan(
             role=role,
             content=content,
             created_at=now - timedelta(seconds=len(lines) - i),
+            weighted_tokens=weighted_tokens(role, content),  # the cap grows with them
         )
         for i, (role, content) in enumerate(lines)
     ]
@@ -177,17 +183,19 @@ def extraction_plan(
     )
 
 
-def run_extraction_plan(llm: LLMProvider, plan: ExtractionPlan) -> DryRunResult:
-    result = _call(llm, extraction_request(plan), plan.resolved.template)
+def run_extraction_plan(
+    llm: LLMProvider, plan: ExtractionPlan, *, model: str | None = None
+) -> DryRunResult:
+    """One extraction call of `plan` (with `model`: that model instead of the agent's)."""
+    result = _call(llm, extraction_request(plan, model=model), plan.resolved.template)
     if result.text is None:
         return result
-    settings = FormationSettings()
     try:
         stored, _dropped = parse_extraction(
             result.text,
             plan=plan,
-            max_items=settings.max_observations,
-            max_words=settings.max_words,
+            max_items=plan.context.max_observations,
+            max_words=plan.context.max_words,
         )
     except LLMError as exc:
         return _with(result, error=f"The answer would fail the formation: {exc}")
@@ -201,9 +209,8 @@ def _why_nothing(plan: ExtractionPlan, dropped: int) -> list[str]:
     if dropped:
         reasons.append(
             f"the model proposed {dropped} fact{'s' if dropped != 1 else ''}, and every one "
-            "was dropped (a scope label not offered, longer than "
-            f"{plan.context.max_words} words, past the limit of "
-            f"{plan.context.max_observations}, or repeated)"
+            "was dropped (a scope label not offered, longer than its place's word limit, "
+            "past its place's cap, or repeated)"
         )
     else:
         reasons.append("the model found no candidate facts in this conversation")
@@ -226,6 +233,7 @@ def dry_run_consolidation(
     scope: Scope,
     draft: Draft | None,
     chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+    model: str | None = None,
 ) -> DryRunResult:
     """What a consolidation run would write now from the scope's pending observations: the
     run's own folds chunk after chunk, overshoot retry and contradiction pass (what would
@@ -255,6 +263,7 @@ def dry_run_consolidation(
             draft=draft,
             asked=asked,
             chunking=Chunking(tokens=chunk_tokens),
+            model=model,
         )
     except LLMError as exc:
         prompt = asked[0].prompt if asked else ""
@@ -274,7 +283,12 @@ def dry_run_consolidation(
 
 
 def dry_run_propagation(
-    *, store: MemoryStore, llm: LLMProvider, scope: Scope, draft: Draft | None
+    *,
+    store: MemoryStore,
+    llm: LLMProvider,
+    scope: Scope,
+    draft: Draft | None,
+    model: str | None = None,
 ) -> DryRunResult:
     """What propagating the observations the scope's latest consolidation absorbed would copy,
     and where; InvalidInput when there is nothing to propagate."""
@@ -292,7 +306,8 @@ def dry_run_propagation(
             "or this scope has nowhere to propagate to",
             details=[{"field": "scope"}],
         )
-    result = _call(llm, plan.request, plan.template)
+    request = plan.request if model is None else replace(plan.request, model=model)
+    result = _call(llm, request, plan.template)
     if result.text is None:
         return result
     try:

@@ -144,7 +144,11 @@ def extract_observations(context: ExtractionContext) -> list[dict[str, Any]]:
             scope = _worth_keeping(sentence, context)
             if scope is None:
                 continue
-            content = truncate_words(_rewrite(sentence, name, scope), context.max_words)
+            label = (
+                f"individual:{line.user_id}" if scope == "individual" and line.user_id else scope
+            )
+            words = context.limits_for(label)[1]  # the target's word limit
+            content = truncate_words(_rewrite(sentence, name, scope), words)
             key = normalise(content)
             if not key or key in seen:
                 continue

@@ -95,7 +95,10 @@ class OpenAIProvider:
         return self._client
 
     def model_for(self, request: LLMRequest) -> str:
-        """The slow (stronger) model consolidates; the fast one extracts and propagates."""
+        """The model the request names (an agent's or scope's setting), else by tier: the
+        slow (stronger) model consolidates; the fast one extracts and propagates."""
+        if request.model:
+            return request.model
         return self.model_slow if request.tier == "slow" else self.model_fast
 
     def timeout_for(self, task: str) -> float:

@@ -52,6 +52,18 @@ class ExtractionContext:
     # Paused scopes, by label ("group:Eden", "individual:u-9"): the model is told to record
     # nothing for them (anything it still files there is dropped and counted).
     paused: list[str] = field(default_factory=list)
+    # Per target label as the prompt lists it ("individual:u-1", "group:Eden", ...): the
+    # most observations it may take and the most words each (`streams.core.scope_limits`);
+    # a label not listed takes `max_observations` / `max_words`.
+    target_limits: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def limits_for(self, label: str) -> tuple[int, int]:
+        """(cap, words) of a target label, compared without case."""
+        wanted = label.strip().lower()
+        for name, limits in self.target_limits.items():
+            if name.lower() == wanted:
+                return limits
+        return self.max_observations, self.max_words
 
 
 @dataclass(frozen=True)
@@ -120,6 +132,9 @@ class LLMRequest:
     schema: dict[str, Any] | None = None
     temperature: float = 0.0  # 0: a retried call reproduces the answer that was lost
     max_tokens: int | None = None  # sized per task from its word limits
+    # The model an agent or scope setting names (`streams.memory.scope_limits`); None: the
+    # provider's model for the tier.
+    model: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,10 @@ from streams.memory.consolidation_chunks import DEFAULT_CHUNK_TOKENS, chunk_plan
 from streams.memory.consolidation_contradictions import contradictions_flag
 from streams.memory.coverage import coverage_lost, coverage_summary
 from streams.memory.requests import consolidation_request, consolidation_retry
+from streams.memory.scope_limits import scope_limits
 from streams.prompts import Draft, resolve_template
 from streams.prompts.questions import questions_in_effect
+from streams.prompts.resolver import PromptPart
 from streams.store import MemoryStore
 
 LEASE = timedelta(minutes=5)
@@ -251,6 +253,25 @@ def consolidation_pass(
     chunking = chunking or Chunking()
     plan = chunk_plan(
         store=store, scope=scope, observations=folded, budget=chunking.tokens, draft=draft
+    model: str | None = None,
+) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
+    """The fold, then the contradiction pass: the text, its details, the pairs the first
+    answer reported and the observations `hold` keeps out for a person.
+
+    The newer of a reported pair that waits is left out of this version: one more call
+    (what that answer reports is not raised again). The run's `hold` flags and holds;
+    the dry run's only says what would be held (and may ask another `model`).
+    """
+    text, details = consolidation_fold(
+        store=store,
+        llm=llm,
+        scope=scope,
+        current=scope.consolidation,
+        observations=folded,
+        draft=draft,
+        asked=asked,
+        floor=floor,
+        model=model,
     )
     text = scope.consolidation or ""
     runs: list[RunDetails] = []
@@ -287,6 +308,16 @@ def _chunk_pass(
         waiting = {o.id for o in held}
         text, details = fold(
             current=current, observations=[o for o in folded if o.id not in waiting]
+        text, details = consolidation_fold(
+            store=store,
+            llm=llm,
+            scope=scope,
+            current=scope.consolidation,
+            observations=[o for o in folded if o.id not in waiting],
+            draft=draft,
+            asked=asked,
+            floor=floor,
+            model=model,
         )
         details = replace(details, contradictions_rejected=rejected)
     return text, details, reported, held
@@ -302,6 +333,7 @@ def consolidation_fold(
     draft: Draft | None = None,
     asked: list[LLMRequest] | None = None,
     floor: float = DEFAULT_FIDELITY_FLOOR,
+    model: str | None = None,
 ) -> tuple[str, RunDetails]:
     """One consolidation call: `observations` (oldest first) folded into `current`.
 
@@ -311,18 +343,11 @@ def consolidation_fold(
     """
     if not observations:
         return current or "", RunDetails()
-    template = resolve_template(
-        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
+    template, questions, request = _fold_request(
+        store=store, scope=scope, current=current, observations=observations, draft=draft
     )
-    questions = questions_in_effect(store=store, scope=scope).questions
-    context = ConsolidationContext(
-        scope_description=describe_scope(scope),
-        current=current,
-        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
-        max_words=scope.consolidation_max_words,
-        questions=questions,
-    )
-    request = consolidation_request(template=template.text, context=context)
+    if model is not None:  # a dry run's second model, side by side
+        request = replace(request, model=model)
     limit = scope.consolidation_max_words
     offered = [o.id for o in observations]
     sent = asked if asked is not None else []
@@ -353,6 +378,19 @@ def consolidation_fold(
     about_one_thing = [p for p in pairs if pair_shares_subject(by_id[p[0]], by_id[p[1]])]
     return text, RunDetails(
         chunks=1,
+    return text, _run_details(answers, template, warning, pairs, about_one_thing, questions, read)
+
+
+def _run_details(
+    answers: list[LLMResult],
+    template: PromptPart,
+    warning: str | None,
+    pairs: list[tuple[str, str]],
+    about_one_thing: list[tuple[str, str]],
+    questions: list[str],
+    read: Any,
+) -> RunDetails:
+    return RunDetails(
         model=answers[-1].model,
         prompt_version=template.version,
         prompt_tokens=sum(a.prompt_tokens for a in answers),
@@ -365,6 +403,34 @@ def consolidation_fold(
         answers=None if read.answers is None else tuple(read.answers),
         answers_error=read.error,
     )
+
+
+def _fold_request(
+    *,
+    store: MemoryStore,
+    scope: Scope,
+    current: str | None,
+    observations: list[Observation],
+    draft: Draft | None,
+) -> tuple[PromptPart, list[str], LLMRequest]:
+    """The template, the questions and the request of one fold, with the scope's model."""
+    template = resolve_template(
+        store=store, agent_id=scope.agent_id, kind="consolidation", scope=scope, draft=draft
+    )
+    questions = questions_in_effect(store=store, scope=scope).questions
+    context = ConsolidationContext(
+        scope_description=describe_scope(scope),
+        current=current,
+        observations=[DatedObservation(o.content, o.observed_at, o.id) for o in observations],
+        max_words=scope.consolidation_max_words,
+        questions=questions,
+    )
+    model = scope_limits(store=store, scope=scope).consolidation_model.named_model
+    request = consolidation_request(template=template.text, context=context, model=model)
+    return template, questions, request
+
+
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 class Completes(Protocol):

@@ -4,7 +4,7 @@
 and groups' names, the current consolidations) and the routes an answer may
 name; the resolver (`streams.prompts.resolver`) decides the template and each
 group's, the collective's and each shard's guidance, and the prompt is rendered
-from exactly what it returns. `parse_extraction` reads the answer: not
+from exactly what it returns. `streams.memory.extraction_answer` reads the answer: not
 JSON fails the formation (the messages stay unformed for a retry); an item with
 an unknown scope, empty or over-long content is dropped and counted.
 """
@@ -12,14 +12,15 @@ an unknown scope, empty or over-long content is dropped and counted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
 
 from streams.core.documents import BufferedMessage, Scope
-from streams.llm.json_answer import read_json_answer
-from streams.llm.port import ConversationLine, ExtractionContext, LLMError, ShardGuidance
+from streams.llm.port import ConversationLine, ExtractionContext, ShardGuidance
+from streams.memory.extraction_limits import target_limits
+from streams.memory.scope_limits import extraction_model
 from streams.memory.scopes import ScopeKey
 from streams.prompts import render_extraction
 from streams.prompts.resolver import Draft, ResolvedPrompt, resolve_extraction
@@ -71,6 +72,8 @@ class ExtractionPlan:
     routes: dict[str, Route]  # lower-cased scope label -> where it goes
     resolved: ResolvedPrompt  # every text in `prompt` and where it came from
     speakers: list[Speaker] = field(default_factory=list)
+    # The agent's extraction model (None: the provider's, the code default).
+    model: str | None = None
 
 
 def session_speakers(buffer: dict[str, Any], messages: list[BufferedMessage]) -> list[Speaker]:
@@ -111,17 +114,82 @@ def plan_extraction(
     settings: Any,
     draft: Draft | None = None,
 ) -> ExtractionPlan:
-    """The prompt of one formation; with a `draft`, the prompt it would be after a save."""
+    """The prompt of one formation; with a `draft`, the prompt it would be after a save.
+    The item limits are the scopes' own (`settings` gives none), caps grown with tokens."""
     agent_id = buffer["agent_id"]
     speakers = session_speakers(buffer, messages)
     by_id = {s.user_id: s for s in speakers}
     primary = by_id.get(buffer["user_id"]) or speakers[0]
+    groups = list(_groups_of(speakers).values())
+    shards = store.scopes.active_shards(agent_id, limit=MAX_SHARDS)
+    routes = _routes(agent_id, speakers, primary, groups, shards)
+    known = _known_scopes(store, routes, speakers, shards)
+    consolidations = {
+        _display_label(label, routes): text
+        for label, scope in known.items()
+        if scope is not None and (text := _remembered(store, scope))
+    }
+    group_names = [g.get("name") or g["id"] for g in groups]
+    resolved = resolve_extraction(
+        store=store,
+        agent_id=agent_id,
+        individual=known.get("individual", known.get(primary.label)),
+        groups=[(name, known.get(f"group:{name}".lower())) for name in group_names],
+        collective=known.get("collective"),
+        shards=shards,
+        draft=draft,
+    )
+    agent = store.agents.get(agent_id)
+    limits = target_limits(
+        store=store,
+        agent=agent,
+        targets=_targets(speakers, group_names, shards, known),
+        tokens=sum(m.weighted_tokens for m in messages),
+    )
+    context = extraction_context(
+        resolved,
+        lines=_lines(messages, by_id, buffer["user_id"]),
+        user_name=_who(speakers, primary),
+        group_names=group_names,
+        shard_names=[s.name or "" for s in shards],
+        consolidations=consolidations,
+        max_observations=max(cap for cap, _ in limits.values()),
+        max_words=max(words for _, words in limits.values()),
+        paused=_paused_labels(known, speakers),
+        target_limits=limits,
+    )
+    return ExtractionPlan(
+        prompt=render_extraction(resolved.template.text, context),
+        context=context,
+        routes=routes,
+        resolved=resolved,
+        speakers=speakers,
+        model=extraction_model(store=store, agent=agent).named_model,
+    )
+
+
+def _groups_of(speakers: list[Speaker]) -> dict[str, dict[str, str]]:
     groups: dict[str, dict[str, str]] = {}
     for speaker in speakers:
         for group in speaker.groups:
             groups.setdefault(group["id"], {}).update(group)
-    shards = store.scopes.active_shards(agent_id, limit=MAX_SHARDS)
+    return groups
 
+
+def _who(speakers: list[Speaker], primary: Speaker) -> str:
+    if len(speakers) == 1:
+        return primary.name
+    return ", ".join(f"{s.name} ({s.user_id})" for s in speakers)
+
+
+def _routes(
+    agent_id: str,
+    speakers: list[Speaker],
+    primary: Speaker,
+    groups: list[dict[str, str]],
+    shards: list[Scope],
+) -> dict[str, Route]:
+    """Every label an answer may file an item under (lower-cased), and where it goes."""
     routes: dict[str, Route] = {"collective": Route(ScopeKey.collective(agent_id), None)}
     for speaker in speakers:
         routes[speaker.label.lower()] = Route(
@@ -129,7 +197,7 @@ def plan_extraction(
         )
     if len(speakers) == 1:
         routes["individual"] = routes[primary.label.lower()]
-    for group in groups.values():
+    for group in groups:
         name = group.get("name") or group["id"]
         routes[f"group:{name}".lower()] = Route(ScopeKey.group(agent_id, group["id"]), name)
     for shard in shards:
@@ -137,7 +205,13 @@ def plan_extraction(
         routes[f"shard:{shard.name}".lower()] = Route(
             ScopeKey.collective(agent_id, shard.name), shard.name
         )
+    return routes
 
+
+def _known_scopes(
+    store: MemoryStore, routes: dict[str, Route], speakers: list[Speaker], shards: list[Scope]
+) -> dict[str, Scope | None]:
+    """The stored scope (or None) of each place, by label ("individual" for one speaker)."""
     known: dict[str, Scope | None] = {}
     for speaker in speakers:
         label = "individual" if len(speakers) == 1 else speaker.label
@@ -147,55 +221,42 @@ def plan_extraction(
             known[label] = store.scopes.find_by_identity(**route.key.identity())
     for shard in shards:
         known[f"shard:{shard.name}"] = shard
-    consolidations = {
-        _display_label(label, routes): text
-        for label, scope in known.items()
-        if scope is not None and (text := _remembered(store, scope))
-    }
-    individual = known.get("individual", known.get(primary.label))
-    group_names = [g.get("name") or g["id"] for g in groups.values()]
-    resolved = resolve_extraction(
-        store=store,
-        agent_id=agent_id,
-        individual=individual,
-        groups=[(name, known.get(f"group:{name}".lower())) for name in group_names],
-        collective=known.get("collective"),
-        shards=shards,
-        draft=draft,
-    )
-    default_id = buffer["user_id"]
-    context = extraction_context(
-        resolved,
-        lines=[
-            ConversationLine(
-                role=m.role,
-                speaker=by_id[m.user_id or default_id].name
-                if m.role == "user" and (m.user_id or default_id) in by_id
-                else m.role,
-                content=m.content,
-                created_at=m.created_at,
-                user_id=(m.user_id or default_id) if m.role == "user" else None,
-                message_id=m.message_id,
-            )
-            for m in messages
-        ],
-        user_name=primary.name
-        if len(speakers) == 1
-        else ", ".join(f"{s.name} ({s.user_id})" for s in speakers),
-        group_names=group_names,
-        shard_names=[s.name or "" for s in shards],
-        consolidations=consolidations,
-        max_observations=settings.max_observations,
-        max_words=settings.max_words,
-        paused=_paused_labels(known, speakers),
-    )
-    return ExtractionPlan(
-        prompt=render_extraction(resolved.template.text, context),
-        context=context,
-        routes=routes,
-        resolved=resolved,
-        speakers=speakers,
-    )
+    return known
+
+
+def _targets(
+    speakers: list[Speaker],
+    group_names: list[str],
+    shards: list[Scope],
+    known: dict[str, Scope | None],
+) -> list[tuple[str, str, Scope | None]]:
+    """(label as the prompt writes it, scope kind, stored scope or None) of each place."""
+    single = len(speakers) == 1
+    targets = [
+        (s.label, "individual", known.get("individual" if single else s.label)) for s in speakers
+    ]
+    targets += [(f"group:{n}", "group", known.get(f"group:{n}".lower())) for n in group_names]
+    targets.append(("collective", "collective", known.get("collective")))
+    targets += [(f"shard:{shard.name}", "shard", shard) for shard in shards]
+    return targets
+
+
+def _lines(
+    messages: list[BufferedMessage], by_id: dict[str, Speaker], default_id: str
+) -> list[ConversationLine]:
+    return [
+        ConversationLine(
+            role=m.role,
+            speaker=by_id[m.user_id or default_id].name
+            if m.role == "user" and (m.user_id or default_id) in by_id
+            else m.role,
+            content=m.content,
+            created_at=m.created_at,
+            user_id=(m.user_id or default_id) if m.role == "user" else None,
+            message_id=m.message_id,
+        )
+        for m in messages
+    ]
 
 
 def _remembered(store: MemoryStore, scope: Scope) -> str:
@@ -233,6 +294,7 @@ def extraction_context(
     max_observations: int = 5,
     max_words: int = 50,
     paused: list[str] | None = None,
+    target_limits: dict[str, tuple[int, int]] | None = None,
 ) -> ExtractionContext:
     """The data of one extraction call, its guidance exactly the parts the resolver says
     are in effect (formation, dry runs and prompt checks all build it here)."""
@@ -252,114 +314,8 @@ def extraction_context(
         },
         collective_guidance=resolved.guidance_text("collective"),
         paused=list(paused or []),
+        target_limits=dict(target_limits or {}),
     )
-
-
-def parse_extraction(
-    text: str, *, plan: ExtractionPlan, max_items: int, max_words: int
-) -> tuple[list[tuple[ScopeKey, str | None, str]], int]:
-    """The items to store (scope key, display name, content) and how many were dropped."""
-    items, dropped = parse_extraction_items(
-        text, plan=plan, max_items=max_items, max_words=max_words
-    )
-    return [(i.key, i.display_name, i.content) for i in items], dropped
-
-
-def parse_extraction_items(
-    text: str, *, plan: ExtractionPlan, max_items: int, max_words: int
-) -> tuple[list[ExtractedItem], int]:
-    """The items to store, each with who it is about, and how many were dropped.
-
-    An item in `individual:<id>` is about that person, plus any other speaker its
-    optional `about` list names; any other item is about the speakers its `about`
-    names, or, when it names none, about every speaker (so forgetting any of them
-    removes it: the safe reading of an unattributed line of a group chat).
-    """
-    answer = read_json_answer(text, what="extraction").value
-    if not isinstance(answer, dict) or not isinstance(answer.get("observations"), list):
-        raise LLMError('the extraction answer has no "observations" list')
-    speaker_ids = [s.user_id for s in plan.speakers]
-    items: list[ExtractedItem] = []
-    seen: set[tuple[str, str]] = set()
-    dropped = 0
-    for raw in answer["observations"]:
-        route, content = _checked_item(raw, plan=plan, max_words=max_words)
-        if route is None or len(items) >= max_items:
-            dropped += 1
-            continue
-        identity = (repr(route.key), content.lower())
-        if identity in seen:
-            dropped += 1
-            continue
-        seen.add(identity)
-        about = raw.get("about") if isinstance(raw.get("about"), list) else []
-        named = [uid for uid in speaker_ids if uid in about]
-        if route.user_id is not None:
-            related = [route.user_id, *(uid for uid in named if uid != route.user_id)]
-        else:
-            related = named or speaker_ids
-        sources = _sources(raw.get("sources"), plan=plan, speaker=route.user_id, about=named)
-        items.append(
-            ExtractedItem(
-                route.key,
-                route.display_name,
-                content,
-                related,
-                sources,
-                expires_at=_expires_at(raw.get("expires_at")),
-            )
-        )
-    return items, dropped
-
-
-def _expires_at(raw: Any) -> datetime | None:
-    """An answer's `expires_at`: ISO 8601 with a timezone and still ahead, else None (a
-    malformed or past validity is dropped, never the observation)."""
-    if not isinstance(raw, str) or len(raw) > 40:
-        return None
-    try:
-        value = datetime.fromisoformat(raw.strip().replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if value.tzinfo is None:
-        return None
-    value = value.astimezone(UTC)
-    return value if value > datetime.now(UTC) else None
-
-
-def _sources(raw: Any, *, plan: ExtractionPlan, speaker: str | None, about: list[str]) -> list[str]:
-    """The message ids an item cites, in conversation order: only ids of this batch; with
-    none left, its speaker's lines (the person of an `individual:<id>` item, else the people
-    its `about` names, else every person who spoke)."""
-    lines = [line for line in plan.context.lines if line.message_id]
-    # "[g1]" as the line shows it is g1: small models copy the brackets.
-    cited = (
-        {s.strip().strip("[]") for s in raw if isinstance(s, str)}
-        if isinstance(raw, list)
-        else set()
-    )
-    found = [line.message_id for line in lines if line.message_id in cited]
-    if found:
-        return list(dict.fromkeys(found))
-    people = {speaker} if speaker else set(about)
-    own = [
-        line.message_id
-        for line in lines
-        if line.role == "user" and line.user_id and (not people or line.user_id in people)
-    ]
-    return list(dict.fromkeys(own))  # type: ignore[arg-type]
-
-
-def _checked_item(raw: Any, *, plan: ExtractionPlan, max_words: int) -> tuple[Route | None, str]:
-    if not isinstance(raw, dict):
-        return None, ""
-    content, label = raw.get("content"), raw.get("scope")
-    if not isinstance(content, str) or not isinstance(label, str):
-        return None, ""
-    content = " ".join(content.split())
-    if not content or len(content.split()) > max_words:
-        return None, ""
-    return plan.routes.get(label.strip().lower()), content
 
 
 def _display_label(label: str, routes: dict[str, Route]) -> str:

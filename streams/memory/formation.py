@@ -25,7 +25,8 @@ from streams.guard.screening import screened
 from streams.jobs import JobRun, job_create
 from streams.memory.answer_checks import EmptyExtraction, extraction_expected
 from streams.memory.consolidation_jobs import consolidation_due
-from streams.memory.extraction import ExtractionPlan, parse_extraction_items, plan_extraction
+from streams.memory.extraction import ExtractedItem, ExtractionPlan, plan_extraction
+from streams.memory.extraction_answer import parse_extraction_counted
 from streams.memory.large_work import large_work
 from streams.memory.observation_batch import observations_append_once
 from streams.memory.requests import extraction_request
@@ -261,27 +262,80 @@ def _form(
         store=store, buffer=buffer, messages=messages, settings=settings
     )
     answer = run.llm.complete(extraction_request(plan))
-    items, dropped = parse_extraction_items(
-        answer.text, plan=plan, max_items=settings.max_observations, max_words=settings.max_words
+    context = plan.context
+    items, drops = parse_extraction_counted(
+        answer.text, plan=plan, max_items=context.max_observations, max_words=context.max_words
     )
+    counted = {"dropped": drops.total, **drops.result(), "model": answer.model}
     if not items and (expected := extraction_expected(plan.context)):
-        # Nothing usable (no item, or only items the parser dropped: a copied list of
-        # choices as the label) where the offline rules find facts: not a success.
-        run.result = {
-            "messages": len(messages),
-            "observations": 0,
-            "dropped": dropped,
-            "outcome": "empty",
-            "offline_found": expected,
-            "model": answer.model,
-            "prompt_version": plan.resolved.template.version or 0,
-        }
-        what = f"only {dropped} unusable item(s)" if dropped else "no observations"
-        raise EmptyExtraction(
-            f"the extraction answered {what} where the offline rules find "
-            f"{expected}; the messages stay unformed for a retry"
-        )
+        _refuse_empty(run, plan, len(messages), counted, expected)
     now = utcnow()
+    by_scope, paused = _observations_by_scope(store, job, items, messages, now)
+    duplicates: dict[str, Observation] = {}
+    with large_work(sum(len(m.content) for m in messages)):
+        committed = formation_commit(
+            store=store,
+            job=job,
+            buffer=buffer,
+            messages=messages,
+            by_scope=by_scope,
+            settings=settings,
+            now=now,
+            duplicates=duplicates,
+        )
+    if not committed:
+        run.result = {"messages": len(messages), "observations": 0, "dropped": drops.total}
+        run.result["note"] = "already formed: an earlier commit of these messages stored them"
+        store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
+        return
+    by_scope = {
+        scope_id: (scope, [o for o in obs if o.id not in duplicates])
+        for scope_id, (scope, obs) in by_scope.items()
+    }
+    _after_commit(store, run, plan, by_scope, now=now, settings=settings)
+    run.result = {
+        "messages": len(messages),
+        "observations": sum(len(obs) for _, obs in by_scope.values()),
+        **counted,
+        "duplicates": len(duplicates),
+        "dropped_paused": paused,
+        "speakers": len(plan.speakers),
+        "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
+        "prompt_version": plan.resolved.template.version or 0,  # v0: the code default
+        "prompt_tokens": answer.prompt_tokens,
+        "completion_tokens": answer.completion_tokens,
+    }
+
+
+def _refuse_empty(
+    run: JobRun, plan: ExtractionPlan, messages: int, counted: dict[str, Any], expected: Any
+) -> None:
+    """Nothing usable (no item, or only items the parser dropped: a copied list of
+    choices as the label) where the offline rules find facts: not a success."""
+    run.result = {
+        "messages": messages,
+        "observations": 0,
+        **counted,
+        "outcome": "empty",
+        "offline_found": expected,
+        "prompt_version": plan.resolved.template.version or 0,
+    }
+    dropped = counted["dropped"]
+    what = f"only {dropped} unusable item(s)" if dropped else "no observations"
+    raise EmptyExtraction(
+        f"the extraction answered {what} where the offline rules find "
+        f"{expected}; the messages stay unformed for a retry"
+    )
+
+
+def _observations_by_scope(
+    store: MemoryStore,
+    job: Job,
+    items: list[ExtractedItem],
+    messages: list[BufferedMessage],
+    now: datetime,
+) -> tuple[dict[str, tuple[Scope, list[Observation]]], int]:
+    """The observations to store, by scope, and how many items went to a paused scope."""
     by_scope: dict[str, tuple[Scope, list[Observation]]] = {}
     paused = 0
     for item in items:
@@ -304,27 +358,22 @@ def _form(
             expires_at=item.expires_at,
         )
         by_scope.setdefault(scope.id, (scope, []))[1].append(observation)
-    duplicates: dict[str, Observation] = {}
-    with large_work(sum(len(m.content) for m in messages)):
-        committed = formation_commit(
-            store=store,
-            job=job,
-            buffer=buffer,
-            messages=messages,
-            by_scope=by_scope,
-            settings=settings,
-            now=now,
-            duplicates=duplicates,
-        )
-    if not committed:
-        run.result = {"messages": len(messages), "observations": 0, "dropped": dropped}
-        run.result["note"] = "already formed: an earlier commit of these messages stored them"
-        store.sessions.release_claim(buffer["_id"], job_id=ObjectId(job.id))
-        return
-    by_scope = {
-        scope_id: (scope, [o for o in obs if o.id not in duplicates])
-        for scope_id, (scope, obs) in by_scope.items()
-    }
+    return by_scope, paused
+
+
+def _after_commit(
+    store: MemoryStore,
+    run: JobRun,
+    plan: ExtractionPlan,
+    by_scope: dict[str, tuple[Scope, list[Observation]]],
+    *,
+    now: datetime,
+    settings: FormationSettings,
+) -> None:
+    """Counters, the speakers' groups, and the follow-ups (consolidations, a left-over
+    request to remember) of a committed formation."""
+    job = run.job
+    assert job.session_id is not None
     created = sum(len(obs) for _, obs in by_scope.values())
     if created:
         store.agents.adjust_counters(job.agent_id, now=now, observations=created, pending=created)
@@ -348,19 +397,6 @@ def _form(
             )
             if own is not None:
                 store.scopes.remember_groups(ObjectId(own.id), groups)
-    run.result = {
-        "messages": len(messages),
-        "observations": created,
-        "dropped": dropped,
-        "duplicates": len(duplicates),
-        "dropped_paused": paused,
-        "speakers": len(plan.speakers),
-        "scopes": {scope.id: len(obs) for scope, obs in by_scope.values()},
-        "model": answer.model,
-        "prompt_version": plan.resolved.template.version or 0,  # v0: the code default
-        "prompt_tokens": answer.prompt_tokens,
-        "completion_tokens": answer.completion_tokens,
-    }
     for scope, _ in by_scope.values():
         follow_up = consolidation_due(store=store, scope_id=scope.id, trigger="threshold")
         if follow_up is not None:

@@ -28,6 +28,7 @@ from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.consolidation_runs import describe_scope
 from streams.memory.observations import observations_append
 from streams.memory.requests import propagation_request
+from streams.memory.scope_limits import scope_limits
 from streams.memory.scopes import ScopeKey, scope_get_or_create
 from streams.prompts import Draft, PromptPart, resolve_template
 from streams.records.activity import activity_record
@@ -82,7 +83,8 @@ def propagation_plan(
             source_description=describe_scope(source),
             candidates=[(o.id, o.content) for o in open_candidates(store=store, source=source)],
         )
-        request = propagation_request(template=template.text, context=context)
+        model = scope_limits(store=store, scope=source).propagation_model.named_model
+        request = propagation_request(template=template.text, context=context, model=model)
     return PropagationPlan(request, template, absorbed, candidates, dict(targets))
 
 

@@ -37,9 +37,10 @@ OVERSHOOT = (
 )
 
 
-def extraction_request(plan: ExtractionPlan) -> LLMRequest:
+def extraction_request(plan: ExtractionPlan, *, model: str | None = None) -> LLMRequest:
     """The one call of a formation: its labels the routes the prompt lists, its ids the
-    lines' message ids and the speakers' user ids."""
+    lines' message ids and the speakers' user ids; the agent's model (a dry run may ask
+    another: `model`)."""
     context = plan.context
     labels = [f"individual:{s.user_id}" for s in plan.speakers]
     if len(plan.speakers) == 1:
@@ -61,10 +62,13 @@ def extraction_request(plan: ExtractionPlan) -> LLMRequest:
         tier="fast",
         schema=schema,
         max_tokens=ANSWER_TOKENS + context.max_observations * per_item,
+        model=model or plan.model,
     )
 
 
-def consolidation_request(*, template: str, context: ConsolidationContext) -> LLMRequest:
+def consolidation_request(
+    *, template: str, context: ConsolidationContext, model: str | None = None
+) -> LLMRequest:
     """A consolidation call: prose (the memory text, then the optional contradiction
     trailer, then the answers to the scope's questions), so no schema; room for the word
     limit, the pairs it may report and one line per question.
@@ -86,6 +90,7 @@ def consolidation_request(*, template: str, context: ConsolidationContext) -> LL
         + TOKENS_PER_WORD * context.max_words
         + PAIR_TOKENS * pairs
         + ANSWER_LINE_TOKENS * len(context.questions),
+        model=model,
     )
 
 
@@ -100,10 +105,13 @@ def consolidation_retry(request: LLMRequest, *, words: int, limit: int) -> LLMRe
         schema=request.schema,
         temperature=request.temperature,
         max_tokens=request.max_tokens,
+        model=request.model,
     )
 
 
-def propagation_request(*, template: str, context: PropagationContext) -> LLMRequest:
+def propagation_request(
+    *, template: str, context: PropagationContext, model: str | None = None
+) -> LLMRequest:
     """The one call after a consolidation: targets as the prompt writes them, candidate ids
     as it lists them; room for each offered observation rewritten."""
     targets = [
@@ -124,6 +132,7 @@ def propagation_request(*, template: str, context: PropagationContext) -> LLMReq
         tier="fast",
         schema=schema,
         max_tokens=ANSWER_TOKENS + rewritten,
+        model=model,
     )
 
 

@@ -10,8 +10,10 @@ from streams.core.documents import REVIEW_MODES, Job, PromptKind, Scope, ScopeTy
 from streams.core.exceptions import Conflict, InvalidInput, NotFound
 from streams.core.ids import require_object_id
 from streams.core.pagination import Page, clamp_limit, seq_before, seq_cursor
+from streams.core.scope_limits import KIND_DEFAULT_FIELDS
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.pins import pins_checked
+from streams.memory.scope_limits import scope_limit_checked
 from streams.memory.user_names import user_name_record
 from streams.prompts import prompt_clear, prompt_save, validate_prompt
 from streams.prompts.questions import questions_save, validate_questions
@@ -221,11 +223,14 @@ SETTING_FIELDS = frozenset(
         "consolidate_after_days",
         "review_mode",
         "questions",
+        *KIND_DEFAULT_FIELDS,  # limits and models (`streams.memory.scope_limits`)
     }
 )
 
 
-def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, Any]:
+def scope_changes_check(
+    *, scope: Scope, changes: dict[str, Any], store: MemoryStore | None = None
+) -> dict[str, Any]:
     """The changes, normalised, or InvalidInput naming the field; writes nothing.
 
     A group's, the collective's and a shard's `extraction_prompt` is guidance text
@@ -263,27 +268,20 @@ def scope_changes_check(*, scope: Scope, changes: dict[str, Any]) -> dict[str, A
             checked[name] = value
         elif name == "max_observations":
             low, high = MAX_OBSERVATIONS_RANGE
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
-            ):
-                raise InvalidInput(
-                    f"max_observations must be null (off) or a whole number from {low} to {high}",
-                    details=[{"field": name}],
-                )
-            checked[name] = value
+            what = f"null (off) or a whole number from {low} to {high}"
+            checked[name] = _optional_whole(name, value, MAX_OBSERVATIONS_RANGE, what)
         elif name == "consolidate_after_days":
-            low, high = DAYS_RANGE
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
-            ):
-                raise InvalidInput(
-                    f"consolidate_after_days must be null (the scope type's default), 0 (off) "
-                    f"or a whole number of days up to {high}",
-                    details=[{"field": name}],
-                )
-            checked[name] = value
+            checked[name] = _optional_whole(
+                name,
+                value,
+                DAYS_RANGE,
+                f"null (the scope type's default), 0 (off) or a whole number of days up to "
+                f"{DAYS_RANGE[1]}",
+            )
         elif name == "questions":
             checked[name] = None if value is None else validate_questions(value)
+        elif name in KIND_DEFAULT_FIELDS:
+            checked[name] = scope_limit_checked(store=store, scope=scope, field=name, value=value)
         else:
             checked[name] = _checked_prompt(scope, name, value)
     return checked
@@ -306,8 +304,42 @@ def scope_update(
     A template prompt is also saved as the scope's next override version, authored by
     `actor`, so its history shows who changed what; the scope document mirrors it.
     """
-    checked = scope_changes_check(scope=scope, changes=changes)
+    checked = scope_changes_check(scope=scope, changes=changes, store=store)
     oid = require_object_id(scope.id, what="scope")
+    _save_prompts(store, scope, checked, actor=actor, session=session)
+    if "questions" in checked:  # a new version; it mirrors itself onto the scope
+        questions_save(
+            store=store,
+            agent_id=scope.agent_id,
+            scope_kind=scope.kind,
+            questions=checked.pop("questions"),
+            author=actor,
+            scope=scope,
+            session=session,
+        )
+    if checked and not store.scopes.update_fields(oid, checked, session=session):
+        raise NotFound("scope not found")
+    fresh = store.scopes.get(oid, session=session)
+    if fresh is None:
+        raise NotFound("scope not found")
+    if "consolidation_threshold" in checked or checked.get("is_active") is True:
+        job = consolidation_due(
+            store=store, scope_id=scope.id, trigger="threshold", session=session
+        )
+        if job is not None and follow_ups is not None:
+            follow_ups.append(job)
+    return fresh
+
+
+def _save_prompts(
+    store: MemoryStore,
+    scope: Scope,
+    checked: dict[str, Any],
+    *,
+    actor: str,
+    session: StoreSession | None,
+) -> None:
+    """Each prompt field of `checked` (popped) as the scope's next override version."""
     for name, kind in PROMPT_FIELDS.items():
         if name not in checked:
             continue
@@ -332,28 +364,16 @@ def scope_update(
             scope_id=scope.id,
             session=session,
         )
-    if "questions" in checked:  # a new version; it mirrors itself onto the scope
-        questions_save(
-            store=store,
-            agent_id=scope.agent_id,
-            scope_kind=scope.kind,
-            questions=checked.pop("questions"),
-            author=actor,
-            scope=scope,
-            session=session,
-        )
-    if checked and not store.scopes.update_fields(oid, checked, session=session):
-        raise NotFound("scope not found")
-    fresh = store.scopes.get(oid, session=session)
-    if fresh is None:
-        raise NotFound("scope not found")
-    if "consolidation_threshold" in checked or checked.get("is_active") is True:
-        job = consolidation_due(
-            store=store, scope_id=scope.id, trigger="threshold", session=session
-        )
-        if job is not None and follow_ups is not None:
-            follow_ups.append(job)
-    return fresh
+
+
+def _optional_whole(name: str, value: Any, bounds: tuple[int, int], what: str) -> int | None:
+    """None, or a whole number within `bounds`; else InvalidInput saying `what` it must be."""
+    low, high = bounds
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+    ):
+        raise InvalidInput(f"{name} must be {what}", details=[{"field": name}])
+    return value
 
 
 def _checked_prompt(scope: Scope, name: str, value: Any) -> str | None:

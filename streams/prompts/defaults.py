@@ -54,11 +54,14 @@ Each line starts with its message id in brackets: [<message id>] speaker: text.
 Return between 0 and {max_observations} observations worth remembering. If nothing \
 new is worth keeping, return an empty list: fewer good observations beat padding.
 
+Each place takes at most this many observations, each of at most this many words:
+{limits}
+
 Each observation must be:
 - specific and factual: one self-contained statement that makes sense without the \
 conversation, naming who or what it is about (write "{user_name} prefers ...", not \
 "they prefer ...") and giving absolute dates where the conversation gives them;
-- at most {max_words} words;
+- at most {max_words} words, and within the word limit of its place (above);
 - new: not a repeat of what is already remembered above;
 - supported by the conversation: never guess or infer beyond what was said.
 

@@ -67,8 +67,17 @@ PLACEHOLDERS: dict[PromptKind, dict[str, Placeholder]] = {
             "The current consolidation of each scope involved, by label "
             '("individual", "group:<name>", ...), or "(none yet)".',
         ),
-        "max_observations": Placeholder(False, "The most observations to return (default 5)."),
-        "max_words": Placeholder(False, "The most words per observation (default 50)."),
+        "max_observations": Placeholder(
+            False, "The most observations to return in all (the largest cap of any place)."
+        ),
+        "max_words": Placeholder(
+            False, "The most words per observation (the largest word limit of any place)."
+        ),
+        "limits": Placeholder(
+            False,
+            "Each place's cap and word limit, one \"- <scope label>: at most N observations, "
+            'each at most W words" line each (a template without it gets them at the end).',
+        ),
     },
     "consolidation": {
         "scope": Placeholder(False, 'Whose memory this is, e.g. "individual memory of Gene".'),
@@ -207,8 +216,10 @@ def validate_guidance(text: str | None, *, field: str = "extraction_prompt") -> 
 
 
 def render_extraction(template: str, context: ExtractionContext) -> str:
-    """The extraction prompt for one formation: every scope and shard in one call."""
-    return _render(
+    """The extraction prompt for one formation: every scope and shard in one call, with
+    the cap and word limit of each place (a template without `{limits}` gets them last)."""
+    limits = limits_block(context.target_limits)
+    prompt = _render(
         "extraction",
         template,
         conversation=_conversation(context.lines),
@@ -227,7 +238,23 @@ def render_extraction(template: str, context: ExtractionContext) -> str:
         or NO_CONSOLIDATIONS,
         max_observations=context.max_observations,
         max_words=context.max_words,
+        limits=limits,
     )
+    if context.target_limits and "limits" not in template_fields(template):
+        prompt += f"\n\n{LIMITS_HEADING}\n{limits}"
+    return prompt
+
+
+LIMITS_HEADING = "# How much to record in each place"
+
+
+def limits_block(limits: dict[str, tuple[int, int]]) -> str:
+    """One line per place: the most observations it takes and the most words each."""
+    lines = [
+        f"- {label}: at most {cap} observation{'' if cap == 1 else 's'}, each at most {words} words"
+        for label, (cap, words) in limits.items()
+    ]
+    return "\n".join(lines) or "(no limits)"
 
 
 def render_consolidation(template: str, context: ConsolidationContext) -> str:

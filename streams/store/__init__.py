@@ -98,6 +98,13 @@ DECLARED_INDEXES: list[IndexSpec] = [
 ]
 
 
+DEFAULT_TASK_MODELS = {
+    "extraction": "gpt-4o-mini",
+    "consolidation": "gpt-4o",
+    "propagation": "gpt-4o-mini",
+}
+
+
 class MemoryStore:
     """The memory collections of one database, reached through one process-wide client."""
 
@@ -122,6 +129,7 @@ class MemoryStore:
         consolidate_after: ConsolidateAfterDays | None = None,
         review_undo_seconds: int = 600,
         flavour: Flavour | None = None,
+        default_models: dict[str, str] | None = None,
     ) -> None:
         self.client = client
         if flavour is not None:  # MEMORY_STORE_FLAVOUR; unset: the server's buildInfo says
@@ -194,6 +202,9 @@ class MemoryStore:
         self.recount = recount.RecountRepository(self.db)
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
+        # The model each task uses when neither agent nor scope names one (the provider's
+        # MEMORY_LLM_MODEL_FAST / _SLOW): what the settings pages show as the code default.
+        self.default_models = {**DEFAULT_TASK_MODELS, **(default_models or {})}
 
     def write_batch(self, session: ClientSession) -> WriteBatch | None:
         """The transaction's writes as one round trip, or None where the server cannot

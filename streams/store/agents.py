@@ -70,6 +70,19 @@ class AgentRepository:
         self.collection.update_one(
             {"_id": agent_id}, {"$set": {"ranking": dict(ranking)}}, session=session
         )
+    def set_limits(
+        self, agent_id: str, limits: dict[str, Any], *, session: ClientSession | None = None
+    ) -> None:
+        """The agent's limit and model settings (`extraction_model`, `scope_defaults`):
+        a None value is removed (the code's default applies again)."""
+        unset = {name: "" for name, value in limits.items() if value is None}
+        update: dict[str, Any] = {}
+        if kept := {name: value for name, value in limits.items() if value is not None}:
+            update["$set"] = kept
+        if unset:
+            update["$unset"] = unset
+        if update:
+            self.collection.update_one({"_id": agent_id}, update, session=session)
 
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
         query = {"_id": {"$gt": after or ""}}

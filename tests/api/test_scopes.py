@@ -15,7 +15,7 @@ SCOPE_FIELDS = {
     "observation_count", "consolidation_threshold", "consolidation_max_words",
     "extraction_prompt", "consolidation_prompt", "propagation_prompt", "created_at",
     "last_activity_at", "pins", "questions", "review_mode", "max_observations", "retention_purged",
-    "consolidate_after_days",
+    "consolidate_after_days", "item_words", "item_cap", "consolidation_model", "propagation_model",
 }  # fmt: skip
 
 

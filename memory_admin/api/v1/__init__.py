@@ -24,6 +24,7 @@ from memory_admin.api.v1 import (
     privacy,
     prompt_checks,
     prompt_experiments,
+    prompt_dry_runs,
     questions,
     ranking,
     review,
@@ -61,6 +62,7 @@ api.add_router("", audit.router)
 api.add_router("", prompt_checks.router)
 api.add_router("", corrections.router)
 api.add_router("", prompt_experiments.router)
+api.add_router("", prompt_dry_runs.router)
 api.add_router("", questions.router)
 api.add_router("", chat.router)
 api.add_router("", usage.router)

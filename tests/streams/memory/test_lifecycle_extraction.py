@@ -10,7 +10,7 @@ import pytest
 
 from streams.llm.offline import OfflineProvider
 from streams.llm.port import ConversationLine, ExtractionContext, LLMRequest
-from streams.memory.extraction import _expires_at
+from streams.memory.extraction_answer import _expires_at
 from streams.memory.formation import formation_request
 from streams.memory.observations import observation_list
 from streams.memory.scopes import ScopeKey, scope_get_or_create

@@ -18,6 +18,14 @@ from memory_admin.api.v1.schemas.common import (
     Prompt,
     Time,
 )
+from memory_admin.api.v1.schemas.limits import (
+    ITEM_CAP_HELP,
+    ITEM_WORDS_HELP,
+    MODEL_HELP,
+    ItemCap,
+    ItemWords,
+    ModelName,
+)
 from streams.core.documents import ScopeType
 
 
@@ -96,6 +104,12 @@ class ScopeOut(Schema):
         "is folded below the threshold. null: the scope type's MEMORY_CONSOLIDATE_AFTER_DAYS; "
         "0: never by age.",
     )
+    # Limits and models (docs/limits-and-models.md): null takes the agent's default for the
+    # scope type, else the code's.
+    item_words: int | None = Field(None, description=ITEM_WORDS_HELP)
+    item_cap: int | None = Field(None, description=ITEM_CAP_HELP)
+    consolidation_model: str | None = Field(None, description=MODEL_HELP)
+    propagation_model: str | None = Field(None, description=MODEL_HELP)
     retention_purged: int = Field(0, description="Observations retention has purged so far.")
     created_at: Time
     last_activity_at: Time
@@ -155,6 +169,13 @@ class ScopePatchIn(InSchema):
         description="Questions this scope's memory must answer, at most 5, each 1 to 200 "
         "characters (a new version; the consolidation call answers them); null falls back "
         "to the agent's default for the scope type.",
+    )
+    # Limits and models (docs/limits-and-models.md); null: the agent's default, else the code's.
+    item_words: ItemWords | None = Field(None, description=ITEM_WORDS_HELP)
+    item_cap: ItemCap | None = Field(None, description=ITEM_CAP_HELP)
+    consolidation_model: ModelName | None = Field(None, description=MODEL_HELP)
+    propagation_model: ModelName | None = Field(
+        None, description=f"{MODEL_HELP} The collective memory does not propagate."
     )
     save_anyway: StrictBool = Field(
         False,
