@@ -146,7 +146,7 @@ def _seed(store: MemoryStore, size: int) -> str:
         created_at=now,
         last_activity_at=now,
     )
-    store.scopes.collection.insert_one(scope.to_mongo())
+    store.seeding.insert_one("scopes", scope.to_mongo())
     observations = [
         Observation(
             scope_id=scope.id,
@@ -164,7 +164,7 @@ def _seed(store: MemoryStore, size: int) -> str:
     ]
     for start in range(0, size, SEED_CHUNK):
         chunk = observations[start : start + SEED_CHUNK]
-        store.observations.collection.insert_many([o.to_mongo() for o in chunk], ordered=False)
+        store.seeding.insert_many("observations", [o.to_mongo() for o in chunk], ordered=False)
     search_index_build(store=store, observations=observations)
     version = ConsolidationVersion(
         scope_id=scope.id,
@@ -184,5 +184,5 @@ def _seed(store: MemoryStore, size: int) -> str:
         {"consolidation": version.text, "consolidation_version": 1},
     )
     store.agents.set_counters(AGENT, scopes=1, observations=size, pending=0)
-    store.agents.collection.update_one({"_id": AGENT}, {"$set": {"scope_seq": 1}})
+    store.seeding.update_one("agents", {"_id": AGENT}, {"$set": {"scope_seq": 1}})
     return scope.id

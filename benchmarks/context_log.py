@@ -136,7 +136,7 @@ def run(sizes: list[int] | None = None) -> None:
                 versus = f"{(p95 / off_p95 - 1) * 100:+.0f}%" if label.startswith("log on") else ""
                 rows.append([f"{size:,}", label, len(found), f"{p50:.1f}", f"{p95:.1f}", versus])
                 print_row(rows[-1])
-            logged = base.context_calls.collection.count_documents({"agent_id": AGENT})
+            logged = base.seeding.count("context_calls", {"agent_id": AGENT})
             print(f"context calls logged: {logged:,}", flush=True)
             access_log.flush()  # the context calls' access counts, before the client closes
             client.close()  # the server's directory is removed whole: no drop needed

@@ -54,7 +54,7 @@ def _seed(store: MemoryStore, size: int, rng: random.Random) -> Scope:
         created_at=now,
         last_activity_at=now,
     )
-    store.scopes.collection.insert_one(scope.to_mongo())
+    store.seeding.insert_one("scopes", scope.to_mongo())
     for start in range(0, size, SEED_BATCH):
         batch = []
         for seq in range(start + 1, min(size, start + SEED_BATCH) + 1):
@@ -69,7 +69,7 @@ def _seed(store: MemoryStore, size: int, rng: random.Random) -> Scope:
                     text_key=text_key(scope.id, content),
                 ).to_mongo()
             )
-        store.observations.collection.insert_many(batch, ordered=False)
+        store.seeding.insert_many("observations", batch, ordered=False)
     return scope
 
 

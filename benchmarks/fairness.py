@@ -68,10 +68,8 @@ def run(sizes: list[int] | None = None) -> None:
                 _merge(senders, second)
                 formed += _succeeded(store) - base
                 drained += _drain(store)
-        formations = store.jobs.collection.count_documents({"kind": "formation"})
-        formed_after = store.jobs.collection.count_documents(
-            {"kind": "formation", "status": "succeeded"}
-        )
+        formations = store.seeding.count("jobs", {"kind": "formation"})
+        formed_after = store.seeding.count("jobs", {"kind": "formation", "status": "succeeded"})
         client.close()
     q50, q95, _ = summary_ms(quiet.latencies)
     l50, l95, _ = summary_ms(loaded.latencies)
@@ -101,14 +99,14 @@ def _merge(into: Tally, tally: Tally) -> None:
 
 
 def _succeeded(store: MemoryStore) -> int:
-    return store.jobs.collection.count_documents({"kind": "formation", "status": "succeeded"})
+    return store.seeding.count("jobs", {"kind": "formation", "status": "succeeded"})
 
 
 def _drain(store: MemoryStore) -> float:
     """Wait (at most DRAIN_SECONDS) until no formation is queued or running; the wait."""
     started = time.monotonic()
-    while time.monotonic() - started < DRAIN_SECONDS and store.jobs.collection.find_one(
-        {"kind": "formation", "status": {"$in": ["queued", "running"]}}
+    while time.monotonic() - started < DRAIN_SECONDS and store.seeding.find_one(
+        "jobs", {"kind": "formation", "status": {"$in": ["queued", "running"]}}
     ):
         time.sleep(0.5)
     return time.monotonic() - started

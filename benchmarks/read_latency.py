@@ -75,15 +75,15 @@ def run(sizes: list[int] | None = None) -> None:
                 print(f"seeded {size:,} observations in {seconds:.0f} s", flush=True)
             if store.scopes.find_by_identity(**ScopeKey.individual(AGENT, USER).identity()) is None:
                 # A cut-short seed never set the agent's scope counter: new scopes go after.
-                seeded_scopes = store.scopes.collection.estimated_document_count()
-                store.agents.collection.update_one(
-                    {"_id": AGENT}, {"$max": {"scope_seq": seeded_scopes}}
+                seeded_scopes = store.seeding.estimated_count("scopes")
+                store.seeding.update_one(
+                    "agents", {"_id": AGENT}, {"$max": {"scope_seq": seeded_scopes}}
                 )
                 _prepare(store)
             # What the store holds (a reused store may hold less than asked, if its seeding
             # was cut short), to the nearest thousand.
-            stored = round(store.observations.collection.estimated_document_count(), -3)
-            scopes = store.scopes.collection.estimated_document_count()
+            stored = round(store.seeding.estimated_count("observations"), -3)
+            scopes = store.seeding.estimated_count("scopes")
             held = f"{stored:,} ({scopes:,} scopes)"
             print(f"measuring with {held}", flush=True)
             for label, call in _calls(store).items():
@@ -184,11 +184,12 @@ def _prepare(store: MemoryStore) -> None:
             for seq in range(1, count + 1)
         ]
         for start in range(0, count, 5000):
-            store.observations.collection.insert_many(
-                [o.to_mongo() for o in logged[start : start + 5000]]
+            store.seeding.insert_many(
+                "observations", [o.to_mongo() for o in logged[start : start + 5000]]
             )
         search_index_build(store=store, observations=logged)
-        store.scopes.collection.update_one(
+        store.seeding.update_one(
+            "scopes",
             {"_id": ObjectId(scope.id)},
             {"$set": {"observation_seq": count, "observation_count": count}},
         )

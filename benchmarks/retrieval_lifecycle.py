@@ -68,7 +68,7 @@ def lifecycle_table(client: MongoClient, devs: list[Dev]) -> None:
             ranker = _ours(store, ranking, now=d.now)
             ranked = {i: ranker(questions[i]["question"]) for i in held_out}
             rows.append(_row(f"{d.name}: {name}", None, held_out, questions, ranked))
-        client.drop_database(store.db.name)
+        client.drop_database(store.name)
     print_table(
         "Lifecycle ranking stages on the dev conversations (odd questions; the even ones "
         "gave the retrievals and feedback)",
@@ -104,7 +104,7 @@ def lifecycle_at_scale(distractors: int) -> None:
             ranker = _ours(store, ranking)
             ranked = {i: ranker(questions[i]["question"]) for i in held_out}
             rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
-        client.drop_database(store.db.name)
+        client.drop_database(store.name)
         client.close()
     print_table(
         f"Lifecycle ranking stages among distractors (odd questions; seeded in {seeded:.0f} s)",

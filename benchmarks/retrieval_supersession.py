@@ -73,8 +73,8 @@ def _superseded_counts(store: MemoryStore, questions: list[dict]) -> tuple[int, 
     evidence = {e for q in questions for e in q["evidence"]}
     turns = [
         d["source_message_ids"][0]
-        for d in store.observations.collection.find(
-            {"superseded_by": {"$exists": True}}, {"source_message_ids": 1}
+        for d in store.seeding.find(
+            "observations", {"superseded_by": {"$exists": True}}, {"source_message_ids": 1}
         )
     ]
     return len(turns), sum(1 for t in turns if t in evidence)

@@ -90,7 +90,7 @@ def run(sizes: list[int] | None = None) -> None:
                 layout.READ_ALL = False
             spent.sort()
             steady.sort()
-            docs = store.search_index.collection.estimated_document_count()
+            docs = store.seeding.estimated_count("search_index")
             rows.append(
                 [
                     f"{n:,}",
@@ -241,11 +241,11 @@ def seeded_observations(store: MemoryStore, turns: list, n: int) -> tuple[Scope,
 
 def _unseeded(store: MemoryStore, turns: list, n: int) -> bool:
     """Whether the store lacks this size's seed (a kept BENCH_DATA_DIR holds it already)."""
-    seeded = store.observations.collection.estimated_document_count() == n + len(turns)
+    seeded = store.seeding.estimated_count("observations") == n + len(turns)
     if seeded:
         store.ensure_indexes()  # seeded by an earlier version, perhaps
     else:
-        store.db.client.drop_database(store.db.name)  # a seed cut short starts over
+        store.seeding.drop_database()  # a seed cut short starts over
     return not seeded
 
 
@@ -254,11 +254,14 @@ def _seed(store: MemoryStore, turns: list, n: int) -> float:
     started = time.perf_counter()
     scope, observations = seeded_observations(store, turns, n)
     for start in range(0, len(observations), BATCH):
-        store.observations.collection.insert_many(
-            [o.to_mongo() for o in observations[start : start + BATCH]], ordered=False
+        store.seeding.insert_many(
+            "observations",
+            [o.to_mongo() for o in observations[start : start + BATCH]],
+            ordered=False,
         )
     search_index_build(store=store, observations=observations)
-    store.scopes.collection.update_one(
+    store.seeding.update_one(
+        "scopes",
         {"_id": ObjectId(scope.id)},
         {"$set": {"observation_seq": len(observations), "observation_count": len(observations)}},
     )

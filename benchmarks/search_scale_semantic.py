@@ -101,8 +101,8 @@ def run(sizes: list[int] | None = None) -> None:
                     ]
                 )
             print(rows[-2:] if rows_built is not None else rows[-1], flush=True)
-            client.drop_database(store.db.name)
-            forget_cached(store.db.name)
+            client.drop_database(store.name)
+            forget_cached(store.name)
             client.close()
     print_table(
         f"Search at scale with embeddings: conv-26 ({len(turns)} turns, {len(questions)} "
@@ -174,9 +174,10 @@ def _seed(store: MemoryStore, turns: list, n: int, embedder: LocalEmbedder, np) 
                 embedding_seq=ObjectId(),
             )
             docs.append(doc)
-        store.observations.collection.insert_many(docs, ordered=False)
+        store.seeding.insert_many("observations", docs, ordered=False)
     search_index_build(store=store, observations=observations)
-    store.scopes.collection.update_one(
+    store.seeding.update_one(
+        "scopes",
         {"_id": ObjectId(scope.id)},
         {"$set": {"observation_seq": len(observations), "observation_count": len(observations)}},
     )

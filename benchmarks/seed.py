@@ -97,15 +97,15 @@ def seed(
         for i, count in enumerate(counts)
     ]
     for start in range(0, scopes, BATCH):
-        store.scopes.collection.insert_many(
-            [s.to_mongo() for s in scope_docs[start : start + BATCH]]
+        store.seeding.insert_many(
+            "scopes", [s.to_mongo() for s in scope_docs[start : start + BATCH]]
         )
     batch: list[Observation] = []
     written = 0
 
     def flush() -> None:
         nonlocal written
-        store.observations.collection.insert_many([o.to_mongo() for o in batch], ordered=False)
+        store.seeding.insert_many("observations", [o.to_mongo() for o in batch], ordered=False)
         if search_index:
             search_index_build(store=store, observations=batch)
         if observations >= PROGRESS_EVERY and (written + len(batch)) // PROGRESS_EVERY > (
@@ -135,5 +135,5 @@ def seed(
     if batch:
         flush()
     store.agents.set_counters(agent_id, scopes=scopes, observations=observations, pending=0)
-    store.agents.collection.update_one({"_id": agent_id}, {"$set": {"scope_seq": scopes}})
+    store.seeding.update_one("agents", {"_id": agent_id}, {"$set": {"scope_seq": scopes}})
     return time.perf_counter() - started

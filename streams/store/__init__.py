@@ -46,6 +46,7 @@ from streams.store import (
     rescans,
     scopes,
     search,
+    seeding,
     session_samples,
     sessions,
     text_history,
@@ -177,6 +178,7 @@ class MemoryStore:
         self.bulk = bulk.BulkRepository(self.db)
         self.exchange = exchange.ExchangeRepository(self.db)
         self.recount = recount.RecountRepository(self.db)
+        self.seeding = seeding.SeedingRepository(self.db)  # benchmarks' raw seeding only
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
 
