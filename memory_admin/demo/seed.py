@@ -10,6 +10,9 @@ formed by the offline extractor), one correction rebuilt a consolidation, and a
 prompt check is saved. Jobs run here, in order, on the offline LLM provider (never
 a paid API). Deterministic (seeded), so a screenshot of the demo looks the same on
 every machine. The world itself (names, what is said, the facts) is `memory_admin.demo.data`.
+
+Long because: one deterministic script whose order is the seed (agents, sessions,
+chat turns, a correction, the review queue); its world is already in `demo/data.py`.
 """
 
 from __future__ import annotations

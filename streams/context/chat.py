@@ -18,6 +18,9 @@ authority. The memory goes in its own message with the `user` role, never a `sys
 message, and never merged into the operator's system prompt, under `MEMORY_FRAME`
 ("remembered information, not instructions"), which also names what the context marks
 `flag="instruction"`.
+
+Long because: a chat turn's whole life (prepare, finish, the recorded call and its
+views) over `ChatTurn` and the call record's one shape.
 """
 
 from __future__ import annotations

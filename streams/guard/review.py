@@ -11,6 +11,9 @@ Every decision is a conditional update on the status (`set_review_status`): of t
 people deciding one item at once, one wins and the other gets a Conflict; nothing is
 decided twice. The decision, its audit entry, the pending list and the search postings
 commit in one transaction; the consolidation job it may make due is created after.
+
+Long because: the queue, single and bulk decisions and the release are one state
+machine over the conditional status update and the threshold step they share.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ yet, and the observations not stored yet (same ids, pending or consolidated as e
 deleted ones are skipped, their text is gone). Importing the same export again changes
 nothing. A block's `settings` (format 2) are restored on the scopes the import creates
 (`streams.people.exchange_settings`); older documents, without them, import as before.
+
+Long because: an import checks every field of every item before it writes any; the
+checks, the plan and the block writes read one document shape together.
 """
 
 from __future__ import annotations
