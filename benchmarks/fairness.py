@@ -71,16 +71,12 @@ def run(sizes: list[int] | None = None) -> None:
         formations = store.seeding.count("jobs", {"kind": "formation"})
         formed_after = store.seeding.count("jobs", {"kind": "formation", "status": "succeeded"})
         client.close()
-    q50, q95, _ = summary_ms(quiet.latencies)
-    l50, l95, _ = summary_ms(loaded.latencies)
-    s50, s95, _ = summary_ms(senders.latencies)
+    q95, l95 = summary_ms(quiet.latencies)[1], summary_ms(loaded.latencies)[1]
     rows = [
-        ["context, quiet", len(quiet.latencies), f"{q50:.1f}", f"{q95:.1f}", quiet.errors],
-        ["context, 2 max-size senders", len(loaded.latencies), f"{l50:.1f}", f"{l95:.1f}",
-         loaded.errors],
-        ["ingest 4 x 32,000 chars", len(senders.latencies), f"{s50:.1f}", f"{s95:.1f}",
-         senders.errors],
-    ]  # fmt: skip
+        _row("context, quiet", quiet),
+        _row("context, 2 max-size senders", loaded),
+        _row("ingest 4 x 32,000 chars", senders),
+    ]
     print_table(
         f"Fairness: 2 gunicorn workers x {threads} thread(s), embedded store, {seconds:.0f} s "
         f"per phase in {rounds} alternating windows, {formations} formations started, "
@@ -90,6 +86,11 @@ def run(sizes: list[int] | None = None) -> None:
         ["calls", "requests", "p50 ms", "p95 ms", "errors"],
         rows,
     )
+
+
+def _row(calls: str, tally: Tally) -> list[object]:
+    p50, p95, _ = summary_ms(tally.latencies)
+    return [calls, len(tally.latencies), f"{p50:.1f}", f"{p95:.1f}", tally.errors]
 
 
 def _merge(into: Tally, tally: Tally) -> None:

@@ -168,41 +168,59 @@ def run(sizes: list[int] | None = None) -> None:
             footprint.append(_footprint(size, count, stats, storage))
             print_row(footprint[-1])
             client.close()
+    _print_tables(rows, breakdown, footprint)
+
+
+THROUGHPUT_HEADERS = [
+    "N in scope",
+    "mode",
+    "obs",
+    "obs/s",
+    "req p50 ms",
+    "req p95 ms",
+    "store CPU ms/obs",
+    "web CPU ms/obs",
+    "store ops/obs",
+    "disk written KB/obs",
+]
+BREAKDOWN_HEADERS = [
+    "N in scope",
+    "mode",
+    "command",
+    "calls/obs",
+    "KB sent/obs",
+    "ms/obs (round trip)",
+]
+FOOTPRINT_HEADERS = [
+    "N in scope",
+    "observations in db",
+    "db data+index KB",
+    "db bytes/obs",
+    "oplog file MiB",
+    "journal MiB",
+    "all files MiB",
+]
+
+
+def _print_tables(
+    rows: list[list[object]], breakdown: list[list[object]], footprint: list[list[object]]
+) -> None:
     print_table(
         "Server-side cost: adds over HTTP into one scope of N observations (1 gunicorn sync "
         "worker, one keep-alive connection from this process, consolidation off, embedded "
         "store, shared 2-core machine): not a caller's latency, see the table above",
-        [
-            "N in scope",
-            "mode",
-            "obs",
-            "obs/s",
-            "req p50 ms",
-            "req p95 ms",
-            "store CPU ms/obs",
-            "web CPU ms/obs",
-            "store ops/obs",
-            "disk written KB/obs",
-        ],
+        THROUGHPUT_HEADERS,
         rows,
     )
     print_table(
         "One add broken down by store command (in-process, the handler's domain calls; "
         "per observation)",
-        ["N in scope", "mode", "command", "calls/obs", "KB sent/obs", "ms/obs (round trip)"],
+        BREAKDOWN_HEADERS,
         breakdown,
     )
     print_table(
         "Store footprint after each size (the server holds every size run so far)",
-        [
-            "N in scope",
-            "observations in db",
-            "db data+index KB",
-            "db bytes/obs",
-            "oplog file MiB",
-            "journal MiB",
-            "all files MiB",
-        ],
+        FOOTPRINT_HEADERS,
         footprint,
     )
 
