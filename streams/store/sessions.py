@@ -89,7 +89,21 @@ class SessionRepository:
         """
         for m in messages:
             require_screened(m.content, what="message content")
-        accepted = self._insert_new(messages, agent_id, session_id, session)
+        ids = [m.message_id for m in messages]
+        seen = {
+            d["message_id"]
+            for d in self.messages.find(
+                {"agent_id": agent_id, "session_id": session_id, "message_id": {"$in": ids}},
+                {"message_id": 1},
+                session=session,
+            ).limit(len(ids))
+        }
+        accepted = [m for m in messages if m.message_id not in seen]
+        if accepted:
+            try:
+                self.messages.insert_many([m.to_mongo() for m in accepted], session=session)
+            except (BulkWriteError, DuplicateKeyError) as exc:
+                raise Conflict("a message of this request was stored concurrently") from exc
         fields: dict[str, Any] = {"user_id": user_id, "groups": groups, "updated_at": now}
         if user_name:
             fields["user_name"] = user_name
@@ -124,32 +138,6 @@ class SessionRepository:
             )
             buffer["formable"] = formable
         return accepted, buffer
-
-    def _insert_new(
-        self,
-        messages: list[BufferedMessage],
-        agent_id: str,
-        session_id: str,
-        session: ClientSession,
-    ) -> list[BufferedMessage]:
-        """Insert the messages the session does not hold yet (by message id); those.
-        `Conflict` when a concurrent request inserted one of them first."""
-        ids = [m.message_id for m in messages]
-        seen = {
-            d["message_id"]
-            for d in self.messages.find(
-                {"agent_id": agent_id, "session_id": session_id, "message_id": {"$in": ids}},
-                {"message_id": 1},
-                session=session,
-            ).limit(len(ids))
-        }
-        accepted = [m for m in messages if m.message_id not in seen]
-        if accepted:
-            try:
-                self.messages.insert_many([m.to_mongo() for m in accepted], session=session)
-            except (BulkWriteError, DuplicateKeyError) as exc:
-                raise Conflict("a message of this request was stored concurrently") from exc
-        return accepted
 
     def recount(
         self, buffer_id: ObjectId, *, min_messages: int, session: ClientSession | None = None
