@@ -39,6 +39,9 @@ SEED_CHUNK = 5000
 ABSORBED = 1000
 
 
+Step = tuple[str, float, int, str]  # what, ms, store commands, note
+
+
 def run(sizes: list[int] | None = None) -> None:
     headers = ["scope", "matched", "batch", "step", "ms", "store commands", "note"]
     rows: list[list[object]] = []
@@ -55,53 +58,7 @@ def run(sizes: list[int] | None = None) -> None:
             t0 = time.perf_counter()
             scope_id = _seed(store, size)
             print(f"seeded {size} observations in {time.perf_counter() - t0:.0f} s", flush=True)
-            bulk_filter = BulkFilter(scope_id=scope_id, session_id="s-bad")
-            steps: list[tuple[str, float, int, str]] = []
-
-            counter.reset()
-            t0 = time.perf_counter()
-            dry = do_observations_bulk(
-                store=store, actor=Actor.cli(), agent_id=AGENT, bulk_filter=bulk_filter,
-                action="delete", dry_run=True,
-            )  # fmt: skip
-            steps.append(("dry run", _ms(t0), counter.count, f"{len(dry.sample)} in the sample"))
-
-            counter.reset()
-            t0 = time.perf_counter()
-            real = do_observations_bulk(
-                store=store, actor=Actor.cli(), agent_id=AGENT, bulk_filter=bulk_filter,
-                action="delete", dry_run=False, batch_size=BATCH,
-            )  # fmt: skip
-            steps.append(("request (match, job, audit)", _ms(t0), counter.count, ""))
-            assert real.job is not None
-
-            counter.reset()
-            t0 = time.perf_counter()
-            done = job_execute(
-                store=store, job_id=real.job.id, llm=OfflineProvider(),
-                work=bound_work(bulk_run, store=store),
-            )  # fmt: skip
-            assert done is not None
-            applied = done.result["applied"]
-            slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:6]
-            print("bulk job, store time by command:", slowest, flush=True)
-            steps.append(("bulk job", _ms(t0), counter.count, f"{applied} deleted"))
-
-            print_row([size, dry.matched, BATCH, *steps[-1][:1], f"{steps[-1][1]:.0f}"])
-            [rebuild] = done.follow_ups
-            counter.reset()
-            t0 = time.perf_counter()
-            try:
-                rebuilt = job_execute(
-                    store=store, job_id=rebuild.id, llm=OfflineProvider(),
-                    work=bound_work(rebuild_run, store=store),
-                )  # fmt: skip
-                note = f"refolded {rebuilt.result.get('absorbed')}" if rebuilt else ""
-            except Exception as exc:  # measured and reported, not hidden
-                note = f"failed: {type(exc).__name__}"
-            slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:6]
-            print("rebuild, store time by command:", slowest, flush=True)
-            steps.append(("its one rebuild", _ms(t0), counter.count, note))
+            matched, steps = _bulk_steps(store, counter, scope_id, size)
             scope_after = store.scopes.get(ObjectId(scope_id))
             assert scope_after is not None
             print(
@@ -110,7 +67,7 @@ def run(sizes: list[int] | None = None) -> None:
                 flush=True,
             )
             for step, ms, commands, note in steps:
-                row = [size, dry.matched, BATCH, step, f"{ms:.0f}", commands, note]
+                row = [size, matched, BATCH, step, f"{ms:.0f}", commands, note]
                 print_row(row)
                 rows.append(row)
             # No drop_database: the server's directory goes with it (a drop of a database
@@ -121,6 +78,64 @@ def run(sizes: list[int] | None = None) -> None:
         headers,
         rows,
     )
+
+
+def _bulk_steps(
+    store: MemoryStore, counter: CommandCounter, scope_id: str, size: int
+) -> tuple[int, list[Step]]:
+    """The dry run, the request, the bulk job and its rebuild, each timed and counted;
+    how many the filter matched."""
+    bulk_filter = BulkFilter(scope_id=scope_id, session_id="s-bad")
+    steps: list[Step] = []
+    counter.reset()
+    t0 = time.perf_counter()
+    dry = do_observations_bulk(
+        store=store, actor=Actor.cli(), agent_id=AGENT, bulk_filter=bulk_filter,
+        action="delete", dry_run=True,
+    )  # fmt: skip
+    steps.append(("dry run", _ms(t0), counter.count, f"{len(dry.sample)} in the sample"))
+
+    counter.reset()
+    t0 = time.perf_counter()
+    real = do_observations_bulk(
+        store=store, actor=Actor.cli(), agent_id=AGENT, bulk_filter=bulk_filter,
+        action="delete", dry_run=False, batch_size=BATCH,
+    )  # fmt: skip
+    steps.append(("request (match, job, audit)", _ms(t0), counter.count, ""))
+    assert real.job is not None
+
+    counter.reset()
+    t0 = time.perf_counter()
+    done = job_execute(
+        store=store, job_id=real.job.id, llm=OfflineProvider(),
+        work=bound_work(bulk_run, store=store),
+    )  # fmt: skip
+    assert done is not None
+    applied = done.result["applied"]
+    slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:6]
+    print("bulk job, store time by command:", slowest, flush=True)
+    steps.append(("bulk job", _ms(t0), counter.count, f"{applied} deleted"))
+    print_row([size, dry.matched, BATCH, *steps[-1][:1], f"{steps[-1][1]:.0f}"])
+    [rebuild] = done.follow_ups
+    steps.append(_rebuild_step(store, counter, rebuild.id))
+    return dry.matched, steps
+
+
+def _rebuild_step(store: MemoryStore, counter: CommandCounter, job_id: str) -> Step:
+    """The bulk job's one rebuild, timed; a failure is measured and reported, not hidden."""
+    counter.reset()
+    t0 = time.perf_counter()
+    try:
+        rebuilt = job_execute(
+            store=store, job_id=job_id, llm=OfflineProvider(),
+            work=bound_work(rebuild_run, store=store),
+        )  # fmt: skip
+        note = f"refolded {rebuilt.result.get('absorbed')}" if rebuilt else ""
+    except Exception as exc:
+        note = f"failed: {type(exc).__name__}"
+    slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:6]
+    print("rebuild, store time by command:", slowest, flush=True)
+    return ("its one rebuild", _ms(t0), counter.count, note)
 
 
 def _ms(t0: float) -> float:
@@ -146,7 +161,7 @@ def _seed(store: MemoryStore, size: int) -> str:
         created_at=now,
         last_activity_at=now,
     )
-    store.scopes.collection.insert_one(scope.to_mongo())
+    store.seeding.insert_one("scopes", scope.to_mongo())
     observations = [
         Observation(
             scope_id=scope.id,
@@ -164,7 +179,7 @@ def _seed(store: MemoryStore, size: int) -> str:
     ]
     for start in range(0, size, SEED_CHUNK):
         chunk = observations[start : start + SEED_CHUNK]
-        store.observations.collection.insert_many([o.to_mongo() for o in chunk], ordered=False)
+        store.seeding.insert_many("observations", [o.to_mongo() for o in chunk], ordered=False)
     search_index_build(store=store, observations=observations)
     version = ConsolidationVersion(
         scope_id=scope.id,
@@ -184,5 +199,5 @@ def _seed(store: MemoryStore, size: int) -> str:
         {"consolidation": version.text, "consolidation_version": 1},
     )
     store.agents.set_counters(AGENT, scopes=1, observations=size, pending=0)
-    store.agents.collection.update_one({"_id": AGENT}, {"$set": {"scope_seq": 1}})
+    store.seeding.update_one("agents", {"_id": AGENT}, {"$set": {"scope_seq": 1}})
     return scope.id

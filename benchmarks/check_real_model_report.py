@@ -50,6 +50,36 @@ def _call_rows(calls: list[Any]) -> list[list[object]]:
     return rows
 
 
+CALL_HEADERS = [
+    "task",
+    "calls",
+    "response_format",
+    "temperature",
+    "max_tokens",
+    "most tokens answered",
+    "slowest s / timeout s",
+    "cut",
+    "timed out",
+    "other errors",
+]
+
+
+def _print_quality(quality: Any) -> None:
+    print_table(
+        "Quality end to end on the LoCoMo questions the set answers (benchmarks.end_to_end)",
+        ["questions", "evidence cited", "any evidence", "key terms stated", "context tokens"],
+        [
+            [
+                quality.questions,
+                f"{quality.evidence:.3f}",
+                f"{quality.hit:.3f}",
+                f"{quality.terms:.3f}",
+                f"{quality.tokens:.0f}",
+            ]
+        ],
+    )
+
+
 def print_report(
     *,
     base_url: str | None,
@@ -73,18 +103,7 @@ def print_report(
         print(f"warning: {warning}")
     print_table(
         "Calls per task (what was sent; the slowest call against its timeout)",
-        [
-            "task",
-            "calls",
-            "response_format",
-            "temperature",
-            "max_tokens",
-            "most tokens answered",
-            "slowest s / timeout s",
-            "cut",
-            "timed out",
-            "other errors",
-        ],
+        CALL_HEADERS,
         _call_rows(calls),
     )
     print_table(
@@ -103,19 +122,7 @@ def print_report(
         ["check", "held", "exceptions"],
         [[name, "yes" if ok else "NO", "; ".join(why)[:120] or "-"] for name, ok, why in held],
     )
-    print_table(
-        "Quality end to end on the LoCoMo questions the set answers (benchmarks.end_to_end)",
-        ["questions", "evidence cited", "any evidence", "key terms stated", "context tokens"],
-        [
-            [
-                quality.questions,
-                f"{quality.evidence:.3f}",
-                f"{quality.hit:.3f}",
-                f"{quality.terms:.3f}",
-                f"{quality.tokens:.0f}",
-            ]
-        ],
-    )
+    _print_quality(quality)
     ok = all(row[1] for row in held)
     print(f"\n{'HELD' if ok else 'DID NOT HOLD'} ({len(calls)} model calls, {seconds:.0f} s)")
     return ok

@@ -83,8 +83,8 @@ def _seed(store: MemoryStore) -> list[str]:
         )
         for observation in observations:
             observation.scope_id = scope.id
-        store.scopes.collection.insert_one(scope.to_mongo())
-        store.observations.collection.insert_many([o.to_mongo() for o in observations])
+        store.seeding.insert_one("scopes", scope.to_mongo())
+        store.seeding.insert_many("observations", [o.to_mongo() for o in observations])
         job = job_create(
             store=store,
             kind="consolidation",
@@ -119,9 +119,7 @@ def _drive(
         oids = [ObjectId(j) for j in job_ids]
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
-            done = store.jobs.collection.count_documents(
-                {"_id": {"$in": oids}, "status": "succeeded"}
-            )
+            done = store.seeding.count("jobs", {"_id": {"$in": oids}, "status": "succeeded"})
             if done == len(job_ids):
                 return time.perf_counter() - started
             time.sleep(0.05)

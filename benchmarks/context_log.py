@@ -65,21 +65,7 @@ def run(sizes: list[int] | None = None) -> None:
             client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             db = f"bench_context_log_{size}"
             base = MemoryStore(client, db)
-            moments = _seeded_before(client[db])
-            if moments is None:
-                seconds = seed(
-                    base,
-                    agent_id=AGENT,
-                    scopes=max(10, size // 10),
-                    observations=size,
-                    search_index=SEED_SEARCH_INDEX,
-                )
-                postings = "with" if SEED_SEARCH_INDEX else "without"
-                print(f"seeded {size:,} observations ({postings} postings) in {seconds:.0f} s")
-                moments = _prepare(base)
-                client[db][META].insert_one({"_id": "moments", "moments": moments})
-            else:
-                print(f"reusing the {size:,} observations seeded in BENCH_DATA_DIR")
+            moments = _seeded_moments(client, db, base, size)
             stores = {
                 "log off": MemoryStore(client, db, access_flush_seconds=1.0, context_log_days=0),
                 "log on (written behind)": MemoryStore(
@@ -89,54 +75,13 @@ def run(sizes: list[int] | None = None) -> None:
                     client, db, access_flush_seconds=0.0, context_log_days=7
                 ),
             }
-            samples: dict[str, list[float]] = {label: [] for label in stores}
             freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
-            for i in range(CALLS):
-                for label, store in stores.items():
-                    started = time.perf_counter()
-                    context_assemble(
-                        store=store,
-                        agent_id=AGENT,
-                        user_id=USER,
-                        groups=GROUPS,
-                        message=MESSAGES[i % 2],
-                        session_id="bench",
-                    )
-                    samples[label].append(time.perf_counter() - started)
+            samples = _interleaved(stores)
             write_behind.flush()
-            replays: list[float] = []
-            for i in range(CALLS // 3):
-                started = time.perf_counter()
-                context_replay(
-                    store=base,
-                    agent_id=AGENT,
-                    user_id=USER,
-                    groups=GROUPS,
-                    message=MESSAGES[i % 2],
-                    as_of=moments[i % len(moments)],
-                )
-                replays.append(time.perf_counter() - started)
-            samples["replay (as_of)"] = replays
-            budget: list[float] = []
-            for i in range(CALLS // 3):
-                started = time.perf_counter()
-                context_assemble(
-                    store=stores["log off"],
-                    agent_id=AGENT,
-                    user_id=USER,
-                    groups=GROUPS,
-                    message=MESSAGES[i % 2],
-                    max_tokens=200,
-                )
-                budget.append(time.perf_counter() - started)
-            samples["log off, max_tokens=200"] = budget
-            off_p95 = summary_ms(samples["log off"])[1]
-            for label, found in samples.items():
-                p50, p95, mean = summary_ms(found)
-                versus = f"{(p95 / off_p95 - 1) * 100:+.0f}%" if label.startswith("log on") else ""
-                rows.append([f"{size:,}", label, len(found), f"{p50:.1f}", f"{p95:.1f}", versus])
-                print_row(rows[-1])
-            logged = base.context_calls.collection.count_documents({"agent_id": AGENT})
+            samples["replay (as_of)"] = _replays(base, moments)
+            samples["log off, max_tokens=200"] = _budgeted(stores["log off"])
+            rows += _rows(size, samples)
+            logged = base.seeding.count("context_calls", {"agent_id": AGENT})
             print(f"context calls logged: {logged:,}", flush=True)
             access_log.flush()  # the context calls' access counts, before the client closes
             client.close()  # the server's directory is removed whole: no drop needed
@@ -146,6 +91,92 @@ def run(sizes: list[int] | None = None) -> None:
         rows,
     )
     _trigger_table()
+
+
+def _seeded_moments(
+    client: MongoClient[dict[str, Any]], db: str, base: MemoryStore, size: int
+) -> list:
+    """Seed and prepare the target (unless BENCH_DATA_DIR kept them); the prepared moments."""
+    moments = _seeded_before(client[db])
+    if moments is not None:
+        print(f"reusing the {size:,} observations seeded in BENCH_DATA_DIR")
+        return moments
+    seconds = seed(
+        base,
+        agent_id=AGENT,
+        scopes=max(10, size // 10),
+        observations=size,
+        search_index=SEED_SEARCH_INDEX,
+    )
+    postings = "with" if SEED_SEARCH_INDEX else "without"
+    print(f"seeded {size:,} observations ({postings} postings) in {seconds:.0f} s")
+    moments = _prepare(base)
+    client[db][META].insert_one({"_id": "moments", "moments": moments})
+    return moments
+
+
+def _interleaved(stores: dict[str, MemoryStore]) -> dict[str, list[float]]:
+    """CALLS context calls on each store, interleaved (so load hits them alike), timed."""
+    samples: dict[str, list[float]] = {label: [] for label in stores}
+    for i in range(CALLS):
+        for label, store in stores.items():
+            started = time.perf_counter()
+            context_assemble(
+                store=store,
+                agent_id=AGENT,
+                user_id=USER,
+                groups=GROUPS,
+                message=MESSAGES[i % 2],
+                session_id="bench",
+            )
+            samples[label].append(time.perf_counter() - started)
+    return samples
+
+
+def _replays(base: MemoryStore, moments: list) -> list[float]:
+    """Context replayed as of the prepared moments, timed."""
+    replays: list[float] = []
+    for i in range(CALLS // 3):
+        started = time.perf_counter()
+        context_replay(
+            store=base,
+            agent_id=AGENT,
+            user_id=USER,
+            groups=GROUPS,
+            message=MESSAGES[i % 2],
+            as_of=moments[i % len(moments)],
+        )
+        replays.append(time.perf_counter() - started)
+    return replays
+
+
+def _budgeted(store: MemoryStore) -> list[float]:
+    """Context calls with a 200-token budget, timed."""
+    budget: list[float] = []
+    for i in range(CALLS // 3):
+        started = time.perf_counter()
+        context_assemble(
+            store=store,
+            agent_id=AGENT,
+            user_id=USER,
+            groups=GROUPS,
+            message=MESSAGES[i % 2],
+            max_tokens=200,
+        )
+        budget.append(time.perf_counter() - started)
+    return budget
+
+
+def _rows(size: int, samples: dict[str, list[float]]) -> list[list[object]]:
+    """A row per call kind; the logged ones with their p95 against the log off."""
+    rows: list[list[object]] = []
+    off_p95 = summary_ms(samples["log off"])[1]
+    for label, found in samples.items():
+        p50, p95, mean = summary_ms(found)
+        versus = f"{(p95 / off_p95 - 1) * 100:+.0f}%" if label.startswith("log on") else ""
+        rows.append([f"{size:,}", label, len(found), f"{p50:.1f}", f"{p95:.1f}", versus])
+        print_row(rows[-1])
+    return rows
 
 
 def _seeded_before(db: Database) -> list | None:

@@ -145,6 +145,12 @@ def run(sizes: list[int] | None = None) -> None:
         fired = sum(1 for r in of_kind if "instruction" in detect(r.text).flags)
         by_kind.append([kind, len(of_kind), fired])
     _print("Instruction flag by kind", ["kind", "sentences", "flagged instruction"], by_kind)
+    _print_where_it_lands(rows)
+    _print_misses(rows)
+
+
+def _print_where_it_lands(rows: list[Row]) -> None:
+    """Preferences that must not fire, and where flagged poisoning lands."""
     preferences = [r for r in rows if r.kind == "preference"]
     flagged = [r for r in preferences if "instruction" in detect(r.text).flags]
     _print(
@@ -168,6 +174,10 @@ def run(sizes: list[int] | None = None) -> None:
             )
         ],
     )
+
+
+def _print_misses(rows: list[Row]) -> None:
+    """The instructions the detectors miss, and what they flag that is none."""
     missed = [
         r for r in rows if "instruction" in r.flags and "instruction" not in detect(r.text).flags
     ]

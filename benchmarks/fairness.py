@@ -68,21 +68,15 @@ def run(sizes: list[int] | None = None) -> None:
                 _merge(senders, second)
                 formed += _succeeded(store) - base
                 drained += _drain(store)
-        formations = store.jobs.collection.count_documents({"kind": "formation"})
-        formed_after = store.jobs.collection.count_documents(
-            {"kind": "formation", "status": "succeeded"}
-        )
+        formations = store.seeding.count("jobs", {"kind": "formation"})
+        formed_after = store.seeding.count("jobs", {"kind": "formation", "status": "succeeded"})
         client.close()
-    q50, q95, _ = summary_ms(quiet.latencies)
-    l50, l95, _ = summary_ms(loaded.latencies)
-    s50, s95, _ = summary_ms(senders.latencies)
+    q95, l95 = summary_ms(quiet.latencies)[1], summary_ms(loaded.latencies)[1]
     rows = [
-        ["context, quiet", len(quiet.latencies), f"{q50:.1f}", f"{q95:.1f}", quiet.errors],
-        ["context, 2 max-size senders", len(loaded.latencies), f"{l50:.1f}", f"{l95:.1f}",
-         loaded.errors],
-        ["ingest 4 x 32,000 chars", len(senders.latencies), f"{s50:.1f}", f"{s95:.1f}",
-         senders.errors],
-    ]  # fmt: skip
+        _row("context, quiet", quiet),
+        _row("context, 2 max-size senders", loaded),
+        _row("ingest 4 x 32,000 chars", senders),
+    ]
     print_table(
         f"Fairness: 2 gunicorn workers x {threads} thread(s), embedded store, {seconds:.0f} s "
         f"per phase in {rounds} alternating windows, {formations} formations started, "
@@ -94,6 +88,11 @@ def run(sizes: list[int] | None = None) -> None:
     )
 
 
+def _row(calls: str, tally: Tally) -> list[object]:
+    p50, p95, _ = summary_ms(tally.latencies)
+    return [calls, len(tally.latencies), f"{p50:.1f}", f"{p95:.1f}", tally.errors]
+
+
 def _merge(into: Tally, tally: Tally) -> None:
     into.latencies.extend(tally.latencies)
     for status, n in tally.statuses.items():
@@ -101,14 +100,14 @@ def _merge(into: Tally, tally: Tally) -> None:
 
 
 def _succeeded(store: MemoryStore) -> int:
-    return store.jobs.collection.count_documents({"kind": "formation", "status": "succeeded"})
+    return store.seeding.count("jobs", {"kind": "formation", "status": "succeeded"})
 
 
 def _drain(store: MemoryStore) -> float:
     """Wait (at most DRAIN_SECONDS) until no formation is queued or running; the wait."""
     started = time.monotonic()
-    while time.monotonic() - started < DRAIN_SECONDS and store.jobs.collection.find_one(
-        {"kind": "formation", "status": {"$in": ["queued", "running"]}}
+    while time.monotonic() - started < DRAIN_SECONDS and store.seeding.find_one(
+        "jobs", {"kind": "formation", "status": {"$in": ["queued", "running"]}}
     ):
         time.sleep(0.5)
     return time.monotonic() - started

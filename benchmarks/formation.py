@@ -60,38 +60,11 @@ def run(sizes: list[int] | None = None) -> None:
             )
             ingest_trips, formation_trips, seconds = [], [], []
             for n in range(SESSIONS):
-                messages = [
-                    IncomingMessage(
-                        id=f"m{i}",
-                        role="user" if i % 2 == 0 else "assistant",
-                        content=TALK[i % len(TALK)],
-                    )
-                    for i in range(settings.max_messages)
-                ]
-                counter.reset()
-                result = messages_ingest(
-                    store=store,
-                    agent_id=AGENT,
-                    session_id=f"s{n}",
-                    user_id=f"bench-user-{n}",
-                    user_name=f"User {n}",
-                    groups=[{"id": "g1", "name": "Eden Team"}],
-                    messages=messages,
-                    settings=settings,
-                )
-                ingest_trips.append(counter.count)
-                assert result.formation_job is not None
-                counter.reset()
-                started = time.perf_counter()
-                job_execute(
-                    store=store,
-                    job_id=result.formation_job.id,
-                    llm=OfflineProvider(),
-                    work=bound_work(formation_run, store=store, settings=settings),
-                )
-                seconds.append(time.perf_counter() - started)
-                formation_trips.append(counter.count)
-                slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:3]
+                ingested, formed, spent = _one_session(store, counter, settings, n)
+                ingest_trips.append(ingested)
+                formation_trips.append(formed)
+                seconds.append(spent)
+            slowest = sorted(counter.micros.items(), key=lambda kv: -kv[1])[:3]
             p50, p95, _ = summary_ms(seconds)
             print(f"{size}: slowest commands in the last formation (us): {slowest}")
             rows.append(
@@ -118,3 +91,40 @@ def run(sizes: list[int] | None = None) -> None:
         ],
         rows,
     )
+
+
+def _one_session(
+    store: MemoryStore, counter: CommandCounter, settings: FormationSettings, n: int
+) -> tuple[int, int, float]:
+    """Ingest a full session and run its formation: the ingest's and the formation's
+    round trips, and the formation's seconds."""
+    messages = [
+        IncomingMessage(
+            id=f"m{i}",
+            role="user" if i % 2 == 0 else "assistant",
+            content=TALK[i % len(TALK)],
+        )
+        for i in range(settings.max_messages)
+    ]
+    counter.reset()
+    result = messages_ingest(
+        store=store,
+        agent_id=AGENT,
+        session_id=f"s{n}",
+        user_id=f"bench-user-{n}",
+        user_name=f"User {n}",
+        groups=[{"id": "g1", "name": "Eden Team"}],
+        messages=messages,
+        settings=settings,
+    )
+    ingested = counter.count
+    assert result.formation_job is not None
+    counter.reset()
+    started = time.perf_counter()
+    job_execute(
+        store=store,
+        job_id=result.formation_job.id,
+        llm=OfflineProvider(),
+        work=bound_work(formation_run, store=store, settings=settings),
+    )
+    return ingested, counter.count, time.perf_counter() - started

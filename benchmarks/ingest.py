@@ -43,7 +43,7 @@ def run(sizes: list[int] | None = None) -> None:
             latencies, wall = _drive(server.uri, db)
             p50, p95, mean = summary_ms(latencies)
             messages = REQUESTS * MESSAGES_PER_REQUEST
-            jobs = MemoryStore(client, db).jobs.collection.count_documents({"status": "succeeded"})
+            jobs = MemoryStore(client, db).seeding.count("jobs", {"status": "succeeded"})
             rows.append(
                 [
                     f"{size:,}",

@@ -86,12 +86,15 @@ def _seed_audit(store: MemoryStore, size: int) -> None:
         doc["_id"] = _id_at(at)
         batch.append(doc)
         if len(batch) >= BATCH:
-            store.audit.collection.insert_many(batch, ordered=False)
+            store.seeding.insert_many("audit", batch, ordered=False)
             batch.clear()
     if batch:
-        store.audit.collection.insert_many(batch, ordered=False)
-    store.audit.meta.update_one(
-        {"_id": "log"}, {"$min": {"started_at": now - timedelta(days=DAYS)}}, upsert=True
+        store.seeding.insert_many("audit", batch, ordered=False)
+    store.seeding.update_one(
+        "audit_meta",
+        {"_id": "log"},
+        {"$min": {"started_at": now - timedelta(days=DAYS)}},
+        upsert=True,
     )
 
 

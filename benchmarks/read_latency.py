@@ -53,9 +53,23 @@ USER = "target-user"
 GROUPS = [("g-eden", "Eden Team"), ("g-ops", "Ops")]
 
 
+HEADERS = [
+    "observations",
+    "via",
+    "call",
+    "calls",
+    "p50 ms",
+    "p95 ms",
+    "mean ms",
+    "round trips/call",
+    "store ms/call",
+]
+P95s = dict[tuple[str, str], dict[int, float]]  # (via, call) -> size -> p95
+
+
 def run(sizes: list[int] | None = None) -> None:
     rows: list[list[object]] = []
-    p95s: dict[tuple[str, str], dict[int, float]] = {}
+    p95s: P95s = {}
     sizes = sizes or SIZES
     with embedded_server() as server:
         for size in sizes:
@@ -65,91 +79,70 @@ def run(sizes: list[int] | None = None) -> None:
             )
             db = f"bench_read_{size}"
             store = MemoryStore(client, db)
-            if store.agents.get(AGENT) is None:  # BENCH_DATA_DIR keeps a seeded store
-                seconds = seed(
-                    store,
-                    agent_id=AGENT,
-                    scopes=max(10, min(size // 10, 100_000)),
-                    observations=size,
-                )
-                print(f"seeded {size:,} observations in {seconds:.0f} s", flush=True)
-            if store.scopes.find_by_identity(**ScopeKey.individual(AGENT, USER).identity()) is None:
-                # A cut-short seed never set the agent's scope counter: new scopes go after.
-                seeded_scopes = store.scopes.collection.estimated_document_count()
-                store.agents.collection.update_one(
-                    {"_id": AGENT}, {"$max": {"scope_seq": seeded_scopes}}
-                )
-                _prepare(store)
-            # What the store holds (a reused store may hold less than asked, if its seeding
-            # was cut short), to the nearest thousand.
-            stored = round(store.observations.collection.estimated_document_count(), -3)
-            scopes = store.scopes.collection.estimated_document_count()
-            held = f"{stored:,} ({scopes:,} scopes)"
+            held = _seeded(store, size)
             print(f"measuring with {held}", flush=True)
             for label, call in _calls(store).items():
                 samples, trips, store_ms = _measure(call, counter)
-                p50, p95, mean = summary_ms(samples)
                 rows.append(
-                    [
-                        held,
-                        "in-process",
-                        label,
-                        CALLS,
-                        f"{p50:.1f}",
-                        f"{p95:.1f}",
-                        f"{mean:.1f}",
-                        f"{trips:g}",
-                        f"{store_ms:.1f}",
-                    ]
+                    _row(held, "in-process", label, samples, f"{trips:g}", f"{store_ms:.1f}")
                 )
-                p95s.setdefault(("in-process", label), {})[size] = p95
+                p95s.setdefault(("in-process", label), {})[size] = summary_ms(samples)[1]
                 print_row(rows[-1])
             for label, (samples, http_trips) in _http(server.uri, db).items():
-                p50, p95, mean = summary_ms(samples)
-                rows.append(
-                    [
-                        held,
-                        "HTTP",
-                        label,
-                        CALLS,
-                        f"{p50:.1f}",
-                        f"{p95:.1f}",
-                        f"{mean:.1f}",
-                        http_trips,
-                        "-",
-                    ]
-                )
-                p95s.setdefault(("HTTP", label), {})[size] = p95
+                rows.append(_row(held, "HTTP", label, samples, http_trips, "-"))
+                p95s.setdefault(("HTTP", label), {})[size] = summary_ms(samples)[1]
                 print_row(rows[-1])
             if size == sizes[-1]:
                 _profile(store, counter)
             client.close()
     print_table(
         "Read path on the embedded store (2 cores): context and search latency, round trips",
-        [
-            "observations",
-            "via",
-            "call",
-            "calls",
-            "p50 ms",
-            "p95 ms",
-            "mean ms",
-            "round trips/call",
-            "store ms/call",
-        ],
+        HEADERS,
         rows,
     )
     if len(sizes) > 1:
-        first, last = sizes[0], sizes[-1]
-        print_table(
-            f"p95 of the last size ({last:,} asked) over p95 of the first ({first:,} asked)",
-            ["via", "call", "p95 first", "p95 last", "ratio"],
-            [
-                [via, label, f"{by[first]:.1f}", f"{by[last]:.1f}", f"{by[last] / by[first]:.2f}"]
-                for (via, label), by in p95s.items()
-                if first in by and last in by
-            ],
+        _print_growth(p95s, sizes[0], sizes[-1])
+
+
+def _seeded(store: MemoryStore, size: int) -> str:
+    """Seed the store (unless BENCH_DATA_DIR kept it seeded) and the target user; what it
+    holds, to the nearest thousand (a reused store may hold less than asked, if its
+    seeding was cut short)."""
+    if store.agents.get(AGENT) is None:
+        seconds = seed(
+            store,
+            agent_id=AGENT,
+            scopes=max(10, min(size // 10, 100_000)),
+            observations=size,
         )
+        print(f"seeded {size:,} observations in {seconds:.0f} s", flush=True)
+    if store.scopes.find_by_identity(**ScopeKey.individual(AGENT, USER).identity()) is None:
+        # A cut-short seed never set the agent's scope counter: new scopes go after.
+        seeded_scopes = store.seeding.estimated_count("scopes")
+        store.seeding.update_one("agents", {"_id": AGENT}, {"$max": {"scope_seq": seeded_scopes}})
+        _prepare(store)
+    stored = round(store.seeding.estimated_count("observations"), -3)
+    scopes = store.seeding.estimated_count("scopes")
+    return f"{stored:,} ({scopes:,} scopes)"
+
+
+def _row(
+    held: str, via: str, label: str, samples: list[float], trips: object, store_ms: str
+) -> list[object]:
+    p50, p95, mean = summary_ms(samples)
+    return [held, via, label, CALLS, f"{p50:.1f}", f"{p95:.1f}", f"{mean:.1f}", trips, store_ms]
+
+
+def _print_growth(p95s: P95s, first: int, last: int) -> None:
+    print_table(
+        f"p95 of the last size ({last:,} asked) over p95 of the first ({first:,} asked)",
+        ["via", "call", "p95 first", "p95 last", "ratio"],
+        [
+            [via, label, f"{by[first]:.1f}", f"{by[last]:.1f}", f"{by[last] / by[first]:.2f}"]
+            for (via, label), by in p95s.items()
+            if first in by and last in by
+        ],
+    )
 
 
 def _prepare(store: MemoryStore) -> None:
@@ -184,11 +177,12 @@ def _prepare(store: MemoryStore) -> None:
             for seq in range(1, count + 1)
         ]
         for start in range(0, count, 5000):
-            store.observations.collection.insert_many(
-                [o.to_mongo() for o in logged[start : start + 5000]]
+            store.seeding.insert_many(
+                "observations", [o.to_mongo() for o in logged[start : start + 5000]]
             )
         search_index_build(store=store, observations=logged)
-        store.scopes.collection.update_one(
+        store.seeding.update_one(
+            "scopes",
             {"_id": ObjectId(scope.id)},
             {"$set": {"observation_seq": count, "observation_count": count}},
         )

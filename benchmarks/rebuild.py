@@ -33,20 +33,22 @@ AGENT = "bench-agent"
 CASES = [("delete", 1), ("delete", 10), ("delete", 20), ("edit", 10), ("private", 10)]
 
 
+HEADERS = [
+    "absorbed",
+    "versions",
+    "action",
+    "in version",
+    "action ms",
+    "action trips",
+    "rebuild ms",
+    "rebuild trips",
+    "LLM calls",
+    "refolded",
+    "redacted",
+]
+
+
 def run(sizes: list[int] | None = None) -> None:
-    headers = [
-        "absorbed",
-        "versions",
-        "action",
-        "in version",
-        "action ms",
-        "action trips",
-        "rebuild ms",
-        "rebuild trips",
-        "LLM calls",
-        "refolded",
-        "redacted",
-    ]
     rows: list[list[object]] = []
     with embedded_server() as server:
         for size in sizes or SIZES:
@@ -59,23 +61,11 @@ def run(sizes: list[int] | None = None) -> None:
                 by_version = _seed(store, size)
                 target = store.observations.get(ObjectId(by_version[version][0]))
                 assert target is not None
-                jobs: list[Job] = []
                 counter.reset()
                 t0 = time.perf_counter()
-                if action == "delete":
-                    observation_delete(store=store, observation=target, follow_ups=jobs)
-                elif action == "edit":
-                    observation_update(
-                        store=store, observation=target, content="A corrected note.",
-                        follow_ups=jobs,
-                    )  # fmt: skip
-                else:
-                    observation_update(
-                        store=store, observation=target, private=True, follow_ups=jobs
-                    )
+                job = _change(store, target, action)
                 action_ms = (time.perf_counter() - t0) * 1000
                 action_trips = counter.count
-                [job] = jobs
                 counter.reset()
                 t0 = time.perf_counter()
                 done = job_execute(
@@ -106,9 +96,24 @@ def run(sizes: list[int] | None = None) -> None:
     print_table(
         "Rebuild after a source changed (offline provider; action = the request, "
         "rebuild = its job)",
-        headers,
+        HEADERS,
         rows,
     )
+
+
+def _change(store: MemoryStore, target: Observation, action: str) -> Job:
+    """Delete, edit or make private the absorbed observation; the rebuild job it makes."""
+    jobs: list[Job] = []
+    if action == "delete":
+        observation_delete(store=store, observation=target, follow_ups=jobs)
+    elif action == "edit":
+        observation_update(
+            store=store, observation=target, content="A corrected note.", follow_ups=jobs
+        )
+    else:
+        observation_update(store=store, observation=target, private=True, follow_ups=jobs)
+    [job] = jobs
+    return job
 
 
 def _seed(store: MemoryStore, size: int) -> dict[int, list[str]]:

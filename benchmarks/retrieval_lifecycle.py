@@ -74,6 +74,7 @@ def lifecycle_table(client: MongoClient, devs: list[Dev]) -> None:
             rows.append(_row(f"{d.name}: {name}", None, held_out, questions, ranked))
             scores.setdefault(name, {})[d.name] = recall_and_mrr(held_out, questions, ranked)
         client.drop_database(store.db.name)
+        client.drop_database(store.name)
     print_table(
         "Lifecycle ranking stages on the dev conversations (odd questions; the even ones "
         "gave the retrievals and feedback)",
@@ -151,7 +152,7 @@ def lifecycle_at_scale(distractors: int) -> None:
             ranker = _ours(store, ranking)
             ranked = {i: ranker(questions[i]["question"]) for i in held_out}
             rows.append(_row(f"{label}: {name}", None, held_out, questions, ranked))
-        client.drop_database(store.db.name)
+        client.drop_database(store.name)
         client.close()
     print_table(
         f"Lifecycle ranking stages among distractors (odd questions; seeded in {seeded:.0f} s)",

@@ -113,19 +113,23 @@ STAGES: dict[str, Ranking] = {
 HEADER = ["ranker", "conversation", "questions", "recall@1", "recall@5", "recall@10", "hit@5"]
 
 
+def _supersession_only(argv: list[str]) -> None:
+    import argparse
+
+    from benchmarks.retrieval_supersession import run_modes
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks retrieval_quality")
+    parser.add_argument("--supersession", choices=["on", "off", "both"], default="both")
+    chosen = parser.parse_args(argv).supersession
+    run_modes(["off", "on"] if chosen == "both" else [chosen])
+
+
 def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> None:
     """`--supersession on|off|both` runs only the supersession comparison
     (`benchmarks.retrieval_supersession`); without it, every table (supersession on)."""
     del sizes  # one dataset, one size
     if argv:
-        import argparse
-
-        from benchmarks.retrieval_supersession import run_modes
-
-        parser = argparse.ArgumentParser(prog="python -m benchmarks retrieval_quality")
-        parser.add_argument("--supersession", choices=["on", "off", "both"], default="both")
-        chosen = parser.parse_args(argv).supersession
-        run_modes(["off", "on"] if chosen == "both" else [chosen])
+        _supersession_only(argv)
         return
     started = time.perf_counter()
     with embedded_server() as server:

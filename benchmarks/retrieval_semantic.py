@@ -138,8 +138,8 @@ def run(sizes: list[int] | None = None) -> None:
                     if category is None:
                         recall5[(path.stem, name)] = float(str(row[4]))
             latency.append(_timed(store, questions, embedder, path.stem))
-            client.drop_database(store.db.name)
-            forget_cached(store.db.name)
+            client.drop_database(store.name)
+            forget_cached(store.name)
         client.close()
     print_table(
         "Semantic candidates (all-MiniLM-L6-v2, local) on the dev conversations",
@@ -172,7 +172,8 @@ def _search(
 def _nearest(store: MemoryStore, memo: Memo, scope_id: ObjectId) -> Callable[[str], list[str]]:
     turn_of = {
         d["_id"]: d["source_message_ids"][0]
-        for d in store.observations.collection.find(
+        for d in store.seeding.find(
+            "observations",
             {"scope_id": scope_id, "seq": {"$gte": 0, "$lt": 10**9}},
             {"source_message_ids": 1},
         )

@@ -73,11 +73,24 @@ def _superseded_counts(store: MemoryStore, questions: list[dict]) -> tuple[int, 
     evidence = {e for q in questions for e in q["evidence"]}
     turns = [
         d["source_message_ids"][0]
-        for d in store.observations.collection.find(
-            {"superseded_by": {"$exists": True}}, {"source_message_ids": 1}
+        for d in store.seeding.find(
+            "observations", {"superseded_by": {"$exists": True}}, {"source_message_ids": 1}
         )
     ]
     return len(turns), sum(1 for t in turns if t in evidence)
+
+
+HEADERS = [
+    "supersession",
+    "conversation",
+    "questions",
+    "superseded turns",
+    "of them evidence",
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "recall@5 held out (LOO)",
+]
 
 
 def _print(per_mode: dict[str, list[Dev]], superseded: dict) -> None:
@@ -95,51 +108,50 @@ def _print(per_mode: dict[str, list[Dev]], superseded: dict) -> None:
         folds = leave_one_out(devs)
         loo[mode] = [f.held_out.recall(f.fitted) for f in folds]
         print(f"{mode}: held-out recall@5 {[round(x, 3) for x in loo[mode]]}", flush=True)
-        for d, held in zip(devs, loo[mode], strict=True):
-            count, evidence = superseded[(mode, d.name)]
-            rows.append(
-                [
-                    mode,
-                    d.name,
-                    len(d.questions),
-                    count,
-                    evidence,
-                    f"{d.recall(FINAL, 1):.3f}",
-                    f"{d.recall(FINAL):.3f}",
-                    f"{d.recall(FINAL, 10):.3f}",
-                    f"{held:.3f}",
-                ]
-            )
-        rows.append(
-            [
-                mode,
-                "mean",
-                sum(len(d.questions) for d in devs),
-                sum(superseded[(mode, d.name)][0] for d in devs),
-                sum(superseded[(mode, d.name)][1] for d in devs),
-                f"{fmean(d.recall(FINAL, 1) for d in devs):.3f}",
-                f"{fmean(d.recall(FINAL) for d in devs):.3f}",
-                f"{fmean(d.recall(FINAL, 10) for d in devs):.3f}",
-                f"{fmean(loo[mode]):.3f}",
-            ]
-        )
+        rows += _mode_rows(mode, devs, loo[mode], superseded)
     print_table(
         "Supersession on and off: the final ranking on the dev conversations, and the "
         "leave-one-out held-out recall@5 (fitted on the other two)",
-        [
-            "supersession",
-            "conversation",
-            "questions",
-            "superseded turns",
-            "of them evidence",
-            "recall@1",
-            "recall@5",
-            "recall@10",
-            "recall@5 held out (LOO)",
-        ],
+        HEADERS,
         rows,
     )
     if set(loo) == set(MODES):
         delta = fmean(loo["on"]) - fmean(loo["off"])
         verdict = "does not lower" if delta >= -0.0005 else "LOWERS"
         print(f"supersession {verdict} held-out recall@5 ({delta:+.3f})")
+
+
+def _mode_rows(
+    mode: str, devs: list[Dev], held_out: list[float], superseded: dict
+) -> list[list[object]]:
+    """A row per conversation of one mode, and their mean."""
+    rows: list[list[object]] = []
+    for d, held in zip(devs, held_out, strict=True):
+        count, evidence = superseded[(mode, d.name)]
+        rows.append(
+            [
+                mode,
+                d.name,
+                len(d.questions),
+                count,
+                evidence,
+                f"{d.recall(FINAL, 1):.3f}",
+                f"{d.recall(FINAL):.3f}",
+                f"{d.recall(FINAL, 10):.3f}",
+                f"{held:.3f}",
+            ]
+        )
+    rows.append(
+        [
+            mode,
+            "mean",
+            sum(len(d.questions) for d in devs),
+            sum(superseded[(mode, d.name)][0] for d in devs),
+            sum(superseded[(mode, d.name)][1] for d in devs),
+            f"{fmean(d.recall(FINAL, 1) for d in devs):.3f}",
+            f"{fmean(d.recall(FINAL) for d in devs):.3f}",
+            f"{fmean(d.recall(FINAL, 10) for d in devs):.3f}",
+            f"{fmean(held_out):.3f}",
+        ]
+    )
+    return rows

@@ -64,6 +64,23 @@ BATCH = 5000
 STAGES = os.environ.get("SEARCH_SCALE_STAGES", "1") != "0"
 
 
+HEADERS = [
+    "N distractors",
+    "scope size",
+    "seed s",
+    "index docs",
+    "recall@5",
+    "recall@5 all chunks read",
+    "p50 ms",
+    "p95 ms",
+    "p50 ms, second pass",
+    "p95 ms, second pass",
+    "context p50 ms",
+    "context p95 ms",
+    "finds/search",
+]
+
+
 def run(sizes: list[int] | None = None) -> None:
     conversation = json.loads(DATA.read_text())
     turns = _turns(conversation)
@@ -80,48 +97,13 @@ def run(sizes: list[int] | None = None) -> None:
             store = MemoryStore(client, f"bench_scale_{n}")
             seeded = f"{_seed(store, turns, n):.0f}" if _unseeded(store, turns, n) else "kept"
             freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
-            recall, spent, trips = _ask(store, questions, counter)
-            _, steady, _ = _ask(store, questions, counter)  # the seed written out by now
-            context_ms = _context(store, questions)
-            layout.READ_ALL = True
-            try:
-                exact, _, _ = _ask(store, questions, counter)
-            finally:
-                layout.READ_ALL = False
-            spent.sort()
-            steady.sort()
-            docs = store.search_index.collection.estimated_document_count()
-            rows.append(
-                [
-                    f"{n:,}",
-                    f"{n + len(turns):,}",
-                    seeded,
-                    f"{docs:,}",
-                    f"{recall:.3f}",
-                    f"{exact:.3f}",
-                    f"{spent[len(spent) // 2]:.1f}",
-                    f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
-                    f"{steady[len(steady) // 2]:.1f}",
-                    f"{steady[int(0.95 * (len(steady) - 1))]:.1f}",
-                    f"{context_ms[len(context_ms) // 2]:.1f}",
-                    f"{context_ms[int(0.95 * (len(context_ms) - 1))]:.1f}",
-                    f"{max(trips)}",
-                ]
-            )
+            rows.append(_size_row(store, questions, counter, [n, n + len(turns), seeded]))
             print_row(rows[-1])
             now = turns[-1][2] + timedelta(days=1)
             for name, ranking in STAGE_ROWS.items() if STAGES else ():
                 recall, spent, trips = _ask(store, questions, counter, ranking, now)
-                spent.sort()
                 stage_rows.append(
-                    [
-                        f"{n:,}",
-                        name,
-                        f"{recall:.3f}",
-                        f"{spent[len(spent) // 2]:.1f}",
-                        f"{spent[int(0.95 * (len(spent) - 1))]:.1f}",
-                        f"{max(trips)}",
-                    ]
+                    [f"{n:,}", name, f"{recall:.3f}", *_p50_p95(spent), f"{max(trips)}"]
                 )
                 print_row(stage_rows[-1])
             if not os.environ.get("BENCH_DATA_DIR"):
@@ -132,21 +114,7 @@ def run(sizes: list[int] | None = None) -> None:
         f"in one scope among N distractors (chunks of {index_format.CHUNK}, top block "
         f"{index_format.TOP}, rare up to {index_format.RARE_CHUNKS} chunks), in-process, "
         "embedded store",
-        [
-            "N distractors",
-            "scope size",
-            "seed s",
-            "index docs",
-            "recall@5",
-            "recall@5 all chunks read",
-            "p50 ms",
-            "p95 ms",
-            "p50 ms, second pass",
-            "p95 ms, second pass",
-            "context p50 ms",
-            "context p95 ms",
-            "finds/search",
-        ],  # fmt: skip
+        HEADERS,
         rows,
     )
     if not STAGES:
@@ -158,6 +126,41 @@ def run(sizes: list[int] | None = None) -> None:
         ["N distractors", "ranking", "recall@5", "p50 ms", "p95 ms", "finds/search"],
         stage_rows,
     )
+
+
+def _size_row(
+    store: MemoryStore, questions: list[dict], counter: CommandCounter, sized: list[object]
+) -> list[object]:
+    """One size's row: two passes of search, the context calls, and a pass reading every
+    chunk (the exact recall); `sized` is (N, scope size, seed seconds or "kept")."""
+    recall, spent, trips = _ask(store, questions, counter)
+    _, steady, _ = _ask(store, questions, counter)  # the seed written out by now
+    context_ms = _context(store, questions)
+    layout.READ_ALL = True
+    try:
+        exact, _, _ = _ask(store, questions, counter)
+    finally:
+        layout.READ_ALL = False
+    n, size, seeded = sized
+    docs = store.seeding.estimated_count("search_index")
+    return [
+        f"{n:,}",
+        f"{size:,}",
+        seeded,
+        f"{docs:,}",
+        f"{recall:.3f}",
+        f"{exact:.3f}",
+        *_p50_p95(spent),
+        *_p50_p95(steady),
+        *_p50_p95(context_ms),
+        f"{max(trips)}",
+    ]
+
+
+def _p50_p95(samples: list[float]) -> list[str]:
+    """The median and the 95th percentile, in ms, as the tables print them."""
+    ordered = sorted(samples)
+    return [f"{ordered[len(ordered) // 2]:.1f}", f"{ordered[int(0.95 * (len(ordered) - 1))]:.1f}"]
 
 
 def _context(store: MemoryStore, questions: list[dict]) -> list[float]:
@@ -241,11 +244,11 @@ def seeded_observations(store: MemoryStore, turns: list, n: int) -> tuple[Scope,
 
 def _unseeded(store: MemoryStore, turns: list, n: int) -> bool:
     """Whether the store lacks this size's seed (a kept BENCH_DATA_DIR holds it already)."""
-    seeded = store.observations.collection.estimated_document_count() == n + len(turns)
+    seeded = store.seeding.estimated_count("observations") == n + len(turns)
     if seeded:
         store.ensure_indexes()  # seeded by an earlier version, perhaps
     else:
-        store.db.client.drop_database(store.db.name)  # a seed cut short starts over
+        store.seeding.drop_database()  # a seed cut short starts over
     return not seeded
 
 
@@ -254,11 +257,14 @@ def _seed(store: MemoryStore, turns: list, n: int) -> float:
     started = time.perf_counter()
     scope, observations = seeded_observations(store, turns, n)
     for start in range(0, len(observations), BATCH):
-        store.observations.collection.insert_many(
-            [o.to_mongo() for o in observations[start : start + BATCH]], ordered=False
+        store.seeding.insert_many(
+            "observations",
+            [o.to_mongo() for o in observations[start : start + BATCH]],
+            ordered=False,
         )
     search_index_build(store=store, observations=observations)
-    store.scopes.collection.update_one(
+    store.seeding.update_one(
+        "scopes",
         {"_id": ObjectId(scope.id)},
         {"$set": {"observation_seq": len(observations), "observation_count": len(observations)}},
     )

@@ -39,6 +39,19 @@ BUILD_WAIT = 900.0  # seconds to wait for a background HNSW build before timing 
 CROSSOVER_SIZES = [10_000, 100_000, 300_000, 1_000_000]
 
 
+HEADERS = [
+    "N distractors",
+    "seed s",
+    "first search ms (loads vectors)",
+    "text recall@5",
+    "text p50 ms",
+    "text p95 ms",
+    "fused recall@5",
+    "fused p50 ms",
+    "fused p95 ms",
+]
+
+
 def run(sizes: list[int] | None = None) -> None:
     if not local_available():
         print("search_scale_semantic: the local-embeddings extra is not installed; nothing run")
@@ -58,71 +71,66 @@ def run(sizes: list[int] | None = None) -> None:
             started = time.perf_counter()
             _seed(store, turns, n, embedder, np)
             seeded = time.perf_counter() - started
-            started = time.perf_counter()
-            search_observations(  # the process's first search loads the scope's vectors
-                store=store, agent_id=AGENT, user_id=USER, query="warm up", semantic=ranker
-            )
-            cold = (time.perf_counter() - started) * 1000
-            freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
-            text_recall, text_ms = _ask(store, questions, None)
-            fused_recall, fused_ms = _ask(store, questions, ranker)
-            # Past HNSW_FROM vectors the first search starts an HNSW build in the
-            # background and exact search serves meanwhile: time the built index too.
-            started = time.perf_counter()
-            while builds_in_progress() and time.perf_counter() - started < BUILD_WAIT:
-                time.sleep(0.5)
-            built = time.perf_counter() - started
-            rows_built = _ask(store, questions, ranker) if built > 0.5 else None
-            rows.append(
-                [
-                    f"{n:,}",
-                    f"{seeded:.0f}",
-                    f"{cold:.0f}",
-                    f"{text_recall:.3f}",
-                    _p(text_ms, 50),
-                    _p(text_ms, 95),
-                    f"{fused_recall:.3f}",
-                    _p(fused_ms, 50),
-                    _p(fused_ms, 95),
-                ]
-            )
-            if rows_built is not None:
-                rows.append(
-                    [
-                        f"{n:,}, HNSW built ({built:.0f} s after)",
-                        "",
-                        "",
-                        "",
-                        "",
-                        "",
-                        f"{rows_built[0]:.3f}",
-                        _p(rows_built[1], 50),
-                        _p(rows_built[1], 95),
-                    ]
-                )
-            print(rows[-2:] if rows_built is not None else rows[-1], flush=True)
-            client.drop_database(store.db.name)
-            forget_cached(store.db.name)
+            size_rows = _size_rows(store, questions, ranker, [f"{n:,}", f"{seeded:.0f}"])
+            rows += size_rows
+            print(size_rows, flush=True)
+            client.drop_database(store.name)
+            forget_cached(store.name)
             client.close()
     print_table(
         f"Search at scale with embeddings: conv-26 ({len(turns)} turns, {len(questions)} "
         "questions) among N distractors, in-process, embedded store, limit 10; fused = local "
         "MiniLM, the default fusion, query embedding included (1 torch thread)",
-        [
-            "N distractors",
-            "seed s",
-            "first search ms (loads vectors)",
-            "text recall@5",
-            "text p50 ms",
-            "text p95 ms",
-            "fused recall@5",
-            "fused p50 ms",
-            "fused p95 ms",
-        ],
+        HEADERS,
         rows,
     )
     print(flush=True)
     crossover(np)
+
+
+def _size_rows(
+    store: MemoryStore, questions: list[dict], ranker: SemanticRanker, sized: list[str]
+) -> list[list[object]]:
+    """One size's row (`sized`: N and the seed seconds), and one more for the HNSW index
+    when the first search started building it."""
+    started = time.perf_counter()
+    search_observations(  # the process's first search loads the scope's vectors
+        store=store, agent_id=AGENT, user_id=USER, query="warm up", semantic=ranker
+    )
+    cold = (time.perf_counter() - started) * 1000
+    freeze_startup_heap()  # as a web worker does once loaded (`memory_admin.wsgi`)
+    text_recall, text_ms = _ask(store, questions, None)
+    fused_recall, fused_ms = _ask(store, questions, ranker)
+    rows: list[list[object]] = [
+        [
+            *sized,
+            f"{cold:.0f}",
+            f"{text_recall:.3f}",
+            _p(text_ms, 50),
+            _p(text_ms, 95),
+            f"{fused_recall:.3f}",
+            _p(fused_ms, 50),
+            _p(fused_ms, 95),
+        ]
+    ]
+    # Past HNSW_FROM vectors the first search starts an HNSW build in the background and
+    # exact search serves meanwhile: time the built index too.
+    started = time.perf_counter()
+    while builds_in_progress() and time.perf_counter() - started < BUILD_WAIT:
+        time.sleep(0.5)
+    built = time.perf_counter() - started
+    if built > 0.5:
+        built_recall, built_ms = _ask(store, questions, ranker)
+        rows.append(
+            [
+                f"{sized[0]}, HNSW built ({built:.0f} s after)",
+                *[""] * 5,
+                f"{built_recall:.3f}",
+                _p(built_ms, 50),
+                _p(built_ms, 95),
+            ]
+        )
+    return rows
 
 
 def _p(values: list[float], q: int) -> str:
@@ -174,9 +182,10 @@ def _seed(store: MemoryStore, turns: list, n: int, embedder: LocalEmbedder, np) 
                 embedding_seq=ObjectId(),
             )
             docs.append(doc)
-        store.observations.collection.insert_many(docs, ordered=False)
+        store.seeding.insert_many("observations", docs, ordered=False)
     search_index_build(store=store, observations=observations)
-    store.scopes.collection.update_one(
+    store.seeding.update_one(
+        "scopes",
         {"_id": ObjectId(scope.id)},
         {"$set": {"observation_seq": len(observations), "observation_count": len(observations)}},
     )

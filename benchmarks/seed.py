@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from streams.core.documents import Observation, Scope, utcnow
 from streams.search.index import search_index_build
@@ -82,7 +82,29 @@ def seed(
     store.ensure_indexes()
     store.agents.ensure(agent_id, now=now)
     counts = [observations // scopes + (i < observations % scopes) for i in range(scopes)]
-    scope_docs = [
+    scope_docs = _scopes(agent_id, counts, now)
+    for start in range(0, scopes, BATCH):
+        store.seeding.insert_many(
+            "scopes", [s.to_mongo() for s in scope_docs[start : start + BATCH]]
+        )
+    batch: list[Observation] = []
+    written = 0
+    for scope in scope_docs:
+        batch += _observations(scope, rng, now)
+        if len(batch) >= BATCH:  # at a scope's end: a scope's index is built in one piece
+            before, written = written, _flush(store, batch, search_index, written)
+            _progress(before, written, observations, started)
+    if batch:
+        before, written = written, _flush(store, batch, search_index, written)
+        _progress(before, written, observations, started)
+    store.agents.set_counters(agent_id, scopes=scopes, observations=observations, pending=0)
+    store.seeding.update_one("agents", {"_id": agent_id}, {"$set": {"scope_seq": scopes}})
+    return time.perf_counter() - started
+
+
+def _scopes(agent_id: str, counts: list[int], now: datetime) -> list[Scope]:
+    """One individual scope per count, numbered from 1, its log as long as its count."""
+    return [
         Scope(
             agent_id=agent_id,
             scope_type="individual",
@@ -96,44 +118,36 @@ def seed(
         )
         for i, count in enumerate(counts)
     ]
-    for start in range(0, scopes, BATCH):
-        store.scopes.collection.insert_many(
-            [s.to_mongo() for s in scope_docs[start : start + BATCH]]
+
+
+def _observations(scope: Scope, rng: random.Random, now: datetime) -> list[Observation]:
+    """The scope's consolidated log of random twelve-word notes, a minute apart."""
+    return [
+        Observation(
+            scope_id=scope.id,
+            agent_id=scope.agent_id,
+            content=" ".join(rng.choice(WORDS) for _ in range(12)),
+            observed_at=now - timedelta(minutes=seq),
+            created_at=now,
+            related_user_ids=[scope.user_id or ""],
+            consolidated=True,
+            seq=seq,
         )
-    batch: list[Observation] = []
-    written = 0
+        for seq in range(1, scope.observation_seq + 1)
+    ]
 
-    def flush() -> None:
-        nonlocal written
-        store.observations.collection.insert_many([o.to_mongo() for o in batch], ordered=False)
-        if search_index:
-            search_index_build(store=store, observations=batch)
-        if observations >= PROGRESS_EVERY and (written + len(batch)) // PROGRESS_EVERY > (
-            written // PROGRESS_EVERY
-        ):
-            elapsed = time.perf_counter() - started
-            print(f"  seeded {written + len(batch):,} in {elapsed:.0f} s", flush=True)
-        written += len(batch)
-        batch.clear()
 
-    for scope in scope_docs:
-        for seq in range(1, scope.observation_seq + 1):
-            batch.append(
-                Observation(
-                    scope_id=scope.id,
-                    agent_id=agent_id,
-                    content=" ".join(rng.choice(WORDS) for _ in range(12)),
-                    observed_at=now - timedelta(minutes=seq),
-                    created_at=now,
-                    related_user_ids=[scope.user_id or ""],
-                    consolidated=True,
-                    seq=seq,
-                )
-            )
-        if len(batch) >= BATCH:  # at a scope's end: a scope's index is built in one piece
-            flush()
-    if batch:
-        flush()
-    store.agents.set_counters(agent_id, scopes=scopes, observations=observations, pending=0)
-    store.agents.collection.update_one({"_id": agent_id}, {"$set": {"scope_seq": scopes}})
-    return time.perf_counter() - started
+def _flush(store: MemoryStore, batch: list[Observation], search_index: bool, written: int) -> int:
+    """Insert the batch (and its search postings) and empty it; how many are written now."""
+    store.seeding.insert_many("observations", [o.to_mongo() for o in batch], ordered=False)
+    if search_index:
+        search_index_build(store=store, observations=batch)
+    written += len(batch)
+    batch.clear()
+    return written
+
+
+def _progress(before: int, written: int, observations: int, started: float) -> None:
+    """A line each PROGRESS_EVERY observations, for seeds that long."""
+    if observations >= PROGRESS_EVERY and written // PROGRESS_EVERY > before // PROGRESS_EVERY:
+        print(f"  seeded {written:,} in {time.perf_counter() - started:.0f} s", flush=True)

@@ -77,7 +77,7 @@ def render(factory: RequestFactory, path: str, headers: dict[str, str]) -> Any:
 def _prepare(store: MemoryStore, scopes: int) -> tuple[str, str]:
     """A scope in the middle with three versions and 12 pending observations."""
     seq = max(1, scopes // 2)
-    doc = store.scopes.collection.find_one({"agent_id": AGENT, "seq": seq})
+    doc = store.seeding.find_one("scopes", {"agent_id": AGENT, "seq": seq})
     assert doc is not None
     scope = store.scopes.get(doc["_id"])
     assert scope is not None

@@ -71,19 +71,20 @@ def seed_usage(store: MemoryStore, scope_ids: list[str]) -> float:
                 }
             )
         top = sorted(costs.items(), key=lambda kv: kv[1], reverse=True)[:TOP_KEPT]
-        store.usage.top.insert_one(
+        store.seeding.insert_one(
+            "usage_top",
             {
                 "_id": day,
                 "version": 1,
                 "items": [{"scope_id": s, "agent_id": AGENT, "value": v} for s, v in top],
-            }
+            },
         )
     scoped = [d for d in docs if d["dim"] == "scope"]
-    store.usage.collection.insert_many([d for d in docs if d["dim"] != "scope"])
+    store.seeding.insert_many("usage", [d for d in docs if d["dim"] != "scope"])
     for start in range(0, len(scoped), 5_000):
-        store.usage.scopes.insert_many(scoped[start : start + 5_000])
+        store.seeding.insert_many("usage_scopes", scoped[start : start + 5_000])
     backlog = [{"scope_id": s, "agent_id": AGENT, "value": 5} for s in scope_ids[:TOP_KEPT]]
-    store.usage.top.insert_one({"_id": BACKLOG, "version": 1, "items": backlog})
+    store.seeding.insert_one("usage_top", {"_id": BACKLOG, "version": 1, "items": backlog})
     return time.perf_counter() - started
 
 
@@ -105,15 +106,18 @@ def run(sizes: list[int] | None = None) -> None:
             db = f"bench_ui_{observations}"  # the ui_pages database: one seed serves both
             settings.MONGODB_DB = db
             store = seeded_store(client, db, scopes, observations)
-            if store.usage.top.find_one({"_id": BACKLOG}) is None:
+            if store.seeding.find_one("usage_top", {"_id": BACKLOG}) is None:
                 ids = [
                     str(d["_id"])
-                    for d in store.scopes.collection.find(
-                        {"agent_id": AGENT, "seq": {"$gte": 1, "$lte": scopes}}, {"_id": 1}
-                    ).limit(scopes)
+                    for d in store.seeding.find(
+                        "scopes",
+                        {"agent_id": AGENT, "seq": {"$gte": 1, "$lte": scopes}},
+                        {"_id": 1},
+                        limit=scopes,
+                    )
                 ]
                 print(f"seeded 30 days of usage in {seed_usage(store, ids):.0f} s")
-            some = store.scopes.collection.find_one({"agent_id": AGENT, "seq": scopes // 2})
+            some = store.seeding.find_one("scopes", {"agent_id": AGENT, "seq": scopes // 2})
             assert some is not None, "seeded above"
             detail = f"/scopes/{some['_id']}/"
             pages = {

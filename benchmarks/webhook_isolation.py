@@ -50,11 +50,11 @@ def _case(store, receivers: _Receivers, *, pooled: bool, loaded: bool) -> list[s
     from memory_admin.integrations import webhooks
     from streams.records.webhooks import webhook_create, webhook_outbox_add
 
-    store.db["memory_webhooks"].delete_many({})
-    store.db["memory_webhook_deliveries"].delete_many({})
+    store.seeding.delete_all("webhooks")
+    store.seeding.delete_all("webhook_deliveries")
     from streams.store.webhooks import forget_cached
 
-    forget_cached(store.db.name)
+    forget_cached(store.name)
     webhooks._pool = None
     agent_a, agent_b = f"a-{time.monotonic_ns()}", f"b-{time.monotonic_ns()}"
 

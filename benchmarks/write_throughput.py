@@ -149,7 +149,7 @@ def run(sizes: list[int] | None = None) -> None:
             client: MongoClient[dict[str, Any]] = MongoClient(server.uri, tz_aware=True)
             store = MemoryStore(client, db)
             seed(store, agent_id=AGENT, scopes=1, observations=size)
-            scope_doc = store.scopes.collection.find_one({"user_id": "bench-user-0"})
+            scope_doc = store.seeding.find_one("scopes", {"user_id": "bench-user-0"})
             assert scope_doc is not None, "seeded above"
             scope_id = str(scope_doc["_id"])
             with web_process(server.uri, db) as web:
@@ -164,45 +164,63 @@ def run(sizes: list[int] | None = None) -> None:
             _no_consolidation(store, scope_doc["_id"])
             breakdown += _breakdown(server.uri, store, scope_id, size)
             stats = client[db].command("dbStats")
-            count = store.observations.collection.count_documents({"scope_id": scope_doc["_id"]})
+            count = store.seeding.count("observations", {"scope_id": scope_doc["_id"]})
             footprint.append(_footprint(size, count, stats, storage))
             print_row(footprint[-1])
             client.close()
+    _print_tables(rows, breakdown, footprint)
+
+
+THROUGHPUT_HEADERS = [
+    "N in scope",
+    "mode",
+    "obs",
+    "obs/s",
+    "req p50 ms",
+    "req p95 ms",
+    "store CPU ms/obs",
+    "web CPU ms/obs",
+    "store ops/obs",
+    "disk written KB/obs",
+]
+BREAKDOWN_HEADERS = [
+    "N in scope",
+    "mode",
+    "command",
+    "calls/obs",
+    "KB sent/obs",
+    "ms/obs (round trip)",
+]
+FOOTPRINT_HEADERS = [
+    "N in scope",
+    "observations in db",
+    "db data+index KB",
+    "db bytes/obs",
+    "oplog file MiB",
+    "journal MiB",
+    "all files MiB",
+]
+
+
+def _print_tables(
+    rows: list[list[object]], breakdown: list[list[object]], footprint: list[list[object]]
+) -> None:
     print_table(
         "Server-side cost: adds over HTTP into one scope of N observations (1 gunicorn sync "
         "worker, one keep-alive connection from this process, consolidation off, embedded "
         "store, shared 2-core machine): not a caller's latency, see the table above",
-        [
-            "N in scope",
-            "mode",
-            "obs",
-            "obs/s",
-            "req p50 ms",
-            "req p95 ms",
-            "store CPU ms/obs",
-            "web CPU ms/obs",
-            "store ops/obs",
-            "disk written KB/obs",
-        ],
+        THROUGHPUT_HEADERS,
         rows,
     )
     print_table(
         "One add broken down by store command (in-process, the handler's domain calls; "
         "per observation)",
-        ["N in scope", "mode", "command", "calls/obs", "KB sent/obs", "ms/obs (round trip)"],
+        BREAKDOWN_HEADERS,
         breakdown,
     )
     print_table(
         "Store footprint after each size (the server holds every size run so far)",
-        [
-            "N in scope",
-            "observations in db",
-            "db data+index KB",
-            "db bytes/obs",
-            "oplog file MiB",
-            "journal MiB",
-            "all files MiB",
-        ],
+        FOOTPRINT_HEADERS,
         footprint,
     )
 
@@ -211,7 +229,8 @@ def _no_consolidation(store: MemoryStore, scope_id: bson.ObjectId) -> None:
     """No consolidation during a phase (it would measure the LLM path, not the add), and
     an empty pending list at its start: with consolidation on, the list never outgrows
     the threshold (10), while here it would grow by every add of the run."""
-    store.scopes.collection.update_one(
+    store.seeding.update_one(
+        "scopes",
         {"_id": scope_id},
         {"$set": {"consolidation_threshold": 10**9, "pending_observation_ids": []}},
     )
@@ -277,7 +296,7 @@ def _breakdown(uri: str, store: MemoryStore, scope_id: str, size: int) -> list[l
         listened: MongoClient[dict[str, Any]] = MongoClient(
             uri, tz_aware=True, event_listeners=[counter]
         )
-        listened_store = MemoryStore(listened, store.db.name)
+        listened_store = MemoryStore(listened, store.name)
         scope = listened_store.scopes.get(bson.ObjectId(scope_id))
         assert scope is not None
         counter.calls.clear()

@@ -115,100 +115,105 @@ async def scope_for(
 def build_server() -> MCPServer:
     """The tools and the resource; the same server for stdio and streamable HTTP."""
     server = MCPServer("memory-admin", instructions=INSTRUCTIONS)
-
-    @server.tool()
-    async def remember(
-        agent_id: str,
-        content: str,
-        user_id: str | None = None,
-        group_id: str | None = None,
-        scope_id: str | None = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """Store one fact in memory: a user's own (user_id), a group's (group_id) or a
-        given scope's (scope_id). It is screened like any add and may wait for review."""
-
-        async def work(client: AsyncMemoryClient) -> str:
-            target = await scope_for(
-                client, agent_id=agent_id, user_id=user_id, group_id=group_id, scope_id=scope_id
-            )
-            added = await client.add_observation(scope_id=target, content=content)
-            return f"Remembered as observation {added.id} in scope {target} ({added.status})."
-
-        return await with_api(ctx, work)
-
-    @server.tool()
-    async def search_memory(
-        agent_id: str,
-        query: str,
-        user_id: str | None = None,
-        group_id: str | None = None,
-        scope_id: str | None = None,
-        limit: int | None = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """Search memory; without user_id only shared (group, collective) memory is searched."""
-
-        async def work(client: AsyncMemoryClient) -> str:
-            found = await client.search(
-                agent_id=agent_id,
-                q=query,
-                user_id=user_id,
-                group_id=group_id,
-                scope_id=scope_id,
-                limit=limit,
-            )
-            return hits_text(found.items)
-
-        return await with_api(ctx, work)
-
-    @server.tool()
-    async def get_context(
-        agent_id: str,
-        user_id: str,
-        message: str,
-        groups: list[str] | None = None,
-        ctx: Context | None = None,
-    ) -> str:
-        """The memory context (XML) to give the agent before it answers `message`."""
-
-        async def work(client: AsyncMemoryClient) -> str:
-            answer = await client.get_context(
-                agent_id=agent_id,
-                user_id=user_id,
-                message=message,
-                groups=[{"id": g} for g in groups or []],
-            )
-            return answer.context
-
-        return await with_api(ctx, work)
-
-    @server.tool()
-    async def forget_observation(observation_id: str, ctx: Context | None = None) -> str:
-        """Delete one observation (what absorbed it is rebuilt without it)."""
-
-        async def work(client: AsyncMemoryClient) -> str:
-            await client.delete_observation(observation_id=observation_id)
-            return f"Observation {observation_id} forgotten."
-
-        return await with_api(ctx, work)
-
-    @server.resource(
+    for tool in (remember, search_memory, get_context, forget_observation):
+        server.tool()(tool)
+    server.resource(
         "memory://agents/{agent_id}/users/{user_id}",
         name="user_memory",
         mime_type="text/markdown",
         description="What the agent remembers of one user: consolidation and observations.",
-    )
-    async def user_memory(agent_id: str, user_id: str, ctx: Context) -> str:
-        async def work(client: AsyncMemoryClient) -> str:
-            return await user_memory_text(client, agent_id=agent_id, user_id=user_id)
-
-        try:
-            return await with_api(ctx, work)
-        except ToolError as error:
-            raise ResourceError(str(error)) from error
-
+    )(user_memory)
     return server
+
+
+# The tools: each one is one or two API calls with the caller's key (`with_api`).
+
+
+async def remember(
+    agent_id: str,
+    content: str,
+    user_id: str | None = None,
+    group_id: str | None = None,
+    scope_id: str | None = None,
+    ctx: Context | None = None,
+) -> str:
+    """Store one fact in memory: a user's own (user_id), a group's (group_id) or a
+    given scope's (scope_id). It is screened like any add and may wait for review."""
+
+    async def work(client: AsyncMemoryClient) -> str:
+        target = await scope_for(
+            client, agent_id=agent_id, user_id=user_id, group_id=group_id, scope_id=scope_id
+        )
+        added = await client.add_observation(scope_id=target, content=content)
+        return f"Remembered as observation {added.id} in scope {target} ({added.status})."
+
+    return await with_api(ctx, work)
+
+
+async def search_memory(
+    agent_id: str,
+    query: str,
+    user_id: str | None = None,
+    group_id: str | None = None,
+    scope_id: str | None = None,
+    limit: int | None = None,
+    ctx: Context | None = None,
+) -> str:
+    """Search memory; without user_id only shared (group, collective) memory is searched."""
+
+    async def work(client: AsyncMemoryClient) -> str:
+        found = await client.search(
+            agent_id=agent_id,
+            q=query,
+            user_id=user_id,
+            group_id=group_id,
+            scope_id=scope_id,
+            limit=limit,
+        )
+        return hits_text(found.items)
+
+    return await with_api(ctx, work)
+
+
+async def get_context(
+    agent_id: str,
+    user_id: str,
+    message: str,
+    groups: list[str] | None = None,
+    ctx: Context | None = None,
+) -> str:
+    """The memory context (XML) to give the agent before it answers `message`."""
+
+    async def work(client: AsyncMemoryClient) -> str:
+        answer = await client.get_context(
+            agent_id=agent_id,
+            user_id=user_id,
+            message=message,
+            groups=[{"id": g} for g in groups or []],
+        )
+        return answer.context
+
+    return await with_api(ctx, work)
+
+
+async def forget_observation(observation_id: str, ctx: Context | None = None) -> str:
+    """Delete one observation (what absorbed it is rebuilt without it)."""
+
+    async def work(client: AsyncMemoryClient) -> str:
+        await client.delete_observation(observation_id=observation_id)
+        return f"Observation {observation_id} forgotten."
+
+    return await with_api(ctx, work)
+
+
+async def user_memory(agent_id: str, user_id: str, ctx: Context) -> str:
+    async def work(client: AsyncMemoryClient) -> str:
+        return await user_memory_text(client, agent_id=agent_id, user_id=user_id)
+
+    try:
+        return await with_api(ctx, work)
+    except ToolError as error:
+        raise ResourceError(str(error)) from error
 
 
 async def user_memory_text(client: AsyncMemoryClient, *, agent_id: str, user_id: str) -> str:

@@ -10,7 +10,10 @@ rules read the code itself:
    (`store.sessions.buffers.find_one(...)`) outside `streams/store/`;
 3. in `memory_admin/api/` and `memory_admin/ui/`, no repository method called on a store
    through any name (`store.scopes.get(...)`, `s = get_store(); s.observations...`, a
-   parameter typed `MemoryStore`): they call actions and selectors.
+   parameter typed `MemoryStore`): they call actions and selectors;
+4. rules 1 and 2 hold in `benchmarks/` too: a benchmark seeds and counts through
+   `store.seeding` (streams/store/seeding.py), which nothing in `streams/` or
+   `memory_admin/` calls.
 
 Each rule is shown to fail on a planted violation.
 """
@@ -165,6 +168,15 @@ def repository_calls(source: str) -> list[str]:
     return out
 
 
+def seeding_calls(source: str) -> list[str]:
+    """Rule 4: `store.seeding` (raw inserts past the services) outside benchmarks and tests."""
+    return [
+        f"{node.lineno}: {ast.unparse(node)}"
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Attribute) and node.attr == "seeding" and _is_store(node.value)
+    ]
+
+
 def _files(*folders: str) -> list[Path]:
     return [
         path
@@ -187,11 +199,32 @@ def test_the_rules_know_the_store_repositories():
 
 
 def test_no_raw_store_handle_outside_the_store():
-    assert _violations(raw_handles, _files("streams", "memory_admin")) == []
+    assert _violations(raw_handles, _files("streams", "memory_admin", "benchmarks")) == []
 
 
 def test_no_collection_call_on_a_repository_outside_the_store():
-    assert _violations(collection_calls, _files("streams", "memory_admin")) == []
+    assert _violations(collection_calls, _files("streams", "memory_admin", "benchmarks")) == []
+
+
+def test_the_services_do_not_seed():
+    assert _violations(seeding_calls, _files("streams", "memory_admin")) == []
+
+
+def test_the_benchmarks_seed_through_the_store():
+    """The rules see the benchmarks' seeding: there is some, and it passes rules 1 and 2."""
+    seeded = _violations(seeding_calls, _files("benchmarks"))
+    assert len(seeded) >= 30, seeded
+
+
+def test_a_violation_planted_in_a_benchmark_fails():
+    """benchmarks/seed.py with its seeding put back on the raw collection breaks rules 1 and 2."""
+    source = (ROOT / "benchmarks" / "seed.py").read_text(encoding="utf-8")
+    planted = source.replace(
+        'store.seeding.insert_many("observations", ', "store.observations.collection.insert_many("
+    )
+    assert planted != source
+    assert raw_handles(source) == [] and collection_calls(source) == []
+    assert raw_handles(planted) and collection_calls(planted)
 
 
 def test_the_api_and_ui_call_no_repository_through_any_name():
@@ -206,6 +239,12 @@ def test_the_api_and_ui_call_no_repository_through_any_name():
         (raw_handles, 'get_store().db.command("ping")'),
         (raw_handles, "self.store.client.admin.command('ping')"),
         (raw_handles, "rows = store.scopes.collection.find({})"),
+        # benchmarks/: what they did before `store.seeding`
+        (raw_handles, "store.observations.collection.insert_many(docs, ordered=False)"),
+        (raw_handles, "n = MemoryStore(client, db).jobs.collection.count_documents({})"),
+        (raw_handles, "store.db.client.drop_database(store.db.name)"),
+        (collection_calls, "store.usage.top.insert_one({'_id': day})"),
+        (seeding_calls, 'store.seeding.insert_many("observations", docs)'),
         (collection_calls, 'before = store.sessions.buffers.find_one({"_id": 1})'),
         (collection_calls, "self.store.privacy.observations.update_many({}, {})"),
         (repository_calls, "scope = store.scopes.get(oid)"),
@@ -226,6 +265,8 @@ def test_a_planted_violation_breaks_its_rule(rule, planted):
         (collection_calls, "store.sessions.recount(bid, min_messages=1)"),
         (repository_calls, "scope_get(store=store, scope_id=x)"),
         (repository_calls, "found = user_audit(store=s)\nfound.scopes.get(x)"),  # a dict
+        (raw_handles, 'store.seeding.insert_many("observations", docs)'),
+        (collection_calls, 'store.seeding.count("jobs", {"status": "succeeded"})'),
     ],
 )
 def test_what_is_not_a_violation_passes(rule, clean):

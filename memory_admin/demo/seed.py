@@ -10,6 +10,9 @@ formed by the offline extractor), one correction rebuilt a consolidation, and a
 prompt check is saved. Jobs run here, in order, on the offline LLM provider (never
 a paid API). Deterministic (seeded), so a screenshot of the demo looks the same on
 every machine. The world itself (names, what is said, the facts) is `memory_admin.demo.data`.
+
+Long because: one deterministic script whose order is the seed (agents, sessions,
+chat turns, a correction, the review queue); its world is already in `demo/data.py`.
 """
 
 from __future__ import annotations
@@ -265,25 +268,7 @@ def _session(
     """Ingest one conversation; its formation writes one observation per fact, citing the
     message that said it and the reply."""
     caller = said[0].speaker
-    messages: list[IncomingMessage] = []
-    cited: list[tuple[Said, list[str], datetime]] = []
-    at = started
-    for number, fact in enumerate(said):
-        base = f"{session_id}-m{len(messages) + 1}"
-        ids = [base]
-        messages.append(_message(base, "user", fact.utterance, at, fact.speaker))
-        if fact.chime_in is not None:
-            at += timedelta(seconds=40)
-            agree = f"{session_id}-m{len(messages) + 1}"
-            text = AGREEMENTS[number % len(AGREEMENTS)]
-            messages.append(_message(agree, "user", text, at, fact.chime_in))
-            ids.append(agree)
-        at += timedelta(seconds=20)
-        reply = f"{session_id}-m{len(messages) + 1}"
-        messages.append(IncomingMessage(reply, "assistant", REPLIES[number % len(REPLIES)], at))
-        ids.append(reply)
-        cited.append((fact, ids, at))
-        at += timedelta(minutes=3)
+    messages, cited = _conversation(session_id, said, started)
     messages_ingest(
         store=store,
         agent_id=scope.agent_id,
@@ -315,6 +300,49 @@ def _session(
         trigger="demo",
         settings=runner.settings,
     )
+    runner.run(job, _forming(store, runner, scope, session_id, messages, observations))
+    return observations
+
+
+Cited = list[tuple[Said, list[str], datetime]]  # each fact, the messages citing it, when
+
+
+def _conversation(
+    session_id: str, said: list[Said], started: datetime
+) -> tuple[list[IncomingMessage], Cited]:
+    """The session's messages (each fact said, perhaps agreed with, and answered), and
+    for each fact the ids of the messages that said it and the reply."""
+    messages: list[IncomingMessage] = []
+    cited: Cited = []
+    at = started
+    for number, fact in enumerate(said):
+        base = f"{session_id}-m{len(messages) + 1}"
+        ids = [base]
+        messages.append(_message(base, "user", fact.utterance, at, fact.speaker))
+        if fact.chime_in is not None:
+            at += timedelta(seconds=40)
+            agree = f"{session_id}-m{len(messages) + 1}"
+            text = AGREEMENTS[number % len(AGREEMENTS)]
+            messages.append(_message(agree, "user", text, at, fact.chime_in))
+            ids.append(agree)
+        at += timedelta(seconds=20)
+        reply = f"{session_id}-m{len(messages) + 1}"
+        messages.append(IncomingMessage(reply, "assistant", REPLIES[number % len(REPLIES)], at))
+        ids.append(reply)
+        cited.append((fact, ids, at))
+        at += timedelta(minutes=3)
+    return messages, cited
+
+
+def _forming(
+    store: MemoryStore,
+    runner: _Runner,
+    scope: Scope,
+    session_id: str,
+    messages: list[IncomingMessage],
+    observations: list[Observation],
+) -> Callable[[JobRun], None]:
+    """The formation's work: commit the observations the seed says the session gives."""
 
     def form(run: JobRun) -> None:
         buffer = store.sessions.get_buffer(scope.agent_id, session_id)
@@ -338,8 +366,7 @@ def _session(
             "note": "demo data: the seed wrote the observations this session was said to give",
         }
 
-    runner.run(job, form)
-    return observations
+    return form
 
 
 def _message(

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from memory_admin.integrations.embeddings import semantic_ranker
-from memory_admin.stores import get_store
+from memory_admin.stores import MemoryStore, get_store
 from memory_admin.ui.all_agents import ALL_AGENTS, agents_chosen
 from memory_admin.ui.common import param
 from memory_admin.ui.forms import SearchForm
@@ -61,45 +61,7 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
         form = SearchForm(initial={"agent": agents[0].id})
     result: dict[str, Any] | None = None
     if request.GET and form.is_valid():
-        data = form.cleaned_data
-        every = data["agent"] == ALL_AGENTS
-        groups = parse_groups(data.get("groups") or "")
-        user_id = data.get("user") or None
-        semantic = semantic_ranker()
-        ranked = _ranked(store, agent_ids, data, groups, semantic)
-        context = None
-        if every:
-            user_id = None  # one agent's context only: the page says so
-        if user_id:
-            context = context_assemble(
-                store=store,
-                agent_id=data["agent"],
-                user_id=user_id,
-                user_name=data.get("user_name") or None,
-                groups=groups,
-                message=data["message"],
-                semantic=semantic,
-                log=False,  # an operator's look, not a call of the agent's
-            )
-        chat_calls = []
-        if user_id:  # what the chat endpoint injected for this user lately
-            chat_calls = chat_calls_for_user(
-                store=store, agent_id=data["agent"], user_id=user_id, limit=CHAT_CALLS_SHOWN
-            )
-        result = {
-            "all_agents": every,
-            "ranked": ranked,
-            "context": context,
-            "groups": groups,
-            "user_id": user_id,
-            "chat_calls": chat_calls,
-        }
-        if context is not None:
-            result["sections"] = context_sections(context.xml)
-            result["context_tokens"] = estimate_tokens(context.xml)
-        # The address of this result (what htmx pushes too): the form's fields, nothing else.
-        shared = {k: v for k, v in data.items() if v}
-        result["share_url"] = f"{reverse('ui:search')}?{urlencode(shared)}"
+        result = _result(store, agent_ids, form.cleaned_data)
     response = render_page(
         request,
         page="ui/search.html",
@@ -114,6 +76,50 @@ def search_inspector(request: HttpRequest) -> HttpResponse:
     if result is not None:
         response["HX-Push-Url"] = result["share_url"]  # the address bar shows the same link
     return response
+
+
+def _result(store: MemoryStore, agent_ids: list[str], data: dict[str, Any]) -> dict[str, Any]:
+    """What the search shows: the ranked hits, and for one user of one agent the context
+    the agent would get and the chat calls that injected memory lately."""
+    every = data["agent"] == ALL_AGENTS
+    groups = parse_groups(data.get("groups") or "")
+    user_id = data.get("user") or None
+    semantic = semantic_ranker()
+    ranked = _ranked(store, agent_ids, data, groups, semantic)
+    context = None
+    if every:
+        user_id = None  # one agent's context only: the page says so
+    if user_id:
+        context = context_assemble(
+            store=store,
+            agent_id=data["agent"],
+            user_id=user_id,
+            user_name=data.get("user_name") or None,
+            groups=groups,
+            message=data["message"],
+            semantic=semantic,
+            log=False,  # an operator's look, not a call of the agent's
+        )
+    chat_calls = []
+    if user_id:  # what the chat endpoint injected for this user lately
+        chat_calls = chat_calls_for_user(
+            store=store, agent_id=data["agent"], user_id=user_id, limit=CHAT_CALLS_SHOWN
+        )
+    result = {
+        "all_agents": every,
+        "ranked": ranked,
+        "context": context,
+        "groups": groups,
+        "user_id": user_id,
+        "chat_calls": chat_calls,
+    }
+    if context is not None:
+        result["sections"] = context_sections(context.xml)
+        result["context_tokens"] = estimate_tokens(context.xml)
+    # The address of this result (what htmx pushes too): the form's fields, nothing else.
+    shared = {k: v for k, v in data.items() if v}
+    result["share_url"] = f"{reverse('ui:search')}?{urlencode(shared)}"
+    return result
 
 
 def _ranked(

@@ -18,6 +18,9 @@ authority. The memory goes in its own message with the `user` role, never a `sys
 message, and never merged into the operator's system prompt, under `MEMORY_FRAME`
 ("remembered information, not instructions"), which also names what the context marks
 `flag="instruction"`.
+
+Long because: a chat turn's whole life (prepare, finish, the recorded call and its
+views) over `ChatTurn` and the call record's one shape.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.context.assemble import context_assemble
+from streams.context.assemble import ContextResult, context_assemble
 from streams.core.documents import Job, utcnow
 from streams.core.exceptions import InvalidInput, Unavailable
 from streams.core.pagination import Page, decode_cursor, encode_cursor
@@ -193,30 +196,49 @@ def chat_prepare(
         actor=actor,
         memory_request=memory_request_of(text),
     )
+    result = _context(store, turn, memory, text, semantic)
+    if result is not None:
+        _inject(turn, result, index)
+    return turn
+
+
+def _context(
+    store: MemoryStore | None,
+    turn: ChatTurn,
+    memory: ChatMemory,
+    text: str,
+    semantic: SemanticRanker | None,
+) -> ContextResult | None:
+    """The memory context for the user's message, or None when the store failed (or the
+    context could not be built: logged, the turn goes upstream without memory)."""
     try:
         if store is None:
             raise Unavailable("the memory store is unreachable")
-        result = context_assemble(
+        return context_assemble(
             store=store,
-            agent_id=agent_id,
+            agent_id=turn.agent_id,
             user_id=memory.user_id,
             user_name=memory.user_name,
             groups=memory.groups,
             message=text,
             session_id=memory.session_id,
             semantic=semantic,
-            caller=actor,
+            caller=turn.actor,
             source="chat",
             max_tokens=(
                 None if memory.max_tokens is None else max(memory.max_tokens - FRAME_TOKENS, 1)
             ),
         )
     except (StoreError, Unavailable) as exc:
-        logger.warning("chat %s: memory skipped, the store failed: %s", call_id, exc)
-        return turn
+        logger.warning("chat %s: memory skipped, the store failed: %s", turn.call_id, exc)
     except Exception:
-        logger.exception("chat %s: memory skipped, the context could not be built", call_id)
-        return turn
+        logger.exception("chat %s: memory skipped, the context could not be built", turn.call_id)
+    return None
+
+
+def _inject(turn: ChatTurn, result: ContextResult, index: int) -> None:
+    """Record the context call on the turn, and put its context before message `index`
+    (nothing when the context is empty)."""
     turn.context_call_id = result.call_id
     turn.dropped = result.dropped
     turn.retrieval_triggered = result.decision.triggered
@@ -224,14 +246,13 @@ def chat_prepare(
     turn.retrieved = [{"id": h.observation.id, "score": h.score} for h in result.hits]
     if len(result.xml.splitlines()) <= 2:  # an empty <MemoryContext>: nothing to inject
         turn.memory_status = "empty"
-        return turn
+        return
     turn.memory_status = "injected"
     turn.context = result.xml
     turn.quotes = result.quotes
     turn.quoted_texts = result.quoted_texts
     turn.context_tokens = estimate_tokens(result.xml)
     turn.messages.insert(index, memory_message(result.xml))
-    return turn
 
 
 def turn_message_id(*, session_id: str, index: int, text: str) -> str:

@@ -74,53 +74,46 @@ def context_parts(
     }
     retrieved = [o for o in retrieved if _shown([o], policy_of.get(o.scope_id, "mark"))]
     scopes = [_policed(s, policy_of[s.id]) for s in scopes]
-    collective = next((s for s in scopes if s.scope_type == "collective" and not s.name), None)
-    shards = sorted((s for s in scopes if s.is_shard), key=lambda s: s.name or "")
-    by_group = {s.group_id: s for s in scopes if s.scope_type == "group"}
-    individual = next((s for s in scopes if s.scope_type == "individual"), None)
     parts = ContextParts(retrieved=list(retrieved))
-    if collective is not None:
-        parts.collective = SectionText(
-            "",
-            collective.consolidation,
-            list(recent.get(collective.id, [])),
-            "collective",
-            scope_id=collective.id,
-        )
-    for s in shards:
-        name = s.name or ""
-        parts.shards.append(
-            SectionText(
-                name, s.consolidation, list(recent.get(s.id, [])), f"shard:{name}", scope_id=s.id
-            )
-        )
-    for group_id in group_ids:
-        scope = by_group.get(group_id)
-        if scope is None:
-            continue
-        name = group_names.get(group_id) or scope.display_name or group_id
-        parts.groups.append(
-            SectionText(
-                name,
-                scope.consolidation,
-                list(recent.get(scope.id, [])),
-                f"group:{group_id}",
-                scope_id=scope.id,
-            )
-        )
-    if individual is not None:
-        name = user_name or individual.display_name or individual.user_id or ""
-        parts.user = SectionText(
-            name,
-            individual.consolidation,
-            list(recent.get(individual.id, [])),
-            "user",
-            scope_id=individual.id,
-        )
+    _fill_sections(parts, scopes, group_ids, group_names, user_name, recent)
     for section in (parts.collective, *parts.shards, *parts.groups, parts.user):
         if section is not None and section.text and INSTRUCTION.search(section.text):
             section.flagged = True
     return parts
+
+
+def _fill_sections(
+    parts: ContextParts,
+    scopes: list[Scope],
+    group_ids: list[str],
+    group_names: dict[str, str],
+    user_name: str | None,
+    recent: dict[str, list[Observation]],
+) -> None:
+    """A section per scope: the collective, its shards by name, the groups in the
+    caller's order, the user."""
+    collective = next((s for s in scopes if s.scope_type == "collective" and not s.name), None)
+    shards = sorted((s for s in scopes if s.is_shard), key=lambda s: s.name or "")
+    by_group = {s.group_id: s for s in scopes if s.scope_type == "group"}
+    individual = next((s for s in scopes if s.scope_type == "individual"), None)
+
+    def section(scope: Scope, name: str, tag: str) -> SectionText:
+        return SectionText(
+            name, scope.consolidation, list(recent.get(scope.id, [])), tag, scope_id=scope.id
+        )
+
+    if collective is not None:
+        parts.collective = section(collective, "", "collective")
+    for s in shards:
+        parts.shards.append(section(s, s.name or "", f"shard:{s.name or ''}"))
+    for group_id in group_ids:
+        scope = by_group.get(group_id)
+        if scope is not None:
+            name = group_names.get(group_id) or scope.display_name or group_id
+            parts.groups.append(section(scope, name, f"group:{group_id}"))
+    if individual is not None:
+        name = user_name or individual.display_name or individual.user_id or ""
+        parts.user = section(individual, name, "user")
 
 
 def _shown(observations: list[Observation], policy: str) -> list[Observation]:

@@ -31,7 +31,7 @@ from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope, utcnow
 from streams.core.exceptions import InvalidInput
 from streams.search.embeddings import SemanticRanker
-from streams.search.index import search_in_scopes
+from streams.search.index import SearchHit, search_in_scopes
 from streams.search.retrieval import retrieval_decide
 from streams.store import MemoryStore
 
@@ -64,37 +64,15 @@ def context_replay(
         raise InvalidInput("as_of is before the agent existed", details=[{"field": "as_of"}])
     group_ids = list(dict.fromkeys(g for g, _ in groups))
     group_names = {g: name for g, name in groups if name}
-    scopes: list[Scope] = []
-    recent: dict[str, list[Observation]] = {}
-    visible = store.visible_scopes.find(agent_id=agent_id, user_id=user_id, group_ids=group_ids)
-    for scope in visible:
-        if not scope.is_active or scope.created_at > as_of:
-            continue
-        then, pending_ids = _scope_then(store=store, scope=scope, as_of=as_of)
-        scopes.append(then)
-        limit = RECENT_LIMIT if scope.scope_type == "individual" else SHARED_RECENT_LIMIT
-        found = _live_then(store=store, ids=pending_ids, as_of=as_of)
-        if found:
-            recent[scope.id] = found[-limit:]
+    scopes, recent = _scopes_then(store, agent_id, user_id, group_ids, as_of)
     shown = [o for found in recent.values() for o in found]
     known = "\n".join([*(s.consolidation or "" for s in scopes), *(o.content for o in shown)])
     decision = retrieval_decide(message=message, known_text=known)
-    hits = []
-    if decision.triggered:
-        hits = [
-            h
-            for h in search_in_scopes(
-                store=store,
-                scopes=scopes,
-                query=message,
-                limit=RETRIEVED_LIMIT * 3,
-                exclude_ids=frozenset(o.id for o in shown),
-                semantic=semantic,
-                observed_before=as_of,
-                as_of=as_of,
-            )
-            if h.observation.created_at <= as_of and not h.observation.private
-        ][:RETRIEVED_LIMIT]
+    hits = (
+        _retrieved_then(store, scopes, message, shown, semantic, as_of)
+        if decision.triggered
+        else []
+    )
     parts = context_parts(
         scopes=scopes,
         group_ids=group_ids,
@@ -110,6 +88,51 @@ def context_replay(
     return ContextResult(
         xml=xml, decision=decision, hits=hits, dropped=dropped, tokens=estimate_tokens(xml)
     )
+
+
+def _scopes_then(
+    store: MemoryStore, agent_id: str, user_id: str, group_ids: list[str], as_of: datetime
+) -> tuple[list[Scope], dict[str, list[Observation]]]:
+    """The scopes the user saw at `as_of`, as they were then, and each one's recent
+    pending observations of then."""
+    scopes: list[Scope] = []
+    recent: dict[str, list[Observation]] = {}
+    visible = store.visible_scopes.find(agent_id=agent_id, user_id=user_id, group_ids=group_ids)
+    for scope in visible:
+        if not scope.is_active or scope.created_at > as_of:
+            continue
+        then, pending_ids = _scope_then(store=store, scope=scope, as_of=as_of)
+        scopes.append(then)
+        limit = RECENT_LIMIT if scope.scope_type == "individual" else SHARED_RECENT_LIMIT
+        found = _live_then(store=store, ids=pending_ids, as_of=as_of)
+        if found:
+            recent[scope.id] = found[-limit:]
+    return scopes, recent
+
+
+def _retrieved_then(
+    store: MemoryStore,
+    scopes: list[Scope],
+    message: str,
+    shown: list[Observation],
+    semantic: SemanticRanker | None,
+    as_of: datetime,
+) -> list[SearchHit]:
+    """What retrieval found then: observations that existed at `as_of`, not private."""
+    return [
+        h
+        for h in search_in_scopes(
+            store=store,
+            scopes=scopes,
+            query=message,
+            limit=RETRIEVED_LIMIT * 3,
+            exclude_ids=frozenset(o.id for o in shown),
+            semantic=semantic,
+            observed_before=as_of,
+            as_of=as_of,
+        )
+        if h.observation.created_at <= as_of and not h.observation.private
+    ][:RETRIEVED_LIMIT]
 
 
 def _scope_then(*, store: MemoryStore, scope: Scope, as_of: datetime) -> tuple[Scope, list[str]]:

@@ -11,6 +11,9 @@ Every decision is a conditional update on the status (`set_review_status`): of t
 people deciding one item at once, one wins and the other gets a Conflict; nothing is
 decided twice. The decision, its audit entry, the pending list and the search postings
 commit in one transaction; the consolidation job it may make due is created after.
+
+Long because: the queue, single and bulk decisions and the release are one state
+machine over the conditional status update and the threshold step they share.
 """
 
 from __future__ import annotations
@@ -261,18 +264,9 @@ def review_decide_bulk(
     waiting are `skipped`; the rest apply in one transaction (with `session`, the
     caller's, which records each of `decided` in it)."""
     decision, _, note = _checked(decision, None, note)
-    if not ids:
-        raise InvalidInput("ids must not be empty", details=[{"field": "ids"}])
-    if len(ids) > MAX_BULK:
-        raise InvalidInput(f"at most {MAX_BULK} ids at once", details=[{"field": "ids"}])
-    wanted: dict[str, ObjectId] = {}
-    skipped: list[str] = []
-    for raw in dict.fromkeys(ids):
-        if isinstance(raw, str) and ObjectId.is_valid(raw) and len(raw) == 24:
-            wanted[raw] = ObjectId(raw)
-        else:
-            skipped.append(raw)
+    wanted, skipped = _parsed_ids(ids)
     found = {o.id: o for o in store.observations.get_many(list(wanted.values()))}
+    waiting = [o for o in map(found.get, wanted) if o and _decidable(o, agent_id, agent_ids)]
     now = utcnow()
     applied: list[Decided] = []
     jobs: list[Job] = []
@@ -280,16 +274,7 @@ def review_decide_bulk(
     def decide(session: StoreSession) -> None:
         applied.clear()
         jobs.clear()
-        for raw in wanted:
-            observation = found.get(raw)
-            if (
-                observation is None
-                or observation.agent_id != agent_id
-                or (agent_ids is not None and observation.agent_id not in agent_ids)
-                or observation.review_status not in DECIDABLE
-                or observation.deleted
-            ):
-                continue
+        for observation in waiting:
             one = _decide_one(
                 store=store,
                 observation=observation,
@@ -324,6 +309,33 @@ def review_decide_bulk(
     )
 
 
+def _parsed_ids(ids: list[str]) -> tuple[dict[str, ObjectId], list[str]]:
+    """The ids, once each: the well-formed ones by their ObjectId, and the rest (skipped).
+    InvalidInput for none or more than MAX_BULK."""
+    if not ids:
+        raise InvalidInput("ids must not be empty", details=[{"field": "ids"}])
+    if len(ids) > MAX_BULK:
+        raise InvalidInput(f"at most {MAX_BULK} ids at once", details=[{"field": "ids"}])
+    wanted: dict[str, ObjectId] = {}
+    skipped: list[str] = []
+    for raw in dict.fromkeys(ids):
+        if isinstance(raw, str) and ObjectId.is_valid(raw) and len(raw) == 24:
+            wanted[raw] = ObjectId(raw)
+        else:
+            skipped.append(raw)
+    return wanted, skipped
+
+
+def _decidable(observation: Observation, agent_id: str, agent_ids: frozenset[str] | None) -> bool:
+    """Whether a bulk decision may decide it: this agent's (and the caller's), waiting."""
+    return not (
+        observation.agent_id != agent_id
+        or (agent_ids is not None and observation.agent_id not in agent_ids)
+        or observation.review_status not in DECIDABLE
+        or observation.deleted
+    )
+
+
 def _decide_one(
     *,
     store: MemoryStore,
@@ -351,20 +363,7 @@ def _decide_one(
     decided: Observation | None
     delete_of = (observation.review or {}).get("delete_of")  # a user's forget request
     if decision == "approve" and (edit_of or delete_of):
-        # A held edit of another observation: approving applies its text there (the
-        # review action does, in this transaction); the held copy itself leaves.
-        text = observation.content if content is None else screen_text(content)[0]
-        if not store.observations.set_review_status(
-            oid,
-            expected=expected,
-            fields={"review_status": "rejected", "review": review},
-            session=session,
-        ):
-            return None
-        scope_oid = ObjectId(observation.scope_id)
-        store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session)
-        store.scopes.count_deleted(scope_oid, session=session)
-        decided = replace(observation, content=text, review=review, review_status=None)
+        decided = _apply_held_change(store, observation, expected, review, content, now, session)
     elif decision == "approve":
         decided = observation_release(
             store=store,
@@ -375,34 +374,70 @@ def _decide_one(
             review=review,
             content=content,
         )
-    else:
-        if not store.observations.set_review_status(
-            oid,
-            expected=expected,
-            fields={"review_status": "rejected", "review": review},
-            session=session,
-        ):
-            return None
+    elif store.observations.set_review_status(
+        oid,
+        expected=expected,
+        fields={"review_status": "rejected", "review": review},
+        session=session,
+    ):
         decided = replace(observation, review_status="rejected", review=review)
+    else:
+        decided = None
     if decided is None:
         return None
+    summary = _decision_summary(observation, decided, expected, note)
+    return Decided(observation=decided, action=f"observation.review_{decision}", summary=summary)
+
+
+def _apply_held_change(
+    store: MemoryStore,
+    observation: Observation,
+    expected: str,
+    review: dict[str, Any],
+    content: str | None,
+    now: datetime,
+    session: StoreSession,
+) -> Observation | None:
+    """Approve a held edit of another observation (or a user's forget request): the
+    review action applies its text there, in this transaction; the held copy itself
+    leaves. None when another decision won."""
+    text = observation.content if content is None else screen_text(content)[0]
+    oid = ObjectId(observation.id)
+    if not store.observations.set_review_status(
+        oid,
+        expected=expected,
+        fields={"review_status": "rejected", "review": review},
+        session=session,
+    ):
+        return None
+    scope_oid = ObjectId(observation.scope_id)
+    store.observations.mark_deleted(oid, scope_id=scope_oid, now=now, session=session)
+    store.scopes.count_deleted(scope_oid, session=session)
+    return replace(observation, content=text, review=review, review_status=None)
+
+
+def _decision_summary(
+    observation: Observation, decided: Observation, expected: str, note: str | None
+) -> dict[str, Any]:
+    """The audit entry's summary: the move, the reasons, and what the text became."""
+    held = observation.review or {}
     summary: dict[str, Any] = {
         "scope_id": observation.scope_id,
         "from": expected,
         "to": decided.status,
-        "reasons": list((observation.review or {}).get("reasons") or []),
+        "reasons": list(held.get("reasons") or []),
         "note": note,
     }
-    if edit_of:
-        summary["edit_of"] = edit_of
-    if delete_of:
-        summary["delete_of"] = list(delete_of)
+    if held.get("edit_of"):
+        summary["edit_of"] = held["edit_of"]
+    if held.get("delete_of"):
+        summary["delete_of"] = list(held["delete_of"])
     if decided.content != observation.content:
         summary["content"] = {
             "before": content_digest(observation.content),
             "after": content_digest(decided.content),
         }
-    return Decided(observation=decided, action=f"observation.review_{decision}", summary=summary)
+    return summary
 
 
 def _checked(

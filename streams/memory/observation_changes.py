@@ -117,30 +117,7 @@ def observation_update_plan(
     fields: dict[str, object] = {}
     proposal: ScreenedText | None = None
     if content is not None:
-        content = content.strip()
-        if not content:
-            raise InvalidInput("content must not be empty", details=[{"field": "content"}])
-        if len(content) > MAX_CONTENT_CHARS:
-            raise InvalidInput(
-                f"content is longer than {MAX_CONTENT_CHARS} characters",
-                details=[{"field": "content"}],
-            )
-        if scope_type is None:
-            raise ValueError("an edit of the text needs the scope's type (its screen)")
-        # An edit is a write too: secrets redacted, flags renewed.
-        content, detection = screen_text(content)
-        held = scope_type in SHARED_SCOPE_TYPES and any(f in REFUSED_FLAGS for f in detection.flags)
-        if held and not reviewed and content != observation.content:
-            proposal, content = content, None
-    if content is not None:
-        fields["content"] = content
-        fields["flags"] = list(detection.flags)
-        fields["flag_spans"] = [span.to_dict() for span in detection.spans]
-        if content != observation.content:
-            # Its vector described the old text: dropped, and the next embedding walk
-            # embeds the new one (`embedding_stale`); text ranking serves it meanwhile.
-            fields.update(embedding=None, embedding_model=None, embedding_stale=True)
-            fields["text_key"] = text_key(observation.scope_id, content)
+        fields, proposal = _content_fields(observation, content, scope_type, reviewed)
     if private is not None:
         fields["private"] = private
     expiry_changes = not isinstance(expires_at, Unset) and expires_at != observation.expires_at
@@ -161,6 +138,38 @@ def observation_update_plan(
             details=[{"field": "expires_at"}],
         )
     return plan
+
+
+def _content_fields(
+    observation: Observation, content: str, scope_type: str | None, reviewed: bool
+) -> tuple[dict[str, object], ScreenedText | None]:
+    """The fields a new text sets (screened: secrets redacted, flags renewed), or in a
+    shared scope a flagged text held as the proposal instead (unless it is that review)."""
+    content = content.strip()
+    if not content:
+        raise InvalidInput("content must not be empty", details=[{"field": "content"}])
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidInput(
+            f"content is longer than {MAX_CONTENT_CHARS} characters",
+            details=[{"field": "content"}],
+        )
+    if scope_type is None:
+        raise ValueError("an edit of the text needs the scope's type (its screen)")
+    screened, detection = screen_text(content)
+    held = scope_type in SHARED_SCOPE_TYPES and any(f in REFUSED_FLAGS for f in detection.flags)
+    if held and not reviewed and screened != observation.content:
+        return {}, screened
+    fields: dict[str, object] = {
+        "content": screened,
+        "flags": list(detection.flags),
+        "flag_spans": [span.to_dict() for span in detection.spans],
+    }
+    if screened != observation.content:
+        # Its vector described the old text: dropped, and the next embedding walk
+        # embeds the new one (`embedding_stale`); text ranking serves it meanwhile.
+        fields.update(embedding=None, embedding_model=None, embedding_stale=True)
+        fields["text_key"] = text_key(observation.scope_id, screened)
+    return fields, None
 
 
 def observation_update_write(
@@ -195,22 +204,7 @@ def observation_update_write(
         raise NotFound("observation not found")
     history_id = None
     if "content" in fields and fields["content"] != observation.content:
-        history_id = store.text_history.insert(
-            observation_id=oid,
-            scope_id=require_object_id(observation.scope_id, what="scope"),
-            agent_id=observation.agent_id,
-            content=observation.content,
-            actor=actor,
-            at=utcnow(),
-            session=session,
-        )
-        # Re-index: the old content's terms out, the new content's in, atomically.
-        search_index_remove(store=store, observations=[observation], session=session)
-        renewed = replace(observation, content=str(fields["content"]))
-        search_index_add(store=store, observations=[renewed], session=session)
-        prune_search_terms(
-            store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
-        )
+        history_id = _text_replaced(store, observation, str(fields["content"]), actor, session)
     changed = replace(
         observation,
         content=str(fields.get("content", observation.content)),
@@ -228,6 +222,33 @@ def observation_update_write(
     return source_change_queue(
         store=store, observation=changed, change=kind, session=session, history_id=history_id
     )
+
+
+def _text_replaced(
+    store: MemoryStore,
+    observation: Observation,
+    content: str,
+    actor: str | None,
+    session: StoreSession,
+) -> ObjectId:
+    """Keep the old text in its history and re-index (the old content's terms out, the
+    new content's in, atomically); the history entry's id."""
+    history_id = store.text_history.insert(
+        observation_id=ObjectId(observation.id),
+        scope_id=require_object_id(observation.scope_id, what="scope"),
+        agent_id=observation.agent_id,
+        content=observation.content,
+        actor=actor,
+        at=utcnow(),
+        session=session,
+    )
+    search_index_remove(store=store, observations=[observation], session=session)
+    renewed = replace(observation, content=content)
+    search_index_add(store=store, observations=[renewed], session=session)
+    prune_search_terms(
+        store=store, scope_id=observation.scope_id, texts=[observation.content], session=session
+    )
+    return history_id
 
 
 def observation_update_after(*, store: MemoryStore, plan: UpdatePlan) -> Observation:

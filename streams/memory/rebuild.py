@@ -15,16 +15,21 @@ propagated copies before the rebuilds run (`payload.after`); the rebuild clears 
 flag in the same transaction that commits the new version, so a failing model leaves
 the scope flagged and the job retried. Forget-user calls `rebuild_scope` directly for
 each shared scope, inside its own job.
+
+Long because: one rebuild's steps (the first tainted version, the unredacted base, what
+is refolded, the redaction committed with the new version) read in order, beside the
+copies and search terms that its job removes before it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Literal
 
 from bson import ObjectId
 
-from streams.core.documents import Job, Observation, Scope, utcnow
+from streams.core.documents import ConsolidationVersion, Job, Observation, Scope, utcnow
 from streams.core.exceptions import Conflict
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.memory.consolidation import consolidation_commit
@@ -281,28 +286,8 @@ def _rebuild(
     repo = _repo(store)
     oid = ObjectId(scope.id)
     last = scope.consolidation_version
-    base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
-    while base_entry is not None and base_entry.redacted:
-        # An earlier rebuild redacted it: start before it, and refold what it absorbed.
-        first -= 1
-        base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
-    keep: list[str] = []
-    for low in range(first, last + 1, HISTORY_CHUNK):
-        high = min(low + HISTORY_CHUNK - 1, last)
-        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
-            keep += [str(i) for i in doc.get("absorbed_observation_ids", [])]
-    keep_ids = list(dict.fromkeys(i for i in keep if i not in removed))
-    remaining = [
-        o
-        for o in _absorbed_observations(store, scope, keep_ids)
-        if not o.deleted
-        and not o.superseded  # a rebuild folds only the current facts
-        and not o.private
-        and not o.is_expired()
-        and o.id not in removed
-        and o.scope_id == scope.id
-    ]
-    remaining.sort(key=lambda o: o.observed_at)
+    first, base_entry = _unredacted_base(store, oid, first)
+    remaining = _refolded(store, scope, first, removed)
     text, details = consolidation_fold(
         store=store,
         llm=run.llm,
@@ -315,20 +300,7 @@ def _rebuild(
     )
     # The texts the redaction replaces, for the context log's records that showed them.
     old_texts = repo.history_texts(oid, low_version=first, high_version=last)
-    redacted = 0
-
-    def redact(session: StoreSession) -> None:
-        nonlocal redacted
-        redacted = repo.redact_versions(
-            oid,
-            low_version=first,
-            high_version=last,
-            marker=marker,
-            forgotten=[ObjectId(i) for i in removed],
-            now=utcnow(),
-            session=session,
-        )
-
+    redacted = [0]  # how many versions the commit's redaction rewrote
     entry = consolidation_commit(
         store=store,
         scope=scope,
@@ -343,7 +315,7 @@ def _rebuild(
         newly_absorbed_ids=[o.id for o in remaining if not o.consolidated],
         rebuilt_ids=sorted(removed | changed),
         warning=details.warning,
-        also=redact,
+        also=_redaction(repo, oid, first, last, marker, removed, redacted),
     )
     context_log_forget_versions(store=store, scope_id=scope.id, texts=old_texts)
     back = len({o.id for o in remaining} & set(scope.pending_observation_ids))
@@ -357,8 +329,73 @@ def _rebuild(
         "absorbed": len(remaining),
         "removed": len(removed),
         "changed": sorted(o.id for o in remaining if o.id in changed),
-        "redacted": redacted,
+        "redacted": redacted[0],
     }
+
+
+def _redaction(
+    repo: PrivacyRepository,
+    oid: ObjectId,
+    first: int,
+    last: int,
+    marker: str,
+    removed: set[str],
+    redacted: list[int],
+) -> Callable[[StoreSession], None]:
+    """The commit's other write: versions `first`..`last` redacted (`marker` for what
+    quoted the removed observations); `redacted[0]` is how many it rewrote."""
+
+    def redact(session: StoreSession) -> None:
+        redacted[0] = repo.redact_versions(
+            oid,
+            low_version=first,
+            high_version=last,
+            marker=marker,
+            forgotten=[ObjectId(i) for i in removed],
+            now=utcnow(),
+            session=session,
+        )
+
+    return redact
+
+
+def _unredacted_base(
+    store: MemoryStore, oid: ObjectId, first: int
+) -> tuple[int, ConsolidationVersion | None]:
+    """The first version to rebuild and the version before it, the base: a base an
+    earlier rebuild redacted is passed over (start before it, and refold what it absorbed)."""
+    base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
+    while base_entry is not None and base_entry.redacted:
+        first -= 1
+        base_entry = store.consolidations.get(oid, first - 1) if first > 1 else None
+    return first, base_entry
+
+
+def _refolded(store: MemoryStore, scope: Scope, first: int, removed: set[str]) -> list[Observation]:
+    """What the versions from `first` absorbed that is still current, oldest first: not
+    removed, deleted, superseded (a rebuild folds only the current facts), private,
+    expired or moved away."""
+    repo = _repo(store)
+    oid = ObjectId(scope.id)
+    last = scope.consolidation_version
+    keep: list[str] = []
+    for low in range(first, last + 1, HISTORY_CHUNK):
+        high = min(low + HISTORY_CHUNK - 1, last)
+        for doc in repo.history_absorbed(oid, low_version=low, high_version=high):
+            keep += [str(i) for i in doc.get("absorbed_observation_ids", [])]
+    keep_ids = list(dict.fromkeys(i for i in keep if i not in removed))
+    remaining = [
+        o
+        for o in _absorbed_observations(store, scope, keep_ids)
+        if not o.deleted
+        and not o.superseded
+        and not o.private
+        and not o.is_expired()
+        and o.id not in removed
+        and o.scope_id == scope.id
+    ]
+    remaining.sort(key=lambda o: o.observed_at)
+    return remaining
 
 
 def _absorbed_observations(store: MemoryStore, scope: Scope, ids: list[str]) -> list[Observation]:

@@ -20,7 +20,7 @@ to do on the next attempt.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
@@ -96,85 +96,18 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     by_scope: dict[str, list[Observation]] = {}
     for observation in elsewhere:
         by_scope.setdefault(observation.scope_id, []).append(observation)
-    rebuilt: list[dict[str, Any]] = []
-    redacted = 0
     # Pins quoting what they said go before the rebuilds, which would put them back.
     unpinned = sum(
         _unpin_quotes(store, scope_id, observations)
         for scope_id, observations in sorted(by_scope.items())
     )
-    for scope_id, observations in sorted(by_scope.items()):
-        outcome = rebuild_scope(
-            store=store,
-            run=run,
-            scope_id=scope_id,
-            removed={o.id for o in observations},
-            trigger="forget_user",
-            marker=REDACTED,
-            lease=lease,
-            absorbed=any(o.consolidated for o in observations),
-        )
-        if outcome is not None:
-            for key in ("removed", "changed"):
-                outcome.pop(key)
-            rebuilt.append(outcome)
-            redacted += outcome.pop("redacted")
-    deleted = {
-        "memory_scopes": 0,
-        "memory_observations": 0,
-        "memory_consolidations": 0,
-        "memory_questions": 0,
-        "memory_messages": 0,
-        "memory_session_buffers": 0,
-        "memory_chat_calls": 0,
-        "memory_context_calls": 0,
-        "memory_webhook_deliveries": 0,
-    }
+    rebuilt, redacted = _rebuild_scopes(store, run, by_scope, lease)
+    deleted = dict.fromkeys(FORGET_COUNTED, 0)
     now = utcnow()
-    uncounted = 0
-    for scope_id, observations in sorted(by_scope.items()):
-        forget_in_search(store=store, scope_id=scope_id, observations=observations)
-
-        def delete_scope_observations(
-            session: StoreSession, scope: str = scope_id, gone: list[Observation] = observations
-        ) -> int:
-            return repo.delete_observations(
-                ObjectId(scope), [ObjectId(o.id) for o in gone], session=session
-            )
-
-        count = store.in_transaction(delete_scope_observations)
-        store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
-        store.text_history.purge([ObjectId(o.id) for o in observations])
-        # A soft-deleted observation left the counts when it was deleted.
-        counted = min(count, sum(1 for o in observations if not o.deleted))
-        if count:
-            repo.unlink_observations(
-                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=counted
-            )
-        deleted["memory_observations"] += count
-        uncounted += counted
+    uncounted = _delete_elsewhere(store, repo, by_scope, deleted)
     store.agents.adjust_counters(agent_id, now=now, observations=-uncounted)
     if individual is not None:
-        # Term by term rather than `search_index_drop_scope`: its `_id` range delete
-        # scans the whole index on the embedded store (3 s at 10,000 observations).
-        forget_in_search(store=store, scope_id=individual.id, observations=own)
-        repo.drop_search_totals(ObjectId(individual.id))
-        removed = store.in_transaction(
-            lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
-        )
-        store.client_ids.forget_scope(ObjectId(individual.id))
-        store.text_history.purge_scope(ObjectId(individual.id))
-        for collection, count in removed.items():
-            deleted[collection] += count
-        if removed["memory_scopes"]:
-            store.agents.adjust_counters(
-                agent_id,
-                now=now,
-                scopes=-1,
-                # What the scope counted: its soft-deleted observations left it already.
-                observations=-individual.observation_count,
-                pending=-individual.pending_count,
-            )
+        _delete_own_scope(store, repo, individual, own, deleted, now)
     for collection, count in said.items():
         deleted[collection] += count
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
@@ -204,6 +137,7 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
     deleted["memory_corrections"] = corrections_forget_user(
         store=store, agent_id=agent_id, user_id=user_id
     )
+    _forget_traces(store, job, user_id, [*own, *elsewhere], deleted)
     finished_at = utcnow().isoformat()
     run.result = {
         "agent_id": agent_id,
@@ -226,6 +160,143 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         objects=[(f"user:{user_id}", {"user_id": user_id, "forgotten_at": finished_at})],
         session=None,
     )
+
+
+# What the receipt counts as deleted, in this order (then jobs and user names).
+FORGET_COUNTED = (
+    "memory_scopes",
+    "memory_observations",
+    "memory_consolidations",
+    "memory_questions",
+    "memory_messages",
+    "memory_session_buffers",
+    "memory_chat_calls",
+    "memory_context_calls",
+    "memory_webhook_deliveries",
+)
+
+
+def _rebuild_scopes(
+    store: MemoryStore,
+    run: JobRun,
+    by_scope: dict[str, list[Observation]],
+    lease: timedelta,
+) -> tuple[list[dict[str, Any]], int]:
+    """Rebuild every other scope that held their observations without them (what quoted
+    them redacted); each rebuild's outcome, and how many versions were redacted."""
+    rebuilt: list[dict[str, Any]] = []
+    redacted = 0
+    for scope_id, observations in sorted(by_scope.items()):
+        outcome = rebuild_scope(
+            store=store,
+            run=run,
+            scope_id=scope_id,
+            removed={o.id for o in observations},
+            trigger="forget_user",
+            marker=REDACTED,
+            lease=lease,
+            absorbed=any(o.consolidated for o in observations),
+        )
+        if outcome is not None:
+            for key in ("removed", "changed"):
+                outcome.pop(key)
+            rebuilt.append(outcome)
+            redacted += outcome.pop("redacted")
+    return rebuilt, redacted
+
+
+def _delete_elsewhere(
+    store: MemoryStore,
+    repo: PrivacyRepository,
+    by_scope: dict[str, list[Observation]],
+    deleted: dict[str, int],
+) -> int:
+    """Delete their observations in other scopes (a transaction a scope), with their
+    postings, client ids and text history; how many of them the counters still held."""
+    uncounted = 0
+    for scope_id, observations in sorted(by_scope.items()):
+        forget_in_search(store=store, scope_id=scope_id, observations=observations)
+
+        def delete_scope_observations(
+            session: StoreSession, scope: str = scope_id, gone: list[Observation] = observations
+        ) -> int:
+            return repo.delete_observations(
+                ObjectId(scope), [ObjectId(o.id) for o in gone], session=session
+            )
+
+        count = store.in_transaction(delete_scope_observations)
+        store.client_ids.forget_observations([ObjectId(o.id) for o in observations])
+        store.text_history.purge([ObjectId(o.id) for o in observations])
+        # A soft-deleted observation left the counts when it was deleted.
+        counted = min(count, sum(1 for o in observations if not o.deleted))
+        if count:
+            repo.unlink_observations(
+                ObjectId(scope_id), [ObjectId(o.id) for o in observations], count=counted
+            )
+        deleted["memory_observations"] += count
+        uncounted += counted
+    return uncounted
+
+
+def _delete_own_scope(
+    store: MemoryStore,
+    repo: PrivacyRepository,
+    individual: Scope,
+    own: list[Observation],
+    deleted: dict[str, int],
+    now: datetime,
+) -> None:
+    """Delete their individual scope whole: its postings, documents, ids and history."""
+    # Term by term rather than `search_index_drop_scope`: its `_id` range delete
+    # scans the whole index on the embedded store (3 s at 10,000 observations).
+    forget_in_search(store=store, scope_id=individual.id, observations=own)
+    repo.drop_search_totals(ObjectId(individual.id))
+    removed = store.in_transaction(
+        lambda session: repo.delete_scope(ObjectId(individual.id), session=session)
+    )
+    store.client_ids.forget_scope(ObjectId(individual.id))
+    store.text_history.purge_scope(ObjectId(individual.id))
+    for collection, count in removed.items():
+        deleted[collection] += count
+    if removed["memory_scopes"]:
+        store.agents.adjust_counters(
+            individual.agent_id,
+            now=now,
+            scopes=-1,
+            # What the scope counted: its soft-deleted observations left it already.
+            observations=-individual.observation_count,
+            pending=-individual.pending_count,
+        )
+
+
+def _forget_traces(
+    store: MemoryStore,
+    job: Job,
+    user_id: str,
+    gone: list[Observation],
+    deleted: dict[str, int],
+) -> None:
+    """What else holds them: logged calls, webhook deliveries, other jobs, their name."""
+    agent_id = job.agent_id
+    deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    deleted["memory_context_calls"] = store.context_calls.delete_for_user(
+        agent_id=agent_id, user_id=user_id
+    )
+    # Other users' logged calls that quoted what is gone (a group's or the collective's
+    # section): the text is scrubbed from them (their consolidations' versions were
+    # scrubbed by the rebuilds above).
+    context_log_forget_observations(store=store, texts=removed_texts(gone))
+    # Webhook deliveries that carry their observations: waiting ones are not sent now.
+    deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
+        [f"observation:{o.id}" for o in gone]
+    )
+    # Other jobs that name them (the chat proxy's ingest holds their name and words).
+    purged = store.jobs.forget_user(agent_id=agent_id, user_id=user_id, keep=ObjectId(job.id))
+    deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
+    # The findable name (streams/people/user_find.py) is personal data too.
+    deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
 
 
 def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observation]) -> int:

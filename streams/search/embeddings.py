@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from bson import ObjectId
 
@@ -59,6 +59,32 @@ def query_vector(ranker: SemanticRanker, query: str) -> list[float] | None:
     return vector
 
 
+def _embed(store: MemoryStore, provider: Embedder, model: str, docs: list[dict[str, Any]]) -> int:
+    """One embedding call for the documents' texts, the vectors saved; how many."""
+    vectors = provider.embed([d["content"] for d in docs], model)
+    store.embeddings.save({d["_id"]: v for d, v in zip(docs, vectors, strict=True)}, model=model)
+    return len(docs)
+
+
+def _embed_stale(
+    *, store: MemoryStore, provider: Embedder, model: str, max_calls: int
+) -> tuple[int, int]:
+    """Embed again what was edited since it was embedded (the walk's cursor is past it;
+    deleted ones are unmarked); how many, in how many calls."""
+    embedded = calls = 0
+    while calls < max_calls:
+        found = store.embeddings.stale(limit=BATCH)
+        store.embeddings.unmark_stale([d["_id"] for d in found if d.get("deleted_at")])
+        stale = [d for d in found if d.get("deleted_at") is None]
+        if not stale:
+            if found:
+                continue
+            break
+        embedded += _embed(store, provider, model, stale)
+        calls += 1
+    return embedded, calls
+
+
 def embeddings_compute(
     *,
     store: MemoryStore,
@@ -79,21 +105,7 @@ def embeddings_compute(
     now = now or utcnow()
     until = until or now - LAG
     remember = start is None
-    embedded = calls = 0
-    while calls < max_calls:  # edited since embedded: the walk's cursor is past them
-        found = store.embeddings.stale(limit=BATCH)
-        store.embeddings.unmark_stale([d["_id"] for d in found if d.get("deleted_at")])
-        stale = [d for d in found if d.get("deleted_at") is None]
-        if not stale:
-            if found:
-                continue
-            break
-        vectors = provider.embed([d["content"] for d in stale], model)
-        calls += 1
-        store.embeddings.save(
-            {d["_id"]: v for d, v in zip(stale, vectors, strict=True)}, model=model
-        )
-        embedded += len(stale)
+    embedded, calls = _embed_stale(store=store, provider=provider, model=model, max_calls=max_calls)
     at = start or store.embeddings.cursor() or now - BACKFILL
     window = WINDOW
     while at < until and calls < max_calls:
@@ -109,12 +121,8 @@ def embeddings_compute(
                 d for d in docs if d.get("deleted_at") is None and d.get("embedding_model") != model
             ]
             if todo:
-                vectors = provider.embed([d["content"] for d in todo], model)
+                embedded += _embed(store, provider, model, todo)
                 calls += 1
-                store.embeddings.save(
-                    {d["_id"]: v for d, v in zip(todo, vectors, strict=True)}, model=model
-                )
-                embedded += len(todo)
             if len(docs) < BATCH:
                 break
             after = docs[-1]["_id"]

@@ -48,6 +48,7 @@ from streams.store import (
     rescans,
     scopes,
     search,
+    seeding,
     session_samples,
     sessions,
     text_history,
@@ -200,6 +201,7 @@ class MemoryStore:
         self.bulk = bulk.BulkRepository(self.db)
         self.exchange = exchange.ExchangeRepository(self.db)
         self.recount = recount.RecountRepository(self.db)
+        self.seeding = seeding.SeedingRepository(self.db)  # benchmarks' raw seeding only
         # USD per million tokens in and out, per model (MEMORY_LLM_PRICES): usage cost.
         self.prices = dict(prices or {})
         # The model each task uses when neither agent nor scope names one (the provider's

@@ -1,4 +1,8 @@
-"""`memory_scopes`: one document per scope; the unique index keeps one per identity."""
+"""`memory_scopes`: one document per scope; the unique index keeps one per identity.
+
+Long because: the scope repository: one collection's queries, each led by a declared
+index (the id lists are already apart, in `scope_lists.py`).
+"""
 
 from __future__ import annotations
 

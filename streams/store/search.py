@@ -34,6 +34,10 @@ observation's terms). Documents of the earlier layouts (no
 are converted on their next write, but search does not read them (a second query on
 every search of an empty scope): after upgrading, `manage.py rebuild_search_index --all`
 converts every scope (`streams.search.index_rebuild`).
+
+Long because: one collection's four document shapes (totals, heads, sealed chunks,
+pending adds) and the writes that keep the chunk layout's invariant; split, the layout
+would be kept by several modules.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Errors: the upstream's are mapped to our own OpenAI-shaped body (`upstream_error
 401 becomes a 502, its text is never relayed); ours (auth, validation, no upstream
 configured, too many calls at once) use the API's envelope, which `openai` clients
 parse too (`error.message`, `error.code`).
+
+Long because: the OpenAI-compatible handler, its streamed relay and its after-send
+recording are one protocol sharing private response classes (`_RelayResponse`,
+`_AfterSendResponse`); split, each half would reach into the other.
 """
 
 from __future__ import annotations
