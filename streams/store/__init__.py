@@ -55,7 +55,7 @@ from streams.store import (
     visible_scopes,
     webhooks,
 )
-from streams.store.indexes import IndexSpec, apply_indexes
+from streams.store.indexes import IndexSpec, RetiredIndex, apply_indexes
 from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
@@ -91,6 +91,11 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *webhooks.INDEXES,
     *tombstones.INDEXES,
 ]
+# Indexes earlier versions created that `ensure_indexes` drops (each says why).
+RETIRED_INDEXES: tuple[RetiredIndex, ...] = (
+    *observations.RETIRED_INDEXES,
+    *embeddings.RETIRED_INDEXES,
+)
 
 
 class MemoryStore:
@@ -190,7 +195,7 @@ class MemoryStore:
         return legacy.LegacyReader.open(self.client, db_name)
 
     def ensure_indexes(self) -> list[str]:
-        return apply_indexes(self.db, DECLARED_INDEXES)
+        return apply_indexes(self.db, DECLARED_INDEXES, RETIRED_INDEXES)
 
     def ping(self) -> None:
         try:
@@ -296,4 +301,4 @@ def _commit(session: ClientSession, deadline: float) -> None:
             raise
 
 
-__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]
+__all__ = ["DECLARED_INDEXES", "RETIRED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]
