@@ -3,8 +3,8 @@
 Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
 legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
 context_log, detectors, bulk, single_add, versus_mem0, scope_lists, store_floor,
-detector_table, fidelity, coverage, end_to_end, check_real_model (the last nine run only when named;
-the last two take options of their own, `--help` after the name lists them).
+detector_table, fidelity, coverage, concurrency, end_to_end, check_real_model (the last ten run
+only when named; the last three take options of their own, `--help` after the name lists them).
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ the same flags), the declared indexes, one client in this process, sequential ca
 Each row: p50, p95, mean, the store process's CPU per call (utime+stime of the server
 process, load-independent), and its commands per call. BENCH_FLOOR_CALLS sets the calls
 per row (default 300); rows run interleaved in turns of 25, so they meet the same load.
+
+A second table counts the index entries one add writes, per collection
+(`benchmarks/index_entries.py`): what the store maintains beyond the documents.
 """
 
 from __future__ import annotations
@@ -119,6 +122,14 @@ def run() -> None:
             f"The embedded store's floor under one add (load {os.getloadavg()[0]:.1f})",
             ["call", "calls", "p50 ms", "p95 ms", "mean ms", "store CPU ms/call", "cmds/call"],
             rows,
+        )
+        from benchmarks.index_entries import count_one_add
+        from streams.store import DECLARED_INDEXES
+
+        print_table(
+            "What one add writes in its transaction (the search fold behind not counted)",
+            ["collection", "inserted", "changed", "removed", "index entries"],
+            count_one_add(client, MemoryStore, DECLARED_INDEXES),
         )
     finally:
         client.close()
