@@ -70,22 +70,11 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
                 drive(server, 0.5 if quick else 2.0, warm)
             for level in levels:
                 for k, name in enumerate(OPERATIONS):
-                    order = ("ours", "mem0") if (k + level) % 2 == 0 else ("mem0", "ours")
-                    for system in order:
-                        if system == "ours":
-                            calls = drive(
-                                server,
-                                seconds,
-                                [
-                                    _ours(server, name, c, texts, queries, f"L{level}")
-                                    for c in range(level)
-                                ],
-                            )
-                            cells[level, name, "ours"] = _cell(calls, seconds)
-                        elif mem0 is not None:
-                            cells[level, name, "mem0"] = _mem0(
-                                mem0, name, level, seconds, texts, queries
-                            )
+                    first = (k + level) % 2 == 0
+                    for system in ("ours", "mem0") if first else ("mem0", "ours"):
+                        cell = _measure(system, server, mem0, name, level, seconds, texts, queries)
+                        if cell is not None:
+                            cells[level, name, system] = cell
                     rows.append(_row(cells, level, name))
                     print_row(rows[-1])
         finally:
@@ -141,6 +130,25 @@ def _ours(
     return operation(
         name, client=client, scope_id=scope_id, texts=texts, queries=queries, salt=salt
     )
+
+
+def _measure(
+    system: str,
+    server: Server,
+    mem0: Mem0 | None,
+    name: str,
+    level: int,
+    seconds: float,
+    texts: list[str],
+    queries: list[str],
+) -> tuple[float, float, float, int] | None:
+    """One cell: `level` clients of `system` doing `name` for `seconds` (None: no mem0)."""
+    if system == "ours":
+        loops = [_ours(server, name, c, texts, queries, f"L{level}") for c in range(level)]
+        return _cell(drive(server, seconds, loops), seconds)
+    if mem0 is None:
+        return None
+    return _mem0(mem0, name, level, seconds, texts, queries)
 
 
 def _mem0(

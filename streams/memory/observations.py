@@ -181,9 +181,7 @@ def observations_append(
     held_count = sum(1 for o in split.fresh if o.held and not o.consolidated)
     if held_count:
         # Callers count every new observation as pending; held ones are not.
-        store.agents.adjust_counters(
-            scope.agent_id, now=now, pending=-held_count, session=session, sharded=True
-        )
+        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held_count, session=session)
     return scope
 
 
