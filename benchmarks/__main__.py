@@ -6,6 +6,8 @@ context_log, detectors, bulk, single_add, versus_mem0, scope_lists, store_floor,
 detector_table, fidelity, coverage, consolidation_chunks, end_to_end, check_real_model (the last
 ten run only when named; the last two take options of their own, `--help` after the name
 lists them).
+detector_table, fidelity, coverage, concurrency, end_to_end, check_real_model (the last ten run
+only when named; the last three take options of their own, `--help` after the name lists them).
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ wants for an LLM client it never uses here.
 Protocol, one JSON line each way: in {"mode": "single"|"batch", "user_id", "texts"};
 out {"seconds": [...]} (one figure per add call: per text for single, one for batch).
 "ready" is printed once the model is loaded.
+
+`benchmarks concurrency` sends {"mode": "load", "op": "single"|"batch"|"search",
+"threads": N, "seconds": T, "user_prefix", "texts", "batch", "queries"}: N threads of
+this process call mem0 in a loop for T seconds (thread t as user "<prefix>-<t>"); out
+{"seconds": [...], "errors": n}, one figure per call.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
+from typing import Any
 
 
 def main() -> None:
@@ -55,6 +62,10 @@ def main() -> None:
     answers.flush()
     for line in sys.stdin:
         order = json.loads(line)
+        if order["mode"] == "load":
+            answers.write(json.dumps(load(memory, order)) + "\n")
+            answers.flush()
+            continue
         texts, user = order["texts"], order["user_id"]
         seconds: list[float] = []
         if order["mode"] == "single":
@@ -69,6 +80,48 @@ def main() -> None:
             seconds.append(time.perf_counter() - t0)
         answers.write(json.dumps({"seconds": seconds}) + "\n")
         answers.flush()
+
+
+def load(memory: Any, order: dict[str, Any]) -> dict[str, Any]:
+    """`threads` threads calling `op` in a loop until `seconds` have passed."""
+    texts, queries, op = order["texts"], order["queries"], order["op"]
+    stop = time.monotonic() + order["seconds"]
+    seconds: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+
+    def call(user: str, n: int) -> None:
+        if op == "single":
+            text = texts[n % len(texts)]
+            memory.add([{"role": "user", "content": text}], user_id=user, infer=False)
+        elif op == "batch":
+            size = order["batch"]
+            batch = [texts[(n * size + i) % len(texts)] for i in range(size)]
+            messages = [{"role": "user", "content": text} for text in batch]
+            memory.add(messages, user_id=user, infer=False)
+        else:
+            memory.search(queries[n % len(queries)], top_k=10, filters={"user_id": user})
+
+    def client(t: int) -> None:
+        user, n, mine = f"{order['user_prefix']}-{t}", t * 7919, []
+        while time.monotonic() < stop:
+            t0 = time.perf_counter()
+            try:
+                call(user, n)
+            except Exception:  # noqa: BLE001 (counted, as our side counts non-2xx)
+                with lock:
+                    errors[0] += 1
+            mine.append(time.perf_counter() - t0)
+            n += 1
+        with lock:
+            seconds.extend(mine)
+
+    workers = [threading.Thread(target=client, args=(t,)) for t in range(order["threads"])]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return {"seconds": seconds, "errors": errors[0]}
 
 
 if __name__ == "__main__":

@@ -54,10 +54,12 @@ def production_server(
     extra_env: dict[str, str] | None = None,
     groups: tuple[str, ...] = ("bench-group-0", "bench-group-1"),
     root: Path = ROOT,
+    workers: int | None = 1,
 ) -> Iterator[Server]:
-    """gunicorn with `config` and one worker on embedded defaults in a fresh data dir,
-    with an API key and a group scope per name of `groups`; the embedded store is
-    stopped afterwards. `root`: the source tree to serve (another checkout, to compare)."""
+    """gunicorn with `config` and `workers` workers (None: the config's own number) on
+    embedded defaults in a fresh data dir, with an API key and a group scope per name of
+    `groups`; the embedded store is stopped afterwards. `root`: the source tree to serve
+    (another checkout, to compare)."""
     tree = root
     root = Path(tempfile.mkdtemp(prefix="bench-single-"))
     env = {
@@ -87,8 +89,9 @@ def production_server(
     port = _free_port()
     env["GUNICORN_BIND"] = f"127.0.0.1:{port}"
     log = open(root / "gunicorn.log", "wb")  # noqa: SIM115 (closed below)
+    count = ["-w", str(workers)] if workers is not None else []
     web = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", config, "memory_admin.wsgi", "-w", "1"],
+        [sys.executable, "-m", "gunicorn", "-c", config, "memory_admin.wsgi", *count],
         cwd=tree,
         env=env,
         stdout=log,

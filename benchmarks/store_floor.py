@@ -21,6 +21,9 @@ the same flags), the declared indexes, one client in this process, sequential ca
 Each row: p50, p95, mean, the store process's CPU per call (utime+stime of the server
 process, load-independent), and its commands per call. BENCH_FLOOR_CALLS sets the calls
 per row (default 300); rows run interleaved in turns of 25, so they meet the same load.
+
+A second table counts the index entries one add writes, per collection
+(`benchmarks/index_entries.py`): what the store maintains beyond the documents.
 """
 
 from __future__ import annotations
@@ -101,28 +104,46 @@ def run() -> None:
                 database["memory_scopes"].update_one(
                     {"_id": ObjectId(scope.id)}, {"$set": {"pending_observation_ids": []}}
                 )
-        rows = []
-        for name, seconds in timings.items():
-            ms = [s * 1000 for s in seconds]
-            rows.append(
-                [
-                    name,
-                    len(ms),
-                    f"{percentile(ms, 50):.1f}",
-                    f"{percentile(ms, 95):.1f}",
-                    f"{statistics.fmean(ms):.1f}",
-                    f"{1000 * cpu[name] / len(ms):.1f}",
-                    f"{commands[name] / len(ms):.1f}",
-                ]
-            )
         print_table(
             f"The embedded store's floor under one add (load {os.getloadavg()[0]:.1f})",
             ["call", "calls", "p50 ms", "p95 ms", "mean ms", "store CPU ms/call", "cmds/call"],
-            rows,
+            _rows(timings, cpu, commands),
         )
+        _print_entries(client)
     finally:
         client.close()
         stop_server(server)
+
+
+def _rows(
+    timings: dict[str, list[float]], cpu: dict[str, float], commands: dict[str, int]
+) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for name, seconds in timings.items():
+        ms = [s * 1000 for s in seconds]
+        rows.append(
+            [
+                name,
+                len(ms),
+                f"{percentile(ms, 50):.1f}",
+                f"{percentile(ms, 95):.1f}",
+                f"{statistics.fmean(ms):.1f}",
+                f"{1000 * cpu[name] / len(ms):.1f}",
+                f"{commands[name] / len(ms):.1f}",
+            ]
+        )
+    return rows
+
+
+def _print_entries(client: MongoClient) -> None:
+    from benchmarks.index_entries import count_one_add
+    from streams.store import DECLARED_INDEXES, MemoryStore
+
+    print_table(
+        "What one add writes in its transaction (the search fold behind not counted)",
+        ["collection", "inserted", "changed", "removed", "index entries"],
+        count_one_add(client, MemoryStore, DECLARED_INDEXES),
+    )
 
 
 def _calls(

@@ -95,6 +95,13 @@ class Mem0:
         self.process.stdin.flush()
         return json.loads(self.process.stdout.readline())["seconds"]
 
+    def load(self, order: dict) -> dict:
+        """A `load` order (`benchmarks concurrency`): the calls' seconds and errors."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(order) + "\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
+
     def close(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()

@@ -141,13 +141,26 @@ def counters_add(
     session: StoreSession,
     writes: WriteBatch | None = None,
 ) -> None:
-    """The agent's counters and its day's count, inside a short add's transaction: written
-    last, so the agent's document is held only until the commit that follows."""
+    """The agent's counters and its day's count, inside a short add's transaction, on this
+    thread's counter shards (`streams.store.counter_shards`): concurrent adds for one agent
+    write different documents, so they do not conflict."""
     store.agents.adjust_counters(
-        agent_id, now=now, observations=added, pending=added, session=session, writes=writes
+        agent_id,
+        now=now,
+        observations=added,
+        pending=added,
+        session=session,
+        writes=writes,
+        sharded=True,
     )
     activity_record(
-        store=store, agent_id=agent_id, now=now, observations=added, session=session, writes=writes
+        store=store,
+        agent_id=agent_id,
+        now=now,
+        observations=added,
+        session=session,
+        writes=writes,
+        sharded=True,
     )
 
 

@@ -27,17 +27,21 @@ def activity_record(
     consolidations: int = 0,
     session: StoreSession | None = None,
     writes: WriteBatch | None = None,
+    sharded: bool = False,
 ) -> None:
     """Count what was just committed on its UTC day. Long transactions (formation) call it
     after their commit, so a hot day document never makes them conflict; a short add
-    passes its `session` and counts inside its own transaction (one fsync, not two)."""
+    passes its `session` and counts inside its own transaction (one fsync, not two), on a
+    shard (`sharded`) so that concurrent adds do not conflict."""
     counts = {
         key: value
         for key, value in (("observations", observations), ("consolidations", consolidations))
         if value
     }
     if counts:
-        store.agent_days.increment(agent_id, now.date(), counts, session=session, writes=writes)
+        store.agent_days.increment(
+            agent_id, now.date(), counts, session=session, writes=writes, sharded=sharded
+        )
 
 
 def activity_days(*, store: MemoryStore, agent_id: str, last: date, days: int) -> list[ActivityDay]:

@@ -60,6 +60,7 @@ from streams.store import (
 )
 from streams.store.flavour import Flavour, Workarounds, choose_flavour, workarounds
 from streams.store.indexes import IndexSpec, apply_indexes
+from streams.store.indexes import IndexSpec, RetiredIndex, apply_indexes
 from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
@@ -97,6 +98,11 @@ DECLARED_INDEXES: list[IndexSpec] = [
     *webhooks.INDEXES,
     *tombstones.INDEXES,
 ]
+# Indexes earlier versions created that `ensure_indexes` drops (each says why).
+RETIRED_INDEXES: tuple[RetiredIndex, ...] = (
+    *observations.RETIRED_INDEXES,
+    *embeddings.RETIRED_INDEXES,
+)
 
 
 DEFAULT_TASK_MODELS = {
@@ -223,7 +229,7 @@ class MemoryStore:
         return workarounds(self.client)
 
     def ensure_indexes(self) -> list[str]:
-        return apply_indexes(self.db, DECLARED_INDEXES)
+        return apply_indexes(self.db, DECLARED_INDEXES, RETIRED_INDEXES)
 
     def ping(self) -> None:
         try:
@@ -329,4 +335,4 @@ def _commit(session: ClientSession, deadline: float) -> None:
             raise
 
 
-__all__ = ["DECLARED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]
+__all__ = ["DECLARED_INDEXES", "RETIRED_INDEXES", "MemoryStore", "StoreError", "StoreSession"]

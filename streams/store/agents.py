@@ -3,7 +3,9 @@
 Counters are kept, not counted: `count_documents` over a million observations
 is too slow for a dashboard. They are adjusted right after the write they
 describe commits (outside its transaction, so one hot document per agent does
-not make every formation conflict); `recount` repairs any drift.
+not make every formation conflict); `recount` repairs any drift. A short add counts
+inside its transaction on a shard (`memory_agent_shards`, `streams.store.counter_shards`)
+so that concurrent adds for one agent do not conflict; every read sums them in.
 """
 
 from __future__ import annotations
@@ -18,19 +20,36 @@ from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
 from streams.core.documents import Agent
+from streams.store.counter_shards import SHARDS, CounterShards, folded
 from streams.store.indexes import IndexSpec, index
 from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_agents"
+SHARD_COLLECTION = "memory_agent_shards"
 INDEXES: list[IndexSpec] = [
     # The busiest agent (the page a dashboard opens on); every other query is by `_id`.
     index(COLLECTION, ("observation_count", -1), ("scope_count", -1), "_id"),
+    # An agent's counter shards, summed into every read of it (writes go by `_id`).
+    index(SHARD_COLLECTION, "agent_id"),
 ]
 
 
 class AgentRepository:
     def __init__(self, db: Database) -> None:
         self.collection = db[COLLECTION]
+        self.shards = CounterShards(db[SHARD_COLLECTION], ("agent_id",))
+
+    def _with_shards(
+        self, docs: list[dict[str, Any]], *, session: ClientSession | None = None
+    ) -> list[Agent]:
+        """Agents from their base documents, each with its shards summed in."""
+        if not docs:
+            return []
+        ids = [d["_id"] for d in docs]
+        sums = self.shards.sums(
+            {"agent_id": {"$in": ids}}, limit=len(ids) * SHARDS, session=session
+        )
+        return [Agent.from_mongo(folded(d, sums.get((d["_id"],)))) for d in docs]
 
     def ensure(self, agent_id: str, *, now: datetime, session: ClientSession | None = None) -> None:
         """Create the agent's document on first use. Every ingest calls this: a read by `_id`
@@ -53,7 +72,7 @@ class AgentRepository:
 
     def get(self, agent_id: str, *, session: ClientSession | None = None) -> Agent | None:
         doc = self.collection.find_one({"_id": agent_id}, session=session)
-        return Agent.from_mongo(doc) if doc else None
+        return self._with_shards([doc], session=session)[0] if doc else None
 
     def set_memory_tool(
         self, agent_id: str, memory_tool: str, *, session: ClientSession | None = None
@@ -86,22 +105,24 @@ class AgentRepository:
 
     def list_page(self, *, after: str | None, limit: int) -> list[Agent]:
         query = {"_id": {"$gt": after or ""}}
-        return [
-            Agent.from_mongo(d) for d in self.collection.find(query).sort("_id", 1).limit(limit)
-        ]
+        return self._with_shards(list(self.collection.find(query).sort("_id", 1).limit(limit)))
 
-    def busiest(self) -> Agent | None:
-        """The agent with the most observations (then the most scopes, then by id): one
-        document per agent, so the sort reads a small collection."""
-        doc = next(
-            iter(
-                self.collection.find({"observation_count": {"$gte": 0}})
-                .sort([("observation_count", -1), ("scope_count", -1), ("_id", 1)])
-                .limit(1)
-            ),
-            None,
+    def busiest(self, *, limit: int = 10_000) -> Agent | None:
+        """The agent with the most observations (then the most scopes, then by id), its
+        shards counted: the agents with shards (their shards at most `limit`) are summed
+        exactly; among the others the base index's order is the true order, so its first
+        one not among them is the best of the rest."""
+        sums = self.shards.sums({"agent_id": {"$gte": ""}}, limit=limit)
+        sharded = sorted(key[0] for key in sums)
+        candidates = list(self.collection.find({"_id": {"$in": sharded}}).limit(len(sharded)))
+        ranked = self.collection.find({"observation_count": {"$gte": 0}}).sort(
+            [("observation_count", -1), ("scope_count", -1), ("_id", 1)]
         )
-        return Agent.from_mongo(doc) if doc else None
+        candidates += [d for d in ranked.limit(len(sharded) + 1) if d["_id"] not in sums][:1]
+        agents = [Agent.from_mongo(folded(d, sums.get((d["_id"],)))) for d in candidates]
+        if not agents:
+            return None
+        return min(agents, key=lambda a: (-a.observation_count, -a.scope_count, a.id))
 
     def allocate_scope_seq(self, agent_id: str, *, session: ClientSession | None = None) -> int:
         """The next scope sequence number of the agent: read, then a conditional increment."""
@@ -126,7 +147,10 @@ class AgentRepository:
         pending: int = 0,
         session: ClientSession | None = None,
         writes: WriteBatch | None = None,
+        sharded: bool = False,
     ) -> None:
+        """Adjust the agent's counters and stamp its activity; `sharded` (a short add's
+        transaction): on this thread's shard, so concurrent adds do not conflict."""
         increments = {
             key: value
             for key, value in (
@@ -136,6 +160,15 @@ class AgentRepository:
             )
             if value
         }
+        if sharded:
+            self.shards.increment(
+                {"agent_id": agent_id},
+                increments,
+                latest={"last_activity_at": now},
+                session=session,
+                writes=writes,
+            )
+            return
         update: dict[str, Any] = {"$set": {"last_activity_at": now}}
         if increments:
             update["$inc"] = increments
@@ -145,13 +178,15 @@ class AgentRepository:
         self.collection.update_one({"_id": agent_id}, update, session=session)
 
     def set_counters(self, agent_id: str, *, scopes: int, observations: int, pending: int) -> None:
+        """Make the agent's totals these: the base is set to them less what its shards hold."""
+        held = self.shards.sums({"agent_id": agent_id}, limit=SHARDS).get((agent_id,), {})
         self.collection.update_one(
             {"_id": agent_id},
             {
                 "$set": {
-                    "scope_count": scopes,
-                    "observation_count": observations,
-                    "pending_count": pending,
+                    "scope_count": scopes - held.get("scope_count", 0),
+                    "observation_count": observations - held.get("observation_count", 0),
+                    "pending_count": pending - held.get("pending_count", 0),
                 }
             },
         )

@@ -18,7 +18,7 @@ from pymongo import UpdateOne
 from pymongo.database import Database
 
 from streams.core.documents import Observation
-from streams.store.indexes import IndexSpec, index
+from streams.store.indexes import IndexSpec, RetiredIndex, index
 
 OBSERVATIONS = "memory_observations"
 STATE = "memory_embedding_state"
@@ -29,9 +29,20 @@ INDEXES: list[IndexSpec] = [
     index(OBSERVATIONS, "_id", "embedding_model"),
     # A scope's vectors saved since a process last read them (one equality per scope).
     index(OBSERVATIONS, "scope_id", "embedding_model", "embedding_seq"),
-    # Observations whose text changed after they were embedded (few at any time).
-    index(OBSERVATIONS, "embedding_stale"),
+    # Observations whose text changed after they were embedded (few at any time); sparse:
+    # only they hold the field (every add wrote a null entry).
+    IndexSpec(
+        collection=OBSERVATIONS,
+        keys=(("embedding_stale", 1),),
+        name="embedding_stale_sparse",
+        options={"sparse": True},
+    ),
 ]
+RETIRED_INDEXES = (
+    RetiredIndex(
+        OBSERVATIONS, "embedding_stale_1", "replaced by the sparse embedding_stale_sparse"
+    ),
+)
 CURSOR_ID = "observations"
 SETTLE = timedelta(seconds=5)  # a vector saved this recently may not be committed yet
 

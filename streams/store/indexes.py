@@ -1,7 +1,10 @@
 """Index declarations: each repository declares the indexes its queries need, beside them.
 
 `ensure_indexes` applies the union idempotently, and the test-time query guard
-reads the same declarations to check that every query the suite sends is served.
+reads the same declarations to check that every query the suite sends is served. An
+index a repository no longer wants is declared retired (with why): `ensure_indexes`
+drops it where it exists, before creating the rest (an index on the same keys with new
+options would be refused while the old one stands).
 """
 
 from __future__ import annotations
@@ -35,8 +38,24 @@ def index(collection: str, *fields: str | tuple[str, int], unique: bool = False)
     return IndexSpec(collection=collection, keys=keys, unique=unique)
 
 
-def apply_indexes(db: Database, specs: list[IndexSpec]) -> list[str]:
-    """Create every declared index (a no-op for those that exist); the names, for the log."""
+@dataclass(frozen=True)
+class RetiredIndex:
+    """An index earlier versions created that no query needs any more: every write to
+    its collection paid an entry in it."""
+
+    collection: str
+    name: str
+    why: str
+
+
+def apply_indexes(
+    db: Database, specs: list[IndexSpec], retired: tuple[RetiredIndex, ...] = ()
+) -> list[str]:
+    """Drop the `retired` indexes that exist, then create every declared index (a no-op
+    for those that exist); the names created, for the log."""
+    for old in retired:
+        if old.name in db[old.collection].index_information():
+            db[old.collection].drop_index(old.name)
     created: list[str] = []
     by_collection: dict[str, list[IndexSpec]] = {}
     for spec in specs:

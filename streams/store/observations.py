@@ -16,7 +16,7 @@ from streams.core.documents import Observation
 from streams.core.exceptions import Conflict
 from streams.core.screened import require_screened
 from streams.store import access_log, observation_states, observation_supersession
-from streams.store.indexes import IndexSpec, index
+from streams.store.indexes import IndexSpec, RetiredIndex, index
 from streams.store.lookups import find_in_parts
 from streams.store.paging import page_by_seq
 from streams.store.scopes import COLLECTION as SCOPES
@@ -27,10 +27,14 @@ COLLECTION = "memory_observations"
 INDEXES: list[IndexSpec] = [
     # A scope's log, newest first, paged by a window on `seq` (filters ride inside the window).
     index(COLLECTION, "scope_id", "seq", unique=True),
-    # Everything about one user of one agent (user audit, forget user).
-    index(COLLECTION, "agent_id", "related_user_ids"),
-    # Copies made by propagation, found from their source.
-    index(COLLECTION, "propagated_from"),
+    # Copies made by propagation, found from their source; sparse: only copies hold the
+    # field (every other add wrote a null entry).
+    IndexSpec(
+        collection=COLLECTION,
+        keys=(("propagated_from", 1),),
+        name="propagated_from_sparse",
+        options={"sparse": True},
+    ),
     # One live observation per fact and scope (`streams.search.dedup`): the key (scope + digest)
     # is set on live observations only (a delete unsets it) and the index is sparse, so it
     # holds only those. Sparse rather than a `partialFilterExpression`: the embedded store
@@ -46,6 +50,16 @@ INDEXES: list[IndexSpec] = [
     *observation_states.INDEXES,
     *observation_supersession.INDEXES,
 ]
+
+RETIRED_INDEXES = (
+    RetiredIndex(
+        COLLECTION,
+        "agent_id_1_related_user_ids_1",
+        "a prefix of `streams.store.privacy`'s (agent_id, related_user_ids, _id), which serves "
+        "every query it served (user audit, forget user)",
+    ),
+    RetiredIndex(COLLECTION, "propagated_from_1", "replaced by the sparse propagated_from_sparse"),
+)
 
 FEEDBACK_CALLS = 50  # the context calls whose feedback an observation remembers (repeats)
 StatusFilter = Literal["pending", "consolidated", "in_review", "candidate", "rejected", "all"]

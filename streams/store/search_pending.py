@@ -5,11 +5,15 @@ documents, each with its open chunk and top block) inside the add's transaction:
 the embedded store that was the largest part of a single add. Instead, the add's
 transaction inserts one pending document under the scope's key range, `_id`
 "<scope>:+<observation>" (terms are `\\w+`: no term key holds "+"), with `d` true,
-the observation's term counts `tc`, and in `k` the scope's totals key and each of its
-term keys. So it is written with the observation and its audit entry, in the same
-journaled commit, and a search finds it at once: the search's one query
-`{k: {$in: keys}, f: true}` returns it with the heads (`streams.store.search._stats`
-adds its postings and its length to what the heads say).
+the observation's term counts `tc`, and in `k` the scope's totals key only. So it is
+written with the observation and its audit entry, in the same journaled commit, and a
+search finds it at once: the search's one query `{k: {$in: keys}, f: true}` asks for
+each scope's totals key, so it returns every pending document of the scope with the
+heads (`streams.store.search._stats` adds the postings of the asked terms, from `tc`,
+and its length to what the heads say). Its term keys in `k` as well (as before issue
+43) were two index entries per term (`k, f` and `f, k` are multikey), ~30 of an add's
+~50, that no read needed: the totals key already finds it. Documents written that way
+are read the same.
 
 A background thread of the writing process (`fold_later`, every `INTERVAL`) folds a
 scope's pending documents into its heads in one transaction: the heads it touches are
@@ -32,7 +36,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo.errors import InvalidOperation
 
-from streams.store.postings import Posting, signature, term_key, totals_key
+from streams.store.postings import Posting, signature, totals_key
 
 logger = logging.getLogger("streams.search_pending")
 
@@ -49,7 +53,7 @@ def pending_document(
 ) -> dict[str, Any]:
     return {
         "_id": pending_key(scope_id, observation_id),
-        "k": [totals_key(scope_id), *(term_key(scope_id, t) for t in counts)],
+        "k": [totals_key(scope_id)],
         "f": True,
         "d": True,
         "scope_id": scope_id,

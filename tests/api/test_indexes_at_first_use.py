@@ -53,3 +53,27 @@ def test_indexes_that_cannot_be_created_refuse_service_and_health_says_why(api, 
     error = assert_error(health, 503, "indexes_missing")
     assert error["details"]["store"] == "indexes_missing"
     assert_error(ingest(api), 503, "indexes_missing")
+
+
+def test_ensure_indexes_drops_the_retired_ones_and_creates_their_replacements(store, bare_db):
+    from streams.store import RETIRED_INDEXES, MemoryStore
+
+    # What an earlier version left: the old index on each retired one's keys.
+    old_keys = {
+        "agent_id_1_related_user_ids_1": [("agent_id", 1), ("related_user_ids", 1)],
+        "propagated_from_1": [("propagated_from", 1)],
+        "embedding_stale_1": [("embedding_stale", 1)],
+        "o_1": [("o", 1)],
+    }
+    for retired in RETIRED_INDEXES:
+        bare_db[retired.collection].create_index(old_keys[retired.name], name=retired.name)
+
+    MemoryStore(store.client, bare_db.name).ensure_indexes()
+
+    for retired in RETIRED_INDEXES:
+        present = bare_db[retired.collection].index_information()
+        assert retired.name not in present
+    observations = bare_db["memory_observations"].index_information()
+    assert observations["propagated_from_sparse"].get("sparse") is True
+    assert observations["embedding_stale_sparse"].get("sparse") is True
+    assert bare_db["memory_search_terms"].index_information()["o_sparse"].get("sparse") is True

@@ -20,9 +20,7 @@ def _audit(store, action):
 
 
 def _day_count(store, agent_id):
-    doc = store.agent_days.collection.find_one(
-        {"agent_id": agent_id, "day": utcnow().date().isoformat()}
-    )
+    doc = store.agent_days.on_day([agent_id], utcnow().date()).get(agent_id)
     return doc["observations"] if doc else 0
 
 

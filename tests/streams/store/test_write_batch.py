@@ -55,9 +55,7 @@ def _stored(store: MemoryStore, observation_id: str, agent_id: str) -> dict:
     """What one add left: the observation, its audit entry, postings, counters, day."""
     observation = store.observations.get(ObjectId(observation_id))
     audit = list(store.audit.collection.find({"object_id": observation_id}).limit(5))
-    day = store.agent_days.collection.find_one(
-        {"agent_id": agent_id, "day": utcnow().date().isoformat()}
-    )
+    day = store.agent_days.on_day([agent_id], utcnow().date()).get(agent_id)
     agent = store.agents.get(agent_id)
     return {
         "content": observation.content if observation else None,

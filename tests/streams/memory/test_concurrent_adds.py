@@ -1,0 +1,105 @@
+"""Concurrent adds for one agent: each in its own scope, none refused, the counters exact.
+
+Every add counts itself on the agent and on the agent's day inside its transaction;
+one counter document per agent made every pair of concurrent adds a write conflict
+(retried, and past the retry window a 503). Counter shards (`streams.store.counter_shards`)
+spread those increments; the reads sum them.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from pymongo import MongoClient, monitoring
+
+from streams.actions import Actor
+from streams.actions.observations import do_observation_add
+from streams.core.documents import utcnow
+from streams.records.activity import activity_days
+from streams.store import MemoryStore
+from tests.factories import ScopeFactory
+
+CLIENTS = 16
+ADDS_EACH = 4
+WRITE_CONFLICT = 112
+
+
+class Conflicts(monitoring.CommandListener):
+    """How many commands the store refused with a write conflict."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.lock = threading.Lock()
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        pass
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        if event.failure.get("code") == WRITE_CONFLICT:
+            with self.lock:
+                self.count += 1
+
+
+def test_sixteen_threads_adding_for_one_agent_all_succeed_and_the_counters_sum_exactly(
+    store, embedded_mongo, memory_db
+):
+    conflicts = Conflicts()
+    client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[conflicts])
+    adding = MemoryStore(client, memory_db)
+    scopes = [ScopeFactory.create(store=store, agent_id="busy", group=True) for _ in range(CLIENTS)]
+    before = store.agents.get("busy")
+    assert before is not None
+    start = threading.Barrier(CLIENTS)
+    actor = Actor.api("bench")
+
+    def adder(n: int) -> list[str]:
+        start.wait()  # all at once: the adds overlap
+        return [
+            do_observation_add(
+                store=adding, actor=actor, scope=scopes[n], content=f"Client {n} fact {k}."
+            ).id
+            for k in range(ADDS_EACH)
+        ]
+
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        added = [i for ids in pool.map(adder, range(CLIENTS)) for i in ids]
+    client.close()
+
+    assert len(set(added)) == CLIENTS * ADDS_EACH
+    # One counter document per agent and day: ~5 conflicts per add (318 for these 64).
+    # On shards only what else the adds share is left (a few in a run).
+    assert conflicts.count < CLIENTS * ADDS_EACH // 2
+    after = store.agents.get("busy")
+    assert after is not None
+    assert after.observation_count - before.observation_count == CLIENTS * ADDS_EACH
+    assert after.pending_count - before.pending_count == CLIENTS * ADDS_EACH
+    assert after.scope_count == CLIENTS
+    (today,) = activity_days(store=store, agent_id="busy", last=utcnow().date(), days=1)
+    assert today.observations == CLIENTS * ADDS_EACH
+    # The dashboard's busiest agent reads the same sums.
+    busiest = store.agents.busiest()
+    assert busiest is not None and busiest.id == "busy"
+    assert busiest.observation_count == after.observation_count
+
+
+def test_the_busiest_agent_counts_its_shards_and_recount_keeps_the_sums_exact(store):
+    quiet = ScopeFactory.create(store=store, agent_id="quiet", group=True)
+    busy = ScopeFactory.create(store=store, agent_id="busy", group=True)
+    store.agents.set_counters("quiet", scopes=1, observations=5, pending=0)  # base only
+    actor = Actor.api("k")
+    for n in range(6):  # on the shards: the base of "busy" stays 0
+        do_observation_add(store=store, actor=actor, scope=busy, content=f"Busy fact {n}.")
+
+    busiest = store.agents.busiest()
+    assert busiest is not None and (busiest.id, busiest.observation_count) == ("busy", 6)
+
+    store.agents.set_counters("busy", scopes=1, observations=6, pending=6)  # what recount sets
+    agent = store.agents.get("busy")
+    assert agent is not None and (agent.observation_count, agent.pending_count) == (6, 6)
+    do_observation_add(store=store, actor=actor, scope=quiet, content="Quiet fact.")
+    assert store.agents.get("quiet").observation_count == 6
+    assert [a.observation_count for a in store.agents.list_page(after=None, limit=10)] == [6, 6]
