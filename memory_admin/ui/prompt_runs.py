@@ -105,9 +105,6 @@ def _dry_runs(
         run = partial(
             dry_run_consolidation, chunk_tokens=settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS
         )
-    edited = run(store=store, llm=llm, scope=scope, draft=draft)
-    current = run(store=store, llm=llm, scope=scope, draft=None)
-    run = dry_run_consolidation if kind == "consolidation" else dry_run_propagation
     edited = run(store=store, llm=llm, scope=scope, draft=draft, model=compare)
     current = run(store=store, llm=llm, scope=scope, draft=baseline_draft)
     baseline = scope.consolidation or "" if kind == "consolidation" else None

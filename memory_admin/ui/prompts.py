@@ -191,6 +191,9 @@ def editor_context(
         "check_kind_types": EXPECTATIONS_BY_KIND[kind],
         # The last check run's failures, on a save of a suggested draft (`suggested`).
         "suggested": bool(request.POST.get("suggested")),
+        **experiment_form_context(store, agent_id, kind, scope_id),
+        # The dry run's second model: one of the price table (MEMORY_LLM_PRICES).
+        "price_models": sorted(store.prices),
     } | corrections_context(store, agent_id, kind, scope, param(request, "cursor"))
 
 
@@ -214,10 +217,6 @@ def corrections_context(
             store=store, agent_id=agent_id, kind=kind, scope_id=scope_id, limit=CORRECTIONS_SHOWN
         )
     return {"corrections": page.items, "corrections_next": page.next_cursor, "cursor": cursor}
-        **experiment_form_context(store, agent_id, kind, scope_id),
-        # The dry run's second model: one of the price table (MEMORY_LLM_PRICES).
-        "price_models": sorted(store.prices),
-    }
 
 
 def level_url(agent_id: str, kind: str, scope: Scope | None) -> str:

@@ -163,6 +163,8 @@ urlpatterns = [
         "prompts/<str:agent_id>/<str:kind>/suggest/",
         prompt_correction_views.prompt_suggest_view,
         name="prompt_suggest",
+    ),
+    path(
         "prompts/<str:agent_id>/<str:kind>/experiments/estimate/",
         experiment_views.prompt_experiment_estimate,
         name="prompt_experiment_estimate",

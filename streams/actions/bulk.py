@@ -7,21 +7,16 @@ from datetime import timedelta
 
 from bson import ObjectId
 
-from bson import ObjectId
-
 from streams.actions.base import Actor
 from streams.actions.tx import ActionTx, run_action
-from streams.core.documents import Job, Observation, Scope
-from streams.memory.bulk import DEFAULT_MAX, BulkAction, BulkFilter, bulk_match, bulk_target
-from streams.memory.bulk_job import DEFAULT_BATCH, bulk_payload
-from streams.records.corrections import Correction, correction_of
-from streams.core.documents import Job, Observation, utcnow
+from streams.core.documents import Job, Observation, Scope, utcnow
 from streams.core.exceptions import NotFound
 from streams.core.ids import parse_object_id
 from streams.memory.bulk import DEFAULT_MAX, BulkAction, BulkFilter, bulk_match, bulk_target
 from streams.memory.bulk_job import DEFAULT_BATCH, bulk_payload
 from streams.memory.bulk_undo import undo_entries
 from streams.memory.review_undo import UndoExpired, UndoUnavailable
+from streams.records.corrections import Correction, correction_of
 from streams.store import MemoryStore
 
 # A bulk action records a correction for each of its first observations: a thousand moves
@@ -137,6 +132,8 @@ def _bulk_corrections(
             )
         )
     return made
+
+
 def bulk_job_for_undo(
     *, store: MemoryStore, bulk_job_id: str, visible_agents: frozenset[str] | None = None
 ) -> Job:

@@ -20,9 +20,6 @@ from streams.llm.port import LLMError, LLMProvider, LLMRequest
 from streams.memory.consolidation_chunks import DEFAULT_CHUNK_TOKENS, chunk_plan
 from streams.memory.consolidation_contradictions import contradiction_holds
 from streams.memory.consolidation_runs import Chunking, consolidation_inputs, consolidation_pass
-from streams.memory.extraction import ExtractionPlan, parse_extraction, plan_extraction
-from streams.memory.formation import FormationSettings
-from streams.memory.consolidation_runs import consolidation_inputs, consolidation_pass
 from streams.memory.extraction import ExtractionPlan, plan_extraction
 from streams.memory.extraction_answer import parse_extraction
 from streams.memory.formation import FormationSettings, weighted_tokens

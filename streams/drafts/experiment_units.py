@@ -27,9 +27,8 @@ from streams.llm.port import LLMError, LLMProvider, LLMRequest, LLMResult
 from streams.memory.consolidation import word_count
 from streams.memory.consolidation_runs import consolidation_fold
 from streams.memory.coverage import coverage_summary, version_coverage
-from streams.memory.extraction import parse_extraction
+from streams.memory.extraction_answer import parse_extraction
 from streams.memory.fidelity import consolidation_fidelity
-from streams.memory.formation import FormationSettings
 from streams.memory.propagation import propagation_copies, propagation_plan
 from streams.memory.requests import extraction_request
 from streams.memory.scopes import ScopeKey
@@ -105,13 +104,12 @@ def extraction_side(
         answer = recorder.complete(extraction_request(plan))
     except LLMError as exc:
         return _side(store, recorder, error=f"the LLM call failed: {exc}")
-    settings = FormationSettings()
     try:
         stored, _dropped = parse_extraction(
             answer.text,
             plan=plan,
-            max_items=settings.max_observations,
-            max_words=settings.max_words,
+            max_items=plan.context.max_observations,
+            max_words=plan.context.max_words,
         )
     except LLMError as exc:
         return _side(store, recorder, text=answer.text, error=f"the answer would fail: {exc}")

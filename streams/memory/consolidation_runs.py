@@ -245,6 +245,7 @@ def consolidation_pass(
     asked: list[LLMRequest] | None = None,
     floor: float = DEFAULT_FIDELITY_FLOOR,
     chunking: Chunking | None = None,
+    model: str | None = None,
 ) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
     """The folds, chunk after chunk, each into the text the one before left: the text,
     the details of all (`chunks_merged`), the pairs the answers reported and the
@@ -253,32 +254,20 @@ def consolidation_pass(
     chunking = chunking or Chunking()
     plan = chunk_plan(
         store=store, scope=scope, observations=folded, budget=chunking.tokens, draft=draft
-    model: str | None = None,
-) -> tuple[str, RunDetails, list[tuple[str, str]], list[Observation]]:
-    """The fold, then the contradiction pass: the text, its details, the pairs the first
-    answer reported and the observations `hold` keeps out for a person.
-
-    The newer of a reported pair that waits is left out of this version: one more call
-    (what that answer reports is not raised again). The run's `hold` flags and holds;
-    the dry run's only says what would be held (and may ask another `model`).
-    """
-    text, details = consolidation_fold(
-        store=store,
-        llm=llm,
-        scope=scope,
-        current=scope.consolidation,
-        observations=folded,
-        draft=draft,
-        asked=asked,
-        floor=floor,
-        model=model,
     )
     text = scope.consolidation or ""
     runs: list[RunDetails] = []
     reported: list[tuple[str, str]] = []
     held: list[Observation] = []
     fold = partial(
-        consolidation_fold, store=store, llm=llm, scope=scope, draft=draft, asked=asked, floor=floor
+        consolidation_fold,
+        store=store,
+        llm=llm,
+        scope=scope,
+        draft=draft,
+        asked=asked,
+        floor=floor,
+        model=model,
     )
     for number, chunk in enumerate(plan.chunks, start=1):
         text, details, pairs, waiting = _chunk_pass(fold, text or None, chunk, hold)
@@ -308,16 +297,6 @@ def _chunk_pass(
         waiting = {o.id for o in held}
         text, details = fold(
             current=current, observations=[o for o in folded if o.id not in waiting]
-        text, details = consolidation_fold(
-            store=store,
-            llm=llm,
-            scope=scope,
-            current=scope.consolidation,
-            observations=[o for o in folded if o.id not in waiting],
-            draft=draft,
-            asked=asked,
-            floor=floor,
-            model=model,
         )
         details = replace(details, contradictions_rejected=rejected)
     return text, details, reported, held
@@ -376,8 +355,6 @@ def consolidation_fold(
         raise
     by_id = {o.id: o.content for o in observations}
     about_one_thing = [p for p in pairs if pair_shares_subject(by_id[p[0]], by_id[p[1]])]
-    return text, RunDetails(
-        chunks=1,
     return text, _run_details(answers, template, warning, pairs, about_one_thing, questions, read)
 
 
@@ -391,6 +368,7 @@ def _run_details(
     read: Any,
 ) -> RunDetails:
     return RunDetails(
+        chunks=1,
         model=answers[-1].model,
         prompt_version=template.version,
         prompt_tokens=sum(a.prompt_tokens for a in answers),
@@ -428,9 +406,6 @@ def _fold_request(
     model = scope_limits(store=store, scope=scope).consolidation_model.named_model
     request = consolidation_request(template=template.text, context=context, model=model)
     return template, questions, request
-
-
-SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
 
 
 class Completes(Protocol):

@@ -59,7 +59,6 @@ from streams.store import (
     webhooks,
 )
 from streams.store.flavour import Flavour, Workarounds, choose_flavour, workarounds
-from streams.store.indexes import IndexSpec, apply_indexes
 from streams.store.indexes import IndexSpec, RetiredIndex, apply_indexes
 from streams.store.write_batch import WriteBatch
 

@@ -89,6 +89,7 @@ class AgentRepository:
         self.collection.update_one(
             {"_id": agent_id}, {"$set": {"ranking": dict(ranking)}}, session=session
         )
+
     def set_limits(
         self, agent_id: str, limits: dict[str, Any], *, session: ClientSession | None = None
     ) -> None:
