@@ -11,6 +11,9 @@ on one keep-alive connection. BENCH_SINGLE_ADDS sets the adds per mode (default 
 A second run serves the same requests under `benchmarks/profile_gunicorn.conf.py` (the
 same config plus timing hooks) and prints where one add's time goes: client, gunicorn,
 Django outside the view, each stage of the action, and each store command.
+
+Long because: one benchmark's three views of the same adds (caller latency, server profile, per-
+command rows) share its client process and its rows.
 """
 
 from __future__ import annotations

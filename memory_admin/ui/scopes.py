@@ -3,6 +3,9 @@
 Observation actions live in `observations.py`. Every read goes through the same
 services the API uses; every write is POST → redirect → GET (htmx swaps follow
 the redirect and get the partial they asked for).
+
+Long because: the scope browser and the scope detail's forms (consolidation edit, consolidate
+now, settings) share the detail's context.
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 Outside `streams` every id is a 24-hex string; the converters here are the only
 place where ObjectIds and strings meet.
+
+Long because: every stored document's shape and its Mongo mapping share the field helpers at the
+top; a split per document is planned (issue 41).
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ runs of one scope from working at once; the commit carries the version it read
 another. Pending ids leave the pending list only in that commit: an LLM error,
 a timeout, a malformed answer or a killed worker leaves the scope as it was,
 and observations that arrive during a run stay pending for the next one.
+
+Long because: one run's steps (lease, chunked folds, contradiction pass, commit, job result)
+share the run's state and read in the order they happen.
 """
 
 from __future__ import annotations

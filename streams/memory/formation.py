@@ -7,6 +7,9 @@ one formation makes exactly one extraction call whatever the number of groups an
 shards; the observations are stored, pushed to their
 scopes' pending lists and the messages marked formed in one transaction, so a
 crash leaves all of it or none of it, and a retry never duplicates.
+
+Long because: one session's way in (buffer, claim, the extraction call, the commit per scope)
+shares the buffer's claim and its settings; each step needs the one before.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ the `client_id` makes the retry safe: each item is stored once per scope, and a
 re-send answers with the observations the first send created. The observations,
 their search postings, the scope's sequence and pending list and the client ids
 all go in one transaction, so a batch is stored whole or not at all.
+
+Long because: a batch is one transaction of per-item checks (client ids, dedup, screening) that
+single adds share.
 """
 
 from __future__ import annotations

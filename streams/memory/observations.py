@@ -1,4 +1,8 @@
-"""Observations: appending to a scope's log (atomically with its pending list), and reads."""
+"""Observations: appending to a scope's log (atomically with its pending list), and reads.
+
+Long because: appending to a scope's log and its pending list is one invariant; single add,
+append and the reads it needs stay with it.
+"""
 
 from __future__ import annotations
 

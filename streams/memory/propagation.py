@@ -5,6 +5,9 @@ the extraction JSON shape. Private observations are never offered to the model,
 and an answer that reproduces one anyway is dropped. Each copy names its source
 (`propagated_from`) and keeps its `related_user_ids`, so forgetting a user
 reaches the copies too; a retried run skips copies that exist already.
+
+Long because: one decision call and the copies it makes (candidates, groups, collective) are one
+step with one transaction.
 """
 
 from __future__ import annotations

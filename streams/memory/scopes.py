@@ -1,4 +1,8 @@
-"""Scopes: creation on first use, reads, and the settings operators change."""
+"""Scopes: creation on first use, reads, and the settings operators change.
+
+Long because: a scope's settings are read, checked and written together; each check needs the
+levels the resolver reads.
+"""
 
 from __future__ import annotations
 

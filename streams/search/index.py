@@ -12,6 +12,9 @@ unacknowledged write). The ranking (`streams.search.ranking`) is BM25 over the u
 searched scopes, then people, term proximity (in the fetched candidates' text),
 neighbours and their support, and dates, identical on any MongoDB server:
 no `$text`, no Atlas Search.
+
+Long because: the index's writes and search_in_scopes read one posting layout together (the
+repository in streams/store/search.py keeps the documents).
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ document length, scope totals); the stages over the fetched observations' texts 
 `streams.search.rerank`, and `streams.search` does the store reads. Every mechanism is a switch
 of `Ranking`, so the retrieval benchmark can measure each one alone; `FINAL` is what
 search uses.
+
+Long because: each ranking stage keeps its effect on every hit, and the stages read in the order
+they run.
 """
 
 from __future__ import annotations

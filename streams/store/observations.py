@@ -1,4 +1,8 @@
-"""`memory_observations`: the log of each scope, paged by the scope's sequence number."""
+"""`memory_observations`: the log of each scope, paged by the scope's sequence number.
+
+Long because: the observation repository owns every query of the largest collection, and each
+query sits beside the index it uses.
+"""
 
 from __future__ import annotations
 
