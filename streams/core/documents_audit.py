@@ -1,4 +1,4 @@
-"""The audit log's document (kept apart from documents.py, which is long enough)."""
+"""The audit log's document, beside the documents package (streams/core/documents/)."""
 
 from __future__ import annotations
 
