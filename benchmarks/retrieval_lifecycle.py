@@ -73,7 +73,6 @@ def lifecycle_table(client: MongoClient, devs: list[Dev]) -> None:
             ranked = {i: ranker(questions[i]["question"]) for i in held_out}
             rows.append(_row(f"{d.name}: {name}", None, held_out, questions, ranked))
             scores.setdefault(name, {})[d.name] = recall_and_mrr(held_out, questions, ranked)
-        client.drop_database(store.db.name)
         client.drop_database(store.name)
     print_table(
         "Lifecycle ranking stages on the dev conversations (odd questions; the even ones "
