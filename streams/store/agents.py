@@ -82,6 +82,12 @@ class AgentRepository:
             {"_id": agent_id}, {"$set": {"memory_tool": memory_tool}}, session=session
         )
 
+    def ranking_of(self, agent_id: str) -> dict[str, bool]:
+        """Only the agent's ranking switches: search and context read them on every call,
+        so one projected read, without the counter shards `get` sums in."""
+        doc = self.collection.find_one({"_id": agent_id}, {"ranking": 1})
+        return dict(doc.get("ranking") or {}) if doc else {}
+
     def set_ranking(
         self, agent_id: str, ranking: dict[str, bool], *, session: ClientSession | None = None
     ) -> None:
