@@ -26,7 +26,12 @@ from streams.core.documents.agent import Agent
 from streams.core.documents.buffered_message import BufferedMessage
 from streams.core.documents.consolidation_version import ConsolidationVersion
 from streams.core.documents.job import Job
-from streams.core.documents.observation import ORIGINS, Observation, observation_origin
+from streams.core.documents.observation import (
+    ORIGINS,
+    Observation,
+    ObservationOrigin,
+    observation_origin,
+)
 from streams.core.documents.prompt_version import PROMPT_KINDS, PromptKind, PromptVersion
 from streams.core.documents.scope import Scope
 from streams.core.job_kinds import JobKind
@@ -41,6 +46,7 @@ __all__ = [
     "JobStatus",
     "MAX_CONTENT_CHARS",
     "ORIGINS",
+    "ObservationOrigin",
     "Observation",
     "ObservationStatus",
     "PROMPT_KINDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from bson import ObjectId
 
@@ -203,7 +203,7 @@ class Observation:
 # from a conversation, added through the API (a key, the client, MCP), added by a person
 # (the UI: "operator"), imported, copied by propagation, moved from another scope,
 # migrated from the legacy table, or an edit held for review.
-ORIGINS = (
+ObservationOrigin = Literal[
     "extraction",
     "api",
     "operator",
@@ -213,7 +213,8 @@ ORIGINS = (
     "migration",
     "edit",
     "restore",
-)
+]
+ORIGINS: tuple[str, ...] = get_args(ObservationOrigin)
 
 
 def observation_origin(observation: Observation) -> str:

@@ -9,7 +9,12 @@ from pydantic import Discriminator, StrictBool, StringConstraints, Tag
 
 from memory_admin.api.errors import register_union_tags
 from memory_admin.api.v1.schemas.common import NOT_BLANK, InSchema, IsoTime, PageQuery, Time
-from streams.core.documents import MAX_CONTENT_CHARS, Observation, observation_origin
+from streams.core.documents import (
+    MAX_CONTENT_CHARS,
+    Observation,
+    ObservationOrigin,
+    observation_origin,
+)
 from streams.core.flag_kinds import flags_described
 from streams.core.visibility import shown_text
 from streams.memory.observation_batch import MAX_BATCH, MAX_CLIENT_ID_CHARS
@@ -158,17 +163,7 @@ class ObservationOut(Schema):
         description="Observations of the scope this one contradicts (same subject, another "
         "value), flagged on both sides; in a shared scope the newer waits for review.",
     )
-    origin: Literal[
-        "extraction",
-        "api",
-        "operator",
-        "import",
-        "propagation",
-        "move",
-        "migration",
-        "edit",
-        "restore",
-    ] = Field(
+    origin: ObservationOrigin = Field(
         "api",
         description="How it got here: formed from a conversation (extraction), added "
         "through the API (a key, the client, MCP), added by a person in the UI (operator), "
