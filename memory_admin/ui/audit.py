@@ -53,6 +53,8 @@ RECEIPT_LABELS = {
     "memory_user_names": "findable names deleted",
     "memory_jobs": "jobs naming this user purged (or, still waiting, reduced to ids)",
     "memory_questions": "questions this user's memory was set to answer deleted",
+    "memory_corrections": "support corrections about this user deleted (and checks made from them)",
+    "memory_prompt_experiments": "prompt experiment inputs about this user erased (counts kept)",
 }
 REDACTED_LABEL = "versions of group and collective memories redacted (kept, text replaced)"
 

@@ -110,33 +110,6 @@ def forget_user_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE
         _delete_own_scope(store, repo, individual, own, deleted, now)
     for collection, count in said.items():
         deleted[collection] += count
-    deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
-        agent_id=agent_id, user_id=user_id
-    )
-    deleted["memory_context_calls"] = store.context_calls.delete_for_user(
-        agent_id=agent_id, user_id=user_id
-    )
-    # Other users' logged calls that quoted what is gone (a group's or the collective's
-    # section): the text is scrubbed from them (their consolidations' versions were
-    # scrubbed by the rebuilds above).
-    context_log_forget_observations(store=store, texts=removed_texts([*own, *elsewhere]))
-    # Webhook deliveries that carry their observations: waiting ones are not sent now.
-    deleted["memory_webhook_deliveries"] = store.webhooks.forget_objects(
-        [f"observation:{o.id}" for o in [*own, *elsewhere]]
-    )
-    # Other jobs that name them (the chat proxy's ingest holds their name and words).
-    purged = store.jobs.forget_user(agent_id=agent_id, user_id=user_id, keep=ObjectId(job.id))
-    deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
-    # Prompt experiments that ran on their sessions or observations keep counts only.
-    deleted["memory_prompt_experiments"] = store.prompt_experiments.forget_user(
-        agent_id=agent_id, user_id=user_id
-    )
-    # The findable name (streams/people/user_find.py) is personal data too.
-    deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
-    # What support corrected about them holds their words (and checks made from it).
-    deleted["memory_corrections"] = corrections_forget_user(
-        store=store, agent_id=agent_id, user_id=user_id
-    )
     _forget_traces(store, job, user_id, [*own, *elsewhere], deleted)
     finished_at = utcnow().isoformat()
     run.result = {
@@ -276,7 +249,8 @@ def _forget_traces(
     gone: list[Observation],
     deleted: dict[str, int],
 ) -> None:
-    """What else holds them: logged calls, webhook deliveries, other jobs, their name."""
+    """What else holds them: logged calls, webhook deliveries, other jobs, experiments,
+    their name, corrections."""
     agent_id = job.agent_id
     deleted["memory_chat_calls"] = store.chat_calls.delete_for_user(
         agent_id=agent_id, user_id=user_id
@@ -295,8 +269,16 @@ def _forget_traces(
     # Other jobs that name them (the chat proxy's ingest holds their name and words).
     purged = store.jobs.forget_user(agent_id=agent_id, user_id=user_id, keep=ObjectId(job.id))
     deleted["memory_jobs"] = purged["deleted"] + purged["reduced"]
+    # Prompt experiments that ran on their sessions or observations keep counts only.
+    deleted["memory_prompt_experiments"] = store.prompt_experiments.forget_user(
+        agent_id=agent_id, user_id=user_id
+    )
     # The findable name (streams/people/user_find.py) is personal data too.
     deleted["memory_user_names"] = store.user_names.forget(agent_id=agent_id, user_id=user_id)
+    # What support corrected about them holds their words (and checks made from it).
+    deleted["memory_corrections"] = corrections_forget_user(
+        store=store, agent_id=agent_id, user_id=user_id
+    )
 
 
 def _unpin_quotes(store: MemoryStore, scope_id: str, observations: list[Observation]) -> int:
