@@ -32,9 +32,8 @@ from streams.memory.scope_limits import (
     ScopeLimits,
     agent_limits,
     extraction_model,
-    kind_defaults,
     kind_limits,
-    scope_limits,
+    scope_limits_and_defaults,
 )
 from streams.selectors import agent_get
 
@@ -85,8 +84,7 @@ class ScopeLimitsForm(forms.Form):
 
 
 def scope_limits_form(store: MemoryStore, scope: Scope, data: Any = None) -> ScopeLimitsForm:
-    limits = scope_limits(store=store, scope=scope)
-    below = kind_defaults(store=store, scope=scope)
+    limits, below = scope_limits_and_defaults(store=store, scope=scope)
     form = ScopeLimitsForm(
         data, initial={name: getattr(scope, name) or "" for name in KIND_DEFAULT_FIELDS}
     )

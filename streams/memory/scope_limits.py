@@ -92,14 +92,26 @@ def kind_limits(
 
 def scope_limits(*, store: MemoryStore, scope: Scope) -> ScopeLimits:
     """The limits in effect for a stored scope (one read of its agent)."""
-    agent = store.agents.get(scope.agent_id)
+    agent = store.agents.settings(scope.agent_id)
     return kind_limits(store=store, agent=agent, kind=scope.kind, scope=scope)
 
 
 def kind_defaults(*, store: MemoryStore, scope: Scope) -> ScopeLimits:
     """What the scope would take without its own values (what emptying a field gives)."""
-    agent = store.agents.get(scope.agent_id)
+    agent = store.agents.settings(scope.agent_id)
     return kind_limits(store=store, agent=agent, kind=scope.kind)
+
+
+def scope_limits_and_defaults(
+    *, store: MemoryStore, scope: Scope
+) -> tuple[ScopeLimits, ScopeLimits]:
+    """`scope_limits` and `kind_defaults` of one scope from one read of its agent (the
+    settings form shows both)."""
+    agent = store.agents.settings(scope.agent_id)
+    return (
+        kind_limits(store=store, agent=agent, kind=scope.kind, scope=scope),
+        kind_limits(store=store, agent=agent, kind=scope.kind),
+    )
 
 
 def extraction_model(*, store: MemoryStore, agent: Agent | None) -> InEffect:

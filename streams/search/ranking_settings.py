@@ -112,7 +112,8 @@ def resolve_switches(
 
 def scope_switches(*, store: MemoryStore, scope: Scope) -> dict[str, ResolvedSwitch]:
     """The scope's switches as they apply (its own over its agent's over the code's)."""
-    agent_ranking = store.agents.ranking_of(scope.agent_id)
+    agent = store.agents.settings(scope.agent_id)
+    agent_ranking = agent.ranking if agent is not None else {}
     return resolve_switches(agent_ranking=agent_ranking, scope_ranking=scope.ranking)
 
 
@@ -122,7 +123,8 @@ def ranking_for_scopes(
     """The ranking a search of `scopes` of the agent uses: the agent's switches over
     `base`, each scope's own where it differs (recency, feedback), MMR by the one scope
     searched or else the agent."""
-    agent_ranking = store.agents.ranking_of(agent_id)
+    agent = store.agents.settings(agent_id)
+    agent_ranking = agent.ranking if agent is not None else {}
     wide = resolve_switches(agent_ranking=agent_ranking)
     ranking = _switched(base, wide)
     own: list[ScopeLifecycle] = []

@@ -82,11 +82,11 @@ class AgentRepository:
             {"_id": agent_id}, {"$set": {"memory_tool": memory_tool}}, session=session
         )
 
-    def ranking_of(self, agent_id: str) -> dict[str, bool]:
-        """Only the agent's ranking switches: search and context read them on every call,
-        so one projected read, without the counter shards `get` sums in."""
-        doc = self.collection.find_one({"_id": agent_id}, {"ranking": 1})
-        return dict(doc.get("ranking") or {}) if doc else {}
+    def settings(self, agent_id: str) -> Agent | None:
+        """The agent as its own document holds it, without the counter shards `get` sums
+        in: for readers of its settings (ranking, limits, models), one read by id."""
+        doc = self.collection.find_one({"_id": agent_id})
+        return Agent.from_mongo(doc) if doc else None
 
     def set_ranking(
         self, agent_id: str, ranking: dict[str, bool], *, session: ClientSession | None = None
