@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from datetime import timedelta
 from io import StringIO
 
 import pytest
+from bson import ObjectId
 from django.core.management import call_command
 
 from memory_admin.api.v1 import api as ninja_api
+from streams.actions.base import Actor
+from streams.actions.observations import do_observation_update
 from streams.core.documents import utcnow
 from streams.jobs import job_create
 from streams.memory.observations import observation_add
+from streams.prompts import DEFAULT_TEMPLATES
 from streams.records.audit import audit_page, audit_record
 from tests.api.conftest import API, assert_error
 from tests.factories import ObservationFactory, ScopeFactory
@@ -26,6 +31,11 @@ NOT_WRITES = {
     # The chat proxy writes through its ingest job, which records `session.ingest` itself
     # (tests/api/test_chat_group.py checks that entry).
     ("POST", "/agents/{agent_id}/chat/completions"),
+    # A dry run with two models, a suggested draft and an experiment's estimate only read
+    # and call the model; nothing is stored.
+    ("POST", "/agents/{agent_id}/prompt-dry-runs"),
+    ("POST", "/agents/{agent_id}/prompts/{kind}/suggest"),
+    ("POST", "/agents/{agent_id}/prompt-experiments/estimate"),
 }
 
 
@@ -49,7 +59,7 @@ def write_operations() -> set[tuple[str, str]]:
     return found
 
 
-def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
+def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings, run_tasks):
     settings.MEMORY_WEBHOOK_ALLOW_PRIVATE = True
     scope = ScopeFactory.create(store=store, agent_id="a1", user_id="u1")
     # A shared scope whose observations with a phone number wait for a person (`in_review`).
@@ -211,7 +221,46 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
     failed = job_create(store=store, kind="consolidation", agent_id="a1", scope_id=scope.id)
     store.jobs.start(failed.id_oid, now=utcnow(), stale_before=utcnow())
     store.jobs.finish(failed.id_oid, status="failed", now=utcnow(), error="LLMError: down")
+    step("POST", "/bulk/{job_id}/undo", "/bulk/{bid}/undo", None, 202, "observation.bulk_undo")
     step("POST", "/jobs/{job_id}/retry", f"/jobs/{failed.id}/retry", None, 202, "job.retry")
+    step("PATCH", "/agents/{agent_id}/ranking", "/agents/a1/ranking",
+         {"recency": True}, 200, "agent.update")  # fmt: skip
+    step("PATCH", "/scopes/{scope_id}/ranking", f"/scopes/{scope.id}/ranking",
+         {"mmr": False}, 200, "scope.update")  # fmt: skip
+    experiment = {
+        "kind": "extraction",
+        "scope_id": scope.id,
+        "draft": DEFAULT_TEMPLATES["extraction"] + "\nKeep it short.",
+        "sessions": 1,
+        "budget_tokens": 100_000,
+    }
+    step("POST", "/agents/{agent_id}/prompt-experiments", "/agents/a1/prompt-experiments",
+         experiment, 202, "prompt_experiment.start")  # fmt: skip
+    step("POST", "/prompt-experiments/{experiment_id}/rerun", "/prompt-experiments/{xid}/rerun",
+         None, 202, "prompt_experiment.rerun")  # fmt: skip
+    # An observation extracted from the session's first line, corrected by a person (not
+    # the key walked here): a correction a check can be made of.
+    extracted = observation_add(
+        store=store, scope=scope, content="Gene moved to Porto.",
+        source_session_id="s1", source_message_ids=["m0"],
+    )  # fmt: skip
+    # As the formation writes it: the origin (the add above is a hand add's).
+    store.observations.collection.update_one(
+        {"_id": ObjectId(extracted.id)}, {"$set": {"origin": "extraction"}}
+    )
+    extracted = store.observations.get(ObjectId(extracted.id))
+    corrected: list[str] = []
+
+    def correction_made() -> None:
+        do_observation_update(
+            store=store, actor=Actor.ui("support"), observation=extracted,
+            content="Gene moved to Lisbon.",
+        )  # fmt: skip
+        found = {"agent_id": "a1", "observation_id": extracted.id}
+        corrected.append(store.corrections.collection.find_one(found)["_id"])
+
+    step("POST", "/corrections/{correction_id}/check", "/corrections/{corr}/check",
+         correction_made, 201, "prompt_check.create")  # fmt: skip
     step("PATCH", "/agents/{agent_id}", "/agents/a1",
          {"memory_tool": "search_memory"}, 200, "agent.update")  # fmt: skip
     step("DELETE", "/agents/{agent_id}/users/{user_id}", "/agents/a1/users/u1",
@@ -226,17 +275,21 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
          tombstone_left, 204, "tombstone.lift")  # fmt: skip
 
     assert {(m, r) for m, r, *_ in steps} == write_operations(), "a write endpoint is not walked"
-    observation_id = check_id = webhook_id = None
+    observation_id = check_id = webhook_id = bulk_id = experiment_id = None
     for method, _, path, body, status, action in steps:
+        body = body() if callable(body) else body  # before the path: it may make the object
         path = path.replace("{oid}", str(observation_id)).replace("{cid}", str(check_id))
-        path = path.replace("{wid}", str(webhook_id))
-        body = body() if callable(body) else body
+        path = path.replace("{wid}", str(webhook_id)).replace("{bid}", str(bulk_id))
+        path = path.replace("{xid}", str(experiment_id))
+        path = path.replace("{corr}", str(corrected[0]) if corrected else "")
         before = api_entries(store)
-        response = (
-            getattr(api, method.lower())(f"{API}{path}", body, content_type="application/json")
-            if body is not None
-            else getattr(api, method.lower())(f"{API}{path}")
-        )
+        # The bulk job runs to its end, so that the next step can undo it.
+        with run_tasks() if action == "observation.bulk_private" else nullcontext():
+            response = (
+                getattr(api, method.lower())(f"{API}{path}", body, content_type="application/json")
+                if body is not None
+                else getattr(api, method.lower())(f"{API}{path}")
+            )
         assert response.status_code == status, (path, response.content)
         if action == "observation.create":
             observation_id = response.json()["id"]
@@ -244,6 +297,10 @@ def test_every_write_endpoint_leaves_exactly_one_entry(api, store, settings):
             check_id = response.json()["id"]
         if action == "webhook.create":
             webhook_id = response.json()["id"]
+        if action == "observation.bulk_private":
+            bulk_id = response.json()["job_id"]
+        if action == "prompt_experiment.start":
+            experiment_id = response.json()["experiment"]["id"]
         after = api_entries(store)
         assert len(after) == len(before) + 1, f"{method} {path}: {len(after) - len(before)} entries"
         entry = after[0]
