@@ -232,3 +232,75 @@ def get_prompt_experiment(*, experiment_id: str) -> Call[m.PromptExperiment]:
 def rerun_prompt_experiment(*, experiment_id: str) -> Call[m.PromptExperimentStarted]:
     path = f"/api/v1/prompt-experiments/{_seg(experiment_id)}/rerun"
     return Call("POST", path, m.PromptExperimentStarted)
+
+
+# -- tuning and lifecycle: corrections, suggestions, two-model dry runs, ranking, unused
+# memory, bulk undo, the chunked consolidation's estimate --------------------------------
+
+
+def list_corrections(
+    *,
+    agent_id: str,
+    kind: str | None = None,
+    scope_id: str | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[m.Page[m.Raw]]:
+    """Support's corrections of one prompt kind (optionally one scope), newest first."""
+    params = {"kind": kind, "scope_id": scope_id, "limit": limit, "cursor": cursor}
+    path = _agent(agent_id, "corrections")
+    return Call("GET", path, m.Page[m.Raw], params=params, idempotent=True)
+
+
+def check_from_correction(*, correction_id: str) -> Call[m.Raw]:
+    """Turn a correction into a prompt check (the check made)."""
+    return Call("POST", f"/api/v1/corrections/{_seg(correction_id)}/check", m.Raw)
+
+
+def suggest_prompt(*, agent_id: str, kind: str, scope_id: str | None = None) -> Call[m.Raw]:
+    """A draft the model proposes from the corrections (nothing is saved)."""
+    path = _agent(agent_id, f"prompts/{_seg(kind)}/suggest")
+    return Call("POST", path, m.Raw, json={"scope_id": scope_id}, idempotent=True)
+
+
+def dry_run_prompt(*, agent_id: str, dry_run: Mapping[str, Any]) -> Call[m.Raw]:
+    """A dry run (`kind`, `models`: two to compare, `text`, the input): both answers."""
+    path = _agent(agent_id, "prompt-dry-runs")
+    return Call("POST", path, m.Raw, json=dict(dry_run), idempotent=True)
+
+
+def get_agent_ranking(*, agent_id: str) -> Call[m.Raw]:
+    return Call("GET", _agent(agent_id, "ranking"), m.Raw, idempotent=True)
+
+
+def set_agent_ranking(*, agent_id: str, switches: Mapping[str, bool | None]) -> Call[m.Raw]:
+    """Recency, MMR, feedback: true, false or None (inherit); those left out stay."""
+    return Call("PATCH", _agent(agent_id, "ranking"), m.Raw, json=dict(switches), idempotent=True)
+
+
+def get_scope_ranking(*, scope_id: str) -> Call[m.Raw]:
+    return Call("GET", f"/api/v1/scopes/{_seg(scope_id)}/ranking", m.Raw, idempotent=True)
+
+
+def set_scope_ranking(*, scope_id: str, switches: Mapping[str, bool | None]) -> Call[m.Raw]:
+    path = f"/api/v1/scopes/{_seg(scope_id)}/ranking"
+    return Call("PATCH", path, m.Raw, json=dict(switches), idempotent=True)
+
+
+def unused_memory(
+    *, agent_id: str, days: int, limit: int | None = None, cursor: str | None = None
+) -> Call[m.Raw]:
+    """Per scope, how many observations were not retrieved in `days` days."""
+    params = {"days": days, "limit": limit, "cursor": cursor}
+    return Call("GET", _agent(agent_id, "unused"), m.Raw, params=params, idempotent=True)
+
+
+def undo_bulk(*, job_id: str) -> Call[m.JobId]:
+    """Take a finished bulk action back within its window: one `bulk_undo` job."""
+    return Call("POST", f"/api/v1/bulk/{_seg(job_id)}/undo", m.JobId)
+
+
+def consolidation_estimate(*, scope_id: str) -> Call[m.Raw]:
+    """Chunks, tokens and cost of consolidating the scope's pending set now."""
+    path = f"/api/v1/scopes/{_seg(scope_id)}/consolidation-estimate"
+    return Call("GET", path, m.Raw, idempotent=True)
