@@ -3,7 +3,8 @@
 Any operation can meet a store that is down (503 with Retry-After) and input that
 breaks its schema (422), and an authenticated one a missing key (401). Declaring
 them per handler is easy to forget (a new endpoint's path parameter is too long:
-an undocumented 422), so they are added here to every operation that lacks them.
+an undocumented 422; a new body that is not UTF-8: an undocumented 400), so they are
+added here to every operation that lacks them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ COMMON_ERRORS: dict[str, dict[str, Any]] = {
     },
 }
 UNAUTHORIZED = {"description": "A valid API key is required.", "content": _ERROR}
+# An operation that takes a body can meet one that is not JSON or not UTF-8 (the parser,
+# `memory_admin.api.parser`, answers 400 `malformed_json` before the handler runs).
+MALFORMED_BODY = {"description": "The body is not valid JSON or not UTF-8.", "content": _ERROR}
 
 
 def document_common_errors(api: NinjaAPI) -> None:
@@ -46,6 +50,8 @@ def document_common_errors(api: NinjaAPI) -> None:
                     responses.setdefault(status, response)
                 if operation.get("security"):
                     responses.setdefault("401", UNAUTHORIZED)
+                if "requestBody" in operation:
+                    responses.setdefault("400", MALFORMED_BODY)
         return document
 
     api.get_openapi_schema = get_openapi_schema  # type: ignore[method-assign]
