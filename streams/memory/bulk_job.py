@@ -170,11 +170,13 @@ def bulk_apply_batch(
         if copy.consolidated and not copy.deleted:
             copy_taint.setdefault(copy.scope_id, []).append(ObjectId(copy.id))
     remove_copies(store=store, copies=copies)
-    tainted = [ObjectId(o.id) for o in found if o.consolidated or o.restored_to_pending]
     ids = [ObjectId(o.id) for o in found]
     now = utcnow()
 
     def write(session: StoreSession) -> int:
+        # What the batch taints, as its transaction reads it: a run may have absorbed one
+        # since `found` was read (as a single delete: `observation_delete_write`).
+        tainted = repo.absorbed_among(ids, session=session)
         scope = store.scopes.get(scope_oid, session=session)
         pending_before = scope.pending_observation_ids if scope is not None else []
         leaving = {o.id for o in found} if action != "private" else set()

@@ -205,11 +205,10 @@ def observation_update_write(
     history_id = None
     if "content" in fields and fields["content"] != observation.content:
         history_id = _text_replaced(store, observation, str(fields["content"]), actor, session)
-    changed = replace(
-        observation,
-        content=str(fields.get("content", observation.content)),
-        private=bool(fields.get("private", observation.private)),
-    )
+    # As the update left it, read in its transaction: a run may have absorbed it since
+    # the caller read it, and then its versions wait for a rebuild without the old text.
+    changed = store.observations.get(oid, session=session)
+    assert changed is not None  # the update matched it
     observations_changed(
         store=store, event="observation.updated", observations=[changed], session=session
     )
@@ -302,12 +301,17 @@ def observation_delete_write(
     oid = require_object_id(observation.id, what="observation")
     scope_oid = require_object_id(observation.scope_id, what="scope")
     now = utcnow()
-    if not store.observations.mark_deleted(
+    found = store.observations.mark_deleted(
         oid, scope_id=scope_oid, now=now, by=by, session=session
-    ):
+    )
+    if found is None:
         if store.observations.get(oid) is None:
             raise NotFound("observation not found")
         return Deletion()
+    # As the delete found it, not as the caller read it: a run may have absorbed it (or
+    # an edit changed it) in between, and what it taints follows from that (the short
+    # rehearsal's context quoted a version that absorbed it after the API's read).
+    observation = found
     search_index_remove(store=store, observations=[observation], session=session)
     prune_search_terms(
         store=store, scope_id=observation.scope_id, texts=[observation.content], session=session

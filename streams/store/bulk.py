@@ -22,6 +22,7 @@ from streams.core.documents import Observation
 from streams.core.screened import require_screened
 from streams.store import observations, scope_lists, scopes
 from streams.store.indexes import IndexSpec, index
+from streams.store.lookups import find_in_parts
 from streams.store.observation_states import withdraw_held_edits
 
 INDEXES: list[IndexSpec] = [
@@ -80,6 +81,18 @@ class BulkRepository:
         return [Observation.from_mongo(d) for d in cursor]
 
     # -- applying ------------------------------------------------------------------------
+
+    def absorbed_among(
+        self, observation_ids: list[ObjectId], *, session: ClientSession
+    ) -> list[ObjectId]:
+        """Those of these a consolidation absorbed (or a restore put back to pending), as
+        the caller's transaction reads them."""
+        fields = {"consolidated": 1, "restored_to_pending": 1}
+        docs = find_in_parts(
+            self.observations, "_id", observation_ids, projection=fields, session=session
+        )
+        found = {d["_id"] for d in docs if d.get("consolidated") or d.get("restored_to_pending")}
+        return [oid for oid in observation_ids if oid in found]
 
     def mark_deleted(
         self,

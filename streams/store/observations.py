@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from bson import ObjectId
-from pymongo import InsertOne
+from pymongo import InsertOne, ReturnDocument
 from pymongo.client_session import ClientSession
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
@@ -155,8 +155,10 @@ class ObservationRepository(
             if d.get("deleted_at") is None and d.get("superseded_by") is None
         ]
 
-    def get(self, observation_id: ObjectId) -> Observation | None:
-        doc = self.collection.find_one({"_id": observation_id})
+    def get(
+        self, observation_id: ObjectId, *, session: ClientSession | None = None
+    ) -> Observation | None:
+        doc = self.collection.find_one({"_id": observation_id}, session=session)
         return Observation.from_mongo(doc) if doc else None
 
     def get_many(self, observation_ids: list[ObjectId]) -> list[Observation]:
@@ -272,16 +274,19 @@ class ObservationRepository(
         now: datetime,
         by: str | None = None,
         session: ClientSession | None = None,
-    ) -> bool:
-        """Soft delete, once: False when it was deleted already (or is gone). The scope's
+    ) -> Observation | None:
+        """Soft delete, once: the observation as the delete found it, None when it was
+        deleted already (or is gone). What the delete taints is decided on that state, not
+        on what its caller read earlier: a run may have absorbed it in between. The scope's
         log revision moves with it (`bump_log_rev`); `by` is who deleted it (shown where
         the observation is shown as removed)."""
-        result = self.collection.update_one(
+        before = self.collection.find_one_and_update(
             {"_id": observation_id, "deleted_at": None},
             {"$set": {"deleted_at": now, "deleted_by": by}, "$unset": {"text_key": ""}},
+            return_document=ReturnDocument.BEFORE,
             session=session,
         )
-        if result.matched_count:
+        if before is not None:
             bump_log_rev(self.scopes, scope_id, session=session)
             observation_states.withdraw_held_edits(
                 self.collection,
@@ -291,7 +296,7 @@ class ObservationRepository(
                 now=now,
                 session=session,
             )
-        return result.matched_count == 1
+        return Observation.from_mongo(before) if before is not None else None
 
     def copies_of(
         self, origin_ids: list[ObjectId], *, session: ClientSession | None = None

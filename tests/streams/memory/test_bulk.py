@@ -218,3 +218,37 @@ def test_a_finished_job_run_again_changes_nothing(store):
     run_again = type("Run", (), {"job": store.jobs.get(ObjectId(job.id)), "follow_ups": []})()
     bulk_run(store=store, run=run_again)  # type: ignore[arg-type]
     _assert_moved_exactly_once(store, group, alice, added)
+
+
+def test_a_bulk_delete_taints_what_a_run_absorbed_after_the_batch_read_it(store, monkeypatch):
+    """As a single delete (tests/streams/memory/test_consolidation_delete_race.py): the
+    batch read its observations pending, a consolidation absorbed them, then the batch
+    deleted them. Its transaction decides what it taints, so the scope waits for a
+    rebuild without their words."""
+    group, _ = _scopes(store)
+    added = _fill(store, group)
+    real_at_seqs = BulkRepository.at_seqs
+
+    def absorbed_after_the_read(self, scope_id, seqs):
+        read = real_at_seqs(self, scope_id, seqs)
+        now = scope_get(store=store, scope_id=group.id)
+        if now.pending_observation_ids:  # the run commits between the read and the write
+            consolidation_commit(
+                store=store, scope=now, expected_version=now.consolidation_version,
+                text="Alice notes, all of them.", absorbed_ids=list(now.pending_observation_ids),
+                trigger="threshold", actor=None,
+            )  # fmt: skip
+        return read
+
+    monkeypatch.setattr(BulkRepository, "at_seqs", absorbed_after_the_read)
+    bulk_filter = BulkFilter(scope_id=group.id, q="alice note")
+    match = bulk_match(store=store, agent_id=AGENT, bulk_filter=bulk_filter, action="delete")
+    payload = bulk_payload(
+        bulk_filter=bulk_filter, action="delete", target=None, match=match, batch_size=TOTAL
+    )
+    job = job_create(store=store, kind="bulk", agent_id=AGENT, actor="cli", payload=payload)
+    work = lambda run: bulk_run(store=store, run=run)  # noqa: E731
+    job_execute(store=store, job_id=job.id, llm=OfflineProvider(), work=work)
+    after = scope_get(store=store, scope_id=group.id)
+    assert sorted(after.rebuild_observation_ids) == sorted(o.id for o in added)
+    assert after.pending_observation_ids == [] and after.pending_count == 0

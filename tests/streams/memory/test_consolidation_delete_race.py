@@ -15,7 +15,7 @@ import pytest
 from bson import ObjectId
 
 from streams.actions import Actor
-from streams.actions.observations import do_observation_delete
+from streams.actions.observations import do_observation_delete, do_observation_update
 from streams.core.exceptions import Conflict
 from streams.memory.consolidation_jobs import consolidation_request
 from streams.memory.scopes import scope_get
@@ -64,3 +64,56 @@ def test_an_observation_deleted_during_the_run_is_not_in_the_version(
     assert done.consolidation_version == 1 and "tea" in (done.consolidation or "")
     assert "spare key" not in (done.consolidation or "")
     assert_each_observation_pending_or_absorbed_once(store, scope.id)
+
+
+def test_a_delete_of_an_observation_read_pending_but_absorbed_since_flags_the_rebuild(
+    store, fake_openai, monkeypatch
+):
+    """The other order, found by the short rehearsal in CI: the API read the observation
+    while it was pending, the run committed a version absorbing it, then the delete
+    committed with what the API had read. The delete's own transaction decides what it
+    taints (the observation as it is there), so the version waits for its rebuild and
+    context leaves it out until then."""
+    monkeypatch.setattr("streams.actions.base._dispatcher", lambda jobs: None)  # held
+    scope = ScopeFactory.create(store=store)
+    ObservationFactory.create(store=store, scope=scope, content="Gene likes tea.")
+    doomed = ObservationFactory.create(store=store, scope=scope, content=DELETED)
+    read_by_the_api = store.observations.get_many([ObjectId(doomed.id)])[0]
+    assert not read_by_the_api.consolidated
+
+    fake_openai.set_responder(faithful_memory)
+    job = consolidation_request(
+        store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="op"
+    )
+    run_consolidation(store, job.id)
+    absorbed = scope_get(store=store, scope_id=scope.id)
+    assert "spare key" in (absorbed.consolidation or "")
+
+    rebuilds = do_observation_delete(store=store, actor=Actor.cli(), observation=read_by_the_api)
+    flagged = scope_get(store=store, scope_id=scope.id)
+    assert flagged.needs_rebuild and doomed.id in flagged.rebuild_observation_ids
+    assert [r.kind for r in rebuilds] == ["rebuild"]
+
+
+@pytest.mark.parametrize("change", ["edit", "private"])
+def test_an_edit_or_private_of_an_observation_absorbed_since_it_was_read_flags_the_rebuild(
+    store, fake_openai, monkeypatch, change
+):
+    """An edit or marking private, read pending and committed after a run absorbed it:
+    the version holding the old text waits for its rebuild, as a delete's does."""
+    monkeypatch.setattr("streams.actions.base._dispatcher", lambda jobs: None)  # held
+    scope = ScopeFactory.create(store=store)
+    ObservationFactory.create(store=store, scope=scope, content="Gene likes tea.")
+    doomed = ObservationFactory.create(store=store, scope=scope, content=DELETED)
+    read_by_the_api = store.observations.get_many([ObjectId(doomed.id)])[0]
+
+    fake_openai.set_responder(faithful_memory)
+    job = consolidation_request(
+        store=store, scope=scope_get(store=store, scope_id=scope.id), trigger="manual", actor="op"
+    )
+    run_consolidation(store, job.id)
+
+    fields = {"content": "Gene keeps no key outside."} if change == "edit" else {"private": True}
+    do_observation_update(store=store, actor=Actor.cli(), observation=read_by_the_api, **fields)
+    flagged = scope_get(store=store, scope_id=scope.id)
+    assert flagged.needs_rebuild and doomed.id in flagged.rebuild_observation_ids
