@@ -210,7 +210,8 @@ def _plan_block(
     def report(field: str | None, message: str, where: str = where) -> None:
         problems.add(f"{where}.settings", message, field=field)
 
-    restored = settings_checked(block.get("settings"), probe=Scope(**key.identity()), report=report)
+    probe = Scope(**key.identity())
+    restored = settings_checked(block.get("settings"), store=store, probe=probe, report=report)
     existing = store.scopes.find_by_identity(**key.identity())
     home = _home(store, agent_id, scope_id, existing, where, problems)
     items = block.get("observations")

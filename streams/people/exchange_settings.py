@@ -17,10 +17,13 @@ from typing import Any
 
 from streams.core.documents import Scope
 from streams.core.exceptions import InvalidInput
+from streams.core.scope_limits import KIND_DEFAULT_FIELDS
 from streams.guard.screening import screen_pins
 from streams.memory.pins import pins_checked
 from streams.memory.scopes import PROMPT_FIELDS, scope_changes_check
 from streams.people.export import SETTINGS_FIELDS, digest, scope_settings
+from streams.search.ranking_settings import ranking_settings_check
+from streams.store import MemoryStore
 
 MAX_GROUPS = 500
 MAX_ID = 128
@@ -30,9 +33,12 @@ GROUP_FIELDS = {"id", "name"}
 Report = Callable[[str | None, str], None]  # (field, message)
 
 
-def settings_checked(value: Any, *, probe: Scope, report: Report) -> dict[str, Any] | None:
+def settings_checked(
+    value: Any, *, store: MemoryStore, probe: Scope, report: Report
+) -> dict[str, Any] | None:
     """The scope fields to create the scope with (None: nothing to restore, or a problem,
-    each reported with its field)."""
+    each reported with its field). Limits and models are checked against this store's
+    price table, as `PATCH /scopes/{id}` checks them."""
     if value is None:
         return None
     if not isinstance(value, dict):
@@ -53,10 +59,14 @@ def settings_checked(value: Any, *, probe: Scope, report: Report) -> dict[str, A
     for name in SETTINGS_FIELDS:
         if name not in value or name in ("pins", "groups"):
             continue
-        if name in PROMPT_FIELDS and value[name] is None:
-            continue  # no override: the agent's (or the code's) prompt applies
+        if (name in PROMPT_FIELDS or name in KIND_DEFAULT_FIELDS) and value[name] is None:
+            continue  # no override: the agent's (or the code's) prompt, limit or model
         try:
-            fields.update(scope_changes_check(scope=probe, changes={name: value[name]}))
+            if name == "ranking":
+                fields["ranking"] = _ranking(value[name])
+            else:
+                changes = {name: value[name]}
+                fields.update(scope_changes_check(scope=probe, changes=changes, store=store))
         except InvalidInput as exc:
             problem(name, exc.message)
     if "pins" in value:
@@ -86,6 +96,13 @@ def settings_checked(value: Any, *, probe: Scope, report: Report) -> dict[str, A
         else:
             fields["groups"] = groups
     return None if reported[0] else fields
+
+
+def _ranking(value: Any) -> dict[str, bool]:
+    """The scope's own ranking switches (`PATCH /scopes/{id}/ranking`'s check)."""
+    if not isinstance(value, dict):
+        raise InvalidInput("ranking must be an object of switches")
+    return ranking_settings_check(value)
 
 
 def _groups(value: Any) -> list[dict[str, str]] | None:

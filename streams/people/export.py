@@ -40,7 +40,8 @@ READABLE_FORMATS = ("memory-admin/export-1", FORMAT)
 SETTINGS_FIELDS = (
     "is_active", "consolidation_threshold", "consolidation_max_words", "review_mode",
     "max_observations", "pins", "extraction_prompt", "consolidation_prompt",
-    "propagation_prompt", "groups", "consolidate_after_days",
+    "propagation_prompt", "groups", "consolidate_after_days", "item_words", "item_cap",
+    "consolidation_model", "propagation_model", "ranking",
 )  # fmt: skip
 
 
@@ -73,6 +74,7 @@ def scope_settings(scope: Scope) -> dict[str, Any]:
     values = {name: getattr(scope, name) for name in SETTINGS_FIELDS}
     values["pins"] = list(scope.pins)
     values["groups"] = [dict(g) for g in scope.groups]
+    values["ranking"] = dict(scope.ranking)
     return values
 
 

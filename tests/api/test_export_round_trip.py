@@ -19,6 +19,7 @@ from tests.api.conftest import API, assert_error
 from tests.api.test_export_import import _fresh_database, post_import
 
 AGENT = "a1"
+JSON = "application/json"
 GROUPS = [{"id": "g-1", "name": "Group One"}, {"id": "g-2"}]
 
 
@@ -60,7 +61,13 @@ def _world(api, store: MemoryStore) -> dict[str, str]:
             settings["extraction_prompt"] = f"Only what concerns {name}."
         if name != "collective" and name != "shard":
             settings["propagation_prompt"] = DEFAULT_TEMPLATES["propagation"] + "\nCopy less."
+        settings |= {"item_words": 12 + n, "item_cap": 3, "consolidation_model": "gpt-4.1"}
+        if name not in ("collective", "shard"):
+            settings["propagation_model"] = "gpt-4.1-mini"
         _patch(api, scope.id, settings)
+        switches = {"recency": n % 2 == 0, "mmr": True}
+        ranking = api.patch(f"{API}/scopes/{scope.id}/ranking", switches, content_type=JSON)
+        assert ranking.status_code == 200, ranking.content
         pins = api.put(
             f"{API}/scopes/{scope.id}/pins",
             {"pins": [f"The {name} always meets in Lisbon."]},
@@ -76,7 +83,8 @@ def _world(api, store: MemoryStore) -> dict[str, str]:
 SETTINGS = (
     "is_active", "consolidation_threshold", "consolidation_max_words", "review_mode",
     "max_observations", "pins", "extraction_prompt", "consolidation_prompt",
-    "propagation_prompt", "groups", "display_name",
+    "propagation_prompt", "groups", "display_name", "item_words", "item_cap",
+    "consolidation_model", "propagation_model", "ranking",
 )  # fmt: skip
 
 
@@ -187,6 +195,12 @@ def test_an_export_1_document_still_imports(api, store, settings, embedded_mongo
         (lambda s: s.update(groups=[{"id": "g", "role": "x"}]), "groups"),
         (lambda s: s.update(consolidation_prompt="{nonsense}"), "consolidation_prompt"),
         (lambda s: s.update(colour="red"), None),
+        (lambda s: s.update(item_words=0), "item_words"),
+        (lambda s: s.update(item_cap="five"), "item_cap"),
+        (lambda s: s.update(consolidation_model="no-such-model"), "consolidation_model"),
+        (lambda s: s.update(ranking={"speed": True}), "ranking"),
+        (lambda s: s.update(ranking={"recency": "yes"}), "ranking"),
+        (lambda s: s.update(ranking=[True]), "ranking"),
         (lambda s: s.update(digest="0" * 64), "digest"),
     ],
 )
