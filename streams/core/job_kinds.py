@@ -77,7 +77,8 @@ JOB_KINDS: tuple[JobKindInfo, ...] = (
         "bulk undo",
         "a bulk action taken back within MEMORY_BULK_UNDO_SECONDS: deleted observations "
         "restored through the screen (never a forgotten user's), moved ones moved back, "
-        "private ones public again; one rebuild per scope touched",
+        "private ones public again (back to pending where they had been consolidated); "
+        "one rebuild per scope touched",
     ),
     JobKindInfo(
         "source_change",

@@ -1,7 +1,7 @@
 """Undoing a bulk action (`streams.memory.bulk_job`) for a while after it finished
 (`MemoryStore.bulk_undo_seconds`, the setting `MEMORY_BULK_UNDO_SECONDS`): one
 `bulk_undo` job, batch by batch like the bulk job itself, then one rebuild per scope
-whose consolidation changes.
+whose consolidation changes (and a threshold check where observations went back to pending).
 
 What it takes back, frozen when the undo is asked for (`undo_entries`):
 - a delete: the observations this bulk job deleted (deleted between its creation and its
@@ -11,7 +11,8 @@ What it takes back, frozen when the undo is asked for (`undo_entries`):
   a user forgotten since (the tombstone wins: the erasure check of the append);
 - a move: those still in the target are moved back to the scope they came from (the
   move's own batch, `bulk_apply_batch`, so the source's screen and dedup apply);
-- mark private: those still private are public again.
+- mark private: those still private are public again, and those a consolidation had
+  absorbed go back to pending (marking private rebuilt the memory without their text).
 
 Each batch and the job's progress commit in one transaction, so a run killed halfway
 resumes at the first batch not committed and no batch is applied twice.
@@ -120,7 +121,7 @@ def bulk_undo_run(*, store: MemoryStore, run: JobRun) -> None:
         rebuild = rebuild_due(store=store, scope_id=scope_id, trigger=f"bulk_undo_{action}")
         if rebuild is not None:
             run.follow_ups.append(rebuild)
-    if action in ("delete", "move"):  # back to pending: a threshold may be reached
+    if action in ("delete", "move", "private"):  # back to pending: a threshold may be reached
         for scope_id in sorted({str(e[3]) for e in entries}):
             due = consolidation_due(store=store, scope_id=scope_id, trigger="threshold")
             if due is not None:
@@ -164,8 +165,9 @@ def _public_batch(
     entries: list[list[Any]],
     done_before: int,
 ) -> None:
-    """Those of one scope still private, public again (a consolidated one: its scope is
-    rebuilt, since marking it private took its text out)."""
+    """Those of one scope still private, public again. Marking private rebuilt the memory
+    without a consolidated one's text: it goes back to pending, so the next fold states
+    it again (one whose rebuild has not run yet stays flagged: that rebuild folds it)."""
     scope_id = str(entries[0][0])
     wanted = {str(e[2]) for e in entries}
     found = [
@@ -175,15 +177,24 @@ def _public_batch(
     ]
 
     def write(session: StoreSession) -> None:
-        applied = repo.mark_public([ObjectId(o.id) for o in found], session=session)
-        rebuilt = [scope_id] if any(o.consolidated for o in found) else []
+        ids = [ObjectId(o.id) for o in found]
+        applied = repo.mark_public(ids, session=session)
+        scope = store.scopes.get(ObjectId(scope_id), session=session)
+        flagged = set(scope.rebuild_observation_ids) if scope is not None else set()
+        back = [i for i in repo.absorbed_among(ids, session=session) if str(i) not in flagged]
+        if back and scope is not None:
+            store.observations.mark_consolidated(back, value=False, session=session)
+            store.scopes.push_pending(ObjectId(scope_id), back, session=session)
+            store.agents.adjust_counters(
+                scope.agent_id, now=utcnow(), pending=len(back), session=session
+            )
         _advance(
             repo,
             job_oid,
             done_before=done_before,
             count=len(entries),
             applied=applied,
-            scope_ids=rebuilt,
+            scope_ids=[],
             session=session,
         )
 

@@ -96,9 +96,10 @@ def test_an_undone_move_moves_back_and_an_undone_private_flips_back(api, store, 
     items = api.get(f"{API}/scopes/{world.collective.id}/observations").json()["items"]
     assert items and not any(o["private"] for o in items)
     undo = store.jobs.collection.find_one({"kind": "bulk_undo", "payload.bulk_job_id": private})
-    found = store.jobs.collection.find({"kind": "rebuild", "trigger": "bulk_undo_private"})
-    rebuilds = list(found.limit(50))
-    assert undo["result"]["rebuild_scope_ids"] == [world.collective.id] and len(rebuilds) == 1
+    # The absorbed ones went back to pending (their text was rebuilt out): no rebuild.
+    assert undo["result"]["rebuild_scope_ids"] == []
+    scope = store.scopes.get(ObjectId(world.collective.id))
+    assert len(scope.pending_observation_ids) == 4  # kept, junk 0 back; junk 1, 2 waited
 
 
 def test_undo_bad_input_and_the_window(api, store, world, run_tasks, settings):  # noqa: F811
@@ -163,3 +164,30 @@ def test_unused_bad_days(api, world, days):  # noqa: F811
 
 def test_unused_of_an_unknown_agent_is_404(api, world):  # noqa: F811
     assert_error(api.get(f"{API}/agents/nobody/unused", {"days": 7}), 404, "not_found")
+
+
+@pytest.mark.parametrize("name", ["alice", "group", "collective", "shard"])
+def test_an_undone_private_puts_the_text_back_in_the_memory(api, store, world, run_tasks, name):  # noqa: F811
+    """Marking private rebuilt the memory without the text; its undo puts the observation
+    back to pending, and the next consolidation states it again."""
+    scope_id = getattr(world, name).id
+    kept = f"{name} kept fact about zebras"
+    private = _run_bulk(
+        api,
+        store,
+        run_tasks,
+        {"filter": {"scope_id": scope_id, "q": "zebras"}, "action": "private"},
+    )
+    memory = api.get(f"{API}/scopes/{scope_id}").json()["consolidation"] or ""
+    assert "zebras" not in memory
+    assert _undo(api, store, run_tasks, private).status_code == 202
+    pending = store.scopes.get(ObjectId(scope_id)).pending_observation_ids
+    [back] = [o.id for o in world.good if o.scope_id == scope_id]
+    assert back in pending
+    with run_tasks():
+        response = api.post(f"{API}/scopes/{scope_id}/consolidate", content_type=JSON)
+    settle(store)
+    assert response.status_code == 202, response.content
+    scope = api.get(f"{API}/scopes/{scope_id}").json()
+    assert kept in (scope["consolidation"] or "").lower(), scope["consolidation"]
+    assert back not in store.scopes.get(ObjectId(scope_id)).pending_observation_ids
