@@ -19,6 +19,7 @@ from streams.llm.negotiation import ServerTerms, key_of, terms_for
 from streams.llm.offline import OFFLINE_MODEL, OfflineProvider
 from streams.llm.port import LLMProvider
 from streams.memory.consolidation_estimate import ConsolidationEstimate, consolidation_estimate
+from streams.memory.scope_limits import scope_limits
 from streams.store.llm_servers import LLMServerRepository
 
 if TYPE_CHECKING:
@@ -50,14 +51,19 @@ def consolidation_model() -> str:
 
 
 def scope_consolidation_estimate(scope: Scope) -> ConsolidationEstimate:
-    """The scope's "Consolidate now" estimate at the configured chunk budget, model and
-    price table (`MEMORY_CONSOLIDATION_CHUNK_TOKENS`, `MEMORY_LLM_PRICES`)."""
+    """The scope's "Consolidate now" estimate at the configured chunk budget and price
+    table (`MEMORY_CONSOLIDATION_CHUNK_TOKENS`, `MEMORY_LLM_PRICES`), priced for the model
+    the run will name: the scope's or its agent's `consolidation_model`, else the code's."""
     store = get_store()
+    model = consolidation_model()
+    if settings.MEMORY_LLM_PROVIDER == "openai":
+        named = scope_limits(store=store, scope=scope).consolidation_model.named_model
+        model = named or model
     return consolidation_estimate(
         store=store,
         scope=scope,
         chunk_tokens=int(settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS),
-        model=consolidation_model(),
+        model=model,
         prices=store.prices,
     )
 

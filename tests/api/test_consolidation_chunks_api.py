@@ -118,3 +118,20 @@ def test_the_estimate_errors(api, limited_api, store, client):
     assert_error(client.get(f"{API}/scopes/{other.id}/consolidation-estimate"), 401, "unauthorized")
     response = api.post(f"{API}/scopes/{other.id}/consolidation-estimate")
     assert response.status_code == 405
+
+
+def test_the_estimate_prices_the_model_the_scope_names(api, store, settings):
+    """A scope (or its agent) that names a consolidation model is priced for that model,
+    the one its run sends; without one, for the configured slow model."""
+    settings.MEMORY_LLM_PROVIDER = "openai"
+    settings.MEMORY_LLM_MODEL_SLOW = "gpt-4.1-mini"
+    scope = seeded(store, make_scope(api, store, "group"))
+    cheaper = estimate_of(api, scope.id)
+    assert cheaper["model"] == "gpt-4.1-mini" and cheaper["cost_usd"] > 0
+    patched = api.patch(
+        f"{API}/scopes/{scope.id}", {"consolidation_model": "gpt-4.1"},
+        content_type="application/json",
+    )  # fmt: skip
+    assert patched.status_code == 200, patched.content
+    named = estimate_of(api, scope.id)
+    assert named["model"] == "gpt-4.1" and named["cost_usd"] > cheaper["cost_usd"]
