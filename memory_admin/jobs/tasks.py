@@ -179,7 +179,12 @@ def run_forget_user(self, job_id: str) -> None:
 def run_rebuild(self, job_id: str) -> None:
     store = get_store()
     lease = timedelta(seconds=settings.MEMORY_CONSOLIDATION_LEASE_SECONDS)
-    _execute(self, job_id, lambda run: rebuild_run(store=store, run=run, lease=lease))
+    chunk_tokens = settings.MEMORY_CONSOLIDATION_CHUNK_TOKENS
+    _execute(
+        self,
+        job_id,
+        lambda run: rebuild_run(store=store, run=run, lease=lease, chunk_tokens=chunk_tokens),
+    )
 
 
 @shared_task(name="memory_admin.tasks.run_chat_ingest", **TASK_OPTIONS)

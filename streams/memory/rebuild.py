@@ -24,6 +24,7 @@ copies and search terms that its job removes before it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -33,7 +34,8 @@ from streams.core.documents import ConsolidationVersion, Job, Observation, Scope
 from streams.core.exceptions import Conflict
 from streams.jobs import JobRun, job_create, scope_lease_take
 from streams.memory.consolidation import consolidation_commit
-from streams.memory.consolidation_runs import consolidation_fold
+from streams.memory.consolidation_chunks import DEFAULT_CHUNK_TOKENS
+from streams.memory.consolidation_runs import Chunking, consolidation_pass
 from streams.records.context_scrub import (
     context_log_forget_versions,
 )
@@ -152,8 +154,15 @@ def prune_search_terms(
 # -- the rebuild ----------------------------------------------------------------------------
 
 
-def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) -> None:
-    """The work of a rebuild job: rebuild the scope without what its flags name."""
+def rebuild_run(
+    *,
+    store: MemoryStore,
+    run: JobRun,
+    lease: timedelta = LEASE,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
+) -> None:
+    """The work of a rebuild job: rebuild the scope without what its flags name (folded
+    in chunks of `chunk_tokens`, as a consolidation is)."""
     assert run.job.scope_id is not None
     waiting = [
         job_id
@@ -183,6 +192,7 @@ def rebuild_run(*, store: MemoryStore, run: JobRun, lease: timedelta = LEASE) ->
         trigger="rebuild",
         marker=REBUILT,
         lease=lease,
+        chunk_tokens=chunk_tokens,
     )
     run.result = outcome or {"note": "no version held the changed observations"}
     if outcome is not None and outcome["changed"] and _propagates(scope):
@@ -210,6 +220,7 @@ def rebuild_scope(
     marker: str,
     lease: timedelta = LEASE,
     absorbed: bool = True,
+    chunk_tokens: int = DEFAULT_CHUNK_TOKENS,
 ) -> dict[str, Any] | None:
     """Under the scope's consolidation lease: drop `removed` from its pending list, and if
     its history absorbed any of `removed` or `changed`, fold a new version without the
@@ -250,6 +261,7 @@ def rebuild_scope(
             changed=changed,
             trigger=trigger,
             marker=marker,
+            chunk_tokens=chunk_tokens,
         )
     finally:
         store.scopes.release_lease(oid, owner=run.job.id)
@@ -282,21 +294,27 @@ def _rebuild(
     changed: set[str],
     trigger: str,
     marker: str,
+    chunk_tokens: int,
 ) -> dict[str, Any]:
     repo = _repo(store)
     oid = ObjectId(scope.id)
     last = scope.consolidation_version
     first, base_entry = _unredacted_base(store, oid, first)
     remaining = _refolded(store, scope, first, removed)
-    text, details = consolidation_fold(
+    # Folded from the base in chunks, as a consolidation is (a rebuild of a long history
+    # refolds everything its versions absorbed since). Nothing is held for review: these
+    # were consolidated already.
+    base = replace(scope, consolidation=base_entry.text if base_entry is not None else None)
+    text, details, _, _ = consolidation_pass(
         store=store,
         llm=run.llm,
-        scope=scope,
-        current=base_entry.text if base_entry is not None else None,
-        observations=remaining,
+        scope=base,
+        folded=remaining,
+        hold=lambda pairs: [],
         # No fidelity floor here: a lossy answer must not keep removed text in the
         # history (the echo, log-line and no-sentence checks still refuse an answer).
         floor=0.0,
+        chunking=Chunking(tokens=chunk_tokens),
     )
     # The texts the redaction replaces, for the context log's records that showed them.
     old_texts = repo.history_texts(oid, low_version=first, high_version=last)
@@ -330,6 +348,7 @@ def _rebuild(
         "removed": len(removed),
         "changed": sorted(o.id for o in remaining if o.id in changed),
         "redacted": redacted[0],
+        "chunks": details.chunks,
     }
 
 

@@ -5,6 +5,8 @@ finishes it once."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from bson import ObjectId
 
@@ -15,6 +17,7 @@ from streams.llm.offline import OfflineProvider
 from streams.memory.bulk import BulkFilter, bulk_match
 from streams.memory.bulk_job import bulk_payload, bulk_run
 from streams.memory.consolidation import consolidation_commit
+from streams.memory.consolidation_chunks import chunk_plan
 from streams.memory.observations import observation_add
 from streams.memory.rebuild import REBUILT, rebuild_run
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -137,3 +140,34 @@ def test_ids_leave_the_pending_list_in_bulk_and_one_by_one(store):
     assert scope_get(store=store, scope_id=scope.id).pending_observation_ids == [
         str(i) for i in pending[1:]
     ]
+
+
+def test_a_rebuild_folds_in_chunks_within_the_budget(store):
+    """A rebuild refolds everything its versions absorbed since the first tainted one: past
+    the chunk budget it folds chunk after chunk, as a consolidation does, each call within
+    the budget, and the version states what is left and nothing removed."""
+    scope, added = _world(store)
+    rebuild = _bulk_delete(store, scope.id)
+    left = added[DELETED:ABSORBED]
+    whole = chunk_plan(store=store, scope=scope_get(store=store, scope_id=scope.id),
+                       observations=left, budget=10**9)  # fmt: skip
+    budget = whole.fixed_tokens + whole.line_tokens[0] * 3 // len(left)
+    sent: list[str] = []
+
+    class Counting(OfflineProvider):
+        def complete(self, request):
+            sent.append(request.prompt)
+            return super().complete(request)
+
+    run = job_execute(
+        store=store, job_id=rebuild.id, llm=Counting(),
+        work=lambda r: rebuild_run(store=store, run=r, chunk_tokens=budget),
+    )  # fmt: skip
+    assert run is not None and run.result["chunks"] >= 3 and len(sent) == run.result["chunks"]
+    text = scope_get(store=store, scope_id=scope.id).consolidation or ""
+    # The offline rules keep the newest of these same-subject notes (chaining the chunks
+    # is tested with the consolidation's: tests/streams/memory/test_consolidation_chunks.py).
+    assert f"room {ABSORBED - 1}" in text, text
+    assert not any(re.search(rf"\broom {i}\b", text) for i in range(DELETED)), text
+    # Each call carried its chunk only: no call saw every line that is left.
+    assert not any(all(f"room {i}" in prompt for i in range(DELETED, ABSORBED)) for prompt in sent)
