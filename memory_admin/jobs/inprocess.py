@@ -44,6 +44,7 @@ from django.db import close_old_connections
 logger = logging.getLogger("memory_admin.jobs.inprocess")
 WORKER_NICENESS = 19
 JOB_TIMEOUT_SECONDS = 900.0
+STOP_WAIT_SECONDS = 10  # how long a child has to end its loop before it is killed
 ROOT = Path(__file__).resolve().parents[2]
 # The settings a child needs to act as this process (JSON values only, see job_runner).
 SHIPPED_PREFIXES = ("MEMORY_", "MONGODB_", "OPENAI_")
@@ -125,12 +126,17 @@ def shutdown(timeout: float = 60.0) -> bool:
     them writes after this returns either way.
     """
     idle = wait_idle(timeout)
-    for thread in reset():
+    threads = reset()
+    for thread in threads:
         thread.join(timeout=5)
     with _lock:
         runners = list(_runners)
     for runner in runners:
         runner.stop()
+    # A thread still ending its own child (its `stop` took the process, so the one above
+    # found none) is waited for: on a loaded machine a child may take seconds to exit.
+    for thread in threads:
+        thread.join(timeout=STOP_WAIT_SECONDS + 5)
     return idle
 
 
@@ -237,7 +243,7 @@ class _Runner:
             if process.stdin is not None:
                 process.stdin.close()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=STOP_WAIT_SECONDS)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
