@@ -9,6 +9,7 @@ from bson import ObjectId
 
 from streams.actions.base import Actor
 from streams.actions.forget_requests import forget_deletes
+from streams.actions.supersession import supersede_in
 from streams.actions.tx import ActionTx, run_action
 from streams.core.documents import Job, Observation
 from streams.core.exceptions import Conflict, InvalidInput
@@ -19,8 +20,6 @@ from streams.memory.observation_changes import (
     observation_update_write,
 )
 from streams.memory.review_undo import review_undo
-from streams.memory.supersession import supersede_write
-from streams.records.audit import content_digest
 from streams.records.corrections import Correction, correction_of
 from streams.store import MemoryStore
 
@@ -89,20 +88,7 @@ def _supersede(store: MemoryStore, tx: ActionTx, *, older_id: str, newer: Observ
     older = store.observations.get(ObjectId(older_id)) if ObjectId.is_valid(older_id) else None
     if older is None:
         raise Conflict("the observation it contradicts is gone")
-    done = supersede_write(store=store, older=older, newer=newer, session=tx.session)
-    tx.audit(
-        action="observation.supersede",
-        object_type="observation",
-        object_id=older.id,
-        agent_id=older.agent_id,
-        summary={
-            "superseded_by": newer.id,
-            "valid_until": done.valid_until.isoformat(),
-            "content": content_digest(older.content),
-            "newer_content": content_digest(newer.content),
-            "review": True,
-        },
-    )
+    supersede_in(tx, store=store, older=older, newer=newer, review=True)
 
 
 def do_review_decide_bulk(

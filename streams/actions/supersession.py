@@ -20,24 +20,34 @@ def do_observation_supersede(
 ) -> Observation:
     """`older` is replaced by `newer` (same scope, both current): 409 otherwise."""
     supersede_check(older=older, newer=newer)
-
-    def write(tx: ActionTx) -> None:
-        done = supersede_write(store=store, older=older, newer=newer, session=tx.session)
-        tx.audit(
-            action="observation.supersede",
-            object_type="observation",
-            object_id=older.id,
-            agent_id=older.agent_id,
-            summary={
-                "superseded_by": newer.id,
-                "valid_until": done.valid_until.isoformat(),
-                "content": content_digest(older.content),
-                "newer_content": content_digest(newer.content),
-            },
-        )
-
-    run_action(store, actor, write)
+    run_action(store, actor, lambda tx: supersede_in(tx, store=store, older=older, newer=newer))
     return _fresh(store, older.id)
+
+
+def supersede_in(
+    tx: ActionTx,
+    *,
+    store: MemoryStore,
+    older: Observation,
+    newer: Observation,
+    review: bool = False,
+) -> None:
+    """The supersession's writes and its audit entry, in the caller's action: a person's own,
+    or a review decision's (`review`: the entry says so)."""
+    done = supersede_write(store=store, older=older, newer=newer, session=tx.session)
+    tx.audit(
+        action="observation.supersede",
+        object_type="observation",
+        object_id=older.id,
+        agent_id=older.agent_id,
+        summary={
+            "superseded_by": newer.id,
+            "valid_until": done.valid_until.isoformat(),
+            "content": content_digest(older.content),
+            "newer_content": content_digest(newer.content),
+            **({"review": True} if review else {}),
+        },
+    )
 
 
 def do_observation_unsupersede(
