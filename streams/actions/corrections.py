@@ -6,10 +6,11 @@ bulk, review) through `ActionTx.correct`, in their own transactions."""
 from __future__ import annotations
 
 from streams.actions.base import Actor
+from streams.actions.prompts import prompt_check_save
 from streams.actions.tx import ActionTx, run_action
 from streams.core.exceptions import Conflict
 from streams.drafts.corrections import correction_check_spec, correction_get
-from streams.drafts.prompt_checks import PromptCheck, check_create, check_list
+from streams.drafts.prompt_checks import PromptCheck, check_list
 from streams.store import MemoryStore
 
 
@@ -25,21 +26,6 @@ def do_correction_check(
     spec = correction_check_spec(store=store, correction=correction)
 
     def write(tx: ActionTx) -> PromptCheck:
-        check = check_create(
-            store=store, author=str(actor), session=tx.session, agent_id=agent_id, **spec
-        )
-        tx.audit(
-            action="prompt_check.create",
-            object_type="prompt_check",
-            object_id=check.id,
-            agent_id=agent_id,
-            summary={
-                "name": check.name,
-                "kind": check.kind,
-                "correction_id": correction.id,
-                "expectations": [e.type for e in check.expectations],
-            },
-        )
-        return check
+        return prompt_check_save(tx, store=store, agent_id=agent_id, **spec)
 
     return run_action(store, actor, write)

@@ -99,34 +99,41 @@ def do_prompt_check_create(
     kind: str = "extraction",
 ) -> PromptCheck:
     """Save a check (InvalidInput naming the field when anything is off)."""
+    fields: dict[str, Any] = {
+        "name": name,
+        "conversation": conversation,
+        "user_name": user_name,
+        "expectations": expectations,
+        "scope_id": scope_id,
+        "kind": kind,
+    }
+    return run_action(
+        store, actor, lambda tx: prompt_check_save(tx, store=store, agent_id=agent_id, **fields)
+    )
 
-    def write(tx: ActionTx) -> PromptCheck:
-        check = check_create(
-            store=store,
-            agent_id=agent_id,
-            name=name,
-            conversation=conversation,
-            user_name=user_name,
-            expectations=expectations,
-            author=str(actor),
-            scope_id=scope_id,
-            kind=kind,
-            session=tx.session,
-        )
-        tx.audit(
-            action="prompt_check.create",
-            object_type="prompt_check",
-            object_id=check.id,
-            agent_id=agent_id,
-            summary={
-                "name": check.name,
-                "kind": check.kind,
-                "expectations": [e.describe() for e in check.expectations],
-            },
-        )
-        return check
 
-    return run_action(store, actor, write)
+def prompt_check_save(
+    tx: ActionTx, *, store: MemoryStore, agent_id: str, **fields: Any
+) -> PromptCheck:
+    """A check and its audit entry, in the caller's action (made by hand, or from a
+    support correction: its `correction_id` is kept in the entry too)."""
+    check = check_create(
+        store=store, agent_id=agent_id, author=str(tx.actor), session=tx.session, **fields
+    )
+    correction_id = fields.get("correction_id")
+    tx.audit(
+        action="prompt_check.create",
+        object_type="prompt_check",
+        object_id=check.id,
+        agent_id=agent_id,
+        summary={
+            "name": check.name,
+            "kind": check.kind,
+            **({"correction_id": correction_id} if correction_id else {}),
+            "expectations": [e.describe() for e in check.expectations],
+        },
+    )
+    return check
 
 
 def do_prompt_check_delete(
