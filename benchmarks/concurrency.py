@@ -58,6 +58,7 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
     _load("at start")
     groups = tuple(f"conc-{n}" for n in range(max(*levels, 3)))
     cells: dict[tuple[int, str, str], tuple[float, float, float, int]] = {}
+    failures: dict[tuple[int, str, str], dict[str, int]] = {}
     rows: list[list[object]] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-conc-") as tmp,
@@ -72,9 +73,10 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
                 for k, name in enumerate(OPERATIONS):
                     first = (k + level) % 2 == 0
                     for system in ("ours", "mem0") if first else ("mem0", "ours"):
-                        cell = _measure(system, server, mem0, name, level, seconds, texts, queries)
-                        if cell is not None:
-                            cells[level, name, system] = cell
+                        calls = _measure(system, server, mem0, name, level, seconds, texts, queries)
+                        if calls is not None:
+                            cells[level, name, system] = _cell(calls, seconds)
+                            failures[level, name, system] = _kinds(calls)
                     rows.append(_row(cells, level, name))
                     print_row(rows[-1])
         finally:
@@ -87,6 +89,7 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
         HEADERS,
         rows,
     )
+    _failures(failures)
     _goals(cells)
     return cells
 
@@ -141,11 +144,12 @@ def _measure(
     seconds: float,
     texts: list[str],
     queries: list[str],
-) -> tuple[float, float, float, int] | None:
-    """One cell: `level` clients of `system` doing `name` for `seconds` (None: no mem0)."""
+) -> list[Calls] | None:
+    """One cell's calls: `level` clients of `system` doing `name` for `seconds` (None:
+    no mem0)."""
     if system == "ours":
         loops = [_ours(server, name, c, texts, queries, f"L{level}") for c in range(level)]
-        return _cell(drive(server, seconds, loops), seconds)
+        return drive(server, seconds, loops)
     if mem0 is None:
         return None
     return _mem0(mem0, name, level, seconds, texts, queries)
@@ -153,7 +157,7 @@ def _measure(
 
 def _mem0(
     mem0: Mem0, name: str, level: int, seconds: float, texts: list[str], queries: list[str]
-) -> tuple[float, float, float, int]:
+) -> list[Calls]:
     answer = mem0.load(
         {
             "mode": "load",
@@ -166,7 +170,24 @@ def _mem0(
             "queries": queries,
         }
     )
-    return _cell([Calls(seconds=answer["seconds"], errors=answer["errors"])], seconds)
+    kinds = answer.get("kinds") or {}
+    return [Calls(seconds=answer["seconds"], errors=answer["errors"], kinds=kinds)]
+
+
+def _kinds(calls: list[Calls]) -> dict[str, int]:
+    found: dict[str, int] = {}
+    for c in calls:
+        for kind, n in c.kinds.items():
+            found[kind] = found.get(kind, 0) + n
+    return found
+
+
+def _failures(failures: dict[tuple[int, str, str], dict[str, int]]) -> None:
+    """What the failed calls were, per cell that had any (a status, or what mem0 raised)."""
+    for (level, name, system), kinds in sorted(failures.items()):
+        if kinds:
+            listed = "; ".join(f"{n} × {kind}" for kind, n in sorted(kinds.items()))
+            print(f"failed, {level} clients, {name}, {system}: {listed}")
 
 
 def _cell(calls: list[Calls], seconds: float) -> tuple[float, float, float, int]:

@@ -24,10 +24,16 @@ OPERATIONS = ("single add", "batch add", "context", "search")
 
 @dataclass
 class Calls:
-    """One client's calls: each one's seconds, and how many were not 2xx."""
+    """One client's calls: each one's seconds, how many were not 2xx, and those by what
+    they were (`HTTP 503`, `no answer`: the connection failed)."""
 
     seconds: list[float] = field(default_factory=list)
     errors: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    def failed(self, kind: str) -> None:
+        self.errors += 1
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
 
 class Connection:
@@ -111,9 +117,10 @@ def drive(server: Server, seconds: float, calls: list[Call]) -> list[Calls]:
             t0 = time.perf_counter()
             status = call(conn, n)
             mine.seconds.append(time.perf_counter() - t0)
-            mine.errors += not 200 <= status < 300
+            if not 200 <= status < 300:
+                mine.failed(f"HTTP {status}" if status else "no answer")
             n += 1
-        results.put((index, mine.seconds, mine.errors))
+        results.put((index, mine.seconds, mine.errors, mine.kinds))
 
     processes = [context.Process(target=client, args=(i, c)) for i, c in enumerate(calls)]
     for process in processes:
@@ -121,8 +128,8 @@ def drive(server: Server, seconds: float, calls: list[Call]) -> list[Calls]:
     start.wait()
     found = [Calls() for _ in calls]
     for _ in processes:
-        index, latencies, errors = results.get()
-        found[index] = Calls(seconds=latencies, errors=errors)
+        index, latencies, errors, kinds = results.get()
+        found[index] = Calls(seconds=latencies, errors=errors, kinds=kinds)
     for process in processes:
         process.join()
     return found

@@ -88,6 +88,7 @@ def load(memory: Any, order: dict[str, Any]) -> dict[str, Any]:
     stop = time.monotonic() + order["seconds"]
     seconds: list[float] = []
     errors = [0]
+    kinds: dict[str, int] = {}  # what the failures raised, by type and message
     lock = threading.Lock()
 
     def call(user: str, n: int) -> None:
@@ -108,9 +109,11 @@ def load(memory: Any, order: dict[str, Any]) -> dict[str, Any]:
             t0 = time.perf_counter()
             try:
                 call(user, n)
-            except Exception:  # noqa: BLE001 (counted, as our side counts non-2xx)
+            except Exception as exc:  # noqa: BLE001 (counted, as our side counts non-2xx)
+                kind = f"{type(exc).__name__}: {str(exc)[:120]}"
                 with lock:
                     errors[0] += 1
+                    kinds[kind] = kinds.get(kind, 0) + 1
             mine.append(time.perf_counter() - t0)
             n += 1
         with lock:
@@ -121,7 +124,7 @@ def load(memory: Any, order: dict[str, Any]) -> dict[str, Any]:
         worker.start()
     for worker in workers:
         worker.join()
-    return {"seconds": seconds, "errors": errors[0]}
+    return {"seconds": seconds, "errors": errors[0], "kinds": kinds}
 
 
 if __name__ == "__main__":
