@@ -40,22 +40,35 @@ class Connection:
     def __init__(self, server: Server) -> None:
         self.port = server.port
         self.conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        self.last_error = ""
         self.headers = {
             "Authorization": f"Bearer {server.api_key}",
             "Content-Type": "application/json",
         }
 
     def call(self, method: str, path: str, body: dict | None = None) -> int:
-        """The status (0: the connection failed; a new one is opened for the next call)."""
+        """The status (0: the connection failed; a new one is opened for the next call);
+        a failed call's error code is kept in `last_error` (the envelope's `code`)."""
         try:
             self.conn.request(method, path, json.dumps(body) if body else None, self.headers)
             response = self.conn.getresponse()
-            response.read()
+            raw = response.read()
+            if not 200 <= response.status < 300:
+                self.last_error = _error_code(raw)
             return response.status
         except (OSError, http.client.HTTPException):
             self.conn.close()
             self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
             return 0
+
+
+def _error_code(raw: bytes) -> str:
+    """The API envelope's error code and message, shortened ("" when it has none)."""
+    try:
+        error = json.loads(raw)["error"]
+        return f"{error['code']}: {str(error.get('message', ''))[:100]}"
+    except (ValueError, KeyError, TypeError):
+        return ""
 
 
 Call = Callable[[Connection, int], int]
@@ -118,7 +131,7 @@ def drive(server: Server, seconds: float, calls: list[Call]) -> list[Calls]:
             status = call(conn, n)
             mine.seconds.append(time.perf_counter() - t0)
             if not 200 <= status < 300:
-                mine.failed(f"HTTP {status}" if status else "no answer")
+                mine.failed(f"HTTP {status} {conn.last_error}".strip() if status else "no answer")
             n += 1
         results.put((index, mine.seconds, mine.errors, mine.kinds))
 
