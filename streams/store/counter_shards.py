@@ -9,10 +9,13 @@ documents of that counter instead; a read sums the base document (what every oth
 writer still adjusts, and what an older version left) and the shards: exact, never
 folded away.
 
-Which shard: one per thread, assigned in turn when a thread first counts (offset by
-the process id), so the threads of one web process never share a shard while there
-are no more than `SHARDS` of them (gunicorn's default is 4 per worker), and
-processes rarely do. A shard is keyed by `_id` (the counter's key and the slot), so
+Which shard: one per thread, assigned in turn when a thread first counts, from a block
+of `THREADS_PER_PROCESS` that the process id picks: the threads of one web process never
+share a shard while there are no more than `SHARDS` of them, and gunicorn's workers
+(consecutive process ids, 4 threads each by default) take disjoint blocks while there are
+at most `SHARDS / THREADS_PER_PROCESS` of them. Offset by the bare process id, as before,
+the second worker's first thread took the first worker's second shard, and so on.
+A shard is keyed by `_id` (the counter's key and the slot), so
 its upsert is a write by `_id`; reads go through an index on the counter's key.
 """
 
@@ -33,6 +36,7 @@ from streams.core.exceptions import Conflict
 from streams.store.write_batch import WriteBatch
 
 SHARDS = 16
+THREADS_PER_PROCESS = 4  # gunicorn.conf.py's default threads per worker
 
 _turns = itertools.count()
 _slot = threading.local()
@@ -42,9 +46,14 @@ def shard_slot() -> int:
     """This thread's shard number, fixed for its lifetime."""
     slot = getattr(_slot, "value", None)
     if slot is None:
-        slot = (os.getpid() + next(_turns)) % SHARDS
+        slot = shard_of(os.getpid(), next(_turns))
         _slot.value = slot
     return slot
+
+
+def shard_of(pid: int, turn: int) -> int:
+    """The shard of a process's `turn`-th counting thread."""
+    return (pid * THREADS_PER_PROCESS + turn) % SHARDS
 
 
 class CounterShards:

@@ -18,6 +18,7 @@ from streams.actions.observations import do_observation_add
 from streams.core.documents import utcnow
 from streams.records.activity import activity_days
 from streams.store import MemoryStore
+from streams.store.counter_shards import SHARDS, THREADS_PER_PROCESS, shard_of
 from tests.factories import ScopeFactory
 
 CLIENTS = 16
@@ -103,3 +104,17 @@ def test_the_busiest_agent_counts_its_shards_and_recount_keeps_the_sums_exact(st
     do_observation_add(store=store, actor=actor, scope=quiet, content="Quiet fact.")
     assert store.agents.get("quiet").observation_count == 6
     assert [a.observation_count for a in store.agents.list_page(after=None, limit=10)] == [6, 6]
+
+
+def test_the_threads_of_consecutive_workers_take_disjoint_shards():
+    """gunicorn's workers have consecutive process ids and 4 threads each: three or four of
+    them share no counter shard (offset by the bare pid, worker 2's first thread took
+    worker 1's second shard)."""
+    for first in (4242, 4243, 7, 65535):
+        for workers in (3, 4):
+            slots = [
+                shard_of(first + w, turn)
+                for w in range(workers)
+                for turn in range(THREADS_PER_PROCESS)
+            ]
+            assert len(set(slots)) == len(slots) <= SHARDS, (first, workers, slots)
