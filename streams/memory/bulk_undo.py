@@ -32,6 +32,7 @@ from streams.guard.erasure import without_erased
 from streams.jobs import JobRun
 from streams.memory.add_writes import counters_add
 from streams.memory.bulk_job import bulk_apply_batch
+from streams.memory.consolidation import pending_again
 from streams.memory.consolidation_jobs import consolidation_due
 from streams.memory.observations import observations_append
 from streams.memory.rebuild import rebuild_due
@@ -180,14 +181,12 @@ def _public_batch(
         ids = [ObjectId(o.id) for o in found]
         applied = repo.mark_public(ids, session=session)
         scope = store.scopes.get(ObjectId(scope_id), session=session)
-        flagged = set(scope.rebuild_observation_ids) if scope is not None else set()
-        back = [i for i in repo.absorbed_among(ids, session=session) if str(i) not in flagged]
-        if back and scope is not None:
-            store.observations.mark_consolidated(back, value=False, session=session)
-            store.scopes.push_pending(ObjectId(scope_id), back, session=session)
-            store.agents.adjust_counters(
-                scope.agent_id, now=utcnow(), pending=len(back), session=session
-            )
+        if scope is not None:
+            # Not those pending already (a restore put them back) or still to be rebuilt.
+            staying = {*scope.rebuild_observation_ids, *scope.pending_observation_ids}
+            absorbed = repo.absorbed_among(ids, session=session)
+            back = [i for i in absorbed if str(i) not in staying]
+            pending_again(store=store, scope=scope, ids=back, session=session)
         _advance(
             repo,
             job_oid,

@@ -326,15 +326,22 @@ def consolidation_restore(
         restored_from=version,
         session=session,
     )
-    if returning:
-        ids = [ObjectId(i) for i in returning]
-        store.observations.mark_consolidated(ids, value=False, session=session)
-        store.scopes.push_pending(oid, ids, session=session)
-        store.agents.adjust_counters(
-            scope.agent_id, now=utcnow(), pending=len(ids), session=session
-        )
+    pending_again(store=store, scope=scope, ids=[ObjectId(i) for i in returning], session=session)
     _threshold_check(store, scope.id, follow_ups, session)
     return entry
+
+
+def pending_again(
+    *, store: MemoryStore, scope: Scope, ids: list[ObjectId], session: StoreSession | None
+) -> None:
+    """Consolidated observations back to pending (a restore, an undone mark-private):
+    marked so, in the scope's pending list, and counted as pending by its agent. The
+    caller passes only ids not pending already."""
+    if not ids:
+        return
+    store.observations.mark_consolidated(ids, value=False, session=session)
+    store.scopes.push_pending(ObjectId(scope.id), ids, session=session)
+    store.agents.adjust_counters(scope.agent_id, now=utcnow(), pending=len(ids), session=session)
 
 
 def restore_returns(*, store: MemoryStore, scope: Scope, version: int) -> list[str]:
