@@ -334,9 +334,7 @@ def consolidation_restore(
 def pending_again(
     *, store: MemoryStore, scope: Scope, ids: list[ObjectId], session: StoreSession | None
 ) -> None:
-    """Consolidated observations back to pending (a restore, an undone mark-private):
-    marked so, in the scope's pending list, and counted as pending by its agent. The
-    caller passes only ids not pending already."""
+    """Consolidated `ids` (none pending already) back to pending: a restore, an undone private."""
     if not ids:
         return
     store.observations.mark_consolidated(ids, value=False, session=session)
