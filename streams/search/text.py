@@ -7,8 +7,10 @@ query term matches exactly what was indexed, on any store.
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from functools import lru_cache
+from typing import Any
 
 import snowballstemmer
 
@@ -28,12 +30,22 @@ _STOP_WORDS_TEXT = """
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
-_stemmer = snowballstemmer.stemmer("english")
+_local = threading.local()
+
+
+def _stemmer() -> Any:
+    """This thread's Snowball stemmer: a stemmer keeps the word it works on in itself, so
+    the threads of a web process sharing one mixed their words (an IndexError, or
+    silently another word's stem, which the cache then kept)."""
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=50_000)
 def stem(word: str) -> str:
-    return _stemmer.stemWord(word)
+    return _stemmer().stemWord(word)
 
 
 def tokens(text: str) -> list[str]:
