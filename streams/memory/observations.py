@@ -186,8 +186,17 @@ def observations_append(
     observations_changed(store=store, event="review.waiting", observations=waiting, session=session)
     held_count = sum(1 for o in split.fresh if o.held and not o.consolidated)
     if held_count:
-        # Callers count every new observation as pending; held ones are not.
-        store.agents.adjust_counters(scope.agent_id, now=now, pending=-held_count, session=session)
+        # Callers count every new observation as pending; held ones are not. On this
+        # thread's counter shard, as the add's own count: the agent's document itself is
+        # what every concurrent add with a held item would write (a conflict each).
+        store.agents.adjust_counters(
+            scope.agent_id,
+            now=now,
+            pending=-held_count,
+            session=session,
+            writes=writes,
+            sharded=True,
+        )
     return scope
 
 

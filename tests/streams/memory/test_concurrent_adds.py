@@ -87,6 +87,42 @@ def test_sixteen_threads_adding_for_one_agent_all_succeed_and_the_counters_sum_e
     assert busiest.observation_count == after.observation_count
 
 
+def test_concurrent_adds_held_for_review_count_on_shards_too(store, embedded_mongo, memory_db):
+    """A held add takes itself back off the pending count (it waits for a person): written
+    on the agent's own document, every concurrent add with a held item conflicted on it."""
+    conflicts = Conflicts()
+    client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[conflicts])
+    adding = MemoryStore(client, memory_db)
+    scopes = [ScopeFactory.create(store=store, agent_id="held", group=True) for _ in range(CLIENTS)]
+    before = store.agents.get("held")
+    assert before is not None
+    start = threading.Barrier(CLIENTS)
+    actor = Actor.api("bench")
+
+    def adder(n: int) -> list[str]:
+        start.wait()
+        return [
+            do_observation_add(
+                store=adding,
+                actor=actor,
+                scope=scopes[n],
+                content=f"Client {n}'s on-call phone {k} is +44 20 7946 0{n:02d}{k}.",
+            ).status
+            for k in range(ADDS_EACH)
+        ]
+
+    with ThreadPoolExecutor(CLIENTS) as pool:
+        statuses = [s for batch in pool.map(adder, range(CLIENTS)) for s in batch]
+    client.close()
+
+    assert statuses == ["in_review"] * (CLIENTS * ADDS_EACH)
+    assert conflicts.count < CLIENTS * ADDS_EACH // 2
+    after = store.agents.get("held")
+    assert after is not None
+    assert after.observation_count - before.observation_count == CLIENTS * ADDS_EACH
+    assert after.pending_count == before.pending_count  # held: none of them pending
+
+
 def test_the_busiest_agent_counts_its_shards_and_recount_keeps_the_sums_exact(store):
     quiet = ScopeFactory.create(store=store, agent_id="quiet", group=True)
     busy = ScopeFactory.create(store=store, agent_id="busy", group=True)
