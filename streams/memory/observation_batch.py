@@ -235,6 +235,11 @@ def observation_batch_add(
     def add(
         session: StoreSession, schedule: Schedule, audit: AuditSink | None
     ) -> tuple[dict[str, ObjectId], Scope | None, dict[str, Observation]]:
+        # Its writes in one `bulkWrite`, as a single add's: the search postings go in as
+        # pending documents that the fold takes behind. Written into the term heads here,
+        # they met the background fold of the same scope's heads (a write conflict, past
+        # the retry window a 503: `benchmarks concurrency`).
+        writes = store.write_batch(session)
         known, before, duplicates = _append_once(
             store=store,
             scope_id=scope.id,
@@ -242,6 +247,7 @@ def observation_batch_add(
             session=session,
             now=now,
             origin=origin_of(actor),
+            writes=writes,
             sent={item.client_id: sent_digest(item.content) for item in items},
         )
         added(
@@ -253,6 +259,7 @@ def observation_batch_add(
             now=now,
             session=session,
             schedule=schedule,
+            writes=writes,
             items=len(keyed),
             duplicates=len(duplicates),
         )
