@@ -107,8 +107,14 @@ def production_server(
             port=port, api_key=api_key, scope_ids=scopes, pid=web.pid, data_dir=root / "data"
         )
     finally:
+        # Past gunicorn's graceful_timeout (30 s: a job still running, say) it is killed;
+        # the store is stopped either way (a timeout here once left it running).
         web.terminate()
-        web.wait(timeout=30)
+        try:
+            web.wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            web.kill()
+            web.wait(timeout=10)
         log.close()
         subprocess.run(
             [*manage, "stop_embedded_store"], cwd=tree, env=env, capture_output=True, check=False
