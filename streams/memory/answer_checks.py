@@ -13,7 +13,11 @@ pending stays pending, no version is written, the job says why) when it:
   line opening with a bracketed date);
 - `no_sentence`: holds no sentence of its own (headings and the above left out);
 - `below_floor`: states less than the floor share of the observations it absorbs
-  (`streams.memory.fidelity`; `MEMORY_FIDELITY_FLOOR`, 0 turns it off).
+  (`streams.memory.fidelity`; `MEMORY_FIDELITY_FLOOR`, 0 turns it off) while leaving room
+  under the scope's word limit. A text that fills the limit (`FULL_SHARE` of it) left out
+  what the limit could not hold: it is kept, its dropped facts recorded as every
+  version's are. Refused, a pending set larger than the limit holds never consolidated:
+  each run failed and was retried (the offline provider on 60 chat lines, 500 words).
 
 An extraction that returns nothing for a conversation in which the offline rules find
 facts is `EmptyExtraction` (the formation fails, the messages stay unformed, it is
@@ -37,6 +41,7 @@ from streams.memory.fidelity import consolidation_fidelity
 DEFAULT_FIDELITY_FLOOR = 0.5
 ECHO_WORDS = 6  # a run this long copied from the instructions is an echo
 MIN_SENTENCE_WORDS = 3
+FULL_SHARE = 0.8  # of the word limit: a text this long was cut by the limit, not by the model
 SUBJECT_SHARE = 0.5  # of the smaller subject, shared, for a pair to be about one thing
 Refusal = Literal["echo", "log_lines", "no_sentence", "below_floor"]
 _ID = re.compile(r"\[[0-9a-fA-F]{24}\]")
@@ -75,10 +80,11 @@ def consolidation_answer_check(
     previous: str | None,
     absorbed: list[tuple[str, str]],
     floor: float = DEFAULT_FIDELITY_FLOOR,
+    limit: int | None = None,
 ) -> None:
     """Raise `AnswerRefused` when `answer` (the model's memory part) or `text` (what would
     be stored of it) must not become the scope's memory; `absorbed` are the folded
-    observations `(id, content)`."""
+    observations `(id, content)`, `limit` the scope's word limit."""
     instructions = _shingles(_words(template))
     echoed: list[str] = []
     logged: list[str] = []
@@ -106,7 +112,8 @@ def consolidation_answer_check(
     if not own:
         raise AnswerRefused("no_sentence", f"it holds no sentence of its own ({answer[:40]!r})")
     fidelity = consolidation_fidelity(previous=previous, text=text, absorbed=absorbed)
-    if absorbed and fidelity.stated_share < floor:
+    full = limit is not None and len(text.split()) >= FULL_SHARE * limit
+    if absorbed and fidelity.stated_share < floor and not full:
         missing = len(fidelity.unstated_observation_ids)
         raise AnswerRefused(
             "below_floor",

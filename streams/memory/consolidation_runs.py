@@ -352,6 +352,7 @@ def consolidation_fold(
             previous=current,
             absorbed=[(o.id, o.content) for o in observations],
             floor=floor,
+            limit=limit,
         )
     except AnswerRefused as exc:
         exc.prompt_version = template.version

@@ -25,7 +25,7 @@ from streams.memory.formation import (
     messages_ingest,
 )
 from streams.memory.observations import observation_add, observation_get
-from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create, scope_update
 from streams.prompts.defaults import CONSOLIDATION
 from streams.store import MemoryStore
 from tests.fakes.openai_server import FakeOpenAI
@@ -255,3 +255,77 @@ def test_an_empty_extraction_of_small_talk_is_a_success(
         work=lambda r: formation_run(store=store, run=r, settings=settings),
     )
     assert run.result["observations"] == 0 and "outcome" not in run.result
+
+
+# More facts than a 50-word memory holds: eleven or twelve words each.
+MANY_FACTS = [
+    f"Caroline's {thing} appointment is on {day} at the clinic near the station."
+    for thing, day in [
+        ("dentist", "Monday"),
+        ("optician", "Tuesday"),
+        ("physio", "Wednesday"),
+        ("counselling", "Thursday"),
+        ("vaccine", "Friday"),
+        ("passport", "Saturday"),
+        ("blood test", "Sunday"),
+        ("allergy", "the first of June"),
+        ("hearing", "the second of June"),
+        ("dermatology", "the third of June"),
+    ]
+]
+
+
+def _as_many_as_fit(words: int):
+    """A strict fake: the offered observations verbatim, in order, as many as `words` hold."""
+
+    def answer(request: RecordedRequest) -> str:
+        kept: list[str] = []
+        for text in consolidation_lines(request).values():
+            if sum(len(t.split()) for t in [*kept, text]) > words:
+                break
+            kept.append(text)
+        return " ".join(kept)
+
+    return answer
+
+
+@pytest.mark.parametrize("kind", list(SCOPES))
+def test_an_answer_that_fills_the_word_limit_is_kept_with_what_it_drops(
+    store: MemoryStore, fake_openai: FakeOpenAI, kind: str
+) -> None:
+    """Ten facts, a 50-word memory: four fit. Refused below the floor, such a scope never
+    consolidated (each run failed and was retried); kept, its drops are on the record."""
+    fake_openai.set_responder(_as_many_as_fit(50))
+    scope_id = _scope(store, kind, MANY_FACTS)
+    scope_update(
+        store=store,
+        scope=scope_get(store=store, scope_id=scope_id),
+        changes={"consolidation_max_words": 50},
+        actor="ui:ann",
+    )
+    _, run = _consolidate(store, scope_id)
+    run()
+    settle(store)
+    after = scope_get(store=store, scope_id=scope_id)
+    assert after.consolidation_version == 1 and after.pending_count == 0
+    version = store.consolidations.get(ObjectId(scope_id), 1)
+    assert version is not None and version.fidelity is not None
+    assert len(version.fidelity["unstated_observation_ids"]) == 6  # what the limit left out
+
+
+@pytest.mark.parametrize("kind", list(SCOPES))
+def test_a_short_answer_that_drops_most_facts_is_still_refused_under_a_tight_limit(
+    store: MemoryStore, fake_openai: FakeOpenAI, kind: str
+) -> None:
+    fake_openai.set_responder(_as_many_as_fit(15))  # one fact, though 50 words would hold four
+    scope_id = _scope(store, kind, MANY_FACTS)
+    scope_update(
+        store=store,
+        scope=scope_get(store=store, scope_id=scope_id),
+        changes={"consolidation_max_words": 50},
+        actor="ui:ann",
+    )
+    _, run = _consolidate(store, scope_id)
+    with pytest.raises(LLMError, match="below_floor"):
+        run()
+    assert scope_get(store=store, scope_id=scope_id).consolidation_version == 0
