@@ -9,6 +9,7 @@ options would be refused while the old one stands).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,7 +74,7 @@ def apply_indexes(
     return declared
 
 
-def _in_place(wanted: dict[str, Any], existing: dict[str, dict[str, Any]]) -> bool:
+def _in_place(wanted: Mapping[str, Any], existing: Mapping[str, Any]) -> bool:
     """Whether an index of this name exists with these keys and options (in doubt: not,
     and `createIndexes` decides)."""
     found = existing.get(wanted["name"])
