@@ -2,11 +2,12 @@
 has waited `MEMORY_CONSOLIDATE_AFTER_DAYS` (its kind's days, or the scope's own).
 
 Without it a scope with three pending observations waits forever below a threshold of
-ten. The periodic sweep reads the scopes holding a pending id older than the fewest days
-any scope could have (an ObjectId's first bytes are its creation time: the `pending_age`
-index answers it), and queues a consolidation for each whose oldest pending observation
-is older than its own days. The run is the ordinary one (on demand, below the threshold),
-so everything it promises (lease, version check, nothing lost on failure) holds here too.
+ten. The periodic sweep reads the scopes whose oldest pending id (`pending_since`, kept
+with `$min` as ids go pending; an ObjectId's first bytes are its creation time) is older
+than the fewest days any scope could have, and queues a consolidation for each whose
+oldest pending observation is older than its own days. The run is the ordinary one (on
+demand, below the threshold), so everything it promises (lease, version check, nothing
+lost on failure) holds here too.
 A scope with a consolidation queued or running gets no second one; a paused scope none.
 """
 
@@ -68,6 +69,9 @@ def aged_consolidations_sweep(
         scopes = store.scopes.pending_older_than(before, after=after, limit=page_size)
         for scope in scopes:
             if not consolidation_age_due(store=store, scope=scope, now=now):
+                # Its `pending_since` is older than its list (those ids left pending):
+                # made true again, so the next pass does not read it for nothing.
+                store.scopes.pending_since_heal(ObjectId(scope.id))
                 continue
             if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
                 continue  # a run is queued or running: it folds these too

@@ -101,6 +101,7 @@ DECLARED_INDEXES: list[IndexSpec] = [
 RETIRED_INDEXES: tuple[RetiredIndex, ...] = (
     *observations.RETIRED_INDEXES,
     *embeddings.RETIRED_INDEXES,
+    *scopes.RETIRED_INDEXES,
 )
 
 

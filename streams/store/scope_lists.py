@@ -121,6 +121,12 @@ class ScopeIdLists:
         add_to_list(
             self.collection, scope_id, "pending_observation_ids", observation_ids, session=session
         )
+        if observation_ids:  # the age sweep's key (`ScopeRepository.pending_older_than`)
+            self.collection.update_one(
+                {"_id": scope_id},
+                {"$min": {"pending_since": min(observation_ids)}},
+                session=session,
+            )
 
 
 def add_to_list(

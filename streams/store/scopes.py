@@ -20,7 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from streams.core.documents import EPOCH, Scope, ScopeType
 from streams.core.screened import ScreenedText, require_screened
 from streams.store.flavour import workarounds
-from streams.store.indexes import IndexSpec, index
+from streams.store.indexes import IndexSpec, RetiredIndex, index
 from streams.store.paging import (
     page_by_seq,
     page_by_seq_ascending,
@@ -46,14 +46,25 @@ INDEXES: list[IndexSpec] = [
         name="max_observations",
         options={"sparse": True},
     ),
-    # Consolidation by age: the scopes holding a pending id older than a time (an
-    # ObjectId's first bytes are its creation time). Multikey over the pending list.
+    # Consolidation by age: the scopes whose oldest pending id (`pending_since`, kept
+    # with `$min` as ids go pending; an ObjectId's first bytes are its creation time)
+    # is older than a time. One entry a scope, where a multikey index over the pending
+    # list was an entry per pending id, rewritten at every write of the scope.
     IndexSpec(
         collection=COLLECTION,
-        keys=(("pending_observation_ids", 1), ("_id", 1)),
-        name="pending_age",
+        keys=(("pending_since", 1), ("_id", 1)),
+        name="pending_since",
     ),
 ]
+RETIRED_INDEXES = (
+    RetiredIndex(
+        COLLECTION,
+        "pending_age",
+        "multikey over the pending list: each add's claim of the scope rewrote an entry per "
+        "pending id (16 clients: about a third of the adds a second); `pending_since` answers "
+        "the age sweep with one entry",
+    ),
+)
 
 
 class ScopeRepository(ScopeIdLists):
@@ -94,13 +105,51 @@ class ScopeRepository(ScopeIdLists):
     def pending_older_than(
         self, before: ObjectId, *, after: ObjectId | None, limit: int
     ) -> list[Scope]:
-        """Active scopes with a pending observation whose id is older than `before`, in
-        `_id` order after `after` (the age sweep's pages)."""
-        query: dict[str, Any] = {"pending_observation_ids": {"$lt": before}, "is_active": True}
+        """Active scopes whose `pending_since` is older than `before`, in `_id` order after
+        `after` (the age sweep's pages). It may be older than the list's oldest id (ids
+        leave pending without it: the sweep checks the list, and heals it)."""
+        query: dict[str, Any] = {"pending_since": {"$lt": before}, "is_active": True}
         if after is not None:
             query["_id"] = {"$gt": after}
         cursor = self.collection.find(query).sort("_id", 1).limit(limit)
         return [Scope.from_mongo(d) for d in cursor]
+
+    def pending_since_heal(self, scope_id: ObjectId) -> None:
+        """`pending_since` made the pending list's oldest id again (unset when it is
+        empty), unless a write moved it on since this read (a restore's older ids)."""
+        doc = self.collection.find_one(
+            {"_id": scope_id}, {"pending_observation_ids": 1, "pending_since": 1}
+        )
+        if doc is None:
+            return
+        oldest = min(doc.get("pending_observation_ids") or [], default=None)
+        seen = doc.get("pending_since")
+        if seen == oldest:
+            return
+        update = (
+            {"$set": {"pending_since": oldest}} if oldest else {"$unset": {"pending_since": ""}}
+        )
+        self.collection.update_one({"_id": scope_id, "pending_since": seen}, update)
+
+    def pending_since_backfill(self, *, batch: int = 500) -> int:
+        """Scopes stored before `pending_since` with pending ids get it (the deploy's
+        `ensure_indexes`); how many. Every scope read once, in `_id` pages."""
+        done = 0
+        after = ObjectId("0" * 24)
+        while True:
+            query = {"_id": {"$gt": after}}
+            projection = {"pending_observation_ids": 1, "pending_since": 1}
+            docs = list(self.collection.find(query, projection).sort("_id", 1).limit(batch))
+            for doc in docs:
+                ids = doc.get("pending_observation_ids") or []
+                if ids and "pending_since" not in doc:
+                    self.collection.update_one(
+                        {"_id": doc["_id"]}, {"$min": {"pending_since": min(ids)}}
+                    )
+                    done += 1
+            if len(docs) < batch:
+                return done
+            after = docs[-1]["_id"]
 
     def count_retention_purge(self, scope_id: ObjectId, count: int, *, now: datetime) -> None:
         """Retention removed `count` observations of the scope (shown on its page)."""
@@ -299,6 +348,7 @@ class ScopeRepository(ScopeIdLists):
         }
         if pending_ids:
             update["$push"] = {"pending_observation_ids": {"$each": pending_ids}}
+            update["$min"] = {"pending_since": min(pending_ids)}
         claim: dict[str, Any] = {"_id": scope_id, "observation_seq": expected_seq}
         if expected_log_rev is not None:
             # A scope stored before the field existed has none: revision 0.

@@ -8,8 +8,11 @@ The sweep takes the time it runs at (`now`): a pass "12 days later" is a call wi
 from __future__ import annotations
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from bson import ObjectId
+from django.core.management import call_command
 
 from memory_admin.jobs.tasks import enqueue, sweep_aged_pending
 from memory_admin.stores import get_store
@@ -204,3 +207,44 @@ def test_the_sweep_pages_through_every_due_scope(api, store, run_tasks):
         for job in jobs:
             enqueue(job)
     assert [scope_of(api, s)["pending_count"] for s in scope_ids] == [0] * 5
+
+
+# -- the sweep's key: `pending_since`, one index entry a scope ---------------------------
+
+
+def pending_since(store, scope_id: str):
+    return store.scopes.collection.find_one({"_id": ObjectId(scope_id)}).get("pending_since")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_oldest_pending_id_is_the_sweeps_key_and_a_stale_one_is_healed(
+    api, store, run_tasks, kind
+):
+    scope_id = make_scope(api, store, kind)
+    add_three(api, scope_id)
+    pending = scope_of(api, scope_id)
+    oldest = min(store.scopes.get(ObjectId(scope_id)).pending_observation_ids)
+    assert str(pending_since(store, scope_id)) == oldest
+    # Every pending observation deleted: the key stays (ids leave pending without it)...
+    for observation_id in store.scopes.get(ObjectId(scope_id)).pending_observation_ids:
+        response = api.delete(f"{API}/observations/{observation_id}")
+        assert response.status_code in (200, 204), response.content
+    assert pending_since(store, scope_id) is not None
+    # ...until a pass reads the scope, finds nothing due, and makes it true: unset.
+    assert sweep(run_tasks, days_later=12) == 0
+    assert pending_since(store, scope_id) is None
+    assert pending["pending_count"] == 3
+
+
+def test_scopes_stored_before_the_key_get_it_from_ensure_indexes(api, store, run_tasks):
+    scope_id = make_scope(api, store, "group")
+    add_three(api, scope_id)
+    store.scopes.collection.update_one(
+        {"_id": ObjectId(scope_id)}, {"$unset": {"pending_since": ""}}
+    )  # as an earlier version stored it
+    assert sweep(run_tasks, days_later=12) == 0  # not found without its key
+    out = StringIO()
+    call_command("ensure_indexes", stdout=out)
+    assert "pending_since set on 1 scopes" in out.getvalue()
+    assert sweep(run_tasks, days_later=12) == 1
+    assert scope_of(api, scope_id)["pending_count"] == 0

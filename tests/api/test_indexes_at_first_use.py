@@ -64,6 +64,7 @@ def test_ensure_indexes_drops_the_retired_ones_and_creates_their_replacements(st
         "propagated_from_1": [("propagated_from", 1)],
         "embedding_stale_1": [("embedding_stale", 1)],
         "o_1": [("o", 1)],
+        "pending_age": [("pending_observation_ids", 1), ("_id", 1)],
     }
     for retired in RETIRED_INDEXES:
         bare_db[retired.collection].create_index(old_keys[retired.name], name=retired.name)
@@ -77,3 +78,4 @@ def test_ensure_indexes_drops_the_retired_ones_and_creates_their_replacements(st
     assert observations["propagated_from_sparse"].get("sparse") is True
     assert observations["embedding_stale_sparse"].get("sparse") is True
     assert bare_db["memory_search_terms"].index_information()["o_sparse"].get("sparse") is True
+    assert "pending_since" in bare_db["memory_scopes"].index_information()

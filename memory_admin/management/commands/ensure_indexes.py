@@ -18,6 +18,9 @@ class Command(BaseCommand):
         store = get_store()
         names = store.ensure_indexes()
         self.stdout.write(f"{len(names)} indexes in place")
+        dated = store.scopes.pending_since_backfill()
+        if dated:
+            self.stdout.write(f"pending_since set on {dated} scopes (the age sweep's key)")
         converted = search_layout_ensure(store=store)
         if converted:
             self.stdout.write(f"search index of {converted} scopes converted to the new layout")
