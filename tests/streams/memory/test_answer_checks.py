@@ -289,13 +289,8 @@ def _as_many_as_fit(words: int):
     return answer
 
 
-@pytest.mark.parametrize("kind", list(SCOPES))
-def test_an_answer_that_fills_the_word_limit_is_kept_with_what_it_drops(
-    store: MemoryStore, fake_openai: FakeOpenAI, kind: str
-) -> None:
-    """Ten facts, a 50-word memory: four fit. Refused below the floor, such a scope never
-    consolidated (each run failed and was retried); kept, its drops are on the record."""
-    fake_openai.set_responder(_as_many_as_fit(50))
+def _fifty_word_scope(store: MemoryStore, kind: str) -> str:
+    """A scope of `kind` holding `MANY_FACTS` pending, its memory limited to 50 words."""
     scope_id = _scope(store, kind, MANY_FACTS)
     scope_update(
         store=store,
@@ -303,6 +298,17 @@ def test_an_answer_that_fills_the_word_limit_is_kept_with_what_it_drops(
         changes={"consolidation_max_words": 50},
         actor="ui:ann",
     )
+    return scope_id
+
+
+@pytest.mark.parametrize("kind", list(SCOPES))
+def test_an_answer_that_fills_the_word_limit_is_kept_with_what_it_drops(
+    store: MemoryStore, fake_openai: FakeOpenAI, kind: str
+) -> None:
+    """Ten facts, a 50-word memory: four fit. Refused below the floor, such a scope never
+    consolidated (each run failed and was retried); kept, its drops are on the record."""
+    fake_openai.set_responder(_as_many_as_fit(50))
+    scope_id = _fifty_word_scope(store, kind)
     _, run = _consolidate(store, scope_id)
     run()
     settle(store)
@@ -318,13 +324,7 @@ def test_a_short_answer_that_drops_most_facts_is_still_refused_under_a_tight_lim
     store: MemoryStore, fake_openai: FakeOpenAI, kind: str
 ) -> None:
     fake_openai.set_responder(_as_many_as_fit(15))  # one fact, though 50 words would hold four
-    scope_id = _scope(store, kind, MANY_FACTS)
-    scope_update(
-        store=store,
-        scope=scope_get(store=store, scope_id=scope_id),
-        changes={"consolidation_max_words": 50},
-        actor="ui:ann",
-    )
+    scope_id = _fifty_word_scope(store, kind)
     _, run = _consolidate(store, scope_id)
     with pytest.raises(LLMError, match="below_floor"):
         run()

@@ -9,13 +9,14 @@ spread those increments; the reads sum them.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pymongo import MongoClient, monitoring
 
 from streams.actions import Actor
 from streams.actions.observations import do_observation_add
-from streams.core.documents import utcnow
+from streams.core.documents import Observation, Scope, utcnow
 from streams.records.activity import activity_days
 from streams.store import MemoryStore
 from streams.store.counter_shards import SHARDS, THREADS_PER_PROCESS, shard_of
@@ -45,35 +46,49 @@ class Conflicts(monitoring.CommandListener):
                 self.count += 1
 
 
-def test_sixteen_threads_adding_for_one_agent_all_succeed_and_the_counters_sum_exactly(
-    store, embedded_mongo, memory_db
-):
+def group_scopes(store, agent_id: str) -> list[Scope]:
+    return [ScopeFactory.create(store=store, agent_id=agent_id, group=True) for _ in range(CLIENTS)]
+
+
+def adds_at_once(
+    embedded_mongo, memory_db, scopes: list[Scope], content: Callable[[int, int], str]
+) -> tuple[list[Observation], int]:
+    """A thread per scope, each adding `ADDS_EACH` observations (`content(client, k)`),
+    all at once; what they added and how many commands the store refused with a write
+    conflict meanwhile."""
     conflicts = Conflicts()
     client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[conflicts])
     adding = MemoryStore(client, memory_db)
-    scopes = [ScopeFactory.create(store=store, agent_id="busy", group=True) for _ in range(CLIENTS)]
-    before = store.agents.get("busy")
-    assert before is not None
     start = threading.Barrier(CLIENTS)
     actor = Actor.api("bench")
 
-    def adder(n: int) -> list[str]:
+    def adder(n: int) -> list[Observation]:
         start.wait()  # all at once: the adds overlap
         return [
-            do_observation_add(
-                store=adding, actor=actor, scope=scopes[n], content=f"Client {n} fact {k}."
-            ).id
+            do_observation_add(store=adding, actor=actor, scope=scopes[n], content=content(n, k))
             for k in range(ADDS_EACH)
         ]
 
     with ThreadPoolExecutor(CLIENTS) as pool:
-        added = [i for ids in pool.map(adder, range(CLIENTS)) for i in ids]
+        added = [o for batch in pool.map(adder, range(CLIENTS)) for o in batch]
     client.close()
+    return added, conflicts.count
 
-    assert len(set(added)) == CLIENTS * ADDS_EACH
+
+def test_sixteen_threads_adding_for_one_agent_all_succeed_and_the_counters_sum_exactly(
+    store, embedded_mongo, memory_db
+):
+    scopes = group_scopes(store, "busy")
+    before = store.agents.get("busy")
+    assert before is not None
+    added, conflicts = adds_at_once(
+        embedded_mongo, memory_db, scopes, lambda n, k: f"Client {n} fact {k}."
+    )
+
+    assert len({o.id for o in added}) == CLIENTS * ADDS_EACH
     # One counter document per agent and day: ~5 conflicts per add (318 for these 64).
     # On shards only what else the adds share is left (a few in a run).
-    assert conflicts.count < CLIENTS * ADDS_EACH // 2
+    assert conflicts < CLIENTS * ADDS_EACH // 2
     after = store.agents.get("busy")
     assert after is not None
     assert after.observation_count - before.observation_count == CLIENTS * ADDS_EACH
@@ -90,33 +105,18 @@ def test_sixteen_threads_adding_for_one_agent_all_succeed_and_the_counters_sum_e
 def test_concurrent_adds_held_for_review_count_on_shards_too(store, embedded_mongo, memory_db):
     """A held add takes itself back off the pending count (it waits for a person): written
     on the agent's own document, every concurrent add with a held item conflicted on it."""
-    conflicts = Conflicts()
-    client = MongoClient(embedded_mongo.uri, tz_aware=True, event_listeners=[conflicts])
-    adding = MemoryStore(client, memory_db)
-    scopes = [ScopeFactory.create(store=store, agent_id="held", group=True) for _ in range(CLIENTS)]
+    scopes = group_scopes(store, "held")
     before = store.agents.get("held")
     assert before is not None
-    start = threading.Barrier(CLIENTS)
-    actor = Actor.api("bench")
+    added, conflicts = adds_at_once(
+        embedded_mongo,
+        memory_db,
+        scopes,
+        lambda n, k: f"Client {n}'s on-call phone {k} is +44 20 7946 0{n:02d}{k}.",
+    )
 
-    def adder(n: int) -> list[str]:
-        start.wait()
-        return [
-            do_observation_add(
-                store=adding,
-                actor=actor,
-                scope=scopes[n],
-                content=f"Client {n}'s on-call phone {k} is +44 20 7946 0{n:02d}{k}.",
-            ).status
-            for k in range(ADDS_EACH)
-        ]
-
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        statuses = [s for batch in pool.map(adder, range(CLIENTS)) for s in batch]
-    client.close()
-
-    assert statuses == ["in_review"] * (CLIENTS * ADDS_EACH)
-    assert conflicts.count < CLIENTS * ADDS_EACH // 2
+    assert [o.status for o in added] == ["in_review"] * (CLIENTS * ADDS_EACH)
+    assert conflicts < CLIENTS * ADDS_EACH // 2
     after = store.agents.get("held")
     assert after is not None
     assert after.observation_count - before.observation_count == CLIENTS * ADDS_EACH
