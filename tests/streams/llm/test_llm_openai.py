@@ -28,14 +28,6 @@ from streams.llm.port import (
 from tests.fakes.openai_server import FakeOpenAI, MalformedBody, embedding_vector
 from tests.fakes.openai_wire import DEFAULT_JSON_TEXT, DEFAULT_TEXT, estimate_tokens
 
-
-@pytest.fixture(autouse=True)
-def memory_db() -> str:
-    """Overrides the suite's per-test database: nothing here touches the store, so these
-    tests neither wait for the embedded server nor create databases."""
-    return ""
-
-
 EXTRACTION_JSON = '{"observations": [{"content": "Gene prefers tea.", "scope": "individual"}]}'
 
 
