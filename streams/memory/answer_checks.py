@@ -35,6 +35,7 @@ from typing import Literal
 
 from streams.core.contradictions import values_and_subject
 from streams.llm.offline_extraction import extract_observations
+from streams.llm.offline_text import word_count
 from streams.llm.port import ExtractionContext, LLMError
 from streams.memory.fidelity import consolidation_fidelity
 
@@ -112,7 +113,7 @@ def consolidation_answer_check(
     if not own:
         raise AnswerRefused("no_sentence", f"it holds no sentence of its own ({answer[:40]!r})")
     fidelity = consolidation_fidelity(previous=previous, text=text, absorbed=absorbed)
-    full = limit is not None and len(text.split()) >= FULL_SHARE * limit
+    full = limit is not None and word_count(text) >= FULL_SHARE * limit
     if absorbed and fidelity.stated_share < floor and not full:
         missing = len(fidelity.unstated_observation_ids)
         raise AnswerRefused(

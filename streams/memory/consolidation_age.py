@@ -69,9 +69,11 @@ def aged_consolidations_sweep(
         scopes = store.scopes.pending_older_than(before, after=after, limit=page_size)
         for scope in scopes:
             if not consolidation_age_due(store=store, scope=scope, now=now):
-                # Its `pending_since` is older than its list (those ids left pending):
-                # made true again, so the next pass does not read it for nothing.
-                store.scopes.pending_since_heal(ObjectId(scope.id))
+                oldest = oldest_pending_at(scope)
+                if oldest is None or oldest >= before.generation_time:
+                    # Found by a `pending_since` older than its list (those ids left
+                    # pending): made true again, so the next pass does not read it.
+                    store.scopes.pending_since_heal(ObjectId(scope.id))
                 continue
             if store.jobs.active_for_scope(ObjectId(scope.id), "consolidation") is not None:
                 continue  # a run is queued or running: it folds these too
