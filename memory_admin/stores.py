@@ -74,6 +74,7 @@ def get_store() -> MemoryStore:
         access_flush_seconds=settings.MEMORY_ACCESS_FLUSH_SECONDS,
         context_log_days=settings.MEMORY_CONTEXT_LOG_DAYS,
         conflict_seconds=settings.MEMORY_STORE_CONFLICT_SECONDS,
+        transactions_per_process=settings.MEMORY_STORE_TRANSACTIONS_PER_PROCESS,
         review_mode_shared=settings.MEMORY_REVIEW_MODE_SHARED,
         collective_min_groups=settings.MEMORY_COLLECTIVE_MIN_GROUPS,
         instruction_policy=InstructionPolicy.parse(settings.MEMORY_INSTRUCTION_POLICY),

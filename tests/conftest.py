@@ -57,6 +57,9 @@ def memory_db(
     # so tests stay deterministic; tests/api/test_never_block.py turns the pool on.
     settings.MEMORY_INPROCESS_WORKERS = 0
     settings.MEMORY_INPROCESS_ISOLATION = "thread"
+    # The race tests overlap transactions of one process on purpose: no gate here
+    # (tests/streams/store/test_transaction_gate.py tests it; the rehearsal runs with it).
+    settings.MEMORY_STORE_TRANSACTIONS_PER_PROCESS = 0
     settings.MONGODB_DB = db_name
     client = get_client(embedded_mongo.uri)
     yield db_name
@@ -99,7 +102,12 @@ def store(embedded_mongo: EmbeddedServer, memory_db: str) -> MemoryStore:
     from memory_admin.stores import erasure_key
 
     # The served requests' key, so a tombstone one side leaves the other side sees.
-    return MemoryStore(get_client(embedded_mongo.uri), memory_db, erasure_key=erasure_key())
+    return MemoryStore(
+        get_client(embedded_mongo.uri),
+        memory_db,
+        erasure_key=erasure_key(),
+        transactions_per_process=0,  # as the served requests' (`memory_db`)
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,11 @@ MEMORY_STORE_RETRY_AFTER_SECONDS = 2
 # MEMORY_STORE_TRANSACTION_LIFETIME_SECONDS, 10 by default; mongod after its
 # transactionLifetimeLimitSeconds, 60 by default).
 MEMORY_STORE_CONFLICT_SECONDS: float = env_float("MEMORY_STORE_CONFLICT_SECONDS", 5.0)
+# At most this many store transactions of one process open at once (0: no limit); the
+# others wait in the process, holding no snapshot (`streams.store.transaction_gate`).
+# Unset: the flavour's (1 on the embedded store, no limit on MongoDB; docs/store.md).
+_TRANSACTIONS = env_optional("MEMORY_STORE_TRANSACTIONS_PER_PROCESS")
+MEMORY_STORE_TRANSACTIONS_PER_PROCESS: int | None = int(_TRANSACTIONS) if _TRANSACTIONS else None
 # The one switch of the embedded store's workarounds (docs/store.md): `embedded` or
 # `mongodb`; unset, the server's buildInfo decides (SecantusDB names itself there).
 MEMORY_STORE_FLAVOUR: Flavour | None = parse_flavour(env_optional("MEMORY_STORE_FLAVOUR"))

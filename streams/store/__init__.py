@@ -60,6 +60,7 @@ from streams.store import (
 )
 from streams.store.flavour import Flavour, Workarounds, choose_flavour, workarounds
 from streams.store.indexes import IndexSpec, RetiredIndex, apply_indexes
+from streams.store.transaction_gate import TransactionGate, process_gate
 from streams.store.write_batch import WriteBatch
 
 T = TypeVar("T")
@@ -137,6 +138,7 @@ class MemoryStore:
         review_undo_seconds: int = 600,
         flavour: Flavour | None = None,
         default_models: dict[str, str] | None = None,
+        transactions_per_process: int | None = None,
     ) -> None:
         self.client = client
         if flavour is not None:  # MEMORY_STORE_FLAVOUR; unset: the server's buildInfo says
@@ -146,6 +148,9 @@ class MemoryStore:
         self.conflict_seconds = (
             TRANSACTION_RETRY_SECONDS if conflict_seconds is None else conflict_seconds
         )
+        # At most this many of the process's transactions open at once
+        # (MEMORY_STORE_TRANSACTIONS_PER_PROCESS; None: the flavour's; `transaction_gate`).
+        self.transactions_per_process = transactions_per_process
         self.db = client[db_name]
         self.name = db_name  # the database's name (per-database caches key on it)
         # Settings new scopes start with (MEMORY_CONSOLIDATION_THRESHOLD, _MAX_WORDS).
@@ -228,6 +233,15 @@ class MemoryStore:
         """The embedded store's workarounds on or off (`streams.store.flavour`)."""
         return workarounds(self.client)
 
+    @property
+    def transaction_gate(self) -> TransactionGate:
+        """The process's gate for this store's transactions (asked at the first
+        transaction, so a store that is down costs no `buildInfo` before it)."""
+        slots = self.transactions_per_process
+        if slots is None:
+            slots = self.workarounds.transactions_per_process
+        return process_gate(slots)
+
     def ensure_indexes(self) -> list[str]:
         return apply_indexes(self.db, DECLARED_INDEXES, RETIRED_INDEXES)
 
@@ -263,7 +277,7 @@ class MemoryStore:
         batch adds at 16 clients). An orphan's conflicts come at once: still 503 within it.
         """
         deadline = math.inf
-        with self.client.start_session() as session:
+        with self.transaction_gate.slot(), self.client.start_session() as session:
             retry = 0
             while True:
                 if retry:

@@ -25,6 +25,8 @@ FLAVOURS: tuple[Flavour, ...] = (EMBEDDED, MONGODB)
 # Ids a `$pull {$in}` or `$addToSet {$each}` takes on the embedded store, which compares
 # every id with every listed one (10,000 of each took minutes); more: read and `$set`.
 EMBEDDED_LIST_INLINE = 64
+# Store transactions of one process open at once on the embedded store (`transaction_gate`).
+EMBEDDED_TRANSACTIONS_PER_PROCESS = 1
 
 _chosen: weakref.WeakKeyDictionary[MongoClient, Flavour] = weakref.WeakKeyDictionary()
 _detected: weakref.WeakKeyDictionary[MongoClient, Flavour] = weakref.WeakKeyDictionary()
@@ -58,6 +60,13 @@ class Workarounds:
         """Whether a client `bulkWrite` may be a transaction's first command (the
         embedded store refuses the read concern pymongo sends with that command)."""
         return not self.embedded
+
+    @property
+    def transactions_per_process(self) -> int:
+        """How many of a process's transactions may be open at once (0: no limit). Every
+        open transaction pins the embedded store's snapshot horizon, and a dozen at a time
+        stalled its writes in WiredTiger's page-in loop; mongod's do not stall so."""
+        return EMBEDDED_TRANSACTIONS_PER_PROCESS if self.embedded else 0
 
     @property
     def kill_sessions_before_drop(self) -> bool:

@@ -69,6 +69,7 @@ from streams.store.postings import (
     totals_key,
     unpack,
 )
+from streams.store.transaction_gate import current_gate
 from streams.store.write_batch import WriteBatch
 
 COLLECTION = "memory_search_terms"
@@ -313,7 +314,7 @@ class SearchIndexRepository:
         # Not `with_transaction`: it retries for 120 s, and a folder meeting a closed
         # client or a dropped store would hang that long. A few conflicts are retried;
         # what is left stays pending (searchable) for the next fold.
-        with self.collection.database.client.start_session() as own:
+        with current_gate().slot(), self.collection.database.client.start_session() as own:
             for attempt in range(FOLD_ATTEMPTS):
                 own.start_transaction(
                     read_concern=ReadConcern("snapshot"),

@@ -94,6 +94,7 @@ def test_each_workaround_is_on_for_the_embedded_store_only():
     assert embedded.lists_set_whole and not mongodb.lists_set_whole
     assert not embedded.batch_may_lead and mongodb.batch_may_lead
     assert embedded.kill_sessions_before_drop and not mongodb.kill_sessions_before_drop
+    assert embedded.transactions_per_process == 1 and mongodb.transactions_per_process == 0
 
 
 @pytest.mark.parametrize("count", [3, PULL_INLINE + 40])
