@@ -18,7 +18,9 @@ The texts are LoCoMo dev turns (as `versus_mem0`). Per cell: successful calls pe
 second, p50 and p95 of the calls, and the calls that failed (not 2xx / raised).
 
 `--quick` (or CI set): levels 1 and 2, 1 s each, ours only (mem0 is skipped with a
-message, as it is when `.venv-mem0` is missing).
+message, as it is when `.venv-mem0` is missing). `--levels 16 --seconds 45
+--operations "single add" --ours-only` is one sustained cell of ours, for an A/B of a
+setting (docs/benchmarks.md, "Open transactions").
 """
 
 from __future__ import annotations
@@ -47,9 +49,10 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
     seconds = 1.0 if quick else args.seconds
     texts = _texts()
     queries = [" ".join(t.split()[1:9]) for t in texts[::7]] or ["What did they say?"]
-    python = None if quick else mem0_python()
-    if quick:
-        print("concurrency: quick mode (or CI): ours only, mem0 skipped")
+    operations = tuple(args.operations)
+    python = None if quick or args.ours_only else mem0_python()
+    if quick or args.ours_only:
+        print("concurrency: ours only, mem0 skipped (--quick, CI or --ours-only)")
     elif python is None:
         print(
             f"concurrency: mem0 skipped: no mem0 environment ({MEM0_VENV / 'bin' / 'python'}). "
@@ -66,11 +69,11 @@ def run(sizes: list[int] | None = None, argv: list[str] | None = None) -> dict:
     ):
         mem0 = Mem0(python, Path(tmp)) if python is not None else None
         try:
-            for name in OPERATIONS:  # every worker's imports and first reads, not measured
+            for name in operations:  # every worker's imports and first reads, not measured
                 warm = [_ours(server, name, c, texts, queries, "warm") for c in range(3)]
                 drive(server, 0.5 if quick else 2.0, warm)
             for level in levels:
-                for k, name in enumerate(OPERATIONS):
+                for k, name in enumerate(operations):
                     first = (k + level) % 2 == 0
                     for system in ("ours", "mem0") if first else ("mem0", "ours"):
                         calls = _measure(system, server, mem0, name, level, seconds, texts, queries)
@@ -116,7 +119,22 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--levels", type=lambda s: [int(x) for x in s.split(",")], default=list(LEVELS)
     )
+    parser.add_argument(
+        "--operations",
+        type=_operations,
+        default=list(OPERATIONS),
+        help=f"comma-separated, of: {', '.join(OPERATIONS)} (default all)",
+    )
+    parser.add_argument("--ours-only", action="store_true", help="skip mem0 (an A/B of ours)")
     return parser.parse_args(argv)
+
+
+def _operations(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in OPERATIONS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"operations are of: {', '.join(OPERATIONS)}")
+    return names
 
 
 def _texts() -> list[str]:

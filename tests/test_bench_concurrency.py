@@ -4,6 +4,8 @@ And the index-entry count of `store_floor`'s second table."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import concurrency
 from benchmarks.concurrency_clients import OPERATIONS
 from benchmarks.index_entries import index_keys
@@ -33,3 +35,11 @@ def test_index_keys_count_array_elements_and_skip_what_a_sparse_index_leaves_out
     assert len(index_keys(pair, {"agent_id": "a"})) == 1  # a null entry
     assert index_keys(sparse, {"agent_id": "a"}) == set()
     assert len(index_keys(sparse, {"o": ["x", "y", "z"]})) == 3
+
+
+def test_one_operation_of_ours_alone_for_an_a_b_of_a_setting() -> None:
+    args = concurrency._arguments(["--operations", "single add,batch add", "--ours-only"])
+    assert args.operations == ["single add", "batch add"] and args.ours_only
+    assert concurrency._arguments([]).operations == list(OPERATIONS)
+    with pytest.raises(SystemExit):
+        concurrency._arguments(["--operations", "single ad"])
