@@ -375,12 +375,13 @@ class SearchIndexRepository:
             docs = list(self.collection.find({"k": {"$in": keys}}, limit=10**9))
             return _stats(docs, read_all=True, keys=set(keys))
         limit = len(keys) * (index_format.RARE_CHUNKS + 2) + search_pending.READ_LIMIT
-        docs = list(self.collection.find({"f": True, "k": {"$in": keys}}, limit=limit))
+        query = {"f": True, "k": {"$in": keys}}
+        docs = list(self.collection.find(query, limit=limit))
         if len(docs) >= limit:
             # More pending documents than one read holds (the fold fell behind, under
             # load): the rest would be cut off. Fold these scopes now, then read again.
             self.fold(set(scope_ids))
-            docs = list(self.collection.find({"f": True, "k": {"$in": keys}}, limit=limit))
+            docs = list(self.collection.find(query, limit=limit))
         return _stats(docs, keys=set(keys))
 
     def insert_fresh(

@@ -41,27 +41,22 @@ class TransactionGate:
         """Hold one of the process's transaction slots for the block (or the thread's own,
         when it holds one already)."""
         depth = getattr(self._local, "depth", 0)
-        if self._semaphore is None or depth:
-            self._local.depth = depth + 1
-            try:
-                yield
-            finally:
-                self._local.depth = depth
-            return
-        taken = self._semaphore.acquire(timeout=self.wait_seconds)
-        if not taken:
-            logger.warning(
-                "no store transaction slot within %.0f s (%d per process): going ahead",
-                self.wait_seconds,
-                self.slots,
-            )
-        self._local.depth = 1
+        semaphore, taken = self._semaphore, False
+        if semaphore is not None and not depth:
+            taken = semaphore.acquire(timeout=self.wait_seconds)
+            if not taken:
+                logger.warning(
+                    "no store transaction slot within %.0f s (%d per process): going ahead",
+                    self.wait_seconds,
+                    self.slots,
+                )
+        self._local.depth = depth + 1
         try:
             yield
         finally:
-            self._local.depth = 0
-            if taken:
-                self._semaphore.release()
+            self._local.depth = depth
+            if semaphore is not None and taken:
+                semaphore.release()
 
 
 _gates: dict[tuple[int, int], TransactionGate] = {}
