@@ -10,11 +10,11 @@ round trip as the client sees it, store server time plus one loopback hop).
 from __future__ import annotations
 
 import functools
+import importlib
 import json
 import os
 import threading
 import time
-import types
 from typing import Any
 
 from pymongo import monitoring
@@ -75,48 +75,42 @@ class Commands(monitoring.CommandListener):
         _local.commands.append((label, start, event.duration_micros / 1000))
 
 
+# (module, attribute, stage): what a profiled worker times. An attribute of a class is
+# "Class.method". tests/test_bench_profile_hooks.py checks every one still exists, so a
+# rename in the tree fails a test instead of the profiled worker's boot.
+STAGES: tuple[tuple[str, str, str], ...] = (
+    ("memory_admin.api.auth", "ApiKeyAuth.authenticate", "auth (API key, SQLite)"),
+    ("memory_admin.api.v1.observations", "get_store", "get_store"),
+    ("memory_admin.stores", "get_store", "get_store"),
+    ("memory_admin.api.v1.observations", "scope_get", "scope read"),
+    ("memory_admin.api.v1.observations", "do_observation_add", "action do_observation_add"),
+    ("streams.actions.observations", "observation_add", "observation_add"),
+    ("streams.actions.observations", "schedule", "job dispatch (schedule)"),
+    ("streams.store", "MemoryStore.in_transaction", "transaction (whole)"),
+    ("streams.memory.observations", "observations_append", "append (claim+insert+postings)"),
+    ("streams.memory.add_writes", "record_added", "audit entry"),
+    ("streams.memory.add_writes", "counters_add", "counters (agent + day)"),
+    ("streams.memory.add_writes", "threshold_job", "threshold check"),
+    ("streams.store.write_batch", "WriteBatch.flush", "write batch (one bulkWrite)"),
+    ("memory_admin.jobs.inprocess", "submit", "in-process pool hand-off"),
+    ("ninja.operation", "Operation.run", "ninja operation (auth+parse+view+render)"),
+)
+
+
+def stage_target(module: str, attribute: str) -> tuple[Any, str]:
+    """The object that owns `attribute` of `module` and the attribute's own name."""
+    owner: Any = importlib.import_module(module)
+    *path, name = attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part)
+    getattr(owner, name)  # AttributeError here: the stage names what is gone
+    return owner, name
+
+
 def install() -> None:
     monitoring.register(Commands())
-
-    import memory_admin.api.auth as auth
-    import memory_admin.api.v1.observations as api_observations
-    import memory_admin.stores as stores
-    import streams.actions.observations as actions
-    import streams.memory.observations as observations
-    from streams.store import MemoryStore
-
-    timed(auth.ApiKeyAuth, "authenticate", "auth (API key, SQLite)")
-    timed(api_observations, "get_store", "get_store")
-    timed(stores, "get_store", "get_store")
-    timed(api_observations, "scope_get", "scope read")
-    timed(api_observations, "do_observation_add", "action do_observation_add")
-    timed(actions, "observation_add", "observation_add")
-    timed(actions, "schedule", "job dispatch (schedule)")
-    timed(MemoryStore, "in_transaction", "transaction (whole)")
-    timed(observations, "observations_append", "append (claim+insert+postings)")
-    tail: types.ModuleType
-    try:  # an add's tail (audit entry, counters, threshold) moved to `add_writes`
-        import streams.memory.add_writes as tail
-    except ImportError:  # a tree from before: they were in `observations`
-        tail = observations
-    timed(tail, "audit_record", "audit entry")
-    timed(tail, "counters_add", "counters (agent + day)")
-    timed(tail, "threshold_job", "threshold check")
-    try:
-        from streams.store.write_batch import WriteBatch
-
-        timed(WriteBatch, "flush", "write batch (one bulkWrite)")
-    except ImportError:  # a tree from before the batch
-        pass
-    try:
-        import memory_admin.jobs.inprocess as inprocess
-
-        timed(inprocess, "submit", "in-process pool hand-off")
-    except ImportError:
-        pass
-    from ninja.operation import Operation
-
-    timed(Operation, "run", "ninja operation (auth+parse+view+render)")
+    for module, attribute, stage in STAGES:
+        timed(*stage_target(module, attribute), stage)
 
 
 def post_worker_init(worker: Any) -> None:
