@@ -20,7 +20,7 @@ from streams.context.tokens import estimate_tokens
 from streams.core.documents import Observation, Scope
 from streams.core.instruction_policy import DEFAULT_INSTRUCTION_POLICY, InstructionPolicy
 from streams.core.xml_text import SENTENCE_END, xml_attr, xml_text
-from streams.guard.instructions import INSTRUCTION
+from streams.guard.instructions import INSTRUCTION, instruction_like
 
 FLAG = "instruction"
 MARK = ' flag="instruction"'
@@ -77,7 +77,7 @@ def context_parts(
     parts = ContextParts(retrieved=list(retrieved))
     _fill_sections(parts, scopes, group_ids, group_names, user_name, recent)
     for section in (parts.collective, *parts.shards, *parts.groups, parts.user):
-        if section is not None and section.text and INSTRUCTION.search(section.text):
+        if section is not None and section.text and instruction_like(section.text):
             section.flagged = True
     return parts
 
@@ -126,7 +126,7 @@ def _policed(scope: Scope, policy: str) -> Scope:
     """`scope` with the instruction-like sentences of its consolidation left out, under
     `withhold` (the scope is copied: the caller's is not changed)."""
     text = scope.consolidation
-    if policy != "withhold" or not text or not INSTRUCTION.search(text):
+    if policy != "withhold" or not text or not instruction_like(text):
         return scope
     kept = [s for s in SENTENCE_END.split(text.strip()) if not INSTRUCTION.search(s)]
     return replace(scope, consolidation=" ".join(kept))

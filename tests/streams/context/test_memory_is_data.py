@@ -12,6 +12,7 @@ from streams.context.assemble import context_assemble
 from streams.context.chat import ChatMemory, chat_prepare
 from streams.context.log import context_calls_page
 from streams.core.instruction_policy import InstructionPolicy
+from streams.guard.instructions import instruction_like
 from streams.memory.consolidation import consolidation_edit
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
@@ -116,6 +117,36 @@ def test_a_consolidation_holding_an_order_marks_its_section(store, scopes):
     root = ET.fromstring(_context(store))
     [user] = root.iter("UserMemory")
     assert user.get("flag") == "instruction" and ORDER in (user.text or "")
+
+
+def test_the_section_mark_follows_the_consolidation_text_and_is_asked_once_per_text(store, scopes):
+    """The detector's answer is cached by text (every context call asks it of each
+    consolidation): a new consolidation gets a new answer, the same one is not searched
+    again."""
+    fresh = scope_get(store=store, scope_id=scopes["user"].id)
+    consolidation_edit(
+        store=store,
+        scope=fresh,
+        text=f"Gene likes Rust. {ORDER}",
+        expected_version=fresh.consolidation_version,
+        actor="operator",
+    )
+    [user] = ET.fromstring(_context(store)).iter("UserMemory")
+    assert user.get("flag") == "instruction"
+    misses = instruction_like.cache_info().misses
+    [user] = ET.fromstring(_context(store)).iter("UserMemory")
+    assert user.get("flag") == "instruction"
+    assert instruction_like.cache_info().misses == misses
+    fresh = scope_get(store=store, scope_id=scopes["user"].id)
+    consolidation_edit(
+        store=store,
+        scope=fresh,
+        text="Gene likes Rust and lives in Lisbon.",
+        expected_version=fresh.consolidation_version,
+        actor="operator",
+    )
+    [user] = ET.fromstring(_context(store)).iter("UserMemory")
+    assert user.get("flag") is None and "Lisbon" in (user.text or "")
 
 
 def test_the_policy_setting_is_parsed_and_checked():
