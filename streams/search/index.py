@@ -20,7 +20,7 @@ repository in streams/store/search.py keeps the documents).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from bson import ObjectId
@@ -93,6 +93,9 @@ class SearchHit:
     score: float
     matched_terms: list[str]
     explanation: Explanation | None = field(default=None, compare=False)
+    # The scope it was found in, as the search read it (`search_observations`): callers
+    # that show it need no second read.
+    scope: Scope | None = field(default=None, compare=False)
 
 
 # -- the index, on write -----------------------------------------------------------------
@@ -238,7 +241,8 @@ def search_observations(
         store.observations.record_access(
             [ObjectId(h.observation.id) for h in hits], now=now or utcnow()
         )
-    return hits
+    by_id = {s.id: s for s in scopes}
+    return [replace(h, scope=by_id.get(h.observation.scope_id)) for h in hits]
 
 
 def _usable(observation: Observation, include_superseded: bool, as_of: datetime | None) -> bool:

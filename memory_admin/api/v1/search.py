@@ -23,7 +23,6 @@ from streams.core.documents import ScopeType
 from streams.core.exceptions import InvalidInput
 from streams.search.index import MAX_LIMIT, search_observations
 from streams.search.relevance import relevance
-from streams.selectors import scopes_by_ids
 
 SearchText = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000, pattern=NOT_BLANK)
@@ -135,12 +134,7 @@ def search(
         observed_before=before,
         include_superseded=filters.include_superseded,
     )
-    scopes = {
-        s.id: s
-        for s in scopes_by_ids(
-            store=get_store(), scope_ids=sorted({h.observation.scope_id for h in hits})
-        )
-    }
+    scopes = {h.scope.id: h.scope for h in hits if h.scope is not None}
     named_scopes(request, scopes.values())
     items = [
         {
