@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 import httpx2 as httpx
@@ -395,3 +396,33 @@ def test_a_stream_closed_before_it_was_read_still_has_its_user_turn(
     response.close()  # the server gave up before sending a byte
     call = _one_call(store)
     assert call["outcome"] == "client_disconnected" and call["ingest_job_id"]
+
+
+def test_the_drain_waits_for_a_turn_the_server_has_not_handed_over_yet(
+    client: openai.OpenAI,
+    upstream: FakeOpenAI,
+    store: MemoryStore,
+    gene: dict[str, Any],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The server closes a response (and so hands its turn to the pool) after the client
+    may have read it. A drain in that gap (a test's teardown) must still wait for the
+    turn: it used to see nothing in flight, and the turn was filed after the test, under
+    the next test's settings (an empty `MONGODB_URI` there started a development store)."""
+    from memory_admin.api.v1 import chat
+
+    original = chat._AfterSendResponse.close
+
+    def late_close(self: Any) -> None:
+        time.sleep(1.0)  # the server is slow to close; the client has the answer
+        original(self)
+
+    monkeypatch.setattr(chat._AfterSendResponse, "close", late_close)
+    upstream.reply("Rust, for firmware.")
+    raw = client.chat.completions.with_raw_response.create(
+        model="memory-gpt", messages=HISTORY, metadata=MEMORY
+    )
+    assert raw.parse().choices[0].message.content == "Rust, for firmware."
+    assert chat.after_send_drain(timeout=20)
+    [call] = _calls(store, "s-1")  # filed before the drain returned, not eventually
+    assert str(call["_id"]) == raw.headers["X-Memory-Call-Id"]

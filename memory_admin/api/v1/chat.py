@@ -445,7 +445,8 @@ class _AfterSendResponse(HttpResponse):
 def _after(
     response: _AfterSendResponse, turn: ChatTurn, outcome: Callable[[], ChatOutcome]
 ) -> HttpResponse:
-    response.after_send = lambda: _finish_later(turn, outcome())
+    promise = _promised()
+    response.after_send = lambda: _finish_later(promise, turn, outcome)
     return response
 
 
@@ -465,6 +466,7 @@ def _relay(
     finished by `_RelayResponse.close` instead.
     """
     finished = threading.Event()
+    promise = _promised()
 
     def done(kind: str, text: str, first: float | None) -> None:
         if finished.is_set():
@@ -472,7 +474,7 @@ def _relay(
         finished.set()
         upstream_response.close()
         release()
-        _finish_later(turn, finish(kind, 200, text, first))
+        _finish_later(promise, turn, lambda: finish(kind, 200, text, first))
 
     def chunks() -> Iterator[bytes]:
         answer = SseAnswer()
@@ -512,17 +514,33 @@ class _RelayResponse(StreamingHttpResponse):
                 hook()
 
 
-def _finish_later(turn: ChatTurn, outcome: ChatOutcome) -> None:
-    """Hand the after-answer work to this process's small pool, off the request thread.
+def _promised() -> Future[None]:
+    """The after-answer work of a turn whose answer is built, counted in flight from now
+    on: the server closes the response, and so hands the work over, only after the client
+    may have read it, and `after_send_drain` must not miss it in between."""
+    promise: Future[None] = Future()
+    with _in_flight_lock:
+        _in_flight.add(promise)
+    promise.add_done_callback(_forget_future)
+    return promise
+
+
+def _finish_later(
+    promise: Future[None], turn: ChatTurn, outcome: Callable[[], ChatOutcome]
+) -> None:
+    """Hand the after-answer work to this process's small pool, off the request thread;
+    `promise` is kept when it is done.
 
     On the request thread it would hold the connection: a client's next call on the
     same keep-alive connection would wait for the previous turn's ingest. The pool's
     threads are joined at interpreter exit, so a graceful shutdown still finishes them.
     """
-    future = _AFTER_SEND.submit(_finish, turn, outcome)
-    with _in_flight_lock:
-        _in_flight.add(future)
-    future.add_done_callback(_forget_future)
+    try:
+        future = _AFTER_SEND.submit(_finish, turn, outcome())
+    except BaseException:
+        promise.set_result(None)
+        raise
+    future.add_done_callback(lambda _: promise.set_result(None))
 
 
 def _forget_future(future: Future[None]) -> None:
@@ -531,7 +549,8 @@ def _forget_future(future: Future[None]) -> None:
 
 
 def after_send_drain(timeout: float = 30.0) -> bool:
-    """Wait for the after-answer work already handed over (recording calls, ingests).
+    """Wait for the after-answer work of every answer built so far (recording calls,
+    ingests), handed over or about to be.
 
     For whoever is about to pull the store away (a test dropping its database, a
     shutdown): a turn still being filed would otherwise race it. True if all finished.
