@@ -1,13 +1,11 @@
 """`python -m benchmarks [NAME ...] [--sizes 1000,100000]`.
 
-Names: formation, ingest, consolidation, read_latency, retrieval_quality, ui_pages, privacy,
-legacy, rebuild, write_throughput, chat_proxy, fairness, load, usage_pages, search_scale, dedup,
-context_log, detectors, bulk, single_add, versus_mem0, scope_lists, store_floor,
-detector_table, fidelity, coverage, consolidation_chunks, end_to_end, check_real_model (the last
-ten run only when named; the last two take options of their own, `--help` after the name
-lists them).
-detector_table, fidelity, coverage, concurrency, end_to_end, check_real_model (the last ten run
-only when named; the last three take options of their own, `--help` after the name lists them).
+Without names, the default set runs (`main`'s list). Any other module of `benchmarks/`
+with a `run` runs when named: single_add, versus_mem0, scope_lists, store_floor,
+detector_table, fidelity, coverage, consolidation_chunks, concurrency, call_cpu,
+end_to_end, check_real_model and the rest. Options after the name go to that benchmark's
+`run(argv=...)` (`concurrency`, `call_cpu`, `end_to_end` and `check_real_model` take their
+own; `--help` after the name lists them).
 """
 
 from __future__ import annotations
