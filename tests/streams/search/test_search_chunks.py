@@ -176,10 +176,12 @@ def test_an_old_observation_is_found_among_thousands_sharing_its_common_word(sto
         if i % 6 == 0:
             words = ["berlin", "trip", *rng.sample(fillers, 2)]
         contents.append(" ".join([*words, f"n{i}"]))
-    for start in range(0, len(contents), 500):
+    # Batches of 200: a batch is one transaction, and on a loaded machine one of 500 once
+    # outlived the test store's transaction lifetime (10 s; NoSuchTransaction, then Busy).
+    for start in range(0, len(contents), 200):
         items = [
             BatchItem(content=c, client_id=f"filler-{start + i}")
-            for i, c in enumerate(contents[start : start + 500])
+            for i, c in enumerate(contents[start : start + 200])
         ]
         batch = observation_batch_add(store=store, scope=scope, items=items)
         assert all(batch.created) and not any(batch.duplicate_of)  # every filler stored
