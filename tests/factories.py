@@ -7,8 +7,9 @@ from typing import Any
 import factory
 
 from streams.core.documents import Observation, Scope
+from streams.memory.consolidation import consolidation_edit
 from streams.memory.observations import observation_add
-from streams.memory.scopes import ScopeKey, scope_get_or_create
+from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.store import MemoryStore
 
 
@@ -72,3 +73,15 @@ class ObservationFactory(factory.Factory):
         cls, model_class: type[Observation], *, store: MemoryStore, scope: Scope, **kwargs: Any
     ) -> Observation:
         return observation_add(store=store, scope=scope, **kwargs)
+
+
+def edit_consolidation(store: MemoryStore, scope: Scope, text: str) -> None:
+    """An operator writes `scope`'s consolidation by hand, over its current version."""
+    fresh = scope_get(store=store, scope_id=scope.id)
+    consolidation_edit(
+        store=store,
+        scope=fresh,
+        text=text,
+        expected_version=fresh.consolidation_version,
+        actor="operator",
+    )

@@ -19,13 +19,11 @@ from pymongo import MongoClient
 
 from memory_admin.integrations.chat_upstream import skipped_contexts
 from streams.context.chat import turn_message_id
-from streams.memory.consolidation import consolidation_edit
-from streams.memory.scopes import scope_get
 from streams.store import MemoryStore
 from streams.store import client as store_client
 from tests.chat_support import AGENT, MEMORY, UPSTREAM_KEY, chat_clients, chat_key, client, upstream
 from tests.eventually import eventually
-from tests.factories import ObservationFactory, ScopeFactory
+from tests.factories import ObservationFactory, ScopeFactory, edit_consolidation
 from tests.fakes.openai_server import FakeOpenAI
 
 __all__ = ["chat_clients", "chat_key", "client", "upstream"]  # fixtures, imported for this module
@@ -44,7 +42,7 @@ def gene(store: MemoryStore) -> dict[str, Any]:
     """Gene's memory: a consolidation, an old Rust observation (only retrieval finds it,
     ten newer ones fill the recent list) and a group's memory."""
     scope = ScopeFactory.create(store=store, agent_id=AGENT, user_id="u-gene", display_name="Gene")
-    _edit(store, scope, "Gene prefers short answers.")
+    edit_consolidation(store, scope, "Gene prefers short answers.")
     rust = ObservationFactory.create(
         store=store, scope=scope, content="Gene is learning Rust for firmware."
     )
@@ -53,19 +51,8 @@ def gene(store: MemoryStore) -> dict[str, Any]:
     group = ScopeFactory.create(
         store=store, agent_id=AGENT, group=True, group_id="g-eden", display_name="Eden"
     )
-    _edit(store, group, "The team deploys on Fridays.")
+    edit_consolidation(store, group, "The team deploys on Fridays.")
     return {"scope": scope, "rust": rust}
-
-
-def _edit(store: MemoryStore, scope: Any, text: str) -> None:
-    fresh = scope_get(store=store, scope_id=scope.id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text=text,
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
 
 
 def _calls(store: MemoryStore, session_id: str = "s-1") -> list[dict[str, Any]]:

@@ -13,12 +13,11 @@ from streams.context.chat import ChatMemory, chat_prepare
 from streams.context.log import context_calls_page
 from streams.core.instruction_policy import InstructionPolicy
 from streams.guard.instructions import instruction_like
-from streams.memory.consolidation import consolidation_edit
 from streams.memory.observations import observation_add
 from streams.memory.scopes import ScopeKey, scope_get, scope_get_or_create
 from streams.records.context_scrub import context_log_forget_versions
 from streams.store import MemoryStore, write_behind
-from tests.factories import ScopeFactory
+from tests.factories import ScopeFactory, edit_consolidation
 from tests.fakes.openai_server import propagation_responder
 from tests.streams.guard.test_review import AGENT as REVIEW_AGENT
 from tests.streams.guard.test_review import consolidate, everything, propagate_pending
@@ -76,14 +75,7 @@ def test_withhold_leaves_the_order_out_of_recent_retrieved_and_consolidated_text
     store.instruction_policy = InstructionPolicy.parse("withhold")
     observation_add(store=store, scope=scopes["user"], content=ORDER, actor="api:k")
     observation_add(store=store, scope=scopes["user"], content=PLAIN, actor="api:k")
-    fresh = scope_get(store=store, scope_id=scopes["user"].id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text=f"Gene likes Rust. {ORDER} Gene lives in Lisbon.",
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
+    edit_consolidation(store, scopes["user"], f"Gene likes Rust. {ORDER} Gene lives in Lisbon.")
     xml = _context(store, message="what did we say about the Enterprise plan pricing?")
     assert "Enterprise" not in xml and "recommend" not in xml
     assert "Gene likes Rust. Gene lives in Lisbon." in xml and PLAIN in xml
@@ -106,14 +98,7 @@ def test_mark_in_shared_scopes_shows_the_order_marked_instead_of_holding_it(stor
 
 
 def test_a_consolidation_holding_an_order_marks_its_section(store, scopes):
-    fresh = scope_get(store=store, scope_id=scopes["user"].id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text=f"Gene likes Rust. {ORDER}",
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
+    edit_consolidation(store, scopes["user"], f"Gene likes Rust. {ORDER}")
     root = ET.fromstring(_context(store))
     [user] = root.iter("UserMemory")
     assert user.get("flag") == "instruction" and ORDER in (user.text or "")
@@ -123,28 +108,14 @@ def test_the_section_mark_follows_the_consolidation_text_and_is_asked_once_per_t
     """The detector's answer is cached by text (every context call asks it of each
     consolidation): a new consolidation gets a new answer, the same one is not searched
     again."""
-    fresh = scope_get(store=store, scope_id=scopes["user"].id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text=f"Gene likes Rust. {ORDER}",
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
+    edit_consolidation(store, scopes["user"], f"Gene likes Rust. {ORDER}")
     [user] = ET.fromstring(_context(store)).iter("UserMemory")
     assert user.get("flag") == "instruction"
     misses = instruction_like.cache_info().misses
     [user] = ET.fromstring(_context(store)).iter("UserMemory")
     assert user.get("flag") == "instruction"
     assert instruction_like.cache_info().misses == misses
-    fresh = scope_get(store=store, scope_id=scopes["user"].id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text="Gene likes Rust and lives in Lisbon.",
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
+    edit_consolidation(store, scopes["user"], "Gene likes Rust and lives in Lisbon.")
     [user] = ET.fromstring(_context(store)).iter("UserMemory")
     assert user.get("flag") is None and "Lisbon" in (user.text or "")
 
@@ -208,14 +179,7 @@ def test_a_withheld_consolidation_is_still_scrubbed_from_the_context_log_whole(s
     store.instruction_policy = InstructionPolicy.parse("withhold")
     store.context_log_days = 7
     text = f"Gene likes Rust. {ORDER} Gene hides the spare key under the blue flowerpot."
-    fresh = scope_get(store=store, scope_id=scopes["user"].id)
-    consolidation_edit(
-        store=store,
-        scope=fresh,
-        text=text,
-        expected_version=fresh.consolidation_version,
-        actor="operator",
-    )
+    edit_consolidation(store, scopes["user"], text)
     version = scope_get(store=store, scope_id=scopes["user"].id).consolidation_version
     assert "flowerpot" in _context(store) and "Enterprise" not in _context(store)
     write_behind.flush()
