@@ -74,7 +74,7 @@ def get_store() -> MemoryStore:
         uri, server_selection_timeout_ms=settings.MONGODB_SERVER_SELECTION_TIMEOUT_MS
     )
     options = _store_options()
-    key = (id(client), *(_hashable(options[name]) for name in STORE_SETTINGS))
+    key = (id(client), *map(_hashable, options.values()))
     store = _stores.get(key)
     if store is None:
         store = _built_store(client, options)
